@@ -1,0 +1,12 @@
+#include "kernels/all_kernels.h"
+
+namespace nxrt::cpu {
+
+void RegisterAllKernels(NxKernelRegistry* registry) {
+  RegisterElementwiseKernels(registry);
+  RegisterTensorKernels(registry);
+  RegisterNnKernels(registry);
+  RegisterReductionKernels(registry);
+}
+
+}  // namespace nxrt::cpu
