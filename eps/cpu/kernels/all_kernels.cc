@@ -7,6 +7,7 @@ void RegisterAllKernels(NxKernelRegistry* registry) {
   RegisterTensorKernels(registry);
   RegisterNnKernels(registry);
   RegisterReductionKernels(registry);
+  RegisterLinalgKernels(registry);
 }
 
 }  // namespace nxrt::cpu

@@ -10,6 +10,7 @@ void RegisterElementwiseKernels(NxKernelRegistry* registry);  // kernels/element
 void RegisterTensorKernels(NxKernelRegistry* registry);       // kernels/tensor/
 void RegisterNnKernels(NxKernelRegistry* registry);           // kernels/nn/
 void RegisterReductionKernels(NxKernelRegistry* registry);    // kernels/reduction/
+void RegisterLinalgKernels(NxKernelRegistry* registry);       // kernels/linalg/
 
 // All of the above, in one registry.
 void RegisterAllKernels(NxKernelRegistry* registry);

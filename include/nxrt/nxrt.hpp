@@ -1,0 +1,229 @@
+// nxrt.hpp: header-only C++ wrapper of the application C API (nxrt_c_api.h). RAII handles;
+// errors become nxrt::Exception carrying the status code and message.
+#ifndef NXRT_HPP_
+#define NXRT_HPP_
+
+#include <cstdint>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "nxrt_c_api.h"
+
+namespace nxrt {
+
+class Exception : public std::runtime_error {
+ public:
+  Exception(NxStatusCode code, const std::string& message) : std::runtime_error(message), code_(code) {}
+  NxStatusCode code() const { return code_; }
+
+ private:
+  NxStatusCode code_;
+};
+
+// Throws if `status` is an error (and releases it).
+inline void Check(NxStatus* status) {
+  if (status == nullptr) return;
+  NxStatusCode code = NxStatus_GetCode(status);
+  std::string message = NxStatus_GetMessage(status);
+  NxStatus_Release(status);
+  throw Exception(code, message);
+}
+
+namespace detail {
+// Move-only owner of a C handle.
+template <class T, void (*ReleaseFn)(T*)>
+class Handle {
+ public:
+  Handle() = default;
+  explicit Handle(T* p) : p_(p) {}
+  Handle(Handle&& o) noexcept : p_(std::exchange(o.p_, nullptr)) {}
+  Handle& operator=(Handle&& o) noexcept {
+    if (this != &o) {
+      reset();
+      p_ = std::exchange(o.p_, nullptr);
+    }
+    return *this;
+  }
+  Handle(const Handle&) = delete;
+  Handle& operator=(const Handle&) = delete;
+  ~Handle() { reset(); }
+  T* get() const { return p_; }
+  T* release() { return std::exchange(p_, nullptr); }
+  void reset() {
+    if (p_) ReleaseFn(p_);
+    p_ = nullptr;
+  }
+  explicit operator bool() const { return p_ != nullptr; }
+
+ private:
+  T* p_ = nullptr;
+};
+}  // namespace detail
+
+class Env : public detail::Handle<NxEnv, NxEnv_Release> {
+ public:
+  explicit Env(NxLogLevel level = NX_LOG_WARNING, NxLogFn log_fn = nullptr, void* user = nullptr) {
+    NxEnv* e = nullptr;
+    Check(NxEnv_Create(level, log_fn, user, &e));
+    *this = Env(e);
+  }
+  void RegisterEpLibrary(const std::string& name, const std::string& path) {
+    Check(NxEnv_RegisterEpLibrary(get(), name.c_str(), path.c_str()));
+  }
+  void UnregisterEpLibrary(const std::string& name) {
+    Check(NxEnv_UnregisterEpLibrary(get(), name.c_str()));
+  }
+
+ private:
+  explicit Env(NxEnv* e) : Handle(e) {}
+};
+
+class SessionOptions : public detail::Handle<NxSessionOptions, NxSessionOptions_Release> {
+ public:
+  SessionOptions() {
+    NxSessionOptions* o = nullptr;
+    Check(NxSessionOptions_Create(&o));
+    *this = SessionOptions(o);
+  }
+  SessionOptions& SetIntraOpThreads(int n) {
+    Check(NxSessionOptions_SetIntraOpThreads(get(), n));
+    return *this;
+  }
+  SessionOptions& SetLogLevel(NxLogLevel level) {
+    Check(NxSessionOptions_SetLogLevel(get(), level));
+    return *this;
+  }
+  SessionOptions& SetOptimizationLevel(int level) {
+    Check(NxSessionOptions_SetOptimizationLevel(get(), level));
+    return *this;
+  }
+  SessionOptions& SetConfig(const std::string& key, const std::string& value) {
+    Check(NxSessionOptions_SetConfig(get(), key.c_str(), value.c_str()));
+    return *this;
+  }
+  SessionOptions& AppendEp(const std::string& name,
+                           const std::vector<std::pair<std::string, std::string>>& options = {}) {
+    std::vector<const char*> keys, values;
+    for (const auto& [k, v] : options) {
+      keys.push_back(k.c_str());
+      values.push_back(v.c_str());
+    }
+    Check(NxSessionOptions_AppendEp(get(), name.c_str(), keys.data(), values.data(), keys.size()));
+    return *this;
+  }
+
+ private:
+  explicit SessionOptions(NxSessionOptions* o) : Handle(o) {}
+};
+
+class Value : public detail::Handle<NxValue, NxValue_Release> {
+ public:
+  Value() = default;
+  explicit Value(NxValue* v) : Handle(v) {}
+
+  static Value Tensor(NxElementType type, std::span<const int64_t> dims) {
+    NxValue* v = nullptr;
+    Check(NxValue_CreateTensor(type, dims.data(), dims.size(), &v));
+    return Value(v);
+  }
+  // Wraps `data` without copying; the buffer must outlive the value.
+  static Value WrapTensor(NxElementType type, std::span<const int64_t> dims, void* data, size_t bytes) {
+    NxValue* v = nullptr;
+    Check(NxValue_CreateTensorWithData(type, dims.data(), dims.size(), data, bytes, &v));
+    return Value(v);
+  }
+  static Value FromProto(NxValueKind kind, const void* data, size_t size) {
+    NxValue* v = nullptr;
+    Check(NxValue_CreateFromProto(kind, data, size, &v));
+    return Value(v);
+  }
+
+  NxValueKind kind() const { return NxValue_GetKind(get()); }
+  NxElementType type() const { return NxValue_GetElementType(get()); }
+  std::vector<int64_t> shape() const {
+    const int64_t* dims = nullptr;
+    size_t rank = 0;
+    NxValue_GetShape(get(), &dims, &rank);
+    return std::vector<int64_t>(dims, dims + rank);
+  }
+  size_t size() const { return NxValue_GetElementCount(get()); }
+  template <class T>
+  T* data() {
+    return static_cast<T*>(NxValue_GetData(get()));
+  }
+  template <class T>
+  const T* data() const {
+    return static_cast<const T*>(NxValue_GetConstData(get()));
+  }
+  std::string_view string(size_t i) const {
+    size_t n = 0;
+    const char* p = NxValue_GetString(get(), i, &n);
+    return {p ? p : "", n};
+  }
+  void set_string(size_t i, std::string_view s) { Check(NxValue_SetString(get(), i, s.data(), s.size())); }
+};
+
+class Session : public detail::Handle<NxSession, NxSession_Release> {
+ public:
+  Session(Env& env, const std::string& path, const SessionOptions* options = nullptr) {
+    NxSession* s = nullptr;
+    Check(NxSession_CreateFromFile(env.get(), path.c_str(), options ? options->get() : nullptr, &s));
+    *this = Session(s);
+  }
+  Session(Env& env, const void* data, size_t size, const SessionOptions* options = nullptr) {
+    NxSession* s = nullptr;
+    Check(NxSession_CreateFromBuffer(env.get(), data, size, options ? options->get() : nullptr, &s));
+    *this = Session(s);
+  }
+
+  size_t input_count() const { return NxSession_GetInputCount(get()); }
+  size_t output_count() const { return NxSession_GetOutputCount(get()); }
+  std::string input_name(size_t i) const { return NxSession_GetInputName(get(), i); }
+  std::string output_name(size_t i) const { return NxSession_GetOutputName(get(), i); }
+  NxTypeInfo input_type(size_t i) const {
+    NxTypeInfo info{};
+    Check(NxSession_GetInputTypeInfo(get(), i, &info));
+    return info;
+  }
+  NxTypeInfo output_type(size_t i) const {
+    NxTypeInfo info{};
+    Check(NxSession_GetOutputTypeInfo(get(), i, &info));
+    return info;
+  }
+  std::string input_dim_name(size_t i, size_t dim) const { return NxSession_GetInputDimName(get(), i, dim); }
+
+  // Runs with named inputs; returns the named outputs (all outputs when `outputs` is empty).
+  std::vector<Value> Run(const std::vector<std::string>& input_names, const std::vector<const Value*>& inputs,
+                         std::vector<std::string> outputs = {}) {
+    if (outputs.empty())
+      for (size_t i = 0; i < output_count(); ++i) outputs.push_back(output_name(i));
+    std::vector<const char*> in_names, out_names;
+    std::vector<const NxValue*> in_values;
+    for (size_t i = 0; i < input_names.size(); ++i) {
+      in_names.push_back(input_names[i].c_str());
+      in_values.push_back(inputs[i]->get());
+    }
+    for (const auto& n : outputs) out_names.push_back(n.c_str());
+    std::vector<NxValue*> raw(outputs.size(), nullptr);
+    Check(NxSession_Run(get(), in_names.data(), in_values.data(), in_values.size(), out_names.data(),
+                        out_names.size(), raw.data()));
+    std::vector<Value> result;
+    for (NxValue* v : raw) result.emplace_back(v);
+    return result;
+  }
+
+  size_t ep_count() const { return NxSession_GetEpCount(get()); }
+  std::string ep_name(size_t i) const { return NxSession_GetEpName(get(), i); }
+  size_t ep_node_count(size_t i) const { return NxSession_GetEpNodeCount(get(), i); }
+
+ private:
+  explicit Session(NxSession* s) : Handle(s) {}
+};
+
+}  // namespace nxrt
+
+#endif  // NXRT_HPP_

@@ -1,0 +1,317 @@
+// The application C API: thin translations to Env, Session and Value.
+#include "nxrt/nxrt_c_api.h"
+
+#include <cstring>
+
+#include "base/element_type.h"
+#include "base/error.h"
+#include "model/tensor_proto.h"
+#include "session/env.h"
+#include "session/session.h"
+
+struct NxEnv {
+  std::unique_ptr<nxrt::Env> env;
+};
+
+struct NxSessionOptions {
+  nxrt::SessionOptions options;
+};
+
+struct NxSession {
+  std::unique_ptr<nxrt::Session> session;
+  std::vector<size_t> ep_node_counts;
+};
+
+using nxrt::CatchAsStatus;
+using nxrt::MakeStatus;
+
+namespace {
+
+#define NX_REQUIRE(ptr) \
+  if ((ptr) == nullptr) return MakeStatus(NX_INVALID_ARGUMENT, std::string(__func__) + ": " #ptr " is null")
+
+NxSession* WrapSession(std::unique_ptr<nxrt::Session> s) {
+  auto* out = new NxSession{std::move(s), {}};
+  out->ep_node_counts.assign(out->session->ep_count(), 0);
+  for (size_t n = 0; n < out->session->graph().nodes.size(); ++n)
+    ++out->ep_node_counts[static_cast<size_t>(out->session->node_ep(n))];
+  return out;
+}
+
+NxStatus* FillTypeInfo(const nxrt::ValueDef& def, NxTypeInfo* info) {
+  NX_REQUIRE(info);
+  info->kind = def.type.kind;
+  info->element_type = def.type.elem_type;
+  info->has_shape = def.type.has_shape;
+  info->dims = def.type.dims.data();
+  info->rank = def.type.dims.size();
+  return nullptr;
+}
+
+}  // namespace
+
+extern "C" {
+
+NxStatusCode NxStatus_GetCode(const NxStatus* status) { return status ? status->code : NX_OK; }
+const char* NxStatus_GetMessage(const NxStatus* status) { return status ? status->message.c_str() : ""; }
+void NxStatus_Release(NxStatus* status) { delete status; }
+const char* Nx_GetVersionString(void) { return "0.1.0"; }
+const char* Nx_ElementTypeName(NxElementType type) { return nxrt::ElementTypeName(type); }
+
+// ---- Env ----
+NxStatus* NxEnv_Create(NxLogLevel level, NxLogFn log_fn, void* log_user, NxEnv** env) {
+  NX_REQUIRE(env);
+  return CatchAsStatus([&] {
+    nxrt::Logger::Sink sink = nxrt::Logger::StderrSink();
+    if (log_fn != nullptr) {
+      sink = [log_fn, log_user](NxLogLevel l, const std::string& m) { log_fn(log_user, l, m.c_str()); };
+    }
+    *env = new NxEnv{std::make_unique<nxrt::Env>(nxrt::Logger(level, sink))};
+  });
+}
+void NxEnv_Release(NxEnv* env) { delete env; }
+NxStatus* NxEnv_RegisterEpLibrary(NxEnv* env, const char* name, const char* path) {
+  NX_REQUIRE(env);
+  NX_REQUIRE(name);
+  NX_REQUIRE(path);
+  return CatchAsStatus([&] { env->env->RegisterLibrary(name, path); });
+}
+NxStatus* NxEnv_UnregisterEpLibrary(NxEnv* env, const char* name) {
+  NX_REQUIRE(env);
+  NX_REQUIRE(name);
+  return CatchAsStatus([&] { env->env->UnregisterLibrary(name); });
+}
+
+// ---- Session options ----
+NxStatus* NxSessionOptions_Create(NxSessionOptions** options) {
+  NX_REQUIRE(options);
+  return CatchAsStatus([&] { *options = new NxSessionOptions(); });
+}
+void NxSessionOptions_Release(NxSessionOptions* options) { delete options; }
+NxStatus* NxSessionOptions_SetIntraOpThreads(NxSessionOptions* options, int threads) {
+  NX_REQUIRE(options);
+  if (threads < 0 || threads > 1024) return MakeStatus(NX_INVALID_ARGUMENT, "thread count must be in [0, 1024]");
+  options->options.intra_op_threads = threads;
+  return nullptr;
+}
+NxStatus* NxSessionOptions_SetLogLevel(NxSessionOptions* options, NxLogLevel level) {
+  NX_REQUIRE(options);
+  if (level < NX_LOG_VERBOSE || level > NX_LOG_FATAL) return MakeStatus(NX_INVALID_ARGUMENT, "unknown log level");
+  options->options.log_level = level;
+  return nullptr;
+}
+NxStatus* NxSessionOptions_SetOptimizationLevel(NxSessionOptions* options, int level) {
+  NX_REQUIRE(options);
+  if (level < 0 || level > 2) return MakeStatus(NX_INVALID_ARGUMENT, "optimization level must be 0, 1 or 2");
+  options->options.optimization_level = level;
+  return nullptr;
+}
+NxStatus* NxSessionOptions_SetConfig(NxSessionOptions* options, const char* key, const char* value) {
+  NX_REQUIRE(options);
+  NX_REQUIRE(key);
+  NX_REQUIRE(value);
+  return CatchAsStatus([&] { options->options.config.entries[key] = value; });
+}
+NxStatus* NxSessionOptions_AppendEp(NxSessionOptions* options, const char* ep_name,
+                                    const char* const* keys, const char* const* values, size_t n) {
+  NX_REQUIRE(options);
+  NX_REQUIRE(ep_name);
+  if (n > 0 && (keys == nullptr || values == nullptr)) return MakeStatus(NX_INVALID_ARGUMENT, "EP option keys/values are null");
+  return CatchAsStatus([&] {
+    nxrt::EpRequest req;
+    req.name = ep_name;
+    for (size_t i = 0; i < n; ++i) {
+      NXRT_CHECK(keys[i] && values[i], NX_INVALID_ARGUMENT, "an EP option key or value is null");
+      req.options[keys[i]] = values[i];
+    }
+    options->options.eps.push_back(std::move(req));
+  });
+}
+
+// ---- Sessions ----
+NxStatus* NxSession_CreateFromFile(NxEnv* env, const char* model_path, const NxSessionOptions* options,
+                                   NxSession** session) {
+  NX_REQUIRE(env);
+  NX_REQUIRE(model_path);
+  NX_REQUIRE(session);
+  return CatchAsStatus([&] {
+    nxrt::SessionOptions defaults;
+    auto model = nxrt::LoadModelFromFile(model_path);
+    *session = WrapSession(std::make_unique<nxrt::Session>(*env->env, model, options ? options->options : defaults));
+  });
+}
+NxStatus* NxSession_CreateFromBuffer(NxEnv* env, const void* data, size_t size, const NxSessionOptions* options,
+                                     NxSession** session) {
+  NX_REQUIRE(env);
+  NX_REQUIRE(data);
+  NX_REQUIRE(session);
+  return CatchAsStatus([&] {
+    nxrt::SessionOptions defaults;
+    auto model = nxrt::LoadModelFromBuffer(data, size);
+    *session = WrapSession(std::make_unique<nxrt::Session>(*env->env, model, options ? options->options : defaults));
+  });
+}
+void NxSession_Release(NxSession* session) { delete session; }
+
+size_t NxSession_GetInputCount(const NxSession* s) { return s ? s->session->graph().inputs.size() : 0; }
+size_t NxSession_GetOutputCount(const NxSession* s) { return s ? s->session->graph().outputs.size() : 0; }
+const char* NxSession_GetInputName(const NxSession* s, size_t i) {
+  if (!s || i >= s->session->graph().inputs.size()) return nullptr;
+  return s->session->graph().value(s->session->graph().inputs[i]).name.c_str();
+}
+const char* NxSession_GetOutputName(const NxSession* s, size_t i) {
+  if (!s || i >= s->session->graph().outputs.size()) return nullptr;
+  return s->session->graph().value(s->session->graph().outputs[i]).name.c_str();
+}
+NxStatus* NxSession_GetInputTypeInfo(const NxSession* s, size_t i, NxTypeInfo* info) {
+  NX_REQUIRE(s);
+  const auto& g = s->session->graph();
+  if (i >= g.inputs.size()) return MakeStatus(NX_INVALID_ARGUMENT, "input index out of range");
+  return FillTypeInfo(g.value(g.inputs[i]), info);
+}
+NxStatus* NxSession_GetOutputTypeInfo(const NxSession* s, size_t i, NxTypeInfo* info) {
+  NX_REQUIRE(s);
+  const auto& g = s->session->graph();
+  if (i >= g.outputs.size()) return MakeStatus(NX_INVALID_ARGUMENT, "output index out of range");
+  return FillTypeInfo(g.value(g.outputs[i]), info);
+}
+const char* NxSession_GetInputDimName(const NxSession* s, size_t i, size_t dim) {
+  if (!s) return "";
+  const auto& g = s->session->graph();
+  if (i >= g.inputs.size()) return "";
+  const auto& params = g.value(g.inputs[i]).type.dim_params;
+  return dim < params.size() ? params[dim].c_str() : "";
+}
+
+NxStatus* NxSession_Run(NxSession* session, const char* const* input_names, const NxValue* const* inputs,
+                        size_t num_inputs, const char* const* output_names, size_t num_outputs,
+                        NxValue** outputs) {
+  NX_REQUIRE(session);
+  if (num_inputs > 0 && (input_names == nullptr || inputs == nullptr)) {
+    return MakeStatus(NX_INVALID_ARGUMENT, "NxSession_Run: input names or values are null");
+  }
+  if (num_outputs > 0 && outputs == nullptr) return MakeStatus(NX_INVALID_ARGUMENT, "NxSession_Run: outputs is null");
+  return CatchAsStatus([&] {
+    const auto& g = session->session->graph();
+    std::vector<std::string> in_names;
+    std::vector<const nxrt::Value*> in_values;
+    for (size_t i = 0; i < num_inputs; ++i) {
+      NXRT_CHECK(input_names[i] != nullptr, NX_INVALID_ARGUMENT, "input name " + std::to_string(i) + " is null");
+      in_names.emplace_back(input_names[i]);
+      in_values.push_back(inputs[i]);
+    }
+    std::vector<std::string> out_names;
+    if (output_names == nullptr) {
+      NXRT_CHECK(num_outputs == g.outputs.size(), NX_INVALID_ARGUMENT,
+                 "without output names, num_outputs must equal the model's output count (" +
+                     std::to_string(g.outputs.size()) + ")");
+      for (int o : g.outputs) out_names.push_back(g.value(o).name);
+    } else {
+      for (size_t i = 0; i < num_outputs; ++i) {
+        NXRT_CHECK(output_names[i] != nullptr, NX_INVALID_ARGUMENT, "output name " + std::to_string(i) + " is null");
+        out_names.emplace_back(output_names[i]);
+      }
+    }
+    if (num_outputs == 0) return;
+    auto results = session->session->Run(in_names, in_values, out_names);
+    // Check caller-provided buffers before touching any of them.
+    for (size_t i = 0; i < num_outputs; ++i) {
+      if (outputs[i] == nullptr) continue;
+      const nxrt::Value& dst = *outputs[i];
+      const nxrt::Value& src = *results[i];
+      NXRT_CHECK(dst.kind == NX_VALUE_TENSOR && src.kind == NX_VALUE_TENSOR && dst.type == src.type &&
+                     dst.dims == src.dims,
+                 NX_INVALID_ARGUMENT,
+                 "output '" + out_names[i] + "' is " + nxrt::DescribeTensor(src) +
+                     " but the provided value is " + nxrt::DescribeTensor(dst));
+    }
+    for (size_t i = 0; i < num_outputs; ++i) {
+      if (outputs[i] == nullptr) {
+        outputs[i] = new NxValue(*results[i]);
+      } else if (results[i]->type == NX_TYPE_STRING) {
+        outputs[i]->strings = results[i]->strings;
+      } else if (nxrt::TensorBytes(*results[i]) > 0) {
+        std::memcpy(outputs[i]->data, results[i]->data, nxrt::TensorBytes(*results[i]));
+      }
+    }
+  });
+}
+
+size_t NxSession_GetEpCount(const NxSession* s) { return s ? s->session->ep_count() : 0; }
+const char* NxSession_GetEpName(const NxSession* s, size_t i) {
+  return s && i < s->session->ep_count() ? s->session->ep_name(i).c_str() : nullptr;
+}
+size_t NxSession_GetEpNodeCount(const NxSession* s, size_t i) {
+  return s && i < s->ep_node_counts.size() ? s->ep_node_counts[i] : 0;
+}
+
+// ---- Values ----
+NxStatus* NxValue_CreateTensor(NxElementType type, const int64_t* dims, size_t rank, NxValue** value) {
+  NX_REQUIRE(value);
+  if (rank > 0 && dims == nullptr) return MakeStatus(NX_INVALID_ARGUMENT, "dims is null");
+  return CatchAsStatus([&] {
+    auto v = nxrt::MakeTensor(type, std::span<const int64_t>(dims, rank));
+    *value = new NxValue(*v);
+  });
+}
+NxStatus* NxValue_CreateTensorWithData(NxElementType type, const int64_t* dims, size_t rank, void* data,
+                                       size_t size, NxValue** value) {
+  NX_REQUIRE(value);
+  if (rank > 0 && dims == nullptr) return MakeStatus(NX_INVALID_ARGUMENT, "dims is null");
+  return CatchAsStatus([&] {
+    NXRT_CHECK(nxrt::IsKnownElementType(type), NX_INVALID_ARGUMENT, "unknown element type");
+    std::span<const int64_t> shape(dims, rank);
+    size_t need = nxrt::StorageBytes(type, nxrt::ElementCount(shape));
+    NXRT_CHECK(size >= need, NX_INVALID_ARGUMENT,
+               "buffer has " + std::to_string(size) + " bytes, the tensor needs " + std::to_string(need));
+    NXRT_CHECK(data != nullptr || need == 0, NX_INVALID_ARGUMENT, "data is null");
+    auto v = nxrt::WrapTensor(type, shape, data, nullptr);
+    *value = new NxValue(*v);
+  });
+}
+NxStatus* NxValue_CreateFromProto(NxValueKind kind, const void* data, size_t size, NxValue** value) {
+  NX_REQUIRE(value);
+  if (size > 0) NX_REQUIRE(data);
+  return CatchAsStatus([&] { *value = new NxValue(*nxrt::ValueFromProtoBytes(kind, data, size)); });
+}
+void NxValue_Release(NxValue* value) { delete value; }
+
+NxValueKind NxValue_GetKind(const NxValue* v) { return v ? v->kind : NX_VALUE_TENSOR; }
+NxElementType NxValue_GetElementType(const NxValue* v) {
+  if (!v) return NX_TYPE_UNDEFINED;
+  return v->kind == NX_VALUE_SEQUENCE ? v->sequence_type : v->type;
+}
+void NxValue_GetShape(const NxValue* v, const int64_t** dims, size_t* rank) {
+  if (dims) *dims = v ? v->dims.data() : nullptr;
+  if (rank) *rank = v ? v->dims.size() : 0;
+}
+size_t NxValue_GetElementCount(const NxValue* v) { return v ? v->count : 0; }
+void* NxValue_GetData(NxValue* v) { return v && v->type != NX_TYPE_STRING ? v->data : nullptr; }
+const void* NxValue_GetConstData(const NxValue* v) { return v && v->type != NX_TYPE_STRING ? v->data : nullptr; }
+const char* NxValue_GetString(const NxValue* v, size_t i, size_t* size) {
+  if (!v || v->type != NX_TYPE_STRING || i >= v->strings.size()) {
+    if (size) *size = 0;
+    return nullptr;
+  }
+  if (size) *size = v->strings[i].size();
+  return v->strings[i].data();
+}
+NxStatus* NxValue_SetString(NxValue* v, size_t i, const char* data, size_t size) {
+  NX_REQUIRE(v);
+  if (v->type != NX_TYPE_STRING) return MakeStatus(NX_INVALID_ARGUMENT, "not a string tensor");
+  if (i >= v->strings.size()) return MakeStatus(NX_INVALID_ARGUMENT, "string index out of range");
+  if (size > 0) NX_REQUIRE(data);
+  return CatchAsStatus([&] { v->strings[i].assign(data ? data : "", size); });
+}
+size_t NxValue_GetSequenceLength(const NxValue* v) {
+  return v && v->kind == NX_VALUE_SEQUENCE ? v->elements.size() : 0;
+}
+const NxValue* NxValue_GetSequenceElement(const NxValue* v, size_t i) {
+  return v && v->kind == NX_VALUE_SEQUENCE && i < v->elements.size() ? v->elements[i].get() : nullptr;
+}
+bool NxValue_OptionalHasValue(const NxValue* v) { return v && v->kind == NX_VALUE_OPTIONAL && v->contained; }
+const NxValue* NxValue_GetOptionalValue(const NxValue* v) {
+  return v && v->kind == NX_VALUE_OPTIONAL ? v->contained.get() : nullptr;
+}
+
+}  // extern "C"

@@ -1,0 +1,77 @@
+#include "base/value.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+
+#include "base/element_type.h"
+#include "base/error.h"
+
+namespace nxrt {
+
+size_t ElementCount(std::span<const int64_t> dims) {
+  size_t n = 1;
+  for (int64_t d : dims) {
+    NXRT_CHECK(d >= 0, NX_INVALID_ARGUMENT, "negative dimension in shape " + ShapeString(dims));
+    if (d != 0 && n > std::numeric_limits<size_t>::max() / static_cast<size_t>(d)) {
+      Throw(NX_INVALID_ARGUMENT, "shape " + ShapeString(dims) + " has too many elements");
+    }
+    n *= static_cast<size_t>(d);
+  }
+  return n;
+}
+
+ValuePtr MakeTensor(NxElementType type, std::span<const int64_t> dims) {
+  NXRT_CHECK(IsKnownElementType(type), NX_INVALID_ARGUMENT,
+             "unknown element type " + std::to_string(static_cast<int>(type)));
+  auto v = std::make_shared<Value>();
+  v->kind = NX_VALUE_TENSOR;
+  v->type = type;
+  v->dims.assign(dims.begin(), dims.end());
+  v->count = ElementCount(dims);
+  if (type == NX_TYPE_STRING) {
+    v->strings.resize(v->count);
+    return v;
+  }
+  size_t bytes = StorageBytes(type, v->count);
+  size_t padded = (bytes + 63) / 64 * 64;
+  if (padded == 0) padded = 64;
+  void* p = std::aligned_alloc(64, padded);
+  if (p == nullptr) Throw(NX_OUT_OF_MEMORY, "cannot allocate " + std::to_string(bytes) + " bytes");
+  std::memset(p, 0, padded);
+  v->data = p;
+  v->storage = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+  return v;
+}
+
+ValuePtr WrapTensor(NxElementType type, std::span<const int64_t> dims, void* data,
+                    std::shared_ptr<void> keep_alive) {
+  NXRT_CHECK(type != NX_TYPE_STRING, NX_INVALID_ARGUMENT, "string tensors cannot wrap raw memory");
+  auto v = std::make_shared<Value>();
+  v->kind = NX_VALUE_TENSOR;
+  v->type = type;
+  v->dims.assign(dims.begin(), dims.end());
+  v->count = ElementCount(dims);
+  v->data = data;
+  v->storage = std::move(keep_alive);
+  return v;
+}
+
+size_t TensorBytes(const Value& v) { return StorageBytes(v.type, v.count); }
+
+std::string ShapeString(std::span<const int64_t> dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (i) s += ",";
+    s += std::to_string(dims[i]);
+  }
+  return s + "]";
+}
+
+std::string DescribeTensor(const Value& v) {
+  if (v.kind == NX_VALUE_SEQUENCE) return std::string("sequence<") + ElementTypeName(v.sequence_type) + ">";
+  if (v.kind == NX_VALUE_OPTIONAL) return "optional";
+  return std::string(ElementTypeName(v.type)) + ShapeString(v.dims);
+}
+
+}  // namespace nxrt

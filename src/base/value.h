@@ -1,0 +1,55 @@
+// Values: tensors (element type, shape, data), sequences and optionals. The struct behind the
+// public opaque NxValue handle, so the C API and the plugin ABI pass it without translation.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "nxrt/nxrt_types.h"
+
+struct NxValue {
+  NxValueKind kind = NX_VALUE_TENSOR;
+
+  // ---- tensor ----
+  NxElementType type = NX_TYPE_UNDEFINED;
+  std::vector<int64_t> dims;
+  size_t count = 0;                 // number of elements
+  void* data = nullptr;             // non-string payload; may be borrowed
+  std::shared_ptr<void> storage;    // keeps `data` alive when owned (null when borrowed)
+  std::vector<std::string> strings; // payload of string tensors
+
+  // ---- sequence (kind == SEQUENCE) ----
+  NxElementType sequence_type = NX_TYPE_UNDEFINED;  // element type of the tensors it holds
+  std::vector<std::shared_ptr<NxValue>> elements;
+
+  // ---- optional (kind == OPTIONAL) ----
+  std::shared_ptr<NxValue> contained;  // null when the optional is empty
+};
+
+namespace nxrt {
+
+using Value = ::NxValue;
+using ValuePtr = std::shared_ptr<Value>;
+
+// Product of dims; throws on negative dimensions or overflow.
+size_t ElementCount(std::span<const int64_t> dims);
+
+// A tensor that owns a fresh, 64-byte aligned, zero-initialised buffer.
+ValuePtr MakeTensor(NxElementType type, std::span<const int64_t> dims);
+
+// A tensor that borrows `data` (no copy). `keep_alive` (may be null) is held as long as the
+// tensor lives, e.g. a mapping of the model file.
+ValuePtr WrapTensor(NxElementType type, std::span<const int64_t> dims, void* data,
+                    std::shared_ptr<void> keep_alive);
+
+// Bytes of the tensor's non-string payload.
+size_t TensorBytes(const Value& v);
+
+// "float[1,3,224,224]" for messages.
+std::string DescribeTensor(const Value& v);
+std::string ShapeString(std::span<const int64_t> dims);
+
+}  // namespace nxrt

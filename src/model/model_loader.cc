@@ -1,0 +1,294 @@
+#include <fstream>
+#include <filesystem>
+#include <sstream>
+
+#include <onnx/onnx_pb.h>
+
+#include "base/element_type.h"
+#include "base/error.h"
+#include "model/model.h"
+#include "model/tensor_proto.h"
+#include "nxrt/nxrt_ep_api.h"
+
+namespace nxrt {
+namespace {
+
+// Everything the conversion of one model needs to carry around.
+struct LoadContext {
+  std::string source;
+  ExternalDataResolver* external;
+  std::shared_ptr<void> keep_alive;  // the ModelProto, for borrowed raw_data
+  std::vector<std::shared_ptr<Graph>> subgraphs;  // finalized after their parents
+};
+
+std::string NormalizeDomain(const std::string& domain) {
+  return domain == "ai.onnx" ? std::string() : domain;
+}
+
+TypeInfo ConvertType(const onnx::TypeProto& type) {
+  TypeInfo info;
+  const onnx::TypeProto* t = &type;
+  if (t->has_optional_type()) {
+    info.kind = NX_VALUE_OPTIONAL;
+    t = &t->optional_type().elem_type();
+  }
+  if (t->has_sequence_type()) {
+    if (info.kind == NX_VALUE_TENSOR) info.kind = NX_VALUE_SEQUENCE;
+    t = &t->sequence_type().elem_type();
+  }
+  if (t->has_tensor_type()) {
+    const auto& tt = t->tensor_type();
+    if (IsKnownElementType(tt.elem_type())) info.elem_type = static_cast<NxElementType>(tt.elem_type());
+    if (tt.has_shape() && info.kind == NX_VALUE_TENSOR) {
+      info.has_shape = true;
+      for (const auto& d : tt.shape().dim()) {
+        info.dims.push_back(d.has_dim_value() ? d.dim_value() : -1);
+        info.dim_params.push_back(d.has_dim_param() ? d.dim_param() : "");
+      }
+    }
+  }
+  return info;
+}
+
+std::shared_ptr<Graph> ConvertGraph(const onnx::GraphProto& proto,
+                                    const std::map<std::string, int>& opsets, const Graph* parent,
+                                    LoadContext& ctx);
+
+Attribute ConvertAttribute(const onnx::AttributeProto& proto, const Graph& graph, LoadContext& ctx,
+                           const std::string& node_desc) {
+  Attribute a;
+  a.name = proto.name();
+  a.type = proto.type();
+  switch (proto.type()) {
+    case onnx::AttributeProto::FLOAT: a.f = proto.f(); break;
+    case onnx::AttributeProto::INT: a.i = proto.i(); break;
+    case onnx::AttributeProto::STRING: a.s = proto.s(); break;
+    case onnx::AttributeProto::FLOATS: a.floats.assign(proto.floats().begin(), proto.floats().end()); break;
+    case onnx::AttributeProto::INTS: a.ints.assign(proto.ints().begin(), proto.ints().end()); break;
+    case onnx::AttributeProto::STRINGS: a.strings.assign(proto.strings().begin(), proto.strings().end()); break;
+    case onnx::AttributeProto::TENSOR: a.tensor = TensorFromProto(proto.t(), ctx.external, ctx.keep_alive); break;
+    case onnx::AttributeProto::TENSORS:
+      for (const auto& t : proto.tensors()) a.tensors.push_back(TensorFromProto(t, ctx.external, ctx.keep_alive));
+      break;
+    case onnx::AttributeProto::GRAPH: a.graph = ConvertGraph(proto.g(), graph.opsets, &graph, ctx); break;
+    case onnx::AttributeProto::GRAPHS:
+      for (const auto& g : proto.graphs()) a.graphs.push_back(ConvertGraph(g, graph.opsets, &graph, ctx));
+      break;
+    case onnx::AttributeProto::UNDEFINED:
+      // Old exporters leave `type` unset: infer it from the one field that is filled.
+      if (proto.has_f()) { a.type = NX_ATTR_FLOAT; a.f = proto.f(); }
+      else if (proto.has_i()) { a.type = NX_ATTR_INT; a.i = proto.i(); }
+      else if (proto.has_s()) { a.type = NX_ATTR_STRING; a.s = proto.s(); }
+      else if (proto.ints_size()) { a.type = NX_ATTR_INTS; a.ints.assign(proto.ints().begin(), proto.ints().end()); }
+      else if (proto.floats_size()) { a.type = NX_ATTR_FLOATS; a.floats.assign(proto.floats().begin(), proto.floats().end()); }
+      else Throw(NX_INVALID_MODEL, ctx.source + ": " + node_desc + ": attribute '" + proto.name() + "' has no type");
+      break;
+    default:
+      Throw(NX_NOT_IMPLEMENTED, ctx.source + ": " + node_desc + ": attribute '" + proto.name() +
+                                    "' has unsupported type " + std::to_string(proto.type()));
+  }
+  return a;
+}
+
+// Turns a Constant node into an initializer when its value is a plain attribute. Returns false
+// for forms it leaves as a node (e.g. sparse_value).
+bool FoldConstant(const onnx::NodeProto& node, Graph& graph, LoadContext& ctx) {
+  if (node.op_type() != "Constant" || !NormalizeDomain(node.domain()).empty()) return false;
+  if (node.output_size() != 1 || node.attribute_size() != 1) return false;
+  const auto& a = node.attribute(0);
+  ValuePtr v;
+  if (a.name() == "value" && a.has_t()) {
+    v = TensorFromProto(a.t(), ctx.external, ctx.keep_alive);
+  } else if (a.name() == "value_float") {
+    v = MakeTensor(NX_TYPE_FLOAT, {});
+    *static_cast<float*>(v->data) = a.f();
+  } else if (a.name() == "value_int") {
+    v = MakeTensor(NX_TYPE_INT64, {});
+    *static_cast<int64_t*>(v->data) = a.i();
+  } else if (a.name() == "value_floats") {
+    int64_t n = a.floats_size();
+    v = MakeTensor(NX_TYPE_FLOAT, std::vector<int64_t>{n});
+    for (int64_t i = 0; i < n; ++i) static_cast<float*>(v->data)[i] = a.floats(static_cast<int>(i));
+  } else if (a.name() == "value_ints") {
+    int64_t n = a.ints_size();
+    v = MakeTensor(NX_TYPE_INT64, std::vector<int64_t>{n});
+    for (int64_t i = 0; i < n; ++i) static_cast<int64_t*>(v->data)[i] = a.ints(static_cast<int>(i));
+  } else if (a.name() == "value_string") {
+    v = MakeTensor(NX_TYPE_STRING, {});
+    v->strings[0] = a.s();
+  } else if (a.name() == "value_strings") {
+    int64_t n = a.strings_size();
+    v = MakeTensor(NX_TYPE_STRING, std::vector<int64_t>{n});
+    for (int64_t i = 0; i < n; ++i) v->strings[i] = a.strings(static_cast<int>(i));
+  } else {
+    return false;
+  }
+  if (node.output(0).empty()) return true;  // nothing reads it
+  int index = graph.GetOrAddValue(node.output(0));
+  ValueDef& def = graph.value(index);
+  if (def.initializer) {
+    Throw(NX_INVALID_MODEL, ctx.source + ": Constant node '" + node.name() + "': output '" +
+                                node.output(0) + "' is already an initializer");
+  }
+  def.initializer = v;
+  def.type.kind = NX_VALUE_TENSOR;
+  def.type.elem_type = v->type;
+  def.type.has_shape = true;
+  def.type.dims = v->dims;
+  def.type.dim_params.assign(v->dims.size(), "");
+  return true;
+}
+
+std::shared_ptr<Graph> ConvertGraph(const onnx::GraphProto& proto,
+                                    const std::map<std::string, int>& opsets, const Graph* parent,
+                                    LoadContext& ctx) {
+  auto graph = std::make_shared<Graph>();
+  graph->name = proto.name();
+  graph->source = ctx.source;
+  graph->opsets = opsets;
+  graph->parent = parent;
+
+  if (proto.sparse_initializer_size() > 0) {
+    Throw(NX_NOT_IMPLEMENTED, ctx.source + ": sparse initializers are not supported");
+  }
+  for (const auto& t : proto.initializer()) {
+    if (t.name().empty()) Throw(NX_INVALID_MODEL, ctx.source + ": an initializer has no name");
+    int index = graph->GetOrAddValue(t.name());
+    ValueDef& def = graph->value(index);
+    if (def.initializer) {
+      Throw(NX_INVALID_MODEL, ctx.source + ": initializer '" + t.name() + "' is defined twice");
+    }
+    def.initializer = TensorFromProto(t, ctx.external, ctx.keep_alive);
+    def.type.elem_type = def.initializer->type;
+    def.type.has_shape = true;
+    def.type.dims = def.initializer->dims;
+    def.type.dim_params.assign(def.type.dims.size(), "");
+  }
+  for (const auto& in : proto.input()) {
+    int index = graph->GetOrAddValue(in.name());
+    ValueDef& def = graph->value(index);
+    if (def.initializer) continue;  // an initializer listed as input (IR < 4): a constant here
+    if (def.is_graph_input) {
+      Throw(NX_INVALID_MODEL, ctx.source + ": graph input '" + in.name() + "' is listed twice");
+    }
+    def.is_graph_input = true;
+    def.type = ConvertType(in.type());
+    graph->inputs.push_back(index);
+  }
+  for (const auto& vi : proto.value_info()) {
+    int index = graph->GetOrAddValue(vi.name());
+    ValueDef& def = graph->value(index);
+    if (!def.initializer && !def.is_graph_input) def.type = ConvertType(vi.type());
+  }
+  for (const auto& node_proto : proto.node()) {
+    std::string desc = node_proto.op_type() + " node '" + node_proto.name() + "'";
+    if (node_proto.op_type().empty()) Throw(NX_INVALID_MODEL, ctx.source + ": a node has no op_type");
+    if (FoldConstant(node_proto, *graph, ctx)) continue;
+    Node node;
+    node.name = node_proto.name();
+    node.op_type = node_proto.op_type();
+    node.domain = NormalizeDomain(node_proto.domain());
+    auto it = opsets.find(node.domain);
+    if (it == opsets.end()) {
+      Throw(NX_INVALID_MODEL, ctx.source + ": " + desc + ": the model imports no opset for domain '" +
+                                  node.domain + "'");
+    }
+    node.opset = it->second;
+    for (const auto& name : node_proto.input()) node.inputs.push_back(name.empty() ? -1 : graph->GetOrAddValue(name));
+    for (const auto& name : node_proto.output()) node.outputs.push_back(name.empty() ? -1 : graph->GetOrAddValue(name));
+    for (const auto& a : node_proto.attribute()) {
+      Attribute attr = ConvertAttribute(a, *graph, ctx, desc);
+      if (node.FindAttribute(attr.name)) {
+        Throw(NX_INVALID_MODEL, ctx.source + ": " + desc + ": attribute '" + attr.name + "' appears twice");
+      }
+      node.attributes.push_back(std::move(attr));
+    }
+    graph->nodes.push_back(std::move(node));
+  }
+  for (const auto& out : proto.output()) {
+    if (out.name().empty()) Throw(NX_INVALID_MODEL, ctx.source + ": a graph output has no name");
+    int index = graph->GetOrAddValue(out.name());
+    ValueDef& def = graph->value(index);
+    def.is_graph_output = true;
+    if (out.has_type() && !def.initializer) {
+      TypeInfo declared = ConvertType(out.type());
+      if (declared.elem_type != NX_TYPE_UNDEFINED || !def.is_graph_input) def.type = declared;
+    }
+    graph->outputs.push_back(index);
+  }
+  if (parent != nullptr) ctx.subgraphs.push_back(graph);
+  return graph;
+}
+
+std::shared_ptr<Model> ConvertModel(std::shared_ptr<onnx::ModelProto> proto, const std::string& source,
+                                    const std::string& external_dir) {
+  auto model = std::make_shared<Model>();
+  model->source = source;
+  model->ir_version = proto->ir_version();
+  model->producer_name = proto->producer_name();
+  model->producer_version = proto->producer_version();
+  model->domain = proto->domain();
+  model->model_version = proto->model_version();
+  model->doc_string = proto->doc_string();
+  for (const auto& kv : proto->metadata_props()) model->metadata[kv.key()] = kv.value();
+
+  if (!proto->has_graph()) Throw(NX_INVALID_MODEL, source + ": the model has no graph");
+  std::map<std::string, int> opsets;
+  for (const auto& op : proto->opset_import()) {
+    std::string domain = NormalizeDomain(op.domain());
+    if (op.version() <= 0 || op.version() > 1000) {
+      Throw(NX_INVALID_MODEL, source + ": invalid opset version " + std::to_string(op.version()) +
+                                  " for domain '" + domain + "'");
+    }
+    opsets[domain] = static_cast<int>(op.version());
+  }
+  if (opsets.find("") == opsets.end()) {
+    if (proto->opset_import_size() == 0 && proto->ir_version() < 3) opsets[""] = 1;  // IR v1/v2 default
+    else Throw(NX_INVALID_MODEL, source + ": the model imports no opset for the default ONNX domain");
+  }
+  ExternalDataResolver external(external_dir);
+  LoadContext ctx{source, &external, proto, {}};
+  model->graph = ConvertGraph(proto->graph(), opsets, nullptr, ctx);
+  if (model->graph->outputs.empty()) Throw(NX_INVALID_MODEL, source + ": the graph has no outputs");
+  model->graph->Finalize();
+  for (auto& sub : ctx.subgraphs) sub->Finalize();  // parents are complete by now
+  return model;
+}
+
+std::shared_ptr<onnx::ModelProto> ParseModel(const void* data, size_t size, const std::string& source) {
+  if (size > static_cast<size_t>(INT32_MAX)) {
+    Throw(NX_INVALID_MODEL, source + ": the model is larger than 2 GiB; store weights as external data");
+  }
+  auto proto = std::make_shared<onnx::ModelProto>();
+  if (size == 0 || !proto->ParseFromArray(data, static_cast<int>(size))) {
+    Throw(NX_INVALID_MODEL, source + ": not a valid ONNX model (the protobuf data is truncated or corrupt)");
+  }
+  return proto;
+}
+
+}  // namespace
+
+std::shared_ptr<Model> LoadModelFromFile(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    Throw(NX_NOT_FOUND, path + ": no such model file");
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) Throw(NX_NOT_FOUND, path + ": cannot open the model file");
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto proto = ParseModel(bytes.data(), bytes.size(), path);
+  bytes.clear();
+  bytes.shrink_to_fit();
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  if (dir.empty()) dir = ".";
+  return ConvertModel(std::move(proto), path, dir);
+}
+
+std::shared_ptr<Model> LoadModelFromBuffer(const void* data, size_t size,
+                                           const std::string& external_data_dir) {
+  if (data == nullptr) Throw(NX_INVALID_ARGUMENT, "model buffer is null");
+  auto proto = ParseModel(data, size, "<buffer>");
+  return ConvertModel(std::move(proto), "<buffer>", external_data_dir);
+}
+
+}  // namespace nxrt

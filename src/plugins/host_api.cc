@@ -1,0 +1,296 @@
+// The host side of the plugin ABI: every NxHostApi function, translating handles to the IR and
+// value structs. No function lets an exception escape; errors become NxStatus.
+#include <cstring>
+
+#include "base/element_type.h"
+#include "base/error.h"
+#include "plugins/host_objects.h"
+#include "plugins/kernel_registry.h"
+
+namespace nxrt {
+namespace {
+
+const Graph* G(const NxGraph* g) { return reinterpret_cast<const Graph*>(g); }
+const Node* N(const NxNode* n) { return reinterpret_cast<const Node*>(n); }
+const ValueDef* V(const NxValueInfo* v) { return reinterpret_cast<const ValueDef*>(v); }
+const Attribute* A(const NxAttribute* a) { return reinterpret_cast<const Attribute*>(a); }
+const NxValueInfo* VI(const Graph* g, int index) {
+  return index < 0 ? nullptr : reinterpret_cast<const NxValueInfo*>(&g->value(index));
+}
+
+// ---- Status ----
+NxStatus* CreateStatus(NxStatusCode code, const char* message) {
+  return new (std::nothrow) NxStatus{code, message ? message : ""};
+}
+NxStatusCode StatusGetCode(const NxStatus* s) { return s ? s->code : NX_OK; }
+const char* StatusGetMessage(const NxStatus* s) { return s ? s->message.c_str() : ""; }
+void ReleaseStatus(NxStatus* s) { delete s; }
+
+// ---- Logging and config ----
+void Log(const NxLogger* logger, NxLogLevel level, const char* message) {
+  if (logger && message) logger->logger.Log(level, message);
+}
+const char* ConfigGet(const NxConfig* config, const char* key) {
+  if (!config || !key) return nullptr;
+  const std::string* v = config->Find(key);
+  return v ? v->c_str() : nullptr;
+}
+
+// ---- Graph view ----
+size_t GraphGetNodeCount(const NxGraph* g) { return G(g)->nodes.size(); }
+const NxNode* GraphGetNode(const NxGraph* g, size_t i) {
+  return i < G(g)->nodes.size() ? reinterpret_cast<const NxNode*>(&G(g)->nodes[i]) : nullptr;
+}
+size_t GraphGetInputCount(const NxGraph* g) { return G(g)->inputs.size(); }
+const NxValueInfo* GraphGetInput(const NxGraph* g, size_t i) {
+  return i < G(g)->inputs.size() ? VI(G(g), G(g)->inputs[i]) : nullptr;
+}
+size_t GraphGetOutputCount(const NxGraph* g) { return G(g)->outputs.size(); }
+const NxValueInfo* GraphGetOutput(const NxGraph* g, size_t i) {
+  return i < G(g)->outputs.size() ? VI(G(g), G(g)->outputs[i]) : nullptr;
+}
+int32_t GraphGetOpsetVersion(const NxGraph* g, const char* domain) {
+  std::string d = domain ? domain : "";
+  if (d == "ai.onnx") d.clear();
+  auto it = G(g)->opsets.find(d);
+  return it == G(g)->opsets.end() ? -1 : it->second;
+}
+
+const char* NodeGetName(const NxNode* n) { return N(n)->name.c_str(); }
+const char* NodeGetOpType(const NxNode* n) { return N(n)->op_type.c_str(); }
+const char* NodeGetDomain(const NxNode* n) { return N(n)->domain.c_str(); }
+int32_t NodeGetOpsetVersion(const NxNode* n) { return N(n)->opset; }
+size_t NodeGetInputCount(const NxNode* n) { return N(n)->inputs.size(); }
+const NxValueInfo* NodeGetInput(const NxNode* n, size_t i) {
+  return i < N(n)->inputs.size() ? VI(N(n)->owner, N(n)->inputs[i]) : nullptr;
+}
+size_t NodeGetOutputCount(const NxNode* n) { return N(n)->outputs.size(); }
+const NxValueInfo* NodeGetOutput(const NxNode* n, size_t i) {
+  return i < N(n)->outputs.size() ? VI(N(n)->owner, N(n)->outputs[i]) : nullptr;
+}
+size_t NodeGetAttributeCount(const NxNode* n) { return N(n)->attributes.size(); }
+const NxAttribute* NodeGetAttributeAt(const NxNode* n, size_t i) {
+  return i < N(n)->attributes.size() ? reinterpret_cast<const NxAttribute*>(&N(n)->attributes[i]) : nullptr;
+}
+const NxAttribute* NodeGetAttribute(const NxNode* n, const char* name) {
+  if (!name) return nullptr;
+  return reinterpret_cast<const NxAttribute*>(N(n)->FindAttribute(name));
+}
+
+const char* ValueInfoGetName(const NxValueInfo* v) { return V(v)->name.c_str(); }
+NxValueKind ValueInfoGetKind(const NxValueInfo* v) { return V(v)->type.kind; }
+NxElementType ValueInfoGetElementType(const NxValueInfo* v) { return V(v)->type.elem_type; }
+bool ValueInfoGetShape(const NxValueInfo* v, const int64_t** dims, size_t* rank) {
+  const TypeInfo& t = V(v)->type;
+  if (!t.has_shape) return false;
+  if (dims) *dims = t.dims.data();
+  if (rank) *rank = t.dims.size();
+  return true;
+}
+const NxValue* ValueInfoGetConstant(const NxValueInfo* v) { return V(v)->initializer.get(); }
+
+const char* AttributeGetName(const NxAttribute* a) { return A(a)->name.c_str(); }
+NxAttributeType AttributeGetType(const NxAttribute* a) { return static_cast<NxAttributeType>(A(a)->type); }
+int64_t AttributeGetInt(const NxAttribute* a) { return A(a)->i; }
+float AttributeGetFloat(const NxAttribute* a) { return A(a)->f; }
+const char* AttributeGetString(const NxAttribute* a, size_t* size) {
+  if (size) *size = A(a)->s.size();
+  return A(a)->s.data();
+}
+const int64_t* AttributeGetInts(const NxAttribute* a, size_t* count) {
+  if (count) *count = A(a)->ints.size();
+  return A(a)->ints.data();
+}
+const float* AttributeGetFloats(const NxAttribute* a, size_t* count) {
+  if (count) *count = A(a)->floats.size();
+  return A(a)->floats.data();
+}
+size_t AttributeGetStringCount(const NxAttribute* a) { return A(a)->strings.size(); }
+const char* AttributeGetStringAt(const NxAttribute* a, size_t i, size_t* size) {
+  if (i >= A(a)->strings.size()) {
+    if (size) *size = 0;
+    return nullptr;
+  }
+  if (size) *size = A(a)->strings[i].size();
+  return A(a)->strings[i].data();
+}
+const NxValue* AttributeGetTensor(const NxAttribute* a) { return A(a)->tensor.get(); }
+const NxGraph* AttributeGetGraph(const NxAttribute* a) {
+  return reinterpret_cast<const NxGraph*>(A(a)->graph.get());
+}
+
+// ---- Capability ----
+NxStatus* CapabilityAddNode(NxCapability* cap, const NxNode* node) {
+  if (!cap || !node) return CreateStatus(NX_INVALID_ARGUMENT, "Capability_AddNode: null argument");
+  if (N(node)->owner != cap->graph) {
+    return CreateStatus(NX_INVALID_ARGUMENT, "Capability_AddNode: the node is not in this graph");
+  }
+  cap->claimed.push_back(N(node));
+  return nullptr;
+}
+
+// ---- Kernel registry ----
+NxStatus* CreateKernelRegistry(NxKernelRegistry** out) {
+  return CatchAsStatus([&] { *out = new NxKernelRegistry(); });
+}
+NxStatus* KernelRegistryAdd(NxKernelRegistry* r, const NxKernelDef* def) {
+  if (!r || !def) return CreateStatus(NX_INVALID_ARGUMENT, "KernelRegistry_Add: null argument");
+  return CatchAsStatus([&] { r->Add(*def); });
+}
+bool KernelRegistryHasKernel(const NxKernelRegistry* r, const NxNode* node, const char** reason) {
+  thread_local std::string last_reason;
+  if (!r || !node) return false;
+  const KernelEntry* e = r->Find(*N(node), &last_reason);
+  if (!e && reason) *reason = last_reason.c_str();
+  return e != nullptr;
+}
+void ReleaseKernelRegistry(NxKernelRegistry* r) { delete r; }
+
+// ---- Kernel info ----
+const NxNode* KernelInfoGetNode(const NxKernelInfo* info) {
+  return reinterpret_cast<const NxNode*>(info->node);
+}
+const NxConfig* KernelInfoGetConfig(const NxKernelInfo* info) { return AsNxConfig(info->config); }
+
+// ---- Kernel context ----
+size_t ContextGetInputCount(const NxKernelContext* c) { return c->num_inputs; }
+const NxValue* ContextGetInput(const NxKernelContext* c, size_t i) {
+  return i < c->num_inputs ? c->inputs[i] : nullptr;
+}
+size_t ContextGetOutputCount(const NxKernelContext* c) { return c->num_outputs; }
+NxStatus* ContextAllocateOutput(NxKernelContext* c, size_t index, NxElementType type,
+                                const int64_t* dims, size_t rank, NxValue** output) {
+  return CatchAsStatus([&] {
+    const Node& node = *c->node;
+    NXRT_CHECK(output != nullptr, NX_INVALID_ARGUMENT, "AllocateOutput: output pointer is null");
+    NXRT_CHECK(index < c->num_outputs, NX_INVALID_ARGUMENT,
+               node.Describe() + ": kernel allocated output " + std::to_string(index) +
+                   " but the node has " + std::to_string(c->num_outputs) + " outputs");
+    NXRT_CHECK(!c->outputs[index], NX_RUNTIME_ERROR,
+               node.Describe() + ": kernel allocated output " + std::to_string(index) + " twice");
+    NXRT_CHECK(rank == 0 || dims != nullptr, NX_INVALID_ARGUMENT, "AllocateOutput: dims is null");
+    NxElementType declared = NX_TYPE_UNDEFINED;
+    if (node.outputs[index] >= 0) declared = node.owner->value(node.outputs[index]).type.elem_type;
+    NxElementType actual = type == NX_TYPE_UNDEFINED ? declared : type;
+    NXRT_CHECK(actual != NX_TYPE_UNDEFINED, NX_RUNTIME_ERROR,
+               node.Describe() + ": the type of output " + std::to_string(index) +
+                   " is not declared by the model and the kernel did not give one");
+    if (declared != NX_TYPE_UNDEFINED && actual != declared) {
+      Throw(NX_RUNTIME_ERROR, node.Describe() + ": kernel produced output " + std::to_string(index) +
+                                  " as " + ElementTypeName(actual) + " but the model declares " +
+                                  ElementTypeName(declared));
+    }
+    std::vector<int64_t> shape(dims, dims + rank);
+    for (int64_t d : shape) {
+      NXRT_CHECK(d >= 0, NX_RUNTIME_ERROR,
+                 node.Describe() + ": kernel asked for output " + std::to_string(index) +
+                     " with negative dimension in " + ShapeString(shape));
+    }
+    c->outputs[index] = MakeTensor(actual, shape);
+    *output = c->outputs[index].get();
+  });
+}
+int32_t ContextGetThreadCount(const NxKernelContext* c) { return c->threads; }
+
+// ---- Values ----
+NxValueKind ValueGetKind(const NxValue* v) { return v->kind; }
+NxElementType ValueGetElementType(const NxValue* v) {
+  return v->kind == NX_VALUE_SEQUENCE ? v->sequence_type : v->type;
+}
+void ValueGetShape(const NxValue* v, const int64_t** dims, size_t* rank) {
+  if (dims) *dims = v->dims.data();
+  if (rank) *rank = v->dims.size();
+}
+size_t ValueGetElementCount(const NxValue* v) { return v->count; }
+void* ValueGetData(const NxValue* v) {
+  if (v->type == NX_TYPE_STRING) return nullptr;
+  return v->data;
+}
+const char* ValueGetString(const NxValue* v, size_t i, size_t* size) {
+  if (v->type != NX_TYPE_STRING || i >= v->strings.size()) {
+    if (size) *size = 0;
+    return nullptr;
+  }
+  if (size) *size = v->strings[i].size();
+  return v->strings[i].data();
+}
+NxStatus* ValueSetString(NxValue* v, size_t i, const char* data, size_t size) {
+  if (v->type != NX_TYPE_STRING) return CreateStatus(NX_INVALID_ARGUMENT, "Value_SetString: not a string tensor");
+  if (i >= v->strings.size()) return CreateStatus(NX_INVALID_ARGUMENT, "Value_SetString: index out of range");
+  if (size > 0 && data == nullptr) return CreateStatus(NX_INVALID_ARGUMENT, "Value_SetString: data is null");
+  return CatchAsStatus([&] { v->strings[i].assign(data ? data : "", size); });
+}
+
+NxHostApi MakeHostApi() {
+  NxHostApi api{};
+  api.version = NXRT_EP_API_VERSION;
+  api.CreateStatus = CreateStatus;
+  api.Status_GetCode = StatusGetCode;
+  api.Status_GetMessage = StatusGetMessage;
+  api.ReleaseStatus = ReleaseStatus;
+  api.Log = Log;
+  api.Config_Get = ConfigGet;
+  api.Graph_GetNodeCount = GraphGetNodeCount;
+  api.Graph_GetNode = GraphGetNode;
+  api.Graph_GetInputCount = GraphGetInputCount;
+  api.Graph_GetInput = GraphGetInput;
+  api.Graph_GetOutputCount = GraphGetOutputCount;
+  api.Graph_GetOutput = GraphGetOutput;
+  api.Graph_GetOpsetVersion = GraphGetOpsetVersion;
+  api.Node_GetName = NodeGetName;
+  api.Node_GetOpType = NodeGetOpType;
+  api.Node_GetDomain = NodeGetDomain;
+  api.Node_GetOpsetVersion = NodeGetOpsetVersion;
+  api.Node_GetInputCount = NodeGetInputCount;
+  api.Node_GetInput = NodeGetInput;
+  api.Node_GetOutputCount = NodeGetOutputCount;
+  api.Node_GetOutput = NodeGetOutput;
+  api.Node_GetAttributeCount = NodeGetAttributeCount;
+  api.Node_GetAttributeAt = NodeGetAttributeAt;
+  api.Node_GetAttribute = NodeGetAttribute;
+  api.ValueInfo_GetName = ValueInfoGetName;
+  api.ValueInfo_GetKind = ValueInfoGetKind;
+  api.ValueInfo_GetElementType = ValueInfoGetElementType;
+  api.ValueInfo_GetShape = ValueInfoGetShape;
+  api.ValueInfo_GetConstant = ValueInfoGetConstant;
+  api.Attribute_GetName = AttributeGetName;
+  api.Attribute_GetType = AttributeGetType;
+  api.Attribute_GetInt = AttributeGetInt;
+  api.Attribute_GetFloat = AttributeGetFloat;
+  api.Attribute_GetString = AttributeGetString;
+  api.Attribute_GetInts = AttributeGetInts;
+  api.Attribute_GetFloats = AttributeGetFloats;
+  api.Attribute_GetStringCount = AttributeGetStringCount;
+  api.Attribute_GetStringAt = AttributeGetStringAt;
+  api.Attribute_GetTensor = AttributeGetTensor;
+  api.Attribute_GetGraph = AttributeGetGraph;
+  api.Capability_AddNode = CapabilityAddNode;
+  api.CreateKernelRegistry = CreateKernelRegistry;
+  api.KernelRegistry_Add = KernelRegistryAdd;
+  api.KernelRegistry_HasKernel = KernelRegistryHasKernel;
+  api.ReleaseKernelRegistry = ReleaseKernelRegistry;
+  api.KernelInfo_GetNode = KernelInfoGetNode;
+  api.KernelInfo_GetConfig = KernelInfoGetConfig;
+  api.KernelContext_GetInputCount = ContextGetInputCount;
+  api.KernelContext_GetInput = ContextGetInput;
+  api.KernelContext_GetOutputCount = ContextGetOutputCount;
+  api.KernelContext_AllocateOutput = ContextAllocateOutput;
+  api.KernelContext_GetThreadCount = ContextGetThreadCount;
+  api.Value_GetKind = ValueGetKind;
+  api.Value_GetElementType = ValueGetElementType;
+  api.Value_GetShape = ValueGetShape;
+  api.Value_GetElementCount = ValueGetElementCount;
+  api.Value_GetData = ValueGetData;
+  api.Value_GetString = ValueGetString;
+  api.Value_SetString = ValueSetString;
+  return api;
+}
+
+}  // namespace
+
+const NxHostApi* GetHostApi() {
+  static const NxHostApi api = MakeHostApi();
+  return &api;
+}
+
+}  // namespace nxrt

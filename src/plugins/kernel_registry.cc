@@ -1,0 +1,110 @@
+#include "plugins/kernel_registry.h"
+
+#include "base/element_type.h"
+#include "base/error.h"
+
+namespace nxrt {
+namespace {
+
+std::string Key(const std::string& domain, const std::string& op) { return domain + ":" + op; }
+
+std::string NormalizeDomain(const char* domain) {
+  std::string d = domain ? domain : "";
+  return d == "ai.onnx" ? std::string() : d;
+}
+
+// Checks one constraint against the node's declared types. Unknown types pass: they can only be
+// checked at run time.
+bool Satisfies(const KernelTypeConstraint& c, const Node& node, std::string* reason) {
+  auto check = [&](const std::vector<int>& values, const std::vector<int32_t>& indices,
+                   const char* what) {
+    for (int32_t idx : indices) {
+      size_t begin = idx < 0 ? 0 : static_cast<size_t>(idx);
+      size_t end = idx < 0 ? values.size() : std::min(values.size(), begin + 1);
+      for (size_t i = begin; i < end; ++i) {
+        if (values[i] < 0) continue;
+        NxElementType t = node.owner->value(values[i]).type.elem_type;
+        if (t == NX_TYPE_UNDEFINED) continue;
+        bool ok = false;
+        for (NxElementType a : c.allowed) ok = ok || a == t;
+        if (!ok) {
+          if (reason) {
+            *reason = std::string(what) + " " + std::to_string(i) + " has type " +
+                      ElementTypeName(t) + ", not allowed for constraint " + c.name;
+          }
+          return false;
+        }
+      }
+    }
+    return true;
+  };
+  return check(node.inputs, c.inputs, "input") && check(node.outputs, c.outputs, "output");
+}
+
+}  // namespace
+
+void KernelRegistry::Add(const NxKernelDef& def) {
+  NXRT_CHECK(def.version >= 1, NX_INVALID_ARGUMENT, "kernel definition has version 0");
+  NXRT_CHECK(def.op_type != nullptr && def.op_type[0] != '\0', NX_INVALID_ARGUMENT,
+             "kernel definition has no op type");
+  NXRT_CHECK(def.create != nullptr, NX_INVALID_ARGUMENT,
+             std::string("kernel definition for ") + def.op_type + " has no create function");
+  KernelEntry e;
+  e.op_type = def.op_type;
+  e.domain = NormalizeDomain(def.domain);
+  e.start = def.since_version_start;
+  e.end = def.since_version_end <= 0 ? INT32_MAX : def.since_version_end;
+  NXRT_CHECK(e.start <= e.end, NX_INVALID_ARGUMENT,
+             "kernel definition for " + e.op_type + " has an empty version range");
+  for (size_t i = 0; i < def.num_type_constraints; ++i) {
+    const NxTypeConstraint& c = def.type_constraints[i];
+    KernelTypeConstraint kc;
+    kc.name = c.name ? c.name : "";
+    kc.allowed.assign(c.allowed_types, c.allowed_types + c.num_allowed_types);
+    kc.inputs.assign(c.input_indices, c.input_indices + c.num_input_indices);
+    kc.outputs.assign(c.output_indices, c.output_indices + c.num_output_indices);
+    e.constraints.push_back(std::move(kc));
+  }
+  e.create = def.create;
+  e.create_state = def.create_state;
+  by_op_[Key(e.domain, e.op_type)].push_back(entries_.size());
+  entries_.push_back(std::move(e));
+}
+
+const KernelEntry* KernelRegistry::Find(const Node& node, std::string* reason) const {
+  auto it = by_op_.find(Key(node.domain, node.op_type));
+  if (it == by_op_.end()) {
+    if (reason) {
+      *reason = "no kernel for op " + node.op_type +
+                (node.domain.empty() ? "" : " in domain '" + node.domain + "'");
+    }
+    return nullptr;
+  }
+  std::string ranges;
+  std::string type_reason;
+  for (size_t idx : it->second) {
+    const KernelEntry& e = entries_[idx];
+    if (node.opset < e.start || node.opset > e.end) {
+      ranges += (ranges.empty() ? "" : ", ") + std::to_string(e.start) + "-" +
+                (e.end == INT32_MAX ? std::string("") : std::to_string(e.end));
+      continue;
+    }
+    bool ok = true;
+    for (const auto& c : e.constraints) {
+      if (!Satisfies(c, node, &type_reason)) {
+        ok = false;
+        break;
+      }
+    }
+    if (ok) return &e;
+  }
+  if (reason) {
+    if (!type_reason.empty()) *reason = "type constraint not met: " + type_reason;
+    else
+      *reason = "no kernel for " + node.op_type + " at opset " + std::to_string(node.opset) +
+                " (registered versions: " + ranges + ")";
+  }
+  return nullptr;
+}
+
+}  // namespace nxrt

@@ -1,0 +1,51 @@
+// The host's kernel registry (behind the opaque NxKernelRegistry): kernel definitions copied
+// from an EP, and the lookup that matches a node by op type, domain, opset and element types.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "graph/graph.h"
+#include "nxrt/nxrt_ep_api.h"
+
+namespace nxrt {
+
+struct KernelTypeConstraint {
+  std::string name;
+  std::vector<NxElementType> allowed;
+  std::vector<int32_t> inputs;   // -1 = all inputs
+  std::vector<int32_t> outputs;  // -1 = all outputs
+};
+
+struct KernelEntry {
+  std::string op_type;
+  std::string domain;
+  int32_t start = 1;
+  int32_t end = INT32_MAX;
+  std::vector<KernelTypeConstraint> constraints;
+  NxKernelCreateFn create = nullptr;
+  void* create_state = nullptr;
+};
+
+class KernelRegistry {
+ public:
+  // Copies `def`; throws NX_INVALID_ARGUMENT for an incomplete definition.
+  void Add(const NxKernelDef& def);
+
+  // The kernel for `node`, or nullptr with a reason ("no kernel for op X in domain Y",
+  // "opset 9 outside the registered ranges 13-...", "input 0 has type int8, not allowed for T").
+  const KernelEntry* Find(const Node& node, std::string* reason) const;
+
+  size_t size() const { return entries_.size(); }
+
+ private:
+  std::vector<KernelEntry> entries_;
+  std::unordered_map<std::string, std::vector<size_t>> by_op_;  // "domain:op" -> entries
+};
+
+}  // namespace nxrt
+
+// The ABI handle is the registry itself.
+struct NxKernelRegistry : nxrt::KernelRegistry {};

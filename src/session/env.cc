@@ -1,0 +1,110 @@
+#include "session/env.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+
+#include "base/error.h"
+
+namespace nxrt {
+namespace {
+
+std::string Lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+}  // namespace
+
+Env::~Env() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  libraries_.clear();
+  cpu_library_.reset();
+}
+
+std::string Env::DefaultCpuLibraryPath() {
+  if (const char* p = std::getenv("NXRT_CPU_EP_LIBRARY"); p != nullptr && p[0] != '\0') return p;
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&Env::DefaultCpuLibraryPath), &info) != 0 && info.dli_fname) {
+    return (std::filesystem::path(info.dli_fname).parent_path() / "libnxrt_ep_cpu.so").string();
+  }
+  return "libnxrt_ep_cpu.so";
+}
+
+void Env::RegisterLibrary(const std::string& name, const std::string& path) {
+  NXRT_CHECK(!name.empty(), NX_INVALID_ARGUMENT, "an EP library needs a registration name");
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    NXRT_CHECK(libraries_.find(name) == libraries_.end(), NX_INVALID_ARGUMENT,
+               "an EP library is already registered as '" + name + "'");
+  }
+  auto lib = EpLibrary::Load(path, name);  // outside the lock: plugin code runs here
+  std::lock_guard<std::mutex> lock(mutex_);
+  NXRT_CHECK(libraries_.find(name) == libraries_.end(), NX_INVALID_ARGUMENT,
+             "an EP library is already registered as '" + name + "'");
+  for (auto& f : lib->factories()) {
+    logger_.Log(NX_LOG_INFO, "registered EP '" + f.name + "' (" + f.vendor + " " + f.version +
+                                 ") from " + path);
+  }
+  libraries_.emplace(name, std::move(lib));
+}
+
+void Env::UnregisterLibrary(const std::string& name) {
+  std::unique_ptr<EpLibrary> doomed;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = libraries_.find(name);
+    NXRT_CHECK(it != libraries_.end(), NX_NOT_FOUND, "no EP library is registered as '" + name + "'");
+    auto use = uses_.find(it->second.get());
+    if (use != uses_.end() && use->second > 0) {
+      Throw(NX_INVALID_ARGUMENT, "EP library '" + name + "' is still used by " +
+                                     std::to_string(use->second) +
+                                     " live session(s); release them first");
+    }
+    doomed = std::move(it->second);
+    libraries_.erase(it);
+  }
+}
+
+EpFactory* Env::FindFactory(const std::string& ep_name) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::string wanted = Lower(ep_name);
+  for (auto& [reg_name, lib] : libraries_) {
+    for (auto& f : lib->factories())
+      if (Lower(f.name) == wanted) return &f;
+  }
+  if (cpu_library_) {
+    for (auto& f : cpu_library_->factories())
+      if (Lower(f.name) == wanted) return &f;
+  }
+  return nullptr;
+}
+
+EpFactory* Env::DefaultCpuFactory() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!cpu_library_) {
+    std::string path = DefaultCpuLibraryPath();
+    try {
+      cpu_library_ = EpLibrary::Load(path, "cpu");
+    } catch (const Error& e) {
+      Throw(e.code(), std::string("cannot load the default CPU EP: ") + e.what() +
+                          " (set NXRT_CPU_EP_LIBRARY to its path)");
+    }
+  }
+  return &cpu_library_->factories().front();
+}
+
+void Env::AddUse(EpLibrary* library) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++uses_[library];
+}
+
+void Env::ReleaseUse(EpLibrary* library) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = uses_.find(library);
+  if (it != uses_.end() && --it->second == 0) uses_.erase(it);
+}
+
+}  // namespace nxrt

@@ -1,0 +1,33 @@
+// One EP created for one session: the NxEp, the factory that made it and its kernel registry.
+#pragma once
+
+#include <string>
+
+#include "plugins/ep_library.h"
+#include "plugins/kernel_registry.h"
+
+namespace nxrt {
+
+class Env;
+
+class EpInstance {
+ public:
+  // Creates the EP through `factory` with the session configuration.
+  EpInstance(Env& env, EpFactory& factory, const NxConfig* config, const NxLogger* logger);
+  ~EpInstance();
+  EpInstance(const EpInstance&) = delete;
+  EpInstance& operator=(const EpInstance&) = delete;
+
+  const std::string& name() const { return name_; }
+  NxEp* raw() const { return ep_; }
+  const KernelRegistry* registry() const { return registry_; }
+
+ private:
+  Env& env_;
+  EpFactory& factory_;
+  NxEp* ep_ = nullptr;
+  std::string name_;
+  const KernelRegistry* registry_ = nullptr;
+};
+
+}  // namespace nxrt

@@ -1,0 +1,149 @@
+// nxrt run MODEL [--input NAME=FILE.npy ...] [--output-dir DIR] [--threads N] [--repeat N]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+
+#include "nxrt/commands.h"
+#include "nxrt/npy.h"
+#include "nxrt/value_format.h"
+
+namespace nxrt::cli {
+namespace {
+
+struct RunArgs {
+  std::string model;
+  std::vector<std::pair<std::string, std::string>> inputs;  // name -> .npy path
+  std::string output_dir;
+  int threads = 0;
+  int repeat = 1;
+};
+
+RunArgs ParseRunArgs(const std::vector<std::string>& args) {
+  RunArgs r;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--input") {
+      std::string spec = TakeValue(args, i, a);
+      size_t eq = spec.find('=');
+      if (eq == std::string::npos || eq == 0) throw UsageError("--input expects NAME=FILE.npy, got '" + spec + "'");
+      r.inputs.emplace_back(spec.substr(0, eq), spec.substr(eq + 1));
+    } else if (a == "--output-dir") {
+      r.output_dir = TakeValue(args, i, a);
+    } else if (a == "--threads") {
+      r.threads = ParseInt(TakeValue(args, i, a), a, 1, 1024);
+    } else if (a == "--repeat") {
+      r.repeat = ParseInt(TakeValue(args, i, a), a, 1, 1000000);
+    } else if (!a.empty() && a[0] == '-') {
+      throw UsageError("unknown option '" + a + "'");
+    } else if (r.model.empty()) {
+      r.model = a;
+    } else {
+      throw UsageError("unexpected argument '" + a + "'");
+    }
+  }
+  if (r.model.empty()) throw UsageError("missing MODEL (nxrt run MODEL [options])");
+  return r;
+}
+
+// Every byte other than an ASCII letter, digit, '-', '_' or '.' becomes '_'.
+std::string SanitizeFileName(const std::string& name) {
+  std::string out = name;
+  for (char& c : out) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+              c == '_' || c == '.';
+    if (!ok) c = '_';
+  }
+  return out;
+}
+
+double Ms(std::chrono::steady_clock::duration d) {
+  return std::chrono::duration<double, std::milli>(d).count();
+}
+
+}  // namespace
+
+int RunCommand(const std::vector<std::string>& args) {
+  RunArgs r = ParseRunArgs(args);
+  Env env(NX_LOG_WARNING);
+  SessionOptions options;
+  if (r.threads > 0) options.SetIntraOpThreads(r.threads);
+  auto t0 = std::chrono::steady_clock::now();
+  Session session(env, r.model, &options);
+  double create_ms = Ms(std::chrono::steady_clock::now() - t0);
+
+  std::map<std::string, std::string> given(r.inputs.begin(), r.inputs.end());
+  if (given.size() != r.inputs.size()) throw UsageError("an input is given twice");
+  for (const auto& [name, path] : given) {
+    bool known = false;
+    for (size_t i = 0; i < session.input_count(); ++i) known = known || session.input_name(i) == name;
+    if (!known) throw UsageError("the model has no input named '" + name + "'");
+  }
+
+  std::printf("model: %s\n", r.model.c_str());
+  std::vector<std::string> names;
+  std::vector<Value> values;
+  for (size_t i = 0; i < session.input_count(); ++i) {
+    std::string name = session.input_name(i);
+    auto it = given.find(name);
+    if (it != given.end()) {
+      values.push_back(ReadNpy(it->second));
+      std::printf("input %s: %s from %s\n", name.c_str(), Describe(values.back()).c_str(), it->second.c_str());
+    } else {
+      NxTypeInfo info = session.input_type(i);
+      if (info.kind != NX_VALUE_TENSOR) throw UsageError("input '" + name + "' is not a tensor; give it with --input");
+      std::vector<int64_t> dims;
+      for (size_t d = 0; d < info.rank; ++d) dims.push_back(info.dims[d] < 0 ? 1 : info.dims[d]);
+      NxElementType type = info.element_type == NX_TYPE_UNDEFINED ? NX_TYPE_FLOAT : info.element_type;
+      values.push_back(RandomTensor(type, dims, 1234 + i));
+      std::printf("input %s: %s (random)\n", name.c_str(), Describe(values.back()).c_str());
+    }
+    names.push_back(name);
+  }
+  std::vector<const Value*> pointers;
+  for (const Value& v : values) pointers.push_back(&v);
+
+  auto start = std::chrono::steady_clock::now();
+  std::vector<Value> outputs = session.Run(names, pointers);
+  double first_ms = Ms(std::chrono::steady_clock::now() - start);
+  std::vector<double> times{first_ms};
+  if (r.repeat > 1) {
+    times.clear();
+    for (int k = 0; k < r.repeat; ++k) {
+      auto s = std::chrono::steady_clock::now();
+      outputs = session.Run(names, pointers);
+      times.push_back(Ms(std::chrono::steady_clock::now() - s));
+    }
+  }
+
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    std::string name = session.output_name(i);
+    std::printf("output %s: %s = %s\n", name.c_str(), Describe(outputs[i]).c_str(),
+                FirstValues(outputs[i], 8).c_str());
+  }
+  if (!r.output_dir.empty()) {
+    std::filesystem::create_directories(r.output_dir);
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      std::string path = (std::filesystem::path(r.output_dir) / (SanitizeFileName(session.output_name(i)) + ".npy")).string();
+      WriteNpy(path, outputs[i]);
+    }
+  }
+  std::vector<double> sorted = times;
+  std::sort(sorted.begin(), sorted.end());
+  double median = sorted.size() % 2 ? sorted[sorted.size() / 2]
+                                    : 0.5 * (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]);
+  double mean = 0;
+  for (double t : times) mean += t;
+  mean /= static_cast<double>(times.size());
+  std::printf("eps:");
+  for (size_t e = 0; e < session.ep_count(); ++e) {
+    std::printf(" %s=%zu", session.ep_name(e).c_str(), session.ep_node_count(e));
+  }
+  std::printf(" nodes\n");
+  std::printf("time: runs=%zu median_ms=%.3f min_ms=%.3f mean_ms=%.3f first_ms=%.3f create_ms=%.1f\n", times.size(),
+              median, sorted.front(), mean, first_ms, create_ms);
+  return 0;
+}
+
+}  // namespace nxrt::cli

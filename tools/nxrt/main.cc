@@ -1,0 +1,76 @@
+// nxrt: the command line of the nxrt runtime.
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include <nxrt/nxrt.hpp>
+
+#include "nxrt/commands.h"
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: nxrt <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  run MODEL [--input NAME=FILE.npy ...] [--output-dir DIR] [--threads N] [--repeat N]\n"
+    "      run a model (random inputs of the declared shapes where none are given)\n"
+    "  info MODEL\n"
+    "      inputs, outputs, opsets and operator counts of a model\n"
+    "  conformance DIR... [--verbose] [--expect FILE] [--write-passing FILE] [--threads N]\n"
+    "      run ONNX backend test case folders and compare with their expected outputs\n"
+    "  version\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0 ||
+      std::strcmp(argv[1], "help") == 0) {
+    std::fputs(kUsage, argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  std::string command = argv[1];
+  std::vector<std::string> args(argv + 2, argv + argc);
+  try {
+    if (command == "run") return nxrt::cli::RunCommand(args);
+    if (command == "info") return nxrt::cli::InfoCommand(args);
+    if (command == "conformance") return nxrt::cli::ConformanceCommand(args);
+    if (command == "version" || command == "--version") {
+      std::printf("nxrt %s\n", Nx_GetVersionString());
+      return 0;
+    }
+    throw nxrt::cli::UsageError("unknown command '" + command + "' (see nxrt --help)");
+  } catch (const nxrt::cli::UsageError& e) {
+    std::fprintf(stderr, "nxrt %s: %s\n", command.c_str(), e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::string message = e.what();
+    for (char& c : message)
+      if (c == '\n') c = ' ';  // one line on stderr
+    std::fprintf(stderr, "nxrt %s: error: %s\n", command.c_str(), message.c_str());
+    return 1;
+  }
+}
+
+namespace nxrt::cli {
+
+std::string TakeValue(const std::vector<std::string>& args, size_t& i, const std::string& flag) {
+  if (i + 1 >= args.size()) throw UsageError(flag + " needs a value");
+  return args[++i];
+}
+
+int ParseInt(const std::string& text, const std::string& flag, int min, int max) {
+  try {
+    size_t used = 0;
+    long v = std::stol(text, &used);
+    if (used != text.size() || v < min || v > max) throw std::out_of_range("range");
+    return static_cast<int>(v);
+  } catch (const std::exception&) {
+    throw UsageError(flag + " expects an integer in [" + std::to_string(min) + ", " + std::to_string(max) +
+                     "], got '" + text + "'");
+  }
+}
+
+}  // namespace nxrt::cli
