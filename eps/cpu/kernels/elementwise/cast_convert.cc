@@ -1,0 +1,247 @@
+// Element conversions for Cast / CastLike / quantisation. "Standard" types (float, double,
+// float16, bfloat16, 8..64-bit integers, bool) convert directly with typed loops; float8 / float4
+// and int4 / uint4 sources are first decoded block-wise into float / int8 / uint8, and those
+// destinations are encoded element by element.
+#include "kernels/elementwise/cast_convert.h"
+
+#include <array>
+#include <cstring>
+#include <type_traits>
+
+#include "kernels/elementwise/ew_common.h"
+#include "kernels/elementwise/float_formats.h"
+#include "kernels/elementwise/half_arrays.h"
+
+namespace nxrt::cpu::elementwise {
+namespace {
+
+bool IsStd(NxElementType t) {
+  switch (t) {
+    case NX_TYPE_FLOAT: case NX_TYPE_DOUBLE: case NX_TYPE_FLOAT16: case NX_TYPE_BFLOAT16:
+    case NX_TYPE_INT8: case NX_TYPE_INT16: case NX_TYPE_INT32: case NX_TYPE_INT64:
+    case NX_TYPE_UINT8: case NX_TYPE_UINT16: case NX_TYPE_UINT32: case NX_TYPE_UINT64:
+    case NX_TYPE_BOOL:
+      return true;
+    default:
+      return false;
+  }
+}
+
+template <class Fn>
+void DispatchStd(NxElementType t, Fn&& fn) {
+  switch (t) {
+    case NX_TYPE_FLOAT: return fn.template operator()<float>();
+    case NX_TYPE_DOUBLE: return fn.template operator()<double>();
+    case NX_TYPE_FLOAT16: return fn.template operator()<Half>();
+    case NX_TYPE_BFLOAT16: return fn.template operator()<BFloat16>();
+    case NX_TYPE_INT8: return fn.template operator()<int8_t>();
+    case NX_TYPE_INT16: return fn.template operator()<int16_t>();
+    case NX_TYPE_INT32: return fn.template operator()<int32_t>();
+    case NX_TYPE_INT64: return fn.template operator()<int64_t>();
+    case NX_TYPE_UINT8: return fn.template operator()<uint8_t>();
+    case NX_TYPE_UINT16: return fn.template operator()<uint16_t>();
+    case NX_TYPE_UINT32: return fn.template operator()<uint32_t>();
+    case NX_TYPE_UINT64: return fn.template operator()<uint64_t>();
+    case NX_TYPE_BOOL: return fn.template operator()<bool>();
+    default: UnsupportedType("Cast", t);
+  }
+}
+
+// One value, with numpy's astype semantics where C++ leaves things undefined: float -> narrow
+// integer goes through int64 and wraps, negative float -> uint64 wraps.
+template <class D, class S>
+inline D CastValue(S v) {
+  if constexpr (std::is_same_v<D, S>) {
+    return v;
+  } else if constexpr (std::is_same_v<D, bool>) {
+    return As<ComputeT<S>>(v) != ComputeT<S>(0);
+  } else if constexpr (std::is_same_v<S, bool>) {
+    return As<D>(v ? 1 : 0);
+  } else if constexpr (kIsHalfLike<D>) {
+    if constexpr (std::is_same_v<S, double> || (std::is_integral_v<S> && sizeof(S) >= 4)) {
+      // Round once from the exact value (going through float could round twice).
+      D out;
+      out.bits = static_cast<uint16_t>(EncodeMini(static_cast<double>(v),
+                                                  std::is_same_v<D, Half> ? kFloat16 : kBFloat16,
+                                                  /*saturate=*/false));
+      return out;
+    } else {
+      return D(As<float>(v));
+    }
+  } else if constexpr (std::is_integral_v<D> && kIsFloatLike<S>) {
+    const auto f = As<ComputeT<S>>(v);
+    if constexpr (std::is_same_v<D, uint64_t>) {
+      return f < 0 ? static_cast<D>(static_cast<int64_t>(f)) : static_cast<D>(f);
+    } else if constexpr (std::is_same_v<D, int32_t> || std::is_same_v<D, int64_t>) {
+      return static_cast<D>(f);
+    } else {
+      return static_cast<D>(static_cast<int64_t>(f));
+    }
+  } else {
+    return As<D>(v);
+  }
+}
+
+template <class S, class D>
+void StdLoop(const S* s, D* d, int64_t n) {
+  if constexpr (std::is_same_v<S, float> && std::is_same_v<D, Half>) {
+    FromFloat(s, d, n);
+  } else if constexpr (std::is_same_v<S, Half> && std::is_same_v<D, float>) {
+    ToFloat(s, d, n);
+  } else if constexpr (std::is_same_v<S, BFloat16> && std::is_same_v<D, float>) {
+    ToFloat(s, d, n);
+  } else if constexpr (std::is_same_v<S, D>) {
+    std::memcpy(d, s, sizeof(S) * n);
+  } else {
+    for (int64_t i = 0; i < n; ++i) d[i] = CastValue<D>(s[i]);
+  }
+}
+
+// Decoding tables for the 8-bit (and 4-bit) float formats.
+const float* MiniTable(NxElementType t) {
+  static const auto tables = [] {
+    std::array<std::array<float, 256>, 5> tb{};
+    const MiniFloat* fmts[5] = {&kE4M3FN, &kE4M3FNUZ, &kE5M2, &kE5M2FNUZ, &kE2M1};
+    for (int f = 0; f < 5; ++f) {
+      int codes = 1 << fmts[f]->total_bits();
+      for (int c = 0; c < codes; ++c) tb[f][c] = DecodeMini(static_cast<uint32_t>(c), *fmts[f]);
+    }
+    return tb;
+  }();
+  switch (t) {
+    case NX_TYPE_FLOAT8E4M3FN: return tables[0].data();
+    case NX_TYPE_FLOAT8E4M3FNUZ: return tables[1].data();
+    case NX_TYPE_FLOAT8E5M2: return tables[2].data();
+    case NX_TYPE_FLOAT8E5M2FNUZ: return tables[3].data();
+    case NX_TYPE_FLOAT4E2M1: return tables[4].data();
+    default: return nullptr;
+  }
+}
+
+// The standard type a non-standard source decodes to.
+NxElementType DecodedType(NxElementType t) {
+  if (t == NX_TYPE_INT4) return NX_TYPE_INT8;
+  if (t == NX_TYPE_UINT4) return NX_TYPE_UINT8;
+  return NX_TYPE_FLOAT;
+}
+
+// Decodes elements [begin, begin + m) of a non-standard tensor into `out` (DecodedType).
+void Decode(const void* src, NxElementType t, int64_t begin, int64_t m, void* out) {
+  const uint8_t* p = static_cast<const uint8_t*>(src);
+  if (t == NX_TYPE_INT4) {
+    int8_t* o = static_cast<int8_t*>(out);
+    for (int64_t i = 0; i < m; ++i) o[i] = Int4At(p, begin + i);
+  } else if (t == NX_TYPE_UINT4) {
+    uint8_t* o = static_cast<uint8_t*>(out);
+    for (int64_t i = 0; i < m; ++i) o[i] = UInt4At(p, begin + i);
+  } else if (t == NX_TYPE_FLOAT4E2M1) {
+    const float* lut = MiniTable(t);
+    float* o = static_cast<float*>(out);
+    for (int64_t i = 0; i < m; ++i) o[i] = lut[UInt4At(p, begin + i)];
+  } else {
+    const float* lut = MiniTable(t);
+    float* o = static_cast<float*>(out);
+    for (int64_t i = 0; i < m; ++i) o[i] = lut[p[begin + i]];
+  }
+}
+
+// Converts m standard-typed elements at `s` into elements [dst_off, dst_off + m) of `dst`.
+void FromStd(const void* s, NxElementType st, void* dst, NxElementType dt, int64_t dst_off,
+             int64_t m, bool saturate) {
+  DispatchStd(st, [&]<class S>() {
+    const S* src = static_cast<const S*>(s);
+    if (IsStd(dt)) {
+      DispatchStd(dt, [&]<class D>() { StdLoop(src, static_cast<D*>(dst) + dst_off, m); });
+      return;
+    }
+    uint8_t* out = static_cast<uint8_t*>(dst);
+    if (const MiniFloat* fmt = MiniFloatOf(dt)) {
+      if (dt == NX_TYPE_FLOAT4E2M1) {
+        for (int64_t i = 0; i < m; ++i) {
+          SetNibble(out, dst_off + i, EncodeMini(CastValue<double>(src[i]), *fmt, saturate));
+        }
+      } else {
+        for (int64_t i = 0; i < m; ++i) {
+          out[dst_off + i] =
+              static_cast<uint8_t>(EncodeMini(CastValue<double>(src[i]), *fmt, saturate));
+        }
+      }
+    } else if (dt == NX_TYPE_INT4 || dt == NX_TYPE_UINT4) {
+      // Keep the low four bits (two's complement wrap-around, like any narrowing integer cast).
+      for (int64_t i = 0; i < m; ++i) {
+        SetNibble(out, dst_off + i, static_cast<uint32_t>(CastValue<int64_t>(src[i]) & 0xF));
+      }
+    } else {
+      UnsupportedType("Cast destination", dt);
+    }
+  });
+}
+
+void ConvertRange(const void* src, NxElementType st, void* dst, NxElementType dt, int64_t b,
+                  int64_t e, bool saturate) {
+  if (IsStd(st)) {
+    const size_t es = ElementSize(st);
+    FromStd(static_cast<const uint8_t*>(src) + b * static_cast<int64_t>(es), st, dst, dt, b, e - b,
+            saturate);
+    return;
+  }
+  constexpr int64_t kBlock = 256;  // even, so sub-byte destinations stay byte-aligned
+  alignas(32) float buf[kBlock];
+  const NxElementType mid = DecodedType(st);
+  for (int64_t i = b; i < e; i += kBlock) {
+    const int64_t m = std::min(kBlock, e - i);
+    Decode(src, st, i, m, buf);
+    FromStd(buf, mid, dst, dt, i, m, saturate);
+  }
+}
+
+}  // namespace
+
+void LoadFloats(const void* src, NxElementType t, int64_t begin, int64_t m, float* out) {
+  if (IsStd(t)) {
+    const size_t es = ElementSize(t);
+    FromStd(static_cast<const uint8_t*>(src) + begin * static_cast<int64_t>(es), t, out,
+            NX_TYPE_FLOAT, 0, m, true);
+    return;
+  }
+  const NxElementType mid = DecodedType(t);
+  if (mid == NX_TYPE_FLOAT) {
+    Decode(src, t, begin, m, out);
+    return;
+  }
+  constexpr int64_t kBlock = 256;
+  alignas(32) int8_t buf[kBlock];
+  for (int64_t i = 0; i < m; i += kBlock) {
+    const int64_t k = std::min(kBlock, m - i);
+    Decode(src, t, begin + i, k, buf);
+    FromStd(buf, mid, out + i, NX_TYPE_FLOAT, 0, k, true);
+  }
+}
+
+void StoreFloats(const float* in, int64_t m, void* dst, NxElementType t, int64_t begin,
+                 bool saturate) {
+  if (!IsConvertible(t)) UnsupportedType("store", t);
+  FromStd(in, NX_TYPE_FLOAT, dst, t, begin, m, saturate);
+}
+
+bool IsConvertible(NxElementType t) {
+  return IsStd(t) || MiniFloatOf(t) != nullptr || t == NX_TYPE_INT4 || t == NX_TYPE_UINT4;
+}
+
+void ConvertArray(const void* src, NxElementType src_type, void* dst, NxElementType dst_type,
+                  int64_t n, bool saturate, int threads) {
+  if (!IsConvertible(src_type)) UnsupportedType("Cast source", src_type);
+  if (!IsConvertible(dst_type)) UnsupportedType("Cast destination", dst_type);
+  if (n <= 0) return;
+  // Work in pairs of elements so that no two threads share a byte of packed 4-bit output.
+  const int64_t pairs = (n + 1) / 2;
+  ParallelFor(ThreadsFor(threads, n), pairs, kGrain / 2, [&](int64_t pb, int64_t pe) {
+    ConvertRange(src, src_type, dst, dst_type, 2 * pb, std::min(2 * pe, n), saturate);
+  });
+  if (IsSubByte(dst_type) && (n & 1)) {
+    uint8_t* last = static_cast<uint8_t*>(dst) + n / 2;
+    *last &= 0x0F;  // clear the unused high nibble
+  }
+}
+
+}  // namespace nxrt::cpu::elementwise

@@ -1,0 +1,30 @@
+// Element conversion between any two supported tensor element types (except strings), shared by
+// Cast, CastLike and the quantisation kernels.
+#pragma once
+
+#include <cstdint>
+
+#include <nxrt/nxrt_ep.hpp>
+
+namespace nxrt::cpu::elementwise {
+
+// True for the types ConvertArray handles: numbers, bool, float16 / bfloat16, float8, float4,
+// int4 / uint4.
+bool IsConvertible(NxElementType t);
+
+// Converts n elements of type `src_type` at `src` into `dst` (type `dst_type`), following ONNX
+// Cast: numpy-like static conversions, round-to-nearest-even into narrower floats, and the
+// float8 saturation rules (`saturate`). Sub-byte types are packed two per byte, low nibble
+// first; `dst` must have room for the whole packed output. Parallel over `threads`.
+void ConvertArray(const void* src, NxElementType src_type, void* dst, NxElementType dst_type,
+                  int64_t n, bool saturate, int threads);
+
+// Elements [begin, begin + m) of a tensor of type `t` (any convertible type) as floats.
+void LoadFloats(const void* src, NxElementType t, int64_t begin, int64_t m, float* out);
+
+// Writes m floats into elements [begin, begin + m) of a tensor of type `t`. Sub-byte outputs
+// are written nibble by nibble: concurrent callers must own whole bytes.
+void StoreFloats(const float* in, int64_t m, void* dst, NxElementType t, int64_t begin,
+                 bool saturate);
+
+}  // namespace nxrt::cpu::elementwise

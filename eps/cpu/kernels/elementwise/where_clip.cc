@@ -1,0 +1,122 @@
+// Where (three-way broadcast select, any element type including strings) and Clip (bounds as
+// attributes before opset 11, as optional scalar inputs from 11 on).
+#include <limits>
+#include <string>
+#include <type_traits>
+
+#include "kernels/elementwise/elementwise_kernels.h"
+#include "kernels/elementwise/unary_kernel.h"
+
+namespace nxrt::cpu::elementwise {
+namespace {
+
+class Where : public ep::Kernel {
+ public:
+  explicit Where(const ep::KernelInfo&) {}
+  void Compute(ep::KernelContext& ctx) override {
+    ep::ConstTensor c = ctx.input(0), x = ctx.input(1), y = ctx.input(2);
+    NXRT_EP_ENFORCE(c.type() == NX_TYPE_BOOL, std::string("Where: condition must be bool, got ") +
+                                                  ep::ElementTypeName(c.type()));
+    const NxElementType type = x.type();
+    NXRT_EP_ENFORCE(y.type() == type, std::string("Where: X and Y types differ (") +
+                                          ep::ElementTypeName(type) + " and " +
+                                          ep::ElementTypeName(y.type()) + ")");
+    auto plan = PlanBroadcast<3>({c.shape(), x.shape(), y.shape()}, "Where");
+    ep::Tensor out = ctx.output(0, plan.out_shape, type);
+    if (plan.total == 0) return;
+    const uint8_t* pc = c.data<uint8_t>();
+    const int64_t sc = plan.inner_stride(0), sx = plan.inner_stride(1), sy = plan.inner_stride(2);
+    if (type == NX_TYPE_STRING) {
+      RunBroadcast(plan, 1, [&](int64_t oo, const int64_t* io, int64_t n) {
+        for (int64_t i = 0; i < n; ++i) {
+          bool take_x = pc[io[0] + i * sc] != 0;
+          out.set_string(static_cast<size_t>(oo + i),
+                         take_x ? x.string(static_cast<size_t>(io[1] + i * sx))
+                                : y.string(static_cast<size_t>(io[2] + i * sy)));
+        }
+      });
+      return;
+    }
+    DispatchBySize(type, [&]<class T>() {
+      const T* px = x.data<T>();
+      const T* py = y.data<T>();
+      T* po = out.data<T>();
+      RunBroadcast(plan, ctx.threads(), [&](int64_t oo, const int64_t* io, int64_t n) {
+        const uint8_t* cc = pc + io[0];
+        const T* xx = px + io[1];
+        const T* yy = py + io[2];
+        T* o = po + oo;
+        if (sc && sx && sy) {
+          for (int64_t i = 0; i < n; ++i) o[i] = cc[i] ? xx[i] : yy[i];
+        } else {
+          for (int64_t i = 0; i < n; ++i) o[i] = cc[i * sc] ? xx[i * sx] : yy[i * sy];
+        }
+      });
+    });
+  }
+};
+
+class Clip : public ep::Kernel {
+ public:
+  explicit Clip(const ep::KernelInfo& info) : attr_bounds_(info.opset() < 11) {
+    if (attr_bounds_) {
+      min_attr_ = info.attr_float("min", std::numeric_limits<float>::lowest());
+      max_attr_ = info.attr_float("max", std::numeric_limits<float>::max());
+    }
+  }
+
+  void Compute(ep::KernelContext& ctx) override {
+    ep::ConstTensor x = ctx.input(0);
+    const NxElementType type = x.type();
+    ep::Tensor y = ctx.output(0, x.shape(), type);
+    const int64_t n = static_cast<int64_t>(x.size());
+    DispatchSet<TypeSet::kNumeric>(type, "Clip", [&]<class T>() {
+      using C = ComputeT<T>;
+      C lo = kIsFloatLike<T> ? -std::numeric_limits<C>::infinity() : std::numeric_limits<C>::lowest();
+      C hi = kIsFloatLike<T> ? std::numeric_limits<C>::infinity() : std::numeric_limits<C>::max();
+      if (attr_bounds_) {
+        lo = static_cast<C>(min_attr_);
+        hi = static_cast<C>(max_attr_);
+      } else {
+        if (auto m = ctx.optional_input(1)) lo = Bound<T>(*m, "min");
+        if (auto m = ctx.optional_input(2)) hi = Bound<T>(*m, "max");
+      }
+      if (n == 0) return;
+      // min(hi, max(x, lo)): when lo > hi everything becomes hi. NaN passes through.
+      ParallelUnary(ctx.threads(), x.data<T>(), y.data<T>(), n, [lo, hi](C v) {
+        v = v < lo ? lo : v;
+        return v > hi ? hi : v;
+      });
+    });
+  }
+
+ private:
+  template <class T>
+  static ComputeT<T> Bound(const ep::ConstTensor& t, const char* which) {
+    NXRT_EP_ENFORCE(t.size() == 1, std::string("Clip: ") + which +
+                                       " must be a scalar (one element), got " +
+                                       std::to_string(t.size()) + " elements");
+    NXRT_EP_ENFORCE(t.type() == TypeOf<T>::value,
+                    std::string("Clip: ") + which + " type " + ep::ElementTypeName(t.type()) +
+                        " differs from the input type");
+    return As<ComputeT<T>>(t.data<T>()[0]);
+  }
+
+  bool attr_bounds_;
+  float min_attr_ = 0, max_attr_ = 0;
+};
+
+}  // namespace
+
+void RegisterWhereClipKernels(NxKernelRegistry* r) {
+  TypeList all = Concat(NumericTypes(), {NX_TYPE_BOOL, NX_TYPE_STRING, NX_TYPE_COMPLEX64,
+                                         NX_TYPE_COMPLEX128});
+  ep::KernelDefBuilder("Where")
+      .Versions(9)
+      .Constraint("B", {NX_TYPE_BOOL}, {0})
+      .Constraint("T", all, {1, 2}, {0})
+      .Build<Where>(r);
+  RegisterSameType<Clip>(r, "Clip", 1, NumericTypes());
+}
+
+}  // namespace nxrt::cpu::elementwise

@@ -1,0 +1,225 @@
+#include "kernels/linalg/conv_dnnl.h"
+
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+
+#include "kernels/linalg/dnnl_util.h"
+
+namespace nxrt::cpu::linalg {
+
+using dnnl::memory;
+using Tag = dnnl::memory::format_tag;
+
+struct DnnlConv::Plan {
+  dnnl::convolution_forward conv;
+  memory::desc src_plain, dst_plain, w_plain, bias_md;
+  memory::desc src_conv, dst_conv, w_conv, scratch_md;
+  bool reorder_src = false, reorder_dst = false, reorder_w = false, has_bias = false;
+  dnnl::reorder src_reorder, dst_reorder, sum_reorder, w_reorder;
+  size_t src_bytes = 0, dst_bytes = 0, w_bytes = 0, scratch_bytes = 0;
+  std::shared_ptr<memory> packed_w;  // constant weights in w_conv layout
+};
+
+namespace {
+
+Tag ActivationTag(int spatial) {
+  return spatial == 1 ? Tag::ncw : spatial == 2 ? Tag::nchw : Tag::ncdhw;
+}
+
+Tag WeightTag(int spatial, bool grouped) {
+  if (grouped) return spatial == 1 ? Tag::goiw : spatial == 2 ? Tag::goihw : Tag::goidhw;
+  return spatial == 1 ? Tag::oiw : spatial == 2 ? Tag::oihw : Tag::oidhw;
+}
+
+memory::dims Real(const ConvGeometry& g, const Dims3& d, int64_t minus = 0) {
+  memory::dims out;
+  for (int64_t v : g.real(d)) out.push_back(v - minus);
+  return out;
+}
+
+std::vector<int64_t> PlanKey(const ConvGeometry& g, int threads, bool has_bias) {
+  std::vector<int64_t> key = {threads,       has_bias,       g.spatial, g.batch,
+                              g.in_channels, g.out_channels, g.group};
+  for (const Dims3* d : {&g.in, &g.out, &g.kernel, &g.stride, &g.dilation, &g.pad_begin,
+                         &g.pad_end}) {
+    key.insert(key.end(), d->begin(), d->end());
+  }
+  return key;
+}
+
+}  // namespace
+
+void DnnlConv::SetConstantWeights(const float* w, size_t num_weights, const float* bias,
+                                  int64_t bias_size) {
+  const_w_.assign(w, w + num_weights);
+  has_const_bias_ = bias != nullptr;
+  if (bias != nullptr) const_bias_.assign(bias, bias + bias_size);
+}
+
+std::shared_ptr<DnnlConv::Plan> DnnlConv::BuildPlan(const ConvGeometry& g, bool has_bias) {
+  auto plan = std::make_shared<Plan>();
+  plan->has_bias = has_bias;
+  const bool grouped = g.group > 1;
+  memory::dims src_dims = {g.batch, g.in_channels};
+  memory::dims dst_dims = {g.batch, g.out_channels};
+  memory::dims w_dims;
+  if (grouped) w_dims = {g.group, g.out_channels_per_group(), g.in_channels_per_group()};
+  else w_dims = {g.out_channels, g.in_channels};
+  for (int64_t v : g.real(g.in)) src_dims.push_back(v);
+  for (int64_t v : g.real(g.out)) dst_dims.push_back(v);
+  for (int64_t v : g.real(g.kernel)) w_dims.push_back(v);
+
+  const auto f32 = memory::data_type::f32;
+  plan->src_plain = memory::desc(src_dims, f32, ActivationTag(g.spatial));
+  plan->dst_plain = memory::desc(dst_dims, f32, ActivationTag(g.spatial));
+  plan->w_plain = memory::desc(w_dims, f32, WeightTag(g.spatial, grouped));
+  if (plan->has_bias) plan->bias_md = memory::desc({g.out_channels}, f32, Tag::x);
+
+  const bool blocked = layout_ == ConvLayout::kBlocked;
+  memory::desc src_any = blocked ? memory::desc(src_dims, f32, Tag::any) : plan->src_plain;
+  memory::desc dst_any = blocked ? memory::desc(dst_dims, f32, Tag::any) : plan->dst_plain;
+  memory::desc w_any(w_dims, f32, Tag::any);
+
+  dnnl::convolution_forward::desc desc(
+      dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src_any, w_any,
+      plan->bias_md, dst_any, Real(g, g.stride), Real(g, g.dilation, 1), Real(g, g.pad_begin),
+      Real(g, g.pad_end));
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  if (fusion_.sum || !fusion_.eltwise.empty()) {
+    dnnl::post_ops ops;
+    if (fusion_.sum) ops.append_sum(1.0f);
+    for (const auto& e : fusion_.eltwise) ops.append_eltwise(1.0f, e.alg, e.alpha, e.beta);
+    attr.set_post_ops(ops);
+  }
+  auto& eng = DnnlEngine();
+  dnnl::convolution_forward::primitive_desc pd(desc, attr, eng);
+  plan->conv = dnnl::convolution_forward(pd);
+  plan->src_conv = pd.src_desc();
+  plan->dst_conv = pd.dst_desc();
+  plan->w_conv = pd.weights_desc();
+  plan->scratch_md = pd.scratchpad_desc();
+  plan->scratch_bytes = plan->scratch_md.get_size();
+  plan->src_bytes = plan->src_conv.get_size();
+  plan->dst_bytes = plan->dst_conv.get_size();
+  plan->w_bytes = plan->w_conv.get_size();
+
+  plan->reorder_src = plan->src_conv != plan->src_plain;
+  plan->reorder_dst = plan->dst_conv != plan->dst_plain;
+  plan->reorder_w = plan->w_conv != plan->w_plain;
+  if (plan->reorder_src) {
+    plan->src_reorder = dnnl::reorder(
+        dnnl::reorder::primitive_desc(eng, plan->src_plain, eng, plan->src_conv));
+  }
+  if (plan->reorder_dst) {
+    plan->dst_reorder = dnnl::reorder(
+        dnnl::reorder::primitive_desc(eng, plan->dst_conv, eng, plan->dst_plain));
+    if (fusion_.sum) {
+      plan->sum_reorder = dnnl::reorder(
+          dnnl::reorder::primitive_desc(eng, plan->dst_plain, eng, plan->dst_conv));
+    }
+  }
+  if (plan->reorder_w) {
+    plan->w_reorder =
+        dnnl::reorder(dnnl::reorder::primitive_desc(eng, plan->w_plain, eng, plan->w_conv));
+  }
+
+  if (!const_w_.empty()) {
+    NXRT_EP_ENFORCE(plan->w_plain.get_size() == const_w_.size() * sizeof(float),
+                    "Conv: constant weight size does not match the geometry");
+    for (const auto& [md, mem] : packed_weights_) {
+      if (md == plan->w_conv) plan->packed_w = mem;
+    }
+    if (!plan->packed_w) {
+      auto mem = std::make_shared<memory>(plan->w_conv, eng);
+      memory src(plan->w_plain, eng, const_w_.data());
+      if (plan->reorder_w) {
+        plan->w_reorder.execute(DnnlStream(), src, *mem);
+        DnnlStream().wait();
+      } else {
+        std::memcpy(mem->get_data_handle(), const_w_.data(), plan->w_bytes);
+      }
+      packed_weights_.emplace_back(plan->w_conv, mem);
+      plan->packed_w = mem;
+    }
+  }
+  return plan;
+}
+
+std::shared_ptr<DnnlConv::Plan> DnnlConv::GetPlan(const ConvGeometry& g, int threads,
+                                                  bool has_bias) {
+  std::vector<int64_t> key = PlanKey(g, threads, has_bias);
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = plans_.find(key);
+  if (it != plans_.end()) return it->second;
+  std::shared_ptr<Plan> plan;
+  try {
+    plan = BuildPlan(g, has_bias);
+  } catch (const dnnl::error& e) {
+    throw std::runtime_error(std::string("Conv: oneDNN could not build the convolution: ") +
+                             e.what());
+  }
+  plans_.emplace(std::move(key), plan);
+  return plan;
+}
+
+void DnnlConv::Prepare(const ConvGeometry& g, int threads) {
+  OmpThreadScope scope(threads);
+  GetPlan(g, threads, has_const_bias_);
+}
+
+void DnnlConv::Run(const ConvGeometry& g, const float* x, const float* w, const float* bias,
+                   const float* z, float* y, int threads) {
+  if (g.batch == 0 || g.out_size() == 0 || g.out_channels == 0) return;
+  const bool const_w = !const_w_.empty();
+  const float* b = const_w ? (has_const_bias_ ? const_bias_.data() : nullptr) : bias;
+  std::shared_ptr<Plan> plan = GetPlan(g, threads, b != nullptr);
+
+  auto& eng = DnnlEngine();
+  auto& strm = DnnlStream();
+  memory src_user(plan->src_plain, eng, const_cast<float*>(x));
+  memory src_mem = src_user;
+  if (plan->reorder_src) {
+    src_mem = memory(plan->src_conv, eng, ThreadScratch(kScratchSrc, plan->src_bytes));
+    plan->src_reorder.execute(strm, src_user, src_mem);
+  }
+  memory dst_user(plan->dst_plain, eng, y);
+  memory dst_mem = dst_user;
+  if (plan->reorder_dst) {
+    dst_mem = memory(plan->dst_conv, eng, ThreadScratch(kScratchDst, plan->dst_bytes));
+  }
+  if (fusion_.sum) {
+    if (plan->reorder_dst) {
+      memory z_user(plan->dst_plain, eng, const_cast<float*>(z));
+      plan->sum_reorder.execute(strm, z_user, dst_mem);
+    } else if (z != y) {
+      std::memcpy(y, z, plan->dst_plain.get_size());
+    }
+  }
+  memory w_mem;
+  if (const_w) {
+    w_mem = *plan->packed_w;
+  } else {
+    memory w_user(plan->w_plain, eng, const_cast<float*>(w));
+    w_mem = w_user;
+    if (plan->reorder_w) {
+      w_mem = memory(plan->w_conv, eng, ThreadScratch(kScratchWeights, plan->w_bytes));
+      plan->w_reorder.execute(strm, w_user, w_mem);
+    }
+  }
+  std::unordered_map<int, memory> args = {
+      {DNNL_ARG_SRC, src_mem},
+      {DNNL_ARG_WEIGHTS, w_mem},
+      {DNNL_ARG_DST, dst_mem},
+      {DNNL_ARG_SCRATCHPAD,
+       memory(plan->scratch_md, eng, ThreadScratch(kScratchPad, plan->scratch_bytes))},
+  };
+  if (b != nullptr) args[DNNL_ARG_BIAS] = memory(plan->bias_md, eng, const_cast<float*>(b));
+  plan->conv.execute(strm, args);
+  if (plan->reorder_dst) plan->dst_reorder.execute(strm, dst_mem, dst_user);
+  strm.wait();
+}
+
+}  // namespace nxrt::cpu::linalg

@@ -1,0 +1,48 @@
+// numpy-style matrix multiplication shared by MatMul, MatMulInteger, QLinearMatMul and Einsum:
+// shape inference with 1-D operands and batch broadcasting, and batched GEMM drivers.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "kernels/linalg/gemm_ref.h"
+
+namespace nxrt::cpu::linalg {
+
+struct MatMulDims {
+  int64_t m = 0, n = 0, k = 0;
+  std::vector<int64_t> out_dims;  // the ONNX output shape (1-D operands' dims removed)
+  int64_t batch = 1;              // number of broadcast batch entries
+  // Element offsets of each batch entry's A and B matrices (size `batch`).
+  std::vector<int64_t> a_offsets, b_offsets;
+  // B is shared by every batch entry and A's batches are contiguous: the whole product is one
+  // GEMM with batch * m rows.
+  bool foldable = false;
+};
+
+// Shapes of A [..., M, K] and B [..., K, N] (either may be 1-D). `op` names the node in errors.
+MatMulDims ComputeMatMulDims(std::span<const int64_t> a, std::span<const int64_t> b,
+                             const std::string& op);
+
+// C = A * B for every batch entry, float32 through oneDNN's sgemm. B may be given transposed
+// ([N, K] per entry) with `b_transposed`. Uses `threads`: many small products are spread one per
+// thread, large ones use all threads each.
+void BatchedSgemm(const MatMulDims& d, const float* a, const float* b, bool b_transposed,
+                  float* c, int threads);
+
+// The same for any type with the portable GEMM (double, integers).
+template <class T>
+void BatchedGemmRef(const MatMulDims& d, const T* a, const T* b, T* c, int threads) {
+  if (d.foldable) {
+    GemmRef<T>(d.batch * d.m, d.n, d.k, {a, d.k, 1}, {b, d.n, 1}, c, d.n, false, threads);
+    return;
+  }
+  for (int64_t i = 0; i < d.batch; ++i) {
+    GemmRef<T>(d.m, d.n, d.k, {a + d.a_offsets[i], d.k, 1}, {b + d.b_offsets[i], d.n, 1},
+               c + i * d.m * d.n, d.n, false, threads);
+  }
+}
+
+}  // namespace nxrt::cpu::linalg

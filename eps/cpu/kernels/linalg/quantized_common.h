@@ -1,0 +1,97 @@
+// Helpers shared by the 8-bit quantized linear-algebra ops (MatMulInteger, QLinearMatMul,
+// ConvInteger, QLinearConv): reading scales and zero points (per tensor or per row/column/
+// channel), widening inputs to int32 with the zero point removed, and requantizing.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nxrt/nxrt_ep.hpp>
+
+#include "common/broadcast.h"
+#include "common/dispatch.h"
+
+namespace nxrt::cpu::linalg {
+
+inline bool IsInt8Type(NxElementType t) { return t == NX_TYPE_INT8 || t == NX_TYPE_UINT8; }
+
+// A zero point as int32 values: a single value (per tensor) or `expected` values (per row,
+// column or channel). Absent means 0.
+inline std::vector<int32_t> ReadZeroPoint(const std::optional<ep::ConstTensor>& zp,
+                                          NxElementType data_type, int64_t expected,
+                                          const std::string& what) {
+  if (!zp) return {0};
+  NXRT_EP_ENFORCE(zp->type() == data_type, what + " must have the element type of its data (" +
+                                               ep::ElementTypeName(data_type) + "), got " +
+                                               ep::ElementTypeName(zp->type()));
+  const int64_t n = static_cast<int64_t>(zp->size());
+  NXRT_EP_ENFORCE(n == 1 || (n == expected && zp->rank() <= 1),
+                  what + " must be a scalar or a 1-D tensor of " + std::to_string(expected) +
+                      " elements, got " + ShapeToString(zp->shape()));
+  std::vector<int32_t> out(n);
+  for (int64_t i = 0; i < n; ++i) {
+    out[i] = zp->type() == NX_TYPE_INT8 ? int32_t(zp->data<int8_t>()[i])
+                                        : int32_t(zp->data<uint8_t>()[i]);
+  }
+  return out;
+}
+
+// A scale as float values (float32, float16 or bfloat16 storage), scalar or `expected` values.
+inline std::vector<float> ReadScale(const ep::ConstTensor& s, int64_t expected,
+                                    const std::string& what) {
+  const int64_t n = static_cast<int64_t>(s.size());
+  NXRT_EP_ENFORCE(n == 1 || (n == expected && s.rank() <= 1),
+                  what + " must be a scalar or a 1-D tensor of " + std::to_string(expected) +
+                      " elements, got " + ShapeToString(s.shape()));
+  std::vector<float> out(n);
+  switch (s.type()) {
+    case NX_TYPE_FLOAT: for (int64_t i = 0; i < n; ++i) out[i] = s.data<float>()[i]; break;
+    case NX_TYPE_FLOAT16: for (int64_t i = 0; i < n; ++i) out[i] = s.data<Half>()[i]; break;
+    case NX_TYPE_BFLOAT16: for (int64_t i = 0; i < n; ++i) out[i] = s.data<BFloat16>()[i]; break;
+    default: UnsupportedType((what + " type").c_str(), s.type());
+  }
+  return out;
+}
+
+// Rounds a float to the precision of the scale's storage type, so products of float16 scales
+// behave as in a float16 computation.
+inline float RoundToScaleType(float v, NxElementType t) {
+  if (t == NX_TYPE_FLOAT16) return static_cast<float>(Half(v));
+  if (t == NX_TYPE_BFLOAT16) return static_cast<float>(BFloat16(v));
+  return v;
+}
+
+// out[i] = int32(x[i]) - zp[channel(i)], where channel(i) = (i / inner) % zp.size().
+inline void WidenSubtract(const ep::ConstTensor& x, const std::vector<int32_t>& zp, int64_t inner,
+                          int32_t* out) {
+  const size_t n = x.size();
+  const int64_t channels = static_cast<int64_t>(zp.size());
+  auto run = [&](const auto* src) {
+    if (channels == 1) {
+      const int32_t z = zp[0];
+      for (size_t i = 0; i < n; ++i) out[i] = int32_t(src[i]) - z;
+      return;
+    }
+    for (size_t i = 0; i < n; ++i) out[i] = int32_t(src[i]) - zp[(int64_t(i) / inner) % channels];
+  };
+  if (x.type() == NX_TYPE_INT8) run(x.data<int8_t>());
+  else run(x.data<uint8_t>());
+}
+
+// Saturating requantization: round half to even (as numpy's rint), add the zero point, clamp.
+inline void Requantize(double value, int32_t zero_point, NxElementType out_type, void* out,
+                       size_t index) {
+  double r = std::nearbyint(value) + zero_point;
+  if (out_type == NX_TYPE_INT8) {
+    static_cast<int8_t*>(out)[index] = static_cast<int8_t>(std::clamp(r, -128.0, 127.0));
+  } else {
+    static_cast<uint8_t*>(out)[index] = static_cast<uint8_t>(std::clamp(r, 0.0, 255.0));
+  }
+}
+
+}  // namespace nxrt::cpu::linalg

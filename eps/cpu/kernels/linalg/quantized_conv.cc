@@ -1,0 +1,119 @@
+// ConvInteger (opset 10) and QLinearConv (opset 10) for int8/uint8 data: input and weights are
+// widened to int32 with their zero points removed (the weight's per tensor or per output
+// channel), convolved exactly in int32 by im2col + GEMM, and QLinearConv requantizes.
+#include <optional>
+
+#include <nxrt/nxrt_ep.hpp>
+
+#include "common/broadcast.h"
+#include "kernels/linalg/conv_geometry.h"
+#include "kernels/linalg/conv_reference.h"
+#include "kernels/linalg/dnnl_util.h"
+#include "kernels/linalg/linalg_kernels.h"
+#include "kernels/linalg/quantized_common.h"
+
+namespace nxrt::cpu::linalg {
+namespace {
+
+// int32 convolution of (x - x_zp) and (w - w_zp); the result lives in a per-thread scratch slot.
+int32_t* IntegerConv(const ConvGeometry& g, const ep::ConstTensor& x, const ep::ConstTensor& w,
+                     const std::vector<int32_t>& x_zp, const std::vector<int32_t>& w_zp,
+                     const int32_t* bias, int threads) {
+  int32_t* xi = static_cast<int32_t*>(ThreadScratch(kScratchA, x.size() * sizeof(int32_t)));
+  int32_t* wi = static_cast<int32_t*>(ThreadScratch(kScratchB, w.size() * sizeof(int32_t)));
+  const size_t out_count = static_cast<size_t>(g.batch * g.out_channels * g.out_size());
+  int32_t* acc = static_cast<int32_t*>(ThreadScratch(kScratchC, out_count * sizeof(int32_t)));
+  WidenSubtract(x, x_zp, 1, xi);
+  // Weights are [M, C/group, k...]: one output channel spans C/group * kernel_size elements.
+  WidenSubtract(w, w_zp, g.in_channels_per_group() * g.kernel_size(), wi);
+  ConvIm2Col<int32_t>(g, xi, wi, bias, acc, threads);
+  return acc;
+}
+
+class ConvInteger : public ep::Kernel {
+ public:
+  explicit ConvInteger(const ep::KernelInfo& info) : attrs_(info) {}
+
+  void Compute(ep::KernelContext& ctx) override {
+    ep::ConstTensor x = ctx.input(0);
+    ep::ConstTensor w = ctx.input(1);
+    NXRT_EP_ENFORCE(IsInt8Type(x.type()) && IsInt8Type(w.type()),
+                    attrs_.op + ": x and w must be int8 or uint8");
+    ConvGeometry g = ComputeConvGeometry(attrs_, x.shape(), w.shape());
+    std::vector<int32_t> x_zp =
+        ReadZeroPoint(ctx.optional_input(2), x.type(), 1, attrs_.op + ": x_zero_point");
+    std::vector<int32_t> w_zp = ReadZeroPoint(ctx.optional_input(3), w.type(), g.out_channels,
+                                              attrs_.op + ": w_zero_point");
+    std::vector<int64_t> y_dims = g.output_dims();
+    ep::Tensor y = ctx.output(0, y_dims, NX_TYPE_INT32);
+    const int64_t count = ShapeSize(y_dims);
+    if (count == 0) return;
+    const int32_t* acc = IntegerConv(g, x, w, x_zp, w_zp, nullptr, ctx.threads());
+    std::copy(acc, acc + count, y.data<int32_t>());
+  }
+
+ private:
+  ConvAttributes attrs_;
+};
+
+class QLinearConv : public ep::Kernel {
+ public:
+  explicit QLinearConv(const ep::KernelInfo& info) : attrs_(info) {}
+
+  void Compute(ep::KernelContext& ctx) override {
+    ep::ConstTensor x = ctx.input(0);
+    ep::ConstTensor w = ctx.input(3);
+    NXRT_EP_ENFORCE(IsInt8Type(x.type()) && IsInt8Type(w.type()),
+                    attrs_.op + ": x and w must be int8 or uint8");
+    ConvGeometry g = ComputeConvGeometry(attrs_, x.shape(), w.shape());
+    const int64_t m = g.out_channels;
+    std::vector<float> x_scale = ReadScale(ctx.input(1), 1, attrs_.op + ": x_scale");
+    std::vector<float> w_scale = ReadScale(ctx.input(4), m, attrs_.op + ": w_scale");
+    std::vector<float> y_scale = ReadScale(ctx.input(6), 1, attrs_.op + ": y_scale");
+    std::vector<int32_t> x_zp =
+        ReadZeroPoint(ctx.optional_input(2), x.type(), 1, attrs_.op + ": x_zero_point");
+    std::vector<int32_t> w_zp =
+        ReadZeroPoint(ctx.optional_input(5), w.type(), m, attrs_.op + ": w_zero_point");
+    std::optional<ep::ConstTensor> y_zp_t = ctx.optional_input(7);
+    const NxElementType y_type = y_zp_t ? y_zp_t->type() : x.type();
+    NXRT_EP_ENFORCE(IsInt8Type(y_type), attrs_.op + ": y_zero_point must be int8 or uint8");
+    std::vector<int32_t> y_zp = ReadZeroPoint(y_zp_t, y_type, 1, attrs_.op + ": y_zero_point");
+    std::optional<ep::ConstTensor> bias = ctx.optional_input(8);
+    if (bias) {
+      NXRT_EP_ENFORCE(bias->type() == NX_TYPE_INT32 && bias->rank() == 1 && bias->dim(0) == m,
+                      attrs_.op + ": B must be a 1-D int32 tensor of " + std::to_string(m) +
+                          " elements, got " + ShapeToString(bias->shape()));
+    }
+
+    std::vector<int64_t> y_dims = g.output_dims();
+    ep::Tensor y = ctx.output(0, y_dims, y_type);
+    if (ShapeSize(y_dims) == 0) return;
+    const int32_t* acc = IntegerConv(g, x, w, x_zp, w_zp,
+                                     bias ? bias->data<int32_t>() : nullptr, ctx.threads());
+    // x_scale * w_scale / y_scale in float32 (as the scales are), applied in double.
+    std::vector<double> scale(w_scale.size());
+    for (size_t c = 0; c < w_scale.size(); ++c) scale[c] = (x_scale[0] * w_scale[c]) / y_scale[0];
+    const int64_t plane = g.out_size();
+    void* out = y.mutable_raw();
+    size_t idx = 0;
+    for (int64_t n = 0; n < g.batch; ++n)
+      for (int64_t c = 0; c < m; ++c) {
+        const double s = scale[w_scale.size() > 1 ? c : 0];
+        for (int64_t p = 0; p < plane; ++p, ++idx) {
+          Requantize(static_cast<double>(acc[idx]) * s, y_zp[0], y_type, out, idx);
+        }
+      }
+  }
+
+ private:
+  ConvAttributes attrs_;
+};
+
+}  // namespace
+
+void RegisterQuantizedConvKernels(NxKernelRegistry* r) {
+  ep::KernelDefBuilder("ConvInteger").Versions(10).Build<ConvInteger>(r);
+  ep::KernelDefBuilder("QLinearConv").Versions(10).Build<QLinearConv>(r);
+}
+
+}  // namespace nxrt::cpu::linalg

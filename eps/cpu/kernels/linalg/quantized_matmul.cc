@@ -1,0 +1,124 @@
+// MatMulInteger (opset 10) and QLinearMatMul (opsets 10, 21) for int8/uint8 operands: the
+// operands are widened to int32 with their zero points removed (per tensor, per row of A or per
+// column of B), multiplied exactly in int32, and QLinearMatMul requantizes the result.
+#include <optional>
+
+#include <nxrt/nxrt_ep.hpp>
+
+#include "common/broadcast.h"
+#include "kernels/linalg/dnnl_util.h"
+#include "kernels/linalg/linalg_kernels.h"
+#include "kernels/linalg/matmul_core.h"
+#include "kernels/linalg/quantized_common.h"
+
+namespace nxrt::cpu::linalg {
+namespace {
+
+// A with its (per-tensor or per-row) zero point removed; rows are the second-to-last axis.
+void WidenA(const ep::ConstTensor& a, const std::vector<int32_t>& zp, const MatMulDims& d,
+            int32_t* out) {
+  WidenSubtract(a, zp, d.k, out);  // row index = (i / K) % M when zp has M entries
+}
+
+// B with its (per-tensor or per-column) zero point removed; columns are the last axis.
+void WidenB(const ep::ConstTensor& b, const std::vector<int32_t>& zp, int32_t* out) {
+  WidenSubtract(b, zp, 1, out);  // column index = i % N when zp has N entries
+}
+
+// acc = (A - a_zp) * (B - b_zp) in int32 for the shapes in d; returns the accumulator buffer.
+int32_t* IntegerProduct(const ep::ConstTensor& a, const ep::ConstTensor& b,
+                        const std::vector<int32_t>& a_zp, const std::vector<int32_t>& b_zp,
+                        const MatMulDims& d, int threads) {
+  int32_t* ai = static_cast<int32_t*>(ThreadScratch(kScratchA, a.size() * sizeof(int32_t)));
+  int32_t* bi = static_cast<int32_t*>(ThreadScratch(kScratchB, b.size() * sizeof(int32_t)));
+  const size_t out_count = static_cast<size_t>(d.batch * d.m * d.n);
+  int32_t* acc = static_cast<int32_t*>(ThreadScratch(kScratchC, out_count * sizeof(int32_t)));
+  WidenA(a, a_zp, d, ai);
+  WidenB(b, b_zp, bi);
+  BatchedGemmRef<int32_t>(d, ai, bi, acc, threads);
+  return acc;
+}
+
+class MatMulInteger : public ep::Kernel {
+ public:
+  explicit MatMulInteger(const ep::KernelInfo& info) : op_(info.describe()) {}
+
+  void Compute(ep::KernelContext& ctx) override {
+    ep::ConstTensor a = ctx.input(0);
+    ep::ConstTensor b = ctx.input(1);
+    NXRT_EP_ENFORCE(IsInt8Type(a.type()) && IsInt8Type(b.type()),
+                    op_ + ": A and B must be int8 or uint8");
+    MatMulDims d = ComputeMatMulDims(a.shape(), b.shape(), op_);
+    std::vector<int32_t> a_zp =
+        ReadZeroPoint(ctx.optional_input(2), a.type(), d.m, op_ + ": a_zero_point");
+    std::vector<int32_t> b_zp =
+        ReadZeroPoint(ctx.optional_input(3), b.type(), d.n, op_ + ": b_zero_point");
+    ep::Tensor y = ctx.output(0, d.out_dims, NX_TYPE_INT32);
+    if (ShapeSize(d.out_dims) == 0) return;
+    int32_t* acc = IntegerProduct(a, b, a_zp, b_zp, d, ctx.threads());
+    std::copy(acc, acc + ShapeSize(d.out_dims), y.data<int32_t>());
+  }
+
+ private:
+  std::string op_;
+};
+
+class QLinearMatMul : public ep::Kernel {
+ public:
+  explicit QLinearMatMul(const ep::KernelInfo& info) : op_(info.describe()) {}
+
+  void Compute(ep::KernelContext& ctx) override {
+    ep::ConstTensor a = ctx.input(0);
+    ep::ConstTensor b = ctx.input(3);
+    NXRT_EP_ENFORCE(IsInt8Type(a.type()) && IsInt8Type(b.type()),
+                    op_ + ": only int8 and uint8 operands are supported, got " +
+                        ep::ElementTypeName(a.type()) + " and " + ep::ElementTypeName(b.type()));
+    MatMulDims d = ComputeMatMulDims(a.shape(), b.shape(), op_);
+    ep::ConstTensor a_scale_t = ctx.input(1), b_scale_t = ctx.input(4), y_scale_t = ctx.input(6);
+    std::vector<float> a_scale = ReadScale(a_scale_t, d.m, op_ + ": a_scale");
+    std::vector<float> b_scale = ReadScale(b_scale_t, d.n, op_ + ": b_scale");
+    std::vector<float> y_scale = ReadScale(y_scale_t, 1, op_ + ": y_scale");
+    std::vector<int32_t> a_zp =
+        ReadZeroPoint(ctx.optional_input(2), a.type(), d.m, op_ + ": a_zero_point");
+    std::vector<int32_t> b_zp =
+        ReadZeroPoint(ctx.optional_input(5), b.type(), d.n, op_ + ": b_zero_point");
+    std::optional<ep::ConstTensor> y_zp_t = ctx.optional_input(7);
+    const NxElementType y_type = y_zp_t ? y_zp_t->type() : a.type();
+    NXRT_EP_ENFORCE(IsInt8Type(y_type), op_ + ": y_zero_point must be int8 or uint8");
+    std::vector<int32_t> y_zp = ReadZeroPoint(y_zp_t, y_type, 1, op_ + ": y_zero_point");
+
+    ep::Tensor y = ctx.output(0, d.out_dims, y_type);
+    if (ShapeSize(d.out_dims) == 0) return;
+    const int32_t* acc = IntegerProduct(a, b, a_zp, b_zp, d, ctx.threads());
+
+    // The combined scale a_scale * b_scale / y_scale, computed at the scales' own precision.
+    const NxElementType st = a_scale_t.type();
+    std::vector<double> scale(a_scale.size() * b_scale.size());
+    for (size_t i = 0; i < a_scale.size(); ++i)
+      for (size_t j = 0; j < b_scale.size(); ++j) {
+        float ab = RoundToScaleType(a_scale[i] * b_scale[j], st);
+        scale[i * b_scale.size() + j] = RoundToScaleType(ab / y_scale[0], st);
+      }
+    const bool per_row = a_scale.size() > 1, per_col = b_scale.size() > 1;
+    void* out = y.mutable_raw();
+    size_t idx = 0;
+    for (int64_t bt = 0; bt < d.batch; ++bt)
+      for (int64_t i = 0; i < d.m; ++i)
+        for (int64_t j = 0; j < d.n; ++j, ++idx) {
+          double s = scale[(per_row ? i : 0) * b_scale.size() + (per_col ? j : 0)];
+          Requantize(static_cast<double>(acc[idx]) * s, y_zp[0], y_type, out, idx);
+        }
+  }
+
+ private:
+  std::string op_;
+};
+
+}  // namespace
+
+void RegisterQuantizedMatMulKernels(NxKernelRegistry* r) {
+  ep::KernelDefBuilder("MatMulInteger").Versions(10).Build<MatMulInteger>(r);
+  ep::KernelDefBuilder("QLinearMatMul").Versions(10).Build<QLinearMatMul>(r);
+}
+
+}  // namespace nxrt::cpu::linalg

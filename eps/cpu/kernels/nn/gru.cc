@@ -1,0 +1,114 @@
+// GRU (opsets 1-22), gate order z, r, h. The reset gate multiplies either the previous hidden
+// state before its recurrent product (linear_before_reset = 0) or the product itself (1).
+#include <cstring>
+
+#include "kernels/nn/gemm_nt.h"
+#include "kernels/nn/nn_common.h"
+#include "kernels/nn/rnn_common.h"
+
+namespace nxrt::cpu::nn {
+namespace {
+
+class Gru : public ep::Kernel {
+ public:
+  explicit Gru(const ep::KernelInfo& info) : at_(info, 2, {"Sigmoid", "Tanh"}) {
+    linear_before_reset_ = info.attr_int("linear_before_reset", 0) != 0;
+    for (size_t i = 0; i < 2; ++i) want_[i] = i < info.output_count() && info.output(i).present();
+  }
+
+  void Compute(ep::KernelContext& ctx) override {
+    NxElementType type = ctx.input(0).type();
+    DispatchRnnCompute(type, at_.op, [&]<class A>() { Run<A>(ctx, type); });
+  }
+
+ private:
+  template <class A>
+  void Run(ep::KernelContext& ctx, NxElementType type) const {
+    RnnInputs<A> in = ReadRnnInputs<A>(ctx, at_, 3);
+    const int64_t H = in.hidden, N = in.batch, S = in.seq, I = in.input, G = 3 * H;
+    OutputView<A> y = MakeOutput<A>(ctx, 0, want_[0], in.YShape(), type);
+    OutputView<A> yh = MakeOutput<A>(ctx, 1, want_[1], in.StateShape(), type);
+    if (y.present()) std::fill(y.ptr, y.ptr + S * in.dirs * N * H, A(0));
+    std::vector<A> proj(S * N * G), rec(N * G), h(N * H), rh(N * H), wb(G), rb(G);
+    for (int64_t d = 0; d < in.dirs; ++d) {
+      const A* w = in.w.ptr + d * G * I;
+      const A* r = in.r.ptr + d * G * H;
+      for (int64_t j = 0; j < G; ++j) {
+        wb[j] = in.b.present() ? in.b.ptr[d * 2 * G + j] : A(0);
+        rb[j] = in.b.present() ? in.b.ptr[d * 2 * G + G + j] : A(0);
+      }
+      GemmNT<A>(S * N, G, I, in.x.ptr, I, w, I, proj.data(), G, false, ctx.threads());
+      for (int64_t b = 0; b < N; ++b) {
+        int64_t so = in.StateOffset(d, b);
+        for (int64_t k = 0; k < H; ++k) {
+          h[b * H + k] = in.init_h.present() ? in.init_h.ptr[so + k] : A(0);
+        }
+      }
+      const Activation& f = at_.acts[d * 2];
+      const Activation& g = at_.acts[d * 2 + 1];
+      bool reverse = at_.reverse_only || d == 1;
+      for (int64_t s = 0; s < S; ++s) {
+        int64_t t = reverse ? S - 1 - s : s;
+        // z and r (and h when the reset gate applies after the product) from H_{t-1}.
+        int64_t rows = linear_before_reset_ ? G : 2 * H;
+        GemmNT<A>(N, rows, H, h.data(), H, r, H, rec.data(), G, false, ctx.threads());
+        for (int64_t b = 0; b < N; ++b) {
+          if (t >= in.lens[b]) continue;
+          A* gb = rec.data() + b * G;
+          const A* pr = proj.data() + in.XRow(t, b) * G;
+          for (int64_t j = 0; j < 2 * H; ++j) gb[j] += pr[j] + wb[j] + rb[j];
+          ClipInPlace(gb, 2 * H, at_.clip);
+          f.Apply(gb, 2 * H);  // z and r
+          const A* hb = h.data() + b * H;
+          A* gr = gb + H;
+          if (linear_before_reset_) {
+            A* gh = gb + 2 * H;
+            for (int64_t k = 0; k < H; ++k)
+              gh[k] = pr[2 * H + k] + wb[2 * H + k] + gr[k] * (gh[k] + rb[2 * H + k]);
+          } else {
+            for (int64_t k = 0; k < H; ++k) rh[b * H + k] = gr[k] * hb[k];
+          }
+        }
+        if (!linear_before_reset_) {
+          // (r . H_{t-1}) * Rh^T for all batch items at once.
+          GemmNT<A>(N, H, H, rh.data(), H, r + 2 * H * H, H, rec.data() + 2 * H, G, false,
+                    ctx.threads());
+        }
+        for (int64_t b = 0; b < N; ++b) {
+          if (t >= in.lens[b]) continue;
+          A* gb = rec.data() + b * G;
+          A* gh = gb + 2 * H;
+          const A* pr = proj.data() + in.XRow(t, b) * G;
+          if (!linear_before_reset_) {
+            for (int64_t k = 0; k < H; ++k) gh[k] += pr[2 * H + k] + wb[2 * H + k] + rb[2 * H + k];
+          }
+          ClipInPlace(gh, H, at_.clip);
+          g.Apply(gh, H);
+          A* hb = h.data() + b * H;
+          const A* gz = gb;
+          for (int64_t k = 0; k < H; ++k) hb[k] = (A(1) - gz[k]) * gh[k] + gz[k] * hb[k];
+          if (y.present()) std::memcpy(y.ptr + in.YOffset(t, d, b), hb, H * sizeof(A));
+        }
+      }
+      if (yh.present()) {
+        for (int64_t b = 0; b < N; ++b) {
+          std::memcpy(yh.ptr + in.StateOffset(d, b), h.data() + b * H, H * sizeof(A));
+        }
+      }
+    }
+    y.Finish();
+    yh.Finish();
+  }
+
+  RnnAttributes at_;
+  bool linear_before_reset_ = false;
+  bool want_[2] = {false, false};
+};
+
+}  // namespace
+
+void RegisterGruKernels(NxKernelRegistry* registry) {
+  ep::KernelDefBuilder("GRU").Versions(1).Build<Gru>(registry);
+}
+
+}  // namespace nxrt::cpu::nn

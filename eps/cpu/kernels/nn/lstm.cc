@@ -1,0 +1,120 @@
+// LSTM (opsets 1-22). The input projection X * W^T for all time steps is one product up front;
+// each step then adds H_{t-1} * R^T and applies the gates (order i, o, f, c) per batch item.
+#include <cstring>
+
+#include "kernels/nn/gemm_nt.h"
+#include "kernels/nn/nn_common.h"
+#include "kernels/nn/rnn_common.h"
+
+namespace nxrt::cpu::nn {
+namespace {
+
+class Lstm : public ep::Kernel {
+ public:
+  explicit Lstm(const ep::KernelInfo& info) : at_(info, 3, {"Sigmoid", "Tanh", "Tanh"}) {
+    input_forget_ = info.attr_int("input_forget", 0) != 0;
+    for (size_t i = 0; i < 3; ++i) {
+      want_[i] = i < info.output_count() && info.output(i).present();
+    }
+  }
+
+  void Compute(ep::KernelContext& ctx) override {
+    NxElementType type = ctx.input(0).type();
+    DispatchRnnCompute(type, at_.op, [&]<class A>() { Run<A>(ctx, type); });
+  }
+
+ private:
+  template <class A>
+  void Run(ep::KernelContext& ctx, NxElementType type) const {
+    RnnInputs<A> in = ReadRnnInputs<A>(ctx, at_, 4);
+    const int64_t H = in.hidden, N = in.batch, S = in.seq, I = in.input, G = 4 * H;
+    OutputView<A> y = MakeOutput<A>(ctx, 0, want_[0], in.YShape(), type);
+    OutputView<A> yh = MakeOutput<A>(ctx, 1, want_[1], in.StateShape(), type);
+    OutputView<A> yc = MakeOutput<A>(ctx, 2, want_[2], in.StateShape(), type);
+    // Steps past a sequence's length produce zeros.
+    if (y.present()) std::fill(y.ptr, y.ptr + S * in.dirs * N * H, A(0));
+    std::vector<A> proj(S * N * G), gates(N * G), h(N * H), c(N * H), bias(G), tmp(H);
+    for (int64_t d = 0; d < in.dirs; ++d) {
+      const A* w = in.w.ptr + d * G * I;
+      const A* r = in.r.ptr + d * G * H;
+      const A* p = in.p.present() ? in.p.ptr + d * 3 * H : nullptr;
+      for (int64_t j = 0; j < G; ++j) {
+        bias[j] = in.b.present() ? in.b.ptr[d * 2 * G + j] + in.b.ptr[d * 2 * G + G + j] : A(0);
+      }
+      GemmNT<A>(S * N, G, I, in.x.ptr, I, w, I, proj.data(), G, false, ctx.threads());
+      for (int64_t b = 0; b < N; ++b) {
+        int64_t so = in.StateOffset(d, b);
+        for (int64_t k = 0; k < H; ++k) {
+          h[b * H + k] = in.init_h.present() ? in.init_h.ptr[so + k] : A(0);
+          c[b * H + k] = in.init_c.present() ? in.init_c.ptr[so + k] : A(0);
+        }
+      }
+      const Activation& f = at_.acts[d * 3];
+      const Activation& g = at_.acts[d * 3 + 1];
+      const Activation& hact = at_.acts[d * 3 + 2];
+      bool reverse = at_.reverse_only || d == 1;
+      for (int64_t s = 0; s < S; ++s) {
+        int64_t t = reverse ? S - 1 - s : s;
+        GemmNT<A>(N, G, H, h.data(), H, r, H, gates.data(), G, false, ctx.threads());
+        for (int64_t b = 0; b < N; ++b) {
+          if (t >= in.lens[b]) continue;
+          A* gb = gates.data() + b * G;
+          const A* pr = proj.data() + in.XRow(t, b) * G;
+          for (int64_t j = 0; j < G; ++j) gb[j] += pr[j] + bias[j];
+          A* gi = gb;
+          A* go = gb + H;
+          A* gf = gb + 2 * H;
+          A* gc = gb + 3 * H;
+          A* cb = c.data() + b * H;
+          A* hb = h.data() + b * H;
+          if (p != nullptr) {
+            for (int64_t k = 0; k < H; ++k) {
+              gi[k] += p[k] * cb[k];
+              gf[k] += p[2 * H + k] * cb[k];
+            }
+          }
+          ClipInPlace(gi, H, at_.clip);
+          f.Apply(gi, H);
+          if (input_forget_) {
+            for (int64_t k = 0; k < H; ++k) gf[k] = A(1) - gi[k];
+          } else {
+            ClipInPlace(gf, H, at_.clip);
+            f.Apply(gf, H);
+          }
+          ClipInPlace(gc, H, at_.clip);
+          g.Apply(gc, H);
+          for (int64_t k = 0; k < H; ++k) cb[k] = gf[k] * cb[k] + gi[k] * gc[k];
+          if (p != nullptr) {
+            for (int64_t k = 0; k < H; ++k) go[k] += p[H + k] * cb[k];
+          }
+          ClipInPlace(go, H, at_.clip);
+          f.Apply(go, H);
+          std::memcpy(tmp.data(), cb, H * sizeof(A));
+          hact.Apply(tmp.data(), H);
+          for (int64_t k = 0; k < H; ++k) hb[k] = go[k] * tmp[k];
+          if (y.present()) std::memcpy(y.ptr + in.YOffset(t, d, b), hb, H * sizeof(A));
+        }
+      }
+      for (int64_t b = 0; b < N; ++b) {
+        int64_t so = in.StateOffset(d, b);
+        if (yh.present()) std::memcpy(yh.ptr + so, h.data() + b * H, H * sizeof(A));
+        if (yc.present()) std::memcpy(yc.ptr + so, c.data() + b * H, H * sizeof(A));
+      }
+    }
+    y.Finish();
+    yh.Finish();
+    yc.Finish();
+  }
+
+  RnnAttributes at_;
+  bool input_forget_ = false;
+  bool want_[3] = {false, false, false};
+};
+
+}  // namespace
+
+void RegisterLstmKernels(NxKernelRegistry* registry) {
+  ep::KernelDefBuilder("LSTM").Versions(1).Build<Lstm>(registry);
+}
+
+}  // namespace nxrt::cpu::nn

@@ -1,0 +1,80 @@
+// RNN (opsets 1-22): H_t = f(X_t * W^T + H_{t-1} * R^T + Wb + Rb).
+#include <cstring>
+
+#include "kernels/nn/gemm_nt.h"
+#include "kernels/nn/nn_common.h"
+#include "kernels/nn/rnn_common.h"
+
+namespace nxrt::cpu::nn {
+namespace {
+
+class Rnn : public ep::Kernel {
+ public:
+  explicit Rnn(const ep::KernelInfo& info) : at_(info, 1, {"Tanh"}) {
+    for (size_t i = 0; i < 2; ++i) want_[i] = i < info.output_count() && info.output(i).present();
+  }
+
+  void Compute(ep::KernelContext& ctx) override {
+    NxElementType type = ctx.input(0).type();
+    DispatchRnnCompute(type, at_.op, [&]<class A>() { Run<A>(ctx, type); });
+  }
+
+ private:
+  template <class A>
+  void Run(ep::KernelContext& ctx, NxElementType type) const {
+    RnnInputs<A> in = ReadRnnInputs<A>(ctx, at_, 1);
+    const int64_t H = in.hidden, N = in.batch, S = in.seq, I = in.input;
+    OutputView<A> y = MakeOutput<A>(ctx, 0, want_[0], in.YShape(), type);
+    OutputView<A> yh = MakeOutput<A>(ctx, 1, want_[1], in.StateShape(), type);
+    if (y.present()) std::fill(y.ptr, y.ptr + S * in.dirs * N * H, A(0));
+    std::vector<A> proj(S * N * H), rec(N * H), h(N * H), bias(H);
+    for (int64_t d = 0; d < in.dirs; ++d) {
+      const A* w = in.w.ptr + d * H * I;
+      const A* r = in.r.ptr + d * H * H;
+      for (int64_t j = 0; j < H; ++j) {
+        bias[j] = in.b.present() ? in.b.ptr[d * 2 * H + j] + in.b.ptr[d * 2 * H + H + j] : A(0);
+      }
+      GemmNT<A>(S * N, H, I, in.x.ptr, I, w, I, proj.data(), H, false, ctx.threads());
+      for (int64_t b = 0; b < N; ++b) {
+        int64_t so = in.StateOffset(d, b);
+        for (int64_t k = 0; k < H; ++k) {
+          h[b * H + k] = in.init_h.present() ? in.init_h.ptr[so + k] : A(0);
+        }
+      }
+      const Activation& f = at_.acts[d];
+      bool reverse = at_.reverse_only || d == 1;
+      for (int64_t s = 0; s < S; ++s) {
+        int64_t t = reverse ? S - 1 - s : s;
+        GemmNT<A>(N, H, H, h.data(), H, r, H, rec.data(), H, false, ctx.threads());
+        for (int64_t b = 0; b < N; ++b) {
+          if (t >= in.lens[b]) continue;
+          A* gb = rec.data() + b * H;
+          const A* pr = proj.data() + in.XRow(t, b) * H;
+          for (int64_t k = 0; k < H; ++k) gb[k] += pr[k] + bias[k];
+          ClipInPlace(gb, H, at_.clip);
+          f.Apply(gb, H);
+          std::memcpy(h.data() + b * H, gb, H * sizeof(A));
+          if (y.present()) std::memcpy(y.ptr + in.YOffset(t, d, b), gb, H * sizeof(A));
+        }
+      }
+      if (yh.present()) {
+        for (int64_t b = 0; b < N; ++b) {
+          std::memcpy(yh.ptr + in.StateOffset(d, b), h.data() + b * H, H * sizeof(A));
+        }
+      }
+    }
+    y.Finish();
+    yh.Finish();
+  }
+
+  RnnAttributes at_;
+  bool want_[2] = {false, false};
+};
+
+}  // namespace
+
+void RegisterSimpleRnnKernels(NxKernelRegistry* registry) {
+  ep::KernelDefBuilder("RNN").Versions(1).Build<Rnn>(registry);
+}
+
+}  // namespace nxrt::cpu::nn

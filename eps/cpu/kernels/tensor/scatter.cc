@@ -1,0 +1,166 @@
+// Scatter (opset 9-10 name), ScatterElements and ScatterND, with the reduction attribute (none,
+// add, mul, max, min). The output starts as a copy of data; updates are applied in index order,
+// sequentially, so duplicate indices behave as the spec's reference loop does.
+#include <algorithm>
+#include <type_traits>
+
+#include "kernels/tensor/strided_copy.h"
+#include "kernels/tensor/tensor_kernels.h"
+#include "kernels/tensor/tensor_util.h"
+
+namespace nxrt::cpu::tensor {
+namespace {
+
+enum class Reduction { kNone, kAdd, kMul, kMax, kMin };
+
+Reduction ParseReduction(const ep::KernelInfo& info, const char* op) {
+  std::string r = info.attr_string("reduction", "none");
+  if (r == "none") return Reduction::kNone;
+  if (r == "add") return Reduction::kAdd;
+  if (r == "mul") return Reduction::kMul;
+  if (r == "max") return Reduction::kMax;
+  if (r == "min") return Reduction::kMin;
+  ep::Fail(NX_INVALID_MODEL, std::string(op) + ": unknown reduction '" + r + "'");
+}
+
+// Arithmetic type for T: 16-bit floats compute in float.
+template <class T>
+using ArithOf = std::conditional_t<std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>, float,
+                                   std::conditional_t<std::is_same_v<T, bool>, int, T>>;
+
+// Calls fn(T* out, const T* upd, apply) with `apply(T& dst, T src)` for the reduction; element
+// type and reduction are resolved here, once, outside the element loops.
+template <class Fn>
+void DispatchScatter(NxElementType type, Reduction red, Fn&& fn) {
+  if (red == Reduction::kNone) {
+    DispatchMove(type, [&]<class T>() { fn.template operator()<T>([](T& d, const T& s) { d = s; }); });
+    return;
+  }
+  DispatchNumericOrBool(type, [&]<class T>() {
+    using A = ArithOf<T>;
+    switch (red) {
+      case Reduction::kAdd:
+        fn.template operator()<T>([](T& d, const T& s) { d = static_cast<T>(A(d) + A(s)); });
+        break;
+      case Reduction::kMul:
+        fn.template operator()<T>([](T& d, const T& s) { d = static_cast<T>(A(d) * A(s)); });
+        break;
+      case Reduction::kMax:
+        fn.template operator()<T>([](T& d, const T& s) { d = static_cast<T>(std::max(A(d), A(s))); });
+        break;
+      default:
+        fn.template operator()<T>([](T& d, const T& s) { d = static_cast<T>(std::min(A(d), A(s))); });
+        break;
+    }
+  });
+}
+
+class ScatterElements : public ep::Kernel {
+ public:
+  explicit ScatterElements(const ep::KernelInfo& info)
+      : axis_(info.attr_int("axis", 0)), red_(ParseReduction(info, "ScatterElements")) {}
+  void Compute(ep::KernelContext& ctx) override {
+    ep::ConstTensor data = ctx.input(0), indices = ctx.input(1), updates = ctx.input(2);
+    std::vector<int64_t> dd = data.shape_vector(), id = indices.shape_vector();
+    int64_t rank = static_cast<int64_t>(dd.size());
+    NXRT_EP_ENFORCE(rank > 0 && id.size() == dd.size(),
+                    "ScatterElements: data " + ShapeToString(dd) + " and indices " +
+                        ShapeToString(id) + " must have the same rank >= 1");
+    NXRT_EP_ENFORCE(updates.shape_vector() == id,
+                    "ScatterElements: updates " + ShapeToString(updates.shape()) +
+                        " must have the shape of indices " + ShapeToString(id));
+    NXRT_EP_ENFORCE(updates.type() == data.type(),
+                    "ScatterElements: updates and data have different element types");
+    int64_t axis = NormalizeAxis(axis_, rank, "ScatterElements");
+    for (int64_t k = 0; k < rank; ++k) {
+      NXRT_EP_ENFORCE(k == axis || id[k] <= dd[k],
+                      "ScatterElements: indices " + ShapeToString(id) + " exceed data " +
+                          ShapeToString(dd) + " outside the axis");
+    }
+    std::vector<int64_t> idx = ReadInts(indices, "ScatterElements", "indices");
+    for (int64_t& v : idx) v = NormalizeIndex(v, dd[axis], "ScatterElements");
+    ep::Tensor y = ctx.output(0, dd, data.type());
+    std::vector<int64_t> strides = StridesOf(dd);
+    int64_t axis_stride = strides[axis];
+    strides[axis] = 0;
+    std::vector<int64_t> id_strides = StridesOf(id);
+    int64_t n = static_cast<int64_t>(idx.size());
+    DispatchScatter(data.type(), red_, [&]<class T>(auto apply) {
+      InView<T> src(data), upd(updates);
+      OutView<T> dst(y);
+      T* out = dst.data();
+      int64_t total = ShapeSize(dd);
+      if (total) std::copy_n(src.data(), total, out);
+      if (n) {
+        Odometer walk(id, strides, id_strides);
+        const T* u = upd.data();
+        for (int64_t i = 0; i < n; ++i, walk.Next()) apply(out[walk.a + idx[i] * axis_stride], u[i]);
+      }
+      dst.Commit();
+    });
+  }
+
+ private:
+  int64_t axis_;
+  Reduction red_;
+};
+
+class ScatterND : public ep::Kernel {
+ public:
+  explicit ScatterND(const ep::KernelInfo& info) : red_(ParseReduction(info, "ScatterND")) {}
+  void Compute(ep::KernelContext& ctx) override {
+    ep::ConstTensor data = ctx.input(0), indices = ctx.input(1), updates = ctx.input(2);
+    std::vector<int64_t> dd = data.shape_vector(), id = indices.shape_vector();
+    int64_t r = static_cast<int64_t>(dd.size()), q = static_cast<int64_t>(id.size());
+    NXRT_EP_ENFORCE(r >= 1 && q >= 1, "ScatterND: data and indices must have rank >= 1");
+    int64_t k = id[q - 1];
+    NXRT_EP_ENFORCE(k >= 1 && k <= r, "ScatterND: last indices dim " + std::to_string(k) +
+                                          " must be in [1, " + std::to_string(r) + "]");
+    std::vector<int64_t> ud(id.begin(), id.end() - 1);
+    ud.insert(ud.end(), dd.begin() + k, dd.end());
+    NXRT_EP_ENFORCE(updates.shape_vector() == ud,
+                    "ScatterND: updates shape " + ShapeToString(updates.shape()) +
+                        " must be " + ShapeToString(ud));
+    NXRT_EP_ENFORCE(updates.type() == data.type(),
+                    "ScatterND: updates and data have different element types");
+    std::vector<int64_t> strides = StridesOf(dd);
+    std::vector<int64_t> raw = ReadInts(indices, "ScatterND", "indices");
+    int64_t tuples = Product(id, 0, q - 1);
+    int64_t inner = Product(dd, k, r);
+    std::vector<int64_t> offsets(tuples);
+    for (int64_t t = 0; t < tuples; ++t) {
+      int64_t off = 0;
+      for (int64_t j = 0; j < k; ++j)
+        off += NormalizeIndex(raw[t * k + j], dd[j], "ScatterND") * strides[j];
+      offsets[t] = off;
+    }
+    ep::Tensor y = ctx.output(0, dd, data.type());
+    DispatchScatter(data.type(), red_, [&]<class T>(auto apply) {
+      InView<T> src(data), upd(updates);
+      OutView<T> dst(y);
+      T* out = dst.data();
+      int64_t total = ShapeSize(dd);
+      if (total) std::copy_n(src.data(), total, out);
+      const T* u = upd.data();
+      for (int64_t t = 0; t < tuples && inner > 0; ++t) {
+        T* o = out + offsets[t];
+        const T* s = u + t * inner;
+        for (int64_t i = 0; i < inner; ++i) apply(o[i], s[i]);
+      }
+      dst.Commit();
+    });
+  }
+
+ private:
+  Reduction red_;
+};
+
+}  // namespace
+
+void RegisterScatter(NxKernelRegistry* r) {
+  ep::KernelDefBuilder("Scatter").Versions(9).Build<ScatterElements>(r);
+  ep::KernelDefBuilder("ScatterElements").Versions(11).Build<ScatterElements>(r);
+  ep::KernelDefBuilder("ScatterND").Versions(11).Build<ScatterND>(r);
+}
+
+}  // namespace nxrt::cpu::tensor

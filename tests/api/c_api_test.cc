@@ -1,0 +1,130 @@
+// The application API end to end (through the header-only C++ wrapper): running models on the
+// default CPU EP, caller-owned buffers, input checks, and EP kernels that misbehave.
+#include <gtest/gtest.h>
+
+#include <nxrt/nxrt.hpp>
+
+#include "test_util.h"
+
+namespace {
+
+using nxrt::test::MakeModel;
+using nxrt::test::MakeNode;
+
+std::string ReluModelBytes() {
+  return nxrt::test::Serialize(MakeModel({MakeNode("Relu", {"x"}, {"y"}, "relu")}, {"x"}, {"y"}, {2, 3}));
+}
+
+std::string Lib(const std::string& name) { return std::string(NXRT_TEST_EP_DIR) + "/lib" + name + ".so"; }
+
+template <class Fn>
+std::string ErrorOf(Fn&& fn) {
+  try {
+    fn();
+  } catch (const nxrt::Exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(CApi, RunsAModelWithCallerBuffers) {
+  nxrt::Env env(NX_LOG_ERROR);
+  std::string bytes = ReluModelBytes();
+  nxrt::Session session(env, bytes.data(), bytes.size());
+  ASSERT_EQ(session.input_count(), 1u);
+  EXPECT_EQ(session.input_name(0), "x");
+  NxTypeInfo info = session.input_type(0);
+  EXPECT_EQ(info.element_type, NX_TYPE_FLOAT);
+  ASSERT_EQ(info.rank, 2u);
+
+  float in[6] = {-1, 2, -3, 4, -5, 6};
+  std::vector<int64_t> dims = {2, 3};
+  nxrt::Value x = nxrt::Value::WrapTensor(NX_TYPE_FLOAT, dims, in, sizeof(in));
+  EXPECT_EQ(x.data<float>(), in);  // no copy
+  auto outs = session.Run({"x"}, {&x});
+  ASSERT_EQ(outs.size(), 1u);
+  EXPECT_EQ(outs[0].shape(), dims);
+  const float expected[6] = {0, 2, 0, 4, 0, 6};
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(outs[0].data<float>()[i], expected[i]);
+
+  // Into a caller-owned output buffer.
+  float out[6] = {};
+  nxrt::Value y = nxrt::Value::WrapTensor(NX_TYPE_FLOAT, dims, out, sizeof(out));
+  const char* in_name = "x";
+  const char* out_name = "y";
+  const NxValue* in_values[] = {x.get()};
+  NxValue* out_values[] = {y.get()};
+  nxrt::Check(NxSession_Run(session.get(), &in_name, in_values, 1, &out_name, 1, out_values));
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(out[i], expected[i]);
+}
+
+TEST(CApi, BadInputsGiveClearErrors) {
+  nxrt::Env env(NX_LOG_ERROR);
+  std::string bytes = ReluModelBytes();
+  nxrt::Session session(env, bytes.data(), bytes.size());
+  std::vector<int64_t> good = {2, 3}, bad = {3, 2};
+  nxrt::Value wrong_shape = nxrt::Value::Tensor(NX_TYPE_FLOAT, bad);
+  EXPECT_NE(ErrorOf([&] { session.Run({"x"}, {&wrong_shape}); }).find("has shape [3,2], the model expects [2,3]"),
+            std::string::npos);
+  nxrt::Value wrong_type = nxrt::Value::Tensor(NX_TYPE_INT64, good);
+  EXPECT_NE(ErrorOf([&] { session.Run({"x"}, {&wrong_type}); }).find("element type int64, the model expects float"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf([&] { session.Run({}, {}); }).find("input 'x' was not given"), std::string::npos);
+  nxrt::Value ok = nxrt::Value::Tensor(NX_TYPE_FLOAT, good);
+  EXPECT_NE(ErrorOf([&] { session.Run({"nope"}, {&ok}); }).find("'nope' is not an input"), std::string::npos);
+  EXPECT_NE(ErrorOf([&] { session.Run({"x"}, {&ok}, {"nope"}); }).find("'nope' is not an output"), std::string::npos);
+  // A too-small wrapped buffer is refused up front.
+  float tiny[2];
+  EXPECT_NE(ErrorOf([&] { nxrt::Value::WrapTensor(NX_TYPE_FLOAT, good, tiny, sizeof(tiny)); }).find("needs 24"),
+            std::string::npos);
+  // Still usable.
+  EXPECT_EQ(session.Run({"x"}, {&ok}).size(), 1u);
+}
+
+TEST(CApi, MalformedModelsFailSessionCreation) {
+  nxrt::Env env(NX_LOG_ERROR);
+  std::string junk = "definitely not a model";
+  EXPECT_NE(ErrorOf([&] { nxrt::Session(env, junk.data(), junk.size()); }).find("not a valid ONNX model"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf([&] { nxrt::Session(env, std::string("/no/such/model.onnx")); }).find("no such model file"),
+            std::string::npos);
+  auto m = MakeModel({MakeNode("NoSuchOp", {"x"}, {"y"}, "mystery")}, {"x"}, {"y"}, {2});
+  std::string bytes = nxrt::test::Serialize(m);
+  std::string err = ErrorOf([&] { nxrt::Session(env, bytes.data(), bytes.size()); });
+  EXPECT_NE(err.find("no EP can run NoSuchOp node 'mystery'"), std::string::npos) << err;
+  EXPECT_NE(err.find("CPU: no kernel for op NoSuchOp"), std::string::npos) << err;
+}
+
+TEST(CApi, MisbehavingKernelsGiveClearErrorsAndTheSessionStaysUsable) {
+  nxrt::Env env(NX_LOG_ERROR);
+  env.RegisterEpLibrary("misbehaving", Lib("nxrt_test_failing_kernel_ep"));
+  struct Case {
+    const char* op;
+    const char* fragment;
+  } cases[] = {{"Relu", "Relu kernel failed on purpose"},
+               {"Abs", "allocated output 0 twice"},
+               {"Neg", "as int32 but the model declares float"}};
+  for (const Case& c : cases) {
+    std::string bytes = nxrt::test::Serialize(MakeModel({MakeNode(c.op, {"x"}, {"y"}, "n")}, {"x"}, {"y"}, {2}));
+    nxrt::SessionOptions options;
+    options.AppendEp("Misbehaving");
+    nxrt::Session session(env, bytes.data(), bytes.size(), &options);
+    ASSERT_EQ(session.ep_name(0), "Misbehaving");
+    EXPECT_EQ(session.ep_node_count(0), 1u);
+    std::vector<int64_t> dims = {2};
+    float bad_in[2] = {-1, 2}, good_in[2] = {3, -4};
+    nxrt::Value bad = nxrt::Value::WrapTensor(NX_TYPE_FLOAT, dims, bad_in, sizeof(bad_in));
+    nxrt::Value good = nxrt::Value::WrapTensor(NX_TYPE_FLOAT, dims, good_in, sizeof(good_in));
+    std::string err = ErrorOf([&] { session.Run({"x"}, {&bad}); });
+    EXPECT_NE(err.find(c.fragment), std::string::npos) << c.op << ": " << err;
+    EXPECT_NE(err.find("EP Misbehaving"), std::string::npos) << err;
+    auto outs = session.Run({"x"}, {&good});  // the session stays usable
+    ASSERT_EQ(outs.size(), 1u);
+    // While this session lives, its library cannot be unregistered.
+    EXPECT_NE(ErrorOf([&] { env.UnregisterEpLibrary("misbehaving"); }).find("still used by 1 live session"),
+              std::string::npos);
+  }
+  env.UnregisterEpLibrary("misbehaving");
+}
+
+}  // namespace

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs what building and testing nxrt needs, skipping what is already there.
+#   tools/install_deps.sh          build dependencies (Debian) + Python test tools (PyPI)
+#   tools/install_deps.sh --torch  also Debian's torch/torchvision, for exporting test models
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+want_torch=0
+[[ "${1:-}" == "--torch" ]] && want_torch=1
+
+packages=(cmake ninja-build g++ libprotobuf-dev protobuf-compiler libonnx-dev libdnnl-dev libgtest-dev
+          libonnx-testdata python3-numpy)
+if [[ $want_torch == 1 ]]; then packages+=(python3-torch python3-torchvision python3-onnx); fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "== installing Debian packages: ${missing[*]}"
+  SUDO=""
+  [[ $(id -u) != 0 ]] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if ! python3 -c "import onnx, onnxruntime, numpy" 2>/dev/null || \
+   ! python3 - <<'PY' 2>/dev/null
+import sys, importlib.metadata as md
+want = dict(l.split("==") for l in open("tools/scripts/requirements.txt") if "==" in l and not l.startswith("#"))
+sys.exit(any(md.version(k) != v.strip() for k, v in want.items()))
+PY
+then
+  echo "== installing Python test tools (tools/scripts/requirements.txt)"
+  python3 -m pip install -q --disable-pip-version-check -r tools/scripts/requirements.txt
+fi

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds, and runs every nxrt test suite:
+#   1. unit tests (GoogleTest via CTest)
+#   2. ONNX backend node tests of the pinned onnx wheel, against tests/conformance/onnx_node_pass.txt
+#   3. Debian's onnx-1.12 node tests, against tests/conformance/debian_node_pass.txt
+#   4. real models (torchvision exports, BERT, PaddleOCR) compared with onnxruntime
+#   5. the unit tests and node tests again under AddressSanitizer + UBSan (skip: NXRT_SKIP_SANITIZE=1)
+# Exits non-zero if any suite fails. The last line sums up the suites.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+failed_suites=()
+passed_suites=()
+run_suite() {
+  local name="$1"
+  shift
+  echo
+  echo "=============== $name ==============="
+  if "$@"; then passed_suites+=("$name"); else failed_suites+=("$name"); echo "!! suite '$name' FAILED"; fi
+}
+
+set -e
+tools/install_deps.sh --torch
+tools/build.sh
+set +e
+
+node_dir=build/testdata/onnx-node
+if [[ ! -f $node_dir/.complete ]]; then
+  rm -rf "$node_dir"
+  python3 tools/scripts/dump_onnx_node_tests.py "$node_dir" && touch "$node_dir/.complete"
+fi
+
+run_suite "unit tests" ctest --test-dir build --output-on-failure -j 2
+run_suite "onnx node tests (onnx $(python3 -c 'import onnx; print(onnx.__version__)'))" \
+  build/bin/nxrt conformance "$node_dir" --expect tests/conformance/onnx_node_pass.txt
+run_suite "debian onnx-1.12 node tests" \
+  build/bin/nxrt conformance /usr/share/libonnx-testdata/data/node --expect tests/conformance/debian_node_pass.txt
+run_suite "real models vs onnxruntime" bash -c \
+  "tools/scripts/prepare_test_models.sh build/models && python3 tests/models/run_model_comparison.py --models build/models --nxrt build/bin/nxrt"
+
+if [[ "${NXRT_SKIP_SANITIZE:-0}" != 1 ]]; then
+  echo
+  echo "=============== sanitizer build (ASan + UBSan) ==============="
+  if NXRT_BUILD_DIR=build-asan NXRT_BUILD_TYPE=RelWithDebInfo tools/build.sh -DNXRT_SANITIZE=ON; then
+    export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1
+    run_suite "unit tests (sanitizers)" ctest --test-dir build-asan --output-on-failure -j 2
+    run_suite "onnx node tests (sanitizers)" \
+      build-asan/bin/nxrt conformance "$node_dir" --expect tests/conformance/onnx_node_pass.txt
+  else
+    failed_suites+=("sanitizer build")
+  fi
+fi
+
+echo
+echo "=============== summary ==============="
+for s in "${passed_suites[@]}"; do echo "PASS  $s"; done
+for s in "${failed_suites[@]}"; do echo "FAIL  $s"; done
+echo "suites: ${#passed_suites[@]} passed, ${#failed_suites[@]} failed"
+[[ ${#failed_suites[@]} == 0 ]]
