@@ -60,6 +60,7 @@ struct Node {
   std::vector<int> inputs;   // value indices; -1 for an omitted optional input
   std::vector<int> outputs;  // value indices; -1 for an omitted optional output
   std::vector<Attribute> attributes;
+  int assigned_ep = -1;      // placement: index of the session's EP that runs it (-1 = none yet)
 
   const Attribute* FindAttribute(const std::string& attr_name) const;
   // "Conv node 'conv1'" (or "Conv node #3" when unnamed) for messages.

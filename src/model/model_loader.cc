@@ -2,7 +2,9 @@
 #include <filesystem>
 #include <sstream>
 
+#include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
+#include <onnx/shape_inference/implementation.h>
 
 #include "base/element_type.h"
 #include "base/error.h"
@@ -220,6 +222,25 @@ std::shared_ptr<Graph> ConvertGraph(const onnx::GraphProto& proto,
   return graph;
 }
 
+// Fills value_info with ONNX's own shape inference, so the IR knows intermediate types and static
+// shapes (the graph optimiser and EPs use them). Only for models whose opsets the linked ONNX
+// schema registry knows: inferring a newer opset with older schemas could be wrong, and a
+// missing shape only costs an optimisation, never correctness.
+void InferStaticShapes(onnx::ModelProto& proto) {
+  const auto& known = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
+  for (const auto& op : proto.opset_import()) {
+    std::string domain = op.domain() == "ai.onnx" ? "" : op.domain();
+    auto it = known.find(domain);
+    if (it != known.end() && op.version() > it->second.second) return;
+  }
+  try {
+    onnx::shape_inference::InferShapes(proto, onnx::OpSchemaRegistry::Instance(),
+                                       onnx::ShapeInferenceOptions(false, 0, false));
+  } catch (const std::exception&) {
+    // Inconsistent declared shapes: keep what the file says and infer nothing.
+  }
+}
+
 std::shared_ptr<Model> ConvertModel(std::shared_ptr<onnx::ModelProto> proto, const std::string& source,
                                     const std::string& external_dir) {
   auto model = std::make_shared<Model>();
@@ -246,6 +267,7 @@ std::shared_ptr<Model> ConvertModel(std::shared_ptr<onnx::ModelProto> proto, con
     if (proto->opset_import_size() == 0 && proto->ir_version() < 3) opsets[""] = 1;  // IR v1/v2 default
     else Throw(NX_INVALID_MODEL, source + ": the model imports no opset for the default ONNX domain");
   }
+  InferStaticShapes(*proto);
   ExternalDataResolver external(external_dir);
   LoadContext ctx{source, &external, proto, {}};
   model->graph = ConvertGraph(proto->graph(), opsets, nullptr, ctx);

@@ -7,6 +7,7 @@
 #include "base/element_type.h"
 #include "base/error.h"
 #include "session/env.h"
+#include "session/graph_fusion.h"
 
 namespace nxrt {
 namespace {
@@ -29,6 +30,11 @@ Session::Session(Env& env, std::shared_ptr<Model> model, const SessionOptions& o
   try {
     CreateEps(options);
     AssignNodes();
+    if (options.optimization_level >= 1) {
+      FuseNodes(*model_->graph, eps_, logger_.logger);
+      node_ep_.resize(graph().nodes.size());
+      for (const Node& node : graph().nodes) node_ep_[static_cast<size_t>(node.index)] = node.assigned_ep;
+    }
     CreateKernels();
     PlanLifetimes();
   } catch (...) {
@@ -96,6 +102,7 @@ void Session::AssignNodes() {
       node_ep_[node->index] = static_cast<int>(e);
     }
   }
+  for (Node& node : model_->graph->nodes) node.assigned_ep = node_ep_[static_cast<size_t>(node.index)];
   for (const Node& node : g.nodes) {
     if (node_ep_[node.index] < 0) {
       Throw(NX_NOT_IMPLEMENTED, g.source + ": no EP can run " + node.Describe() + " (op " +

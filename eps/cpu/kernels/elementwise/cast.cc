@@ -24,35 +24,43 @@ namespace {
 // trailing ".0" for integral values), scientific otherwise ("1e-05", "1.5e+20").
 std::string FormatFloat(const char* sci_digits) {
   // sci_digits: "[-]d[.ddd]e[+-]XX" from to_chars / printf in scientific form.
-  std::string s(sci_digits);
-  bool neg = s[0] == '-';
-  if (neg) s.erase(0, 1);
-  size_t epos = s.find('e');
-  std::string mant = s.substr(0, epos);
-  int exp10 = std::atoi(s.c_str() + epos + 1);
+  std::string_view s(sci_digits);
+  const bool neg = !s.empty() && s[0] == '-';
+  if (neg) s.remove_prefix(1);
+  const size_t epos = s.find('e');
+  const int exp10 = std::atoi(s.data() + epos + 1);
   std::string digits;
-  for (char c : mant) {
-    if (c != '.') digits += c;
+  for (char c : s.substr(0, epos)) {
+    if (c != '.') digits.push_back(c);
   }
   while (digits.size() > 1 && digits.back() == '0') digits.pop_back();
+  // Built with appends only (GCC 12 warns falsely about operator+ chains at -O3).
   std::string out;
-  if (exp10 >= -4 && exp10 < 16) {
-    if (exp10 >= 0) {
-      std::string ip = digits.substr(0, std::min<size_t>(digits.size(), exp10 + 1));
-      while (ip.size() < static_cast<size_t>(exp10 + 1)) ip += '0';
-      std::string fp = digits.size() > static_cast<size_t>(exp10 + 1) ? digits.substr(exp10 + 1) : "0";
-      out = ip + "." + fp;
+  if (neg) out.push_back('-');
+  if (exp10 >= 0 && exp10 < 16) {
+    const size_t int_digits = static_cast<size_t>(exp10) + 1;
+    for (size_t i = 0; i < int_digits; ++i) out.push_back(i < digits.size() ? digits[i] : '0');
+    out.push_back('.');
+    if (digits.size() > int_digits) {
+      out.append(digits, int_digits, std::string::npos);
     } else {
-      out = "0." + std::string(static_cast<size_t>(-exp10 - 1), '0') + digits;
+      out.push_back('0');
     }
+  } else if (exp10 < 0 && exp10 >= -4) {
+    out.append("0.");
+    out.append(static_cast<size_t>(-exp10 - 1), '0');
+    out.append(digits);
   } else {
-    out = digits.substr(0, 1);
-    if (digits.size() > 1) out += "." + digits.substr(1);
+    out.push_back(digits[0]);
+    if (digits.size() > 1) {
+      out.push_back('.');
+      out.append(digits, 1, std::string::npos);
+    }
     char eb[16];
     std::snprintf(eb, sizeof(eb), "e%c%02d", exp10 < 0 ? '-' : '+', std::abs(exp10));
-    out += eb;
+    out.append(eb);
   }
-  return neg ? "-" + out : out;
+  return out;
 }
 
 template <class F>

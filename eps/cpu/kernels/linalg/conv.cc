@@ -60,7 +60,7 @@ class Conv : public ep::Kernel {
  public:
   explicit Conv(const ep::KernelInfo& info, bool fused = false)
       : attrs_(info), fused_(fused), dnnl_(ReadFusion(info, fused && info.has_input(3)),
-                                           ConvLayout::kBlocked) {
+                                           ConvStrategy::kAuto) {
     has_sum_ = fused && info.has_input(3);
     has_fusion_ = has_sum_ || !info.attr_string("activation", "").empty();
     auto w = info.constant_input(1);

@@ -1,10 +1,13 @@
 #include "kernels/linalg/conv_dnnl.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
 
+#include "common/parallel.h"
 #include "kernels/linalg/dnnl_util.h"
 
 namespace nxrt::cpu::linalg {
@@ -13,6 +16,7 @@ using dnnl::memory;
 using Tag = dnnl::memory::format_tag;
 
 struct DnnlConv::Plan {
+  bool gemm = false;  // pointwise GEMM strategy: nothing below is used
   dnnl::convolution_forward conv;
   memory::desc src_plain, dst_plain, w_plain, bias_md;
   memory::desc src_conv, dst_conv, w_conv, scratch_md;
@@ -49,7 +53,33 @@ std::vector<int64_t> PlanKey(const ConvGeometry& g, int threads, bool has_bias) 
   return key;
 }
 
+float Eltwise1(const ConvFusion::Eltwise& e, float v) {
+  switch (e.alg) {
+    case dnnl::algorithm::eltwise_relu: return v >= 0.0f ? v : v * e.alpha;
+    case dnnl::algorithm::eltwise_clip: return std::min(std::max(v, e.alpha), e.beta);
+    case dnnl::algorithm::eltwise_linear: return e.alpha * v + e.beta;
+    case dnnl::algorithm::eltwise_logistic: return 1.0f / (1.0f + std::exp(-v));
+    case dnnl::algorithm::eltwise_tanh: return std::tanh(v);
+    default: throw std::runtime_error("Conv: unsupported fused activation");
+  }
+}
+
 }  // namespace
+
+bool IsPointwiseConv(const ConvGeometry& g) {
+  return g.kernel == Dims3{1, 1, 1} && g.pad_begin == Dims3{0, 0, 0} &&
+         g.pad_end == Dims3{0, 0, 0};
+}
+
+void ApplyEltwise(const std::vector<ConvFusion::Eltwise>& ops, float* y, int64_t n,
+                  int threads) {
+  if (ops.empty()) return;
+  ParallelFor(threads, n, 16384, [&](int64_t begin, int64_t end) {
+    for (const auto& e : ops) {
+      for (int64_t i = begin; i < end; ++i) y[i] = Eltwise1(e, y[i]);
+    }
+  });
+}
 
 void DnnlConv::SetConstantWeights(const float* w, size_t num_weights, const float* bias,
                                   int64_t bias_size) {
@@ -61,6 +91,11 @@ void DnnlConv::SetConstantWeights(const float* w, size_t num_weights, const floa
 std::shared_ptr<DnnlConv::Plan> DnnlConv::BuildPlan(const ConvGeometry& g, bool has_bias) {
   auto plan = std::make_shared<Plan>();
   plan->has_bias = has_bias;
+  const bool pointwise = IsPointwiseConv(g);
+  if ((strategy_ == ConvStrategy::kAuto || strategy_ == ConvStrategy::kGemm) && pointwise) {
+    plan->gemm = true;
+    return plan;
+  }
   const bool grouped = g.group > 1;
   memory::dims src_dims = {g.batch, g.in_channels};
   memory::dims dst_dims = {g.batch, g.out_channels};
@@ -77,7 +112,7 @@ std::shared_ptr<DnnlConv::Plan> DnnlConv::BuildPlan(const ConvGeometry& g, bool 
   plan->w_plain = memory::desc(w_dims, f32, WeightTag(g.spatial, grouped));
   if (plan->has_bias) plan->bias_md = memory::desc({g.out_channels}, f32, Tag::x);
 
-  const bool blocked = layout_ == ConvLayout::kBlocked;
+  const bool blocked = strategy_ != ConvStrategy::kPlain;
   memory::desc src_any = blocked ? memory::desc(src_dims, f32, Tag::any) : plan->src_plain;
   memory::desc dst_any = blocked ? memory::desc(dst_dims, f32, Tag::any) : plan->dst_plain;
   memory::desc w_any(w_dims, f32, Tag::any);
@@ -127,8 +162,9 @@ std::shared_ptr<DnnlConv::Plan> DnnlConv::BuildPlan(const ConvGeometry& g, bool 
   }
 
   if (!const_w_.empty()) {
-    NXRT_EP_ENFORCE(plan->w_plain.get_size() == const_w_.size() * sizeof(float),
-                    "Conv: constant weight size does not match the geometry");
+    if (plan->w_plain.get_size() != const_w_.size() * sizeof(float)) {
+      throw std::runtime_error("Conv: constant weight size does not match the geometry");
+    }
     for (const auto& [md, mem] : packed_weights_) {
       if (md == plan->w_conv) plan->packed_w = mem;
     }
@@ -176,37 +212,94 @@ void DnnlConv::Run(const ConvGeometry& g, const float* x, const float* w, const 
   const bool const_w = !const_w_.empty();
   const float* b = const_w ? (has_const_bias_ ? const_bias_.data() : nullptr) : bias;
   std::shared_ptr<Plan> plan = GetPlan(g, threads, b != nullptr);
+  if (plan->gemm) {
+    RunGemm(g, x, const_w ? const_w_.data() : w, b, z, y);
+    ApplyEltwise(fusion_.eltwise, y, g.batch * g.out_channels * g.out_size(), threads);
+  } else {
+    RunDnnl(*plan, x, w, b, z, y);
+  }
+}
 
+void DnnlConv::RunGemm(const ConvGeometry& g, const float* x, const float* w, const float* bias,
+                       const float* z, float* y) {
+  const int64_t icg = g.in_channels_per_group(), ocg = g.out_channels_per_group();
+  const int64_t in_size = g.in_size(), out_size = g.out_size();
+  const bool strided = g.in != g.out;  // a 1x1 kernel without padding: only strides shrink it
+  float* sub = strided ? static_cast<float*>(
+                             ThreadScratch(kScratchSrc, sizeof(float) * g.in_channels * out_size))
+                       : nullptr;
+  for (int64_t n = 0; n < g.batch; ++n) {
+    const float* xn = x + n * g.in_channels * in_size;
+    float* yn = y + n * g.out_channels * out_size;
+    if (strided) {
+      // Subsample every input plane to the output grid so the product reads contiguous rows.
+      float* d = sub;
+      for (int64_t c = 0; c < g.in_channels; ++c) {
+        const float* plane = xn + c * in_size;
+        for (int64_t o0 = 0; o0 < g.out[0]; ++o0)
+          for (int64_t o1 = 0; o1 < g.out[1]; ++o1) {
+            const float* row = plane + (o0 * g.stride[0] * g.in[1] + o1 * g.stride[1]) * g.in[2];
+            for (int64_t o2 = 0; o2 < g.out[2]; ++o2) *d++ = row[o2 * g.stride[2]];
+          }
+      }
+      xn = sub;
+    }
+    // Seed Y with the bias (and the fused summand) so the GEMM accumulates onto it.
+    const bool seeded = bias != nullptr || z != nullptr;
+    if (seeded) {
+      const float* zn = z ? z + n * g.out_channels * out_size : nullptr;
+      for (int64_t c = 0; c < g.out_channels; ++c) {
+        float* row = yn + c * out_size;
+        const float bv = bias ? bias[c] : 0.0f;
+        if (zn) {
+          const float* zr = zn + c * out_size;
+          for (int64_t i = 0; i < out_size; ++i) row[i] = zr[i] + bv;
+        } else {
+          std::fill(row, row + out_size, bv);
+        }
+      }
+    }
+    for (int64_t grp = 0; grp < g.group; ++grp) {
+      Sgemm(false, false, ocg, out_size, icg, 1.0f, w + grp * ocg * icg, icg,
+            xn + grp * icg * out_size, out_size, seeded ? 1.0f : 0.0f,
+            yn + grp * ocg * out_size, out_size);
+    }
+  }
+}
+
+void DnnlConv::RunDnnl(const Plan& plan, const float* x, const float* w, const float* b,
+                       const float* z, float* y) {
+  const bool const_w = !const_w_.empty();
   auto& eng = DnnlEngine();
   auto& strm = DnnlStream();
-  memory src_user(plan->src_plain, eng, const_cast<float*>(x));
+  memory src_user(plan.src_plain, eng, const_cast<float*>(x));
   memory src_mem = src_user;
-  if (plan->reorder_src) {
-    src_mem = memory(plan->src_conv, eng, ThreadScratch(kScratchSrc, plan->src_bytes));
-    plan->src_reorder.execute(strm, src_user, src_mem);
+  if (plan.reorder_src) {
+    src_mem = memory(plan.src_conv, eng, ThreadScratch(kScratchSrc, plan.src_bytes));
+    plan.src_reorder.execute(strm, src_user, src_mem);
   }
-  memory dst_user(plan->dst_plain, eng, y);
+  memory dst_user(plan.dst_plain, eng, y);
   memory dst_mem = dst_user;
-  if (plan->reorder_dst) {
-    dst_mem = memory(plan->dst_conv, eng, ThreadScratch(kScratchDst, plan->dst_bytes));
+  if (plan.reorder_dst) {
+    dst_mem = memory(plan.dst_conv, eng, ThreadScratch(kScratchDst, plan.dst_bytes));
   }
   if (fusion_.sum) {
-    if (plan->reorder_dst) {
-      memory z_user(plan->dst_plain, eng, const_cast<float*>(z));
-      plan->sum_reorder.execute(strm, z_user, dst_mem);
+    if (plan.reorder_dst) {
+      memory z_user(plan.dst_plain, eng, const_cast<float*>(z));
+      plan.sum_reorder.execute(strm, z_user, dst_mem);
     } else if (z != y) {
-      std::memcpy(y, z, plan->dst_plain.get_size());
+      std::memcpy(y, z, plan.dst_plain.get_size());
     }
   }
   memory w_mem;
   if (const_w) {
-    w_mem = *plan->packed_w;
+    w_mem = *plan.packed_w;
   } else {
-    memory w_user(plan->w_plain, eng, const_cast<float*>(w));
+    memory w_user(plan.w_plain, eng, const_cast<float*>(w));
     w_mem = w_user;
-    if (plan->reorder_w) {
-      w_mem = memory(plan->w_conv, eng, ThreadScratch(kScratchWeights, plan->w_bytes));
-      plan->w_reorder.execute(strm, w_user, w_mem);
+    if (plan.reorder_w) {
+      w_mem = memory(plan.w_conv, eng, ThreadScratch(kScratchWeights, plan.w_bytes));
+      plan.w_reorder.execute(strm, w_user, w_mem);
     }
   }
   std::unordered_map<int, memory> args = {
@@ -214,11 +307,11 @@ void DnnlConv::Run(const ConvGeometry& g, const float* x, const float* w, const 
       {DNNL_ARG_WEIGHTS, w_mem},
       {DNNL_ARG_DST, dst_mem},
       {DNNL_ARG_SCRATCHPAD,
-       memory(plan->scratch_md, eng, ThreadScratch(kScratchPad, plan->scratch_bytes))},
+       memory(plan.scratch_md, eng, ThreadScratch(kScratchPad, plan.scratch_bytes))},
   };
-  if (b != nullptr) args[DNNL_ARG_BIAS] = memory(plan->bias_md, eng, const_cast<float*>(b));
-  plan->conv.execute(strm, args);
-  if (plan->reorder_dst) plan->dst_reorder.execute(strm, dst_mem, dst_user);
+  if (b != nullptr) args[DNNL_ARG_BIAS] = memory(plan.bias_md, eng, const_cast<float*>(b));
+  plan.conv.execute(strm, args);
+  if (plan.reorder_dst) plan.dst_reorder.execute(strm, dst_mem, dst_user);
   strm.wait();
 }
 

@@ -1,15 +1,20 @@
-// Float32 convolution through oneDNN, with everything that depends only on the weights done once.
+// Float32 convolution with everything that depends only on the weights done once.
 //
-// Activations arrive and leave in plain NCHW (NCW, NCDHW). Two execution layouts are available:
-//  - kBlocked: the primitive picks its preferred activation layout (nChw8c on AVX2); the input is
-//    reordered into it and the output reordered back. The direct jit kernels this selects run
-//    about twice as fast as the plain-layout GEMM convolution, which more than pays for the two
-//    reorders.
-//  - kPlain: the primitive runs on plain NCHW directly (kept for measurement and as a fallback).
-// Weights are always reordered to the primitive's preferred layout; for constant weights that
-// happens once per distinct weight layout, for weights that are graph inputs on every run.
+// Activations arrive and leave in plain NCHW (NCW, NCDHW). Per input geometry one of three
+// strategies runs:
+//  - kGemm (pointwise convolutions: 1x1 kernel, no padding): the convolution *is* a GEMM on the
+//    plain layout, Y[M, HW] = W[M, C] * X[C, HW] (strided inputs are subsampled first), so it
+//    runs through sgemm with no layout change at all.
+//  - kBlocked: a oneDNN primitive in its preferred activation layout (format "any": nChw8c on
+//    AVX2, NHWC for the AVX-512 brgemm kernels); the input is reordered into it and the output
+//    back. The direct jit kernels this selects run far faster than oneDNN on plain NCHW (a
+//    GEMM-based fallback), which pays for the two reorders.
+//  - kPlain: the oneDNN primitive on plain NCHW (for measurement).
+// kAuto picks kGemm where it applies and kBlocked elsewhere. Weights are reordered to the
+// primitive's preferred layout once per distinct layout when they are constant, on every run
+// otherwise.
 //
-// Plans (primitive descriptor + primitives + reordered weights) are cached per input geometry and
+// Plans (primitive descriptor + primitives + packed weights) are cached per input geometry and
 // thread count; Run may be called from several threads at once.
 #pragma once
 
@@ -28,10 +33,11 @@ namespace nxrt::cpu::linalg {
 // Operations fused after the convolution (and its bias), in this order:
 //   y = eltwise_n(... eltwise_1(conv(x) + bias + (sum ? z : 0)))
 // Nothing in the plain ONNX Conv uses this; it is here so a graph optimiser can fuse a following
-// Relu/Clip/LeakyRelu/Sigmoid or a residual Add into the convolution later.
+// Relu/Clip/LeakyRelu/Sigmoid or a residual Add into the convolution (com.microsoft FusedConv).
 struct ConvFusion {
   struct Eltwise {
-    dnnl::algorithm alg;
+    dnnl::algorithm alg;  // eltwise_relu (alpha = negative slope), eltwise_clip, eltwise_linear,
+                          // eltwise_logistic, eltwise_tanh
     float alpha = 0.0f;
     float beta = 0.0f;
   };
@@ -39,11 +45,12 @@ struct ConvFusion {
   std::vector<Eltwise> eltwise;
 };
 
-enum class ConvLayout { kBlocked, kPlain };
+enum class ConvStrategy { kAuto, kGemm, kBlocked, kPlain };
 
 class DnnlConv {
  public:
-  DnnlConv(ConvFusion fusion, ConvLayout layout) : fusion_(std::move(fusion)), layout_(layout) {}
+  DnnlConv(ConvFusion fusion, ConvStrategy strategy)
+      : fusion_(std::move(fusion)), strategy_(strategy) {}
 
   // Keeps a copy of constant weights [M, C/group, k...] and optional bias [M]; later Run calls
   // pass nullptr for them. `num_weights` is the element count of w.
@@ -54,9 +61,9 @@ class DnnlConv {
   // Builds and caches the plan for this geometry ahead of the first run (optional).
   void Prepare(const ConvGeometry& g, int threads);
 
-  // y = conv(x, w) + bias (+ z when fusion.sum), plain layouts. w and bias are ignored when
-  // constant weights were set; bias may be nullptr. `threads` must match the caller's OpenMP
-  // setting (see OmpThreadScope).
+  // y = conv(x, w) + bias (+ z when fusion.sum), then the fused activations; plain layouts.
+  // w and bias are ignored when constant weights were set; bias may be nullptr. The caller sets
+  // OpenMP's thread count to `threads` (OmpThreadScope).
   void Run(const ConvGeometry& g, const float* x, const float* w, const float* bias,
            const float* z, float* y, int threads);
 
@@ -64,9 +71,13 @@ class DnnlConv {
   struct Plan;
   std::shared_ptr<Plan> GetPlan(const ConvGeometry& g, int threads, bool has_bias);
   std::shared_ptr<Plan> BuildPlan(const ConvGeometry& g, bool has_bias);  // under mu_
+  void RunGemm(const ConvGeometry& g, const float* x, const float* w, const float* bias,
+               const float* z, float* y);
+  void RunDnnl(const Plan& plan, const float* x, const float* w, const float* bias,
+               const float* z, float* y);
 
   ConvFusion fusion_;
-  ConvLayout layout_;
+  ConvStrategy strategy_;
   std::vector<float> const_w_;
   std::vector<float> const_bias_;
   bool has_const_bias_ = false;
@@ -76,5 +87,11 @@ class DnnlConv {
   // Reordered constant weights, shared by the plans that want the same layout.
   std::vector<std::pair<dnnl::memory::desc, std::shared_ptr<dnnl::memory>>> packed_weights_;
 };
+
+// Whether the GEMM strategy applies: a 1x1 kernel with no padding.
+bool IsPointwiseConv(const ConvGeometry& g);
+
+// Applies fused activations to n floats in place (for the paths outside oneDNN primitives).
+void ApplyEltwise(const std::vector<ConvFusion::Eltwise>& ops, float* y, int64_t n, int threads);
 
 }  // namespace nxrt::cpu::linalg

@@ -53,8 +53,10 @@ inline void Row(const C* x, C* y, int64_t n) {
       sum = 0;
       for (int64_t i = 0; i < n; ++i) sum += std::exp(x[i] - m);
     }
-    const C shift = m + std::log(sum);
-    for (int64_t i = 0; i < n; ++i) y[i] = x[i] - shift;
+    // (x - m) - log(sum), not x - (m + log(sum)): the latter rounds at the scale of m and loses
+    // the small log-probabilities of the largest entries.
+    const C log_sum = std::log(sum);
+    for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - m) - log_sum;
   }
 }
 
@@ -84,11 +86,11 @@ inline void Columns(const C* x, C* y, int64_t n, int64_t stride, int64_t len, C*
       for (int64_t j = 0; j < len; ++j) yr[j] *= sum[j];
     }
   } else {
-    for (int64_t j = 0; j < len; ++j) mx[j] += std::log(sum[j]);
+    for (int64_t j = 0; j < len; ++j) sum[j] = std::log(sum[j]);
     for (int64_t i = 0; i < n; ++i) {
       const C* xr = x + i * stride;
       C* yr = y + i * stride;
-      for (int64_t j = 0; j < len; ++j) yr[j] = xr[j] - mx[j];
+      for (int64_t j = 0; j < len; ++j) yr[j] = (xr[j] - mx[j]) - sum[j];
     }
   }
 }

@@ -7,8 +7,12 @@ namespace {
 
 size_t BitWidth(NxElementType t) {
   switch (t) {
-    case NX_TYPE_INT4: case NX_TYPE_UINT4: case NX_TYPE_FLOAT4E2M1: return 4;
-    default: return ElementSize(t) * 8;
+    case NX_TYPE_INT4:
+    case NX_TYPE_UINT4:
+    case NX_TYPE_FLOAT4E2M1:
+      return 4;
+    default:
+      return ElementSize(t) * 8;
   }
 }
 
@@ -36,6 +40,8 @@ class BitCast : public ep::Kernel {
 
 }  // namespace
 
-void RegisterBitCast(NxKernelRegistry* r) { ep::KernelDefBuilder("BitCast").Versions(26).Build<BitCast>(r); }
+void RegisterBitCast(NxKernelRegistry* r) {
+  ep::KernelDefBuilder("BitCast").Versions(26).Build<BitCast>(r);
+}
 
 }  // namespace nxrt::cpu::tensor

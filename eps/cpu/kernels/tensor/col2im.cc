@@ -11,7 +11,8 @@ namespace nxrt::cpu::tensor {
 namespace {
 
 template <class T>
-using ArithOf = std::conditional_t<std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>, float, T>;
+using ArithOf =
+    std::conditional_t<std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>, float, T>;
 
 class Col2Im : public ep::Kernel {
  public:
@@ -35,9 +36,9 @@ class Col2Im : public ep::Kernel {
     auto xs = x.shape();
     NXRT_EP_ENFORCE(xs.size() == 3, "Col2Im: input must be 3-D [N, C*prod(block), L]");
     int64_t taps = ShapeSize(block);
-    NXRT_EP_ENFORCE(taps > 0 && xs[1] % taps == 0,
-                    "Col2Im: input dim 1 (" + std::to_string(xs[1]) +
-                        ") is not divisible by the block size " + std::to_string(taps));
+    NXRT_EP_ENFORCE(taps > 0 && xs[1] % taps == 0, "Col2Im: input dim 1 (" + std::to_string(xs[1]) +
+                                                       ") is not divisible by the block size " +
+                                                       std::to_string(taps));
     int64_t n = xs[0], c = xs[1] / taps;
     std::vector<int64_t> blocks(d);
     for (size_t i = 0; i < d; ++i) {
@@ -48,8 +49,8 @@ class Col2Im : public ep::Kernel {
     }
     int64_t positions = ShapeSize(blocks);
     NXRT_EP_ENFORCE(xs[2] == positions, "Col2Im: input dim 2 is " + std::to_string(xs[2]) +
-                                            " but the geometry gives " +
-                                            std::to_string(positions) + " block positions");
+                                            " but the geometry gives " + std::to_string(positions) +
+                                            " block positions");
     std::vector<int64_t> out_dims = {n, c};
     out_dims.insert(out_dims.end(), image.begin(), image.end());
     ep::Tensor y = ctx.output(0, out_dims, x.type());
@@ -101,6 +102,8 @@ class Col2Im : public ep::Kernel {
 
 }  // namespace
 
-void RegisterCol2Im(NxKernelRegistry* r) { ep::KernelDefBuilder("Col2Im").Versions(18).Build<Col2Im>(r); }
+void RegisterCol2Im(NxKernelRegistry* r) {
+  ep::KernelDefBuilder("Col2Im").Versions(18).Build<Col2Im>(r);
+}
 
 }  // namespace nxrt::cpu::tensor

@@ -47,8 +47,8 @@ class Concat : public ep::Kernel {
         std::vector<int64_t> dims = t.shape_vector();
         if (ShapeSize(dims) != 0) {
           InView<T> src(t);
-          StridedCopy<T>(src.data(), dst.data() + offset * out_strides[axis], dims,
-                         StridesOf(dims), out_strides, ctx.threads());
+          StridedCopy<T>(src.data(), dst.data() + offset * out_strides[axis], dims, StridesOf(dims),
+                         out_strides, ctx.threads());
         }
         offset += dims[axis];
       }
@@ -91,9 +91,9 @@ class Split : public ep::Kernel {
         left -= sizes.back();
       }
     }
-    NXRT_EP_ENFORCE(sizes.size() == outputs,
-                    "Split: " + std::to_string(sizes.size()) + " split sizes for " +
-                        std::to_string(outputs) + " outputs");
+    NXRT_EP_ENFORCE(sizes.size() == outputs, "Split: " + std::to_string(sizes.size()) +
+                                                 " split sizes for " + std::to_string(outputs) +
+                                                 " outputs");
     int64_t total = 0;
     for (int64_t v : sizes) {
       NXRT_EP_ENFORCE(v >= 0, "Split: negative split size " + std::to_string(v));

@@ -10,13 +10,15 @@ namespace nxrt::cpu::tensor {
 namespace {
 
 template <class T>
-using ArithOf = std::conditional_t<std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>, float, T>;
+using ArithOf =
+    std::conditional_t<std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>, float, T>;
 
 template <bool kProduct>
 class Cumulative : public ep::Kernel {
  public:
   explicit Cumulative(const ep::KernelInfo& info)
-      : exclusive_(info.attr_int("exclusive", 0) != 0), reverse_(info.attr_int("reverse", 0) != 0) {}
+      : exclusive_(info.attr_int("exclusive", 0) != 0),
+        reverse_(info.attr_int("reverse", 0) != 0) {}
   void Compute(ep::KernelContext& ctx) override {
     const char* op = kProduct ? "CumProd" : "CumSum";
     ep::ConstTensor x = ctx.input(0);
@@ -35,23 +37,23 @@ class Cumulative : public ep::Kernel {
       const T identity = static_cast<T>(A(kProduct ? 1 : 0));
       ParallelFor(ctx.threads(), outer, std::max<int64_t>(1, 16384 / (n * inner)),
                   [&](int64_t b, int64_t e) {
-        std::vector<T> acc(inner);
-        for (int64_t o = b; o < e; ++o) {
-          std::fill(acc.begin(), acc.end(), identity);
-          for (int64_t s = 0; s < n; ++s) {
-            int64_t j = reverse_ ? n - 1 - s : s;
-            const T* ip = in + (o * n + j) * inner;
-            T* op_ = out + (o * n + j) * inner;
-            for (int64_t i = 0; i < inner; ++i) {
-              // The running value is kept in T and rounded at each step, as numpy does.
-              T next = kProduct ? static_cast<T>(A(acc[i]) * A(ip[i]))
-                                : static_cast<T>(A(acc[i]) + A(ip[i]));
-              op_[i] = exclusive_ ? acc[i] : next;
-              acc[i] = next;
-            }
-          }
-        }
-      });
+                    std::vector<T> acc(inner);
+                    for (int64_t o = b; o < e; ++o) {
+                      std::fill(acc.begin(), acc.end(), identity);
+                      for (int64_t s = 0; s < n; ++s) {
+                        int64_t j = reverse_ ? n - 1 - s : s;
+                        const T* ip = in + (o * n + j) * inner;
+                        T* op_ = out + (o * n + j) * inner;
+                        for (int64_t i = 0; i < inner; ++i) {
+                          // The running value is kept in T and rounded at each step, as numpy does.
+                          T next = kProduct ? static_cast<T>(A(acc[i]) * A(ip[i]))
+                                            : static_cast<T>(A(acc[i]) + A(ip[i]));
+                          op_[i] = exclusive_ ? acc[i] : next;
+                          acc[i] = next;
+                        }
+                      }
+                    }
+                  });
     });
   }
 

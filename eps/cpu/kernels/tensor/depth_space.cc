@@ -56,8 +56,8 @@ class SpaceToDepth : public ep::Kernel {
                     "SpaceToDepth: spatial dims " + ShapeToString(s) +
                         " are not divisible by blocksize " + std::to_string(b));
     std::vector<int64_t> dims = {n, c, h / b, b, w / b, b};
-    std::vector<int64_t> perm = crd_ ? std::vector<int64_t>{0, 1, 3, 5, 2, 4}
-                                     : std::vector<int64_t>{0, 3, 5, 1, 2, 4};
+    std::vector<int64_t> perm =
+        crd_ ? std::vector<int64_t>{0, 1, 3, 5, 2, 4} : std::vector<int64_t>{0, 3, 5, 1, 2, 4};
     ep::Tensor y = ctx.output(0, {n, c * b * b, h / b, w / b}, x.type());
     PermuteCopy(x, y, dims, perm, ctx.threads());
   }

@@ -54,8 +54,10 @@ class Det : public ep::Kernel {
         for (int64_t i = b; i < e; ++i) {
           for (int64_t j = 0; j < m * m; ++j) a[j] = static_cast<double>(in[i * m * m + j]);
           double v = Determinant(a, m);
-          if constexpr (std::is_same_v<T, double>) out[i] = v;
-          else out[i] = static_cast<T>(static_cast<float>(v));
+          if constexpr (std::is_same_v<T, double>)
+            out[i] = v;
+          else
+            out[i] = static_cast<T>(static_cast<float>(v));
         }
       });
     });

@@ -19,6 +19,27 @@ std::vector<int64_t> NormalizedIndices(const ep::ConstTensor& t, int64_t dim, co
   return idx;
 }
 
+// Calls fn.template operator()<I>() for an int32 or int64 index tensor type.
+template <class Fn>
+void DispatchIndex(NxElementType t, Fn&& fn) {
+  if (t == NX_TYPE_INT32) return fn.template operator()<int32_t>();
+  if (t == NX_TYPE_INT64) return fn.template operator()<int64_t>();
+  ep::Fail(NX_INVALID_ARGUMENT,
+           std::string("indices must be int32 or int64, got ") + ep::ElementTypeName(t));
+}
+
+// Throws (naming the first bad value) unless every index is in [-dim, dim).
+template <class I>
+void CheckIndices(const I* idx, int64_t n, int64_t dim, const char* op) {
+  bool ok = true;
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t v = static_cast<int64_t>(idx[i]);
+    ok &= v >= -dim && v < dim;
+  }
+  if (ok) return;
+  for (int64_t i = 0; i < n; ++i) NormalizeIndex(static_cast<int64_t>(idx[i]), dim, op);
+}
+
 // Copies `items` blocks of `inner` elements: block i goes from src + src_off(i) to dst + i*inner.
 template <class T, class Offset>
 void GatherBlocks(const T* src, T* dst, int64_t items, int64_t inner, int threads,
@@ -56,9 +77,8 @@ class Gather : public ep::Kernel {
     DispatchMove(data.type(), [&]<class T>() {
       InView<T> src(data);
       OutView<T> dst(y);
-      GatherBlocks<T>(src.data(), dst.data(), outer * k, inner, ctx.threads(), [&](int64_t i) {
-        return ((i / k) * dim + idx[i % k]) * inner;
-      });
+      GatherBlocks<T>(src.data(), dst.data(), outer * k, inner, ctx.threads(),
+                      [&](int64_t i) { return ((i / k) * dim + idx[i % k]) * inner; });
       dst.Commit();
     });
   }
@@ -80,30 +100,48 @@ class GatherElements : public ep::Kernel {
                         ShapeToString(id) + " must have the same rank >= 1");
     int64_t axis = NormalizeAxis(axis_, rank, "GatherElements");
     for (int64_t k = 0; k < rank; ++k) {
-      NXRT_EP_ENFORCE(k == axis || id[k] <= dd[k],
-                      "GatherElements: indices " + ShapeToString(id) +
-                          " exceed data " + ShapeToString(dd) + " outside the axis");
+      NXRT_EP_ENFORCE(k == axis || id[k] <= dd[k], "GatherElements: indices " + ShapeToString(id) +
+                                                       " exceed data " + ShapeToString(dd) +
+                                                       " outside the axis");
     }
-    std::vector<int64_t> idx = NormalizedIndices(indices, dd[axis], "GatherElements");
     ep::Tensor y = ctx.output(0, id, data.type());
-    int64_t n = static_cast<int64_t>(idx.size());
+    int64_t n = ShapeSize(id);
     if (n == 0) return;
+    int64_t dim = dd[axis];
     std::vector<int64_t> data_strides = StridesOf(dd);
     int64_t axis_stride = data_strides[axis];
     data_strides[axis] = 0;  // the index supplies the axis coordinate
-    std::vector<int64_t> id_strides = StridesOf(id);
-    DispatchMove(data.type(), [&]<class T>() {
-      InView<T> src(data);
-      OutView<T> dst(y);
-      const T* s = src.data();
-      T* d = dst.data();
-      ParallelFor(ctx.threads(), n, kGrainElems, [&](int64_t begin, int64_t end) {
-        Odometer walk(id, data_strides, id_strides);
-        walk.Seek(begin);
-        for (int64_t i = begin; i < end; ++i, walk.Next())
-          d[i] = s[walk.a + idx[i] * axis_stride];
+    // Rows along the last axis: the walk runs once per row, the inner loop is flat.
+    int64_t row = id[rank - 1];
+    int64_t step = data_strides[rank - 1];
+    std::vector<int64_t> od(id.begin(), id.end() - 1);
+    std::vector<int64_t> os(data_strides.begin(), data_strides.end() - 1);
+    std::vector<int64_t> ot = StridesOf(od);
+    DispatchIndex(indices.type(), [&]<class I>() {
+      const I* idx = indices.data<I>();
+      CheckIndices(idx, n, dim, "GatherElements");
+      DispatchMove(data.type(), [&]<class T>() {
+        InView<T> src(data);
+        OutView<T> dst(y);
+        const T* s = src.data();
+        T* d = dst.data();
+        ParallelFor(ctx.threads(), n / row, std::max<int64_t>(1, kGrainElems / row),
+                    [&](int64_t begin, int64_t end) {
+                      Odometer walk(od, os, ot);
+                      walk.Seek(begin);
+                      for (int64_t r = begin; r < end; ++r, walk.Next()) {
+                        const I* ip = idx + r * row;
+                        T* op = d + r * row;
+                        const T* base = s + walk.a;
+                        for (int64_t j = 0; j < row; ++j) {
+                          int64_t v = static_cast<int64_t>(ip[j]);
+                          v += v < 0 ? dim : 0;
+                          op[j] = base[j * step + v * axis_stride];
+                        }
+                      }
+                    });
+        dst.Commit();
       });
-      dst.Commit();
     });
   }
 

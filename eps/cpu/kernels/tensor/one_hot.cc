@@ -59,6 +59,8 @@ class OneHot : public ep::Kernel {
 
 }  // namespace
 
-void RegisterOneHot(NxKernelRegistry* r) { ep::KernelDefBuilder("OneHot").Versions(9).Build<OneHot>(r); }
+void RegisterOneHot(NxKernelRegistry* r) {
+  ep::KernelDefBuilder("OneHot").Versions(9).Build<OneHot>(r);
+}
 
 }  // namespace nxrt::cpu::tensor

@@ -30,9 +30,12 @@ int64_t SourceIndex(PadMode mode, int64_t o, int64_t begin, int64_t n) {
   int64_t i = o - begin;
   if (i >= 0 && i < n) return i;
   switch (mode) {
-    case PadMode::kConstant: return -1;
-    case PadMode::kEdge: return i < 0 ? 0 : n - 1;
-    case PadMode::kWrap: return ((i % n) + n) % n;
+    case PadMode::kConstant:
+      return -1;
+    case PadMode::kEdge:
+      return i < 0 ? 0 : n - 1;
+    case PadMode::kWrap:
+      return ((i % n) + n) % n;
     case PadMode::kReflect: {
       if (n == 1) return 0;
       int64_t period = 2 * (n - 1);
@@ -150,8 +153,10 @@ class Pad : public ep::Kernel {
     std::optional<ep::ConstTensor> cv = legacy_ ? std::nullopt : ctx.optional_input(2);
     if (cv && cv->size() > 0) {
       NXRT_EP_ENFORCE(cv->type() == type, "Pad: constant_value type differs from the data type");
-      if (type == NX_TYPE_STRING) fill_string = cv->string(0);
-      else std::memcpy(fill_bytes.data(), cv->raw(), ElementSize(type));
+      if (type == NX_TYPE_STRING)
+        fill_string = cv->string(0);
+      else
+        std::memcpy(fill_bytes.data(), cv->raw(), ElementSize(type));
     } else if (legacy_ && value_attr_ != 0.0f) {
       DispatchNumericOrBool(type, [&]<class V>() {
         V v = static_cast<V>(value_attr_);
@@ -193,8 +198,8 @@ class CenterCropPad : public ep::Kernel {
       axes.clear();
       for (int64_t k = 0; k < rank; ++k) axes.push_back(k);
     }
-    NXRT_EP_ENFORCE(shape.size() == axes.size(),
-                    "CenterCropPad: shape " + ShapeToString(shape) + " must have one entry per axis");
+    NXRT_EP_ENFORCE(shape.size() == axes.size(), "CenterCropPad: shape " + ShapeToString(shape) +
+                                                     " must have one entry per axis");
     std::vector<int64_t> out_dims = in_dims, in_start(rank, 0), out_start(rank, 0);
     std::vector<int64_t> box = in_dims;
     for (size_t i = 0; i < axes.size(); ++i) {

@@ -41,8 +41,8 @@ std::vector<int64_t> ReshapeDims(std::span<const int64_t> in, const std::vector<
                                          ShapeToString(in) + " has no such dim");
       v = in[i];
     }
-    NXRT_EP_ENFORCE(v >= 0, "Reshape: invalid dim " + std::to_string(v) + " in shape " +
-                                ShapeToString(spec));
+    NXRT_EP_ENFORCE(
+        v >= 0, "Reshape: invalid dim " + std::to_string(v) + " in shape " + ShapeToString(spec));
     has_zero |= v == 0;
     out[i] = v;
     known *= v;

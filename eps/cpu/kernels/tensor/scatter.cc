@@ -33,7 +33,8 @@ using ArithOf = std::conditional_t<std::is_same_v<T, Half> || std::is_same_v<T, 
 template <class Fn>
 void DispatchScatter(NxElementType type, Reduction red, Fn&& fn) {
   if (red == Reduction::kNone) {
-    DispatchMove(type, [&]<class T>() { fn.template operator()<T>([](T& d, const T& s) { d = s; }); });
+    DispatchMove(type,
+                 [&]<class T>() { fn.template operator()<T>([](T& d, const T& s) { d = s; }); });
     return;
   }
   DispatchNumericOrBool(type, [&]<class T>() {
@@ -46,10 +47,12 @@ void DispatchScatter(NxElementType type, Reduction red, Fn&& fn) {
         fn.template operator()<T>([](T& d, const T& s) { d = static_cast<T>(A(d) * A(s)); });
         break;
       case Reduction::kMax:
-        fn.template operator()<T>([](T& d, const T& s) { d = static_cast<T>(std::max(A(d), A(s))); });
+        fn.template operator()<T>(
+            [](T& d, const T& s) { d = static_cast<T>(std::max(A(d), A(s))); });
         break;
       default:
-        fn.template operator()<T>([](T& d, const T& s) { d = static_cast<T>(std::min(A(d), A(s))); });
+        fn.template operator()<T>(
+            [](T& d, const T& s) { d = static_cast<T>(std::min(A(d), A(s))); });
         break;
     }
   });
@@ -73,9 +76,9 @@ class ScatterElements : public ep::Kernel {
                     "ScatterElements: updates and data have different element types");
     int64_t axis = NormalizeAxis(axis_, rank, "ScatterElements");
     for (int64_t k = 0; k < rank; ++k) {
-      NXRT_EP_ENFORCE(k == axis || id[k] <= dd[k],
-                      "ScatterElements: indices " + ShapeToString(id) + " exceed data " +
-                          ShapeToString(dd) + " outside the axis");
+      NXRT_EP_ENFORCE(k == axis || id[k] <= dd[k], "ScatterElements: indices " + ShapeToString(id) +
+                                                       " exceed data " + ShapeToString(dd) +
+                                                       " outside the axis");
     }
     std::vector<int64_t> idx = ReadInts(indices, "ScatterElements", "indices");
     for (int64_t& v : idx) v = NormalizeIndex(v, dd[axis], "ScatterElements");
@@ -94,7 +97,8 @@ class ScatterElements : public ep::Kernel {
       if (n) {
         Odometer walk(id, strides, id_strides);
         const T* u = upd.data();
-        for (int64_t i = 0; i < n; ++i, walk.Next()) apply(out[walk.a + idx[i] * axis_stride], u[i]);
+        for (int64_t i = 0; i < n; ++i, walk.Next())
+          apply(out[walk.a + idx[i] * axis_stride], u[i]);
       }
       dst.Commit();
     });
@@ -118,9 +122,9 @@ class ScatterND : public ep::Kernel {
                                           " must be in [1, " + std::to_string(r) + "]");
     std::vector<int64_t> ud(id.begin(), id.end() - 1);
     ud.insert(ud.end(), dd.begin() + k, dd.end());
-    NXRT_EP_ENFORCE(updates.shape_vector() == ud,
-                    "ScatterND: updates shape " + ShapeToString(updates.shape()) +
-                        " must be " + ShapeToString(ud));
+    NXRT_EP_ENFORCE(updates.shape_vector() == ud, "ScatterND: updates shape " +
+                                                      ShapeToString(updates.shape()) + " must be " +
+                                                      ShapeToString(ud));
     NXRT_EP_ENFORCE(updates.type() == data.type(),
                     "ScatterND: updates and data have different element types");
     std::vector<int64_t> strides = StridesOf(dd);

@@ -10,7 +10,8 @@ namespace {
 class Shape : public ep::Kernel {
  public:
   explicit Shape(const ep::KernelInfo& info)
-      : start_(info.attr_int("start", 0)), end_(info.has_attr("end") ? info.attr_int("end") : 0),
+      : start_(info.attr_int("start", 0)),
+        end_(info.has_attr("end") ? info.attr_int("end") : 0),
         has_end_(info.has_attr("end")) {}
   void Compute(ep::KernelContext& ctx) override {
     auto s = ctx.input(0).shape();

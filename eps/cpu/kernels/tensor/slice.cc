@@ -37,8 +37,7 @@ class Slice : public ep::Kernel {
       if (has_axes) axes = ReadInts(ctx.input(3), "Slice", "axes");
       if (ctx.has_input(4)) steps = ReadInts(ctx.input(4), "Slice", "steps");
     }
-    NXRT_EP_ENFORCE(starts.size() == ends.size(),
-                    "Slice: starts and ends have different lengths");
+    NXRT_EP_ENFORCE(starts.size() == ends.size(), "Slice: starts and ends have different lengths");
     if (!has_axes) {
       axes.resize(starts.size());
       for (size_t i = 0; i < axes.size(); ++i) axes[i] = static_cast<int64_t>(i);
@@ -98,6 +97,8 @@ class Slice : public ep::Kernel {
 
 }  // namespace
 
-void RegisterSlice(NxKernelRegistry* r) { ep::KernelDefBuilder("Slice").Versions(1).Build<Slice>(r); }
+void RegisterSlice(NxKernelRegistry* r) {
+  ep::KernelDefBuilder("Slice").Versions(1).Build<Slice>(r);
+}
 
 }  // namespace nxrt::cpu::tensor

@@ -86,8 +86,10 @@ void FillBlock(const T* src, T* dst, const std::vector<int64_t>& dims,
   size_t last = dims.size() - 1;
   if (k == last) {
     int64_t n = dims[last];
-    if (ss[last] == 1) std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(T));
-    else if (ss[last] == 0) std::fill_n(dst, n, *src);
+    if (ss[last] == 1)
+      std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(T));
+    else if (ss[last] == 0)
+      std::fill_n(dst, n, *src);
     else
       for (int64_t j = 0; j < n; ++j) dst[j] = src[j * ss[last]];
     return;
@@ -102,7 +104,8 @@ void FillBlock(const T* src, T* dst, const std::vector<int64_t>& dims,
     }
     return;
   }
-  for (int64_t i = 0; i < dims[k]; ++i) FillBlock<T>(src + i * ss[k], dst + i * ds[k], dims, ss, ds, k + 1);
+  for (int64_t i = 0; i < dims[k]; ++i)
+    FillBlock<T>(src + i * ss[k], dst + i * ds[k], dims, ss, ds, k + 1);
 }
 
 // See the file comment. T must be trivially copyable.
@@ -165,8 +168,7 @@ void StridedCopy(const T* src, T* dst, std::vector<int64_t> dims, std::vector<in
           const T* sbase = src + walk.a + i0;
           T* dbase = dst + walk.b + i0 * sc_out;
           for (int64_t j0 = 0; j0 < n; j0 += kB) {
-            TransposeTile<T>(sbase + j0 * s_in, s_in, dbase + j0, sc_out, ni,
-                             std::min(kB, n - j0));
+            TransposeTile<T>(sbase + j0 * s_in, s_in, dbase + j0, sc_out, ni, std::min(kB, n - j0));
           }
         }
       });

@@ -5,12 +5,11 @@
 
 #include <cstdint>
 #include <cstring>
+#include <nxrt/nxrt_ep.hpp>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nxrt/nxrt_ep.hpp>
 
 #include "common/broadcast.h"
 #include "common/dispatch.h"
@@ -59,8 +58,14 @@ inline int64_t NormalizeIndex(int64_t index, int64_t dim, const char* op) {
 
 inline bool IsIntegerType(NxElementType t) {
   switch (t) {
-    case NX_TYPE_INT8: case NX_TYPE_INT16: case NX_TYPE_INT32: case NX_TYPE_INT64:
-    case NX_TYPE_UINT8: case NX_TYPE_UINT16: case NX_TYPE_UINT32: case NX_TYPE_UINT64:
+    case NX_TYPE_INT8:
+    case NX_TYPE_INT16:
+    case NX_TYPE_INT32:
+    case NX_TYPE_INT64:
+    case NX_TYPE_UINT8:
+    case NX_TYPE_UINT16:
+    case NX_TYPE_UINT32:
+    case NX_TYPE_UINT64:
       return true;
     default:
       return false;
@@ -109,7 +114,9 @@ inline int64_t ReadScalarInt(const ep::ConstTensor& t, const char* op, const cha
 // Bytes taken by `count` elements of type t, including the packed 4-bit types.
 inline size_t ByteSize(NxElementType t, size_t count) {
   switch (t) {
-    case NX_TYPE_INT4: case NX_TYPE_UINT4: case NX_TYPE_FLOAT4E2M1:
+    case NX_TYPE_INT4:
+    case NX_TYPE_UINT4:
+    case NX_TYPE_FLOAT4E2M1:
       return (count + 1) / 2;
     default:
       return ElementSize(t) * count;

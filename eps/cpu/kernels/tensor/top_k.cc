@@ -16,13 +16,16 @@ using KeyOf = std::conditional_t<std::is_same_v<T, Half> || std::is_same_v<T, BF
 
 template <class K>
 inline bool IsNan(K v) {
-  if constexpr (std::is_floating_point_v<K>) return std::isnan(v);
-  else return false;
+  if constexpr (std::is_floating_point_v<K>)
+    return std::isnan(v);
+  else
+    return false;
 }
 
 // a before b in "largest first" order.
 template <class K>
 struct LargestFirst {
+  static bool Beats(K v, K worst) { return v > worst || (IsNan(v) && !IsNan(worst)); }
   bool operator()(const std::pair<K, int64_t>& a, const std::pair<K, int64_t>& b) const {
     bool an = IsNan(a.first), bn = IsNan(b.first);
     if (an != bn) return an;
@@ -32,6 +35,7 @@ struct LargestFirst {
 };
 template <class K>
 struct SmallestFirst {
+  static bool Beats(K v, K worst) { return v < worst || (!IsNan(v) && IsNan(worst)); }
   bool operator()(const std::pair<K, int64_t>& a, const std::pair<K, int64_t>& b) const {
     bool an = IsNan(a.first), bn = IsNan(b.first);
     if (an != bn) return bn;
@@ -60,8 +64,8 @@ class TopK : public ep::Kernel {
       k = ReadInts(kt, "TopK", "K")[0];
     }
     int64_t dim = dims[axis];
-    NXRT_EP_ENFORCE(k >= 0 && k <= dim, "TopK: k = " + std::to_string(k) +
-                                            " is outside [0, " + std::to_string(dim) + "]");
+    NXRT_EP_ENFORCE(k >= 0 && k <= dim, "TopK: k = " + std::to_string(k) + " is outside [0, " +
+                                            std::to_string(dim) + "]");
     std::vector<int64_t> out_dims = dims;
     out_dims[axis] = k;
     ep::Tensor values = ctx.output(0, out_dims, x.type());
@@ -69,8 +73,10 @@ class TopK : public ep::Kernel {
     int64_t outer = Product(dims, 0, axis), inner = Product(dims, axis + 1, dims.size());
     if (outer * inner * k == 0) return;
     DispatchNumeric(x.type(), [&]<class T>() {
-      if (largest_) Run<T>(x, values, indices, outer, dim, inner, k, LargestFirst<KeyOf<T>>(), ctx);
-      else Run<T>(x, values, indices, outer, dim, inner, k, SmallestFirst<KeyOf<T>>(), ctx);
+      if (largest_)
+        Run<T>(x, values, indices, outer, dim, inner, k, LargestFirst<KeyOf<T>>(), ctx);
+      else
+        Run<T>(x, values, indices, outer, dim, inner, k, SmallestFirst<KeyOf<T>>(), ctx);
     });
   }
 
@@ -87,17 +93,36 @@ class TopK : public ep::Kernel {
     int64_t grain = std::max<int64_t>(1, 16384 / dim);
     ParallelFor(ctx.threads(), slices, grain, [&](int64_t b, int64_t e) {
       std::vector<std::pair<K, int64_t>> buf(dim);
+      // Small k: one pass keeping the best k in a sorted buffer; most elements are rejected
+      // by a single comparison with the current k-th best.
+      bool small_k = k <= 32 && k * 4 <= dim;
       for (int64_t s = b; s < e; ++s) {
         int64_t o = s / inner, i = s % inner;
         const T* p = in + o * dim * inner + i;
-        for (int64_t j = 0; j < dim; ++j) buf[j] = {static_cast<K>(p[j * inner]), j};
-        if (k == 1) {
-          auto best = std::min_element(buf.begin(), buf.end(), cmp);
-          std::swap(buf[0], *best);
-        } else if (k < dim) {
-          std::partial_sort(buf.begin(), buf.begin() + k, buf.end(), cmp);
+        if (small_k) {
+          int64_t filled = 0;
+          for (int64_t j = 0; j < dim; ++j) {
+            K v = static_cast<K>(p[j * inner]);
+            // Later indices lose ties, so only a strictly better value can enter.
+            if (filled == k && !Cmp::Beats(v, buf[k - 1].first)) continue;
+            std::pair<K, int64_t> item{v, j};
+            int64_t pos = filled < k ? filled++ : k - 1;
+            while (pos > 0 && cmp(item, buf[pos - 1])) {
+              buf[pos] = buf[pos - 1];
+              --pos;
+            }
+            buf[pos] = item;
+          }
         } else {
-          std::sort(buf.begin(), buf.end(), cmp);
+          for (int64_t j = 0; j < dim; ++j) buf[j] = {static_cast<K>(p[j * inner]), j};
+          if (k == 1) {
+            auto best = std::min_element(buf.begin(), buf.end(), cmp);
+            std::swap(buf[0], *best);
+          } else if (k < dim) {
+            std::partial_sort(buf.begin(), buf.begin() + k, buf.end(), cmp);
+          } else {
+            std::sort(buf.begin(), buf.end(), cmp);
+          }
         }
         T* vp = vout + o * k * inner + i;
         int64_t* ip = iout + o * k * inner + i;

@@ -22,8 +22,8 @@ class Transpose : public ep::Kernel {
       std::vector<bool> seen(rank, false);
       for (size_t i = 0; i < rank; ++i) {
         int64_t p = NormalizeAxis(perm_[i], static_cast<int64_t>(rank), "Transpose");
-        NXRT_EP_ENFORCE(!seen[p], "Transpose: perm " + ShapeToString(perm_) +
-                                      " is not a permutation");
+        NXRT_EP_ENFORCE(!seen[p],
+                        "Transpose: perm " + ShapeToString(perm_) + " is not a permutation");
         seen[p] = true;
         perm[i] = p;
       }

@@ -17,7 +17,9 @@ namespace nxrt::cpu::tensor {
 template <class T>
 constexpr int64_t kMicroBlock =
 #if defined(__AVX__)
-    (std::is_same_v<T, uint32_t> ? 8 : std::is_same_v<T, uint64_t> ? 4 : 0) +
+    (std::is_same_v<T, uint32_t>   ? 8
+     : std::is_same_v<T, uint64_t> ? 4
+                                   : 0) +
 #endif
 #if defined(__SSE2__)
     (std::is_same_v<T, uint16_t> ? 8 : 0) +
@@ -81,7 +83,9 @@ inline void MicroTranspose(const T* s, int64_t ss, T* d, int64_t ds) {
     __m128i u2 = _mm_unpacklo_epi32(t1, t3), u3 = _mm_unpackhi_epi32(t1, t3);
     __m128i u4 = _mm_unpacklo_epi32(t4, t6), u5 = _mm_unpackhi_epi32(t4, t6);
     __m128i u6 = _mm_unpacklo_epi32(t5, t7), u7 = _mm_unpackhi_epi32(t5, t7);
-    auto st = [&](int c, __m128i v) { _mm_storeu_si128(reinterpret_cast<__m128i*>(d + c * ds), v); };
+    auto st = [&](int c, __m128i v) {
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(d + c * ds), v);
+    };
     st(0, _mm_unpacklo_epi64(u0, u4));
     st(1, _mm_unpackhi_epi64(u0, u4));
     st(2, _mm_unpacklo_epi64(u1, u5));

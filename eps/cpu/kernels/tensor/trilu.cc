@@ -30,18 +30,18 @@ class Trilu : public ep::Kernel {
       T* out = dst.data();
       ParallelFor(ctx.threads(), all_rows, std::max<int64_t>(1, 16384 / cols),
                   [&](int64_t b, int64_t e) {
-        for (int64_t r = b; r < e; ++r) {
-          int64_t i = r % rows;
-          // Columns kept in this row: [i + k, cols) for upper, [0, i + k] for lower.
-          int64_t lo = upper_ ? std::clamp<int64_t>(i + k, 0, cols) : 0;
-          int64_t hi = upper_ ? cols : std::clamp<int64_t>(i + k + 1, 0, cols);
-          const T* ip = in + r * cols;
-          T* op = out + r * cols;
-          std::fill(op, op + lo, T{});
-          if (hi > lo) std::memcpy(op + lo, ip + lo, (hi - lo) * sizeof(T));
-          std::fill(op + hi, op + cols, T{});
-        }
-      });
+                    for (int64_t r = b; r < e; ++r) {
+                      int64_t i = r % rows;
+                      // Columns kept in this row: [i + k, cols) for upper, [0, i + k] for lower.
+                      int64_t lo = upper_ ? std::clamp<int64_t>(i + k, 0, cols) : 0;
+                      int64_t hi = upper_ ? cols : std::clamp<int64_t>(i + k + 1, 0, cols);
+                      const T* ip = in + r * cols;
+                      T* op = out + r * cols;
+                      std::fill(op, op + lo, T{});
+                      if (hi > lo) std::memcpy(op + lo, ip + lo, (hi - lo) * sizeof(T));
+                      std::fill(op + hi, op + cols, T{});
+                    }
+                  });
       dst.Commit();
     });
   }
@@ -52,6 +52,8 @@ class Trilu : public ep::Kernel {
 
 }  // namespace
 
-void RegisterTrilu(NxKernelRegistry* r) { ep::KernelDefBuilder("Trilu").Versions(14).Build<Trilu>(r); }
+void RegisterTrilu(NxKernelRegistry* r) {
+  ep::KernelDefBuilder("Trilu").Versions(14).Build<Trilu>(r);
+}
 
 }  // namespace nxrt::cpu::tensor

