@@ -214,6 +214,7 @@ class NodeView {
   std::string op_type() const { return Host().Node_GetOpType(node_); }
   std::string domain() const { return Host().Node_GetDomain(node_); }
   int opset() const { return Host().Node_GetOpsetVersion(node_); }
+  int since_version() const { return Host().Node_GetSinceVersion(node_); }
   size_t input_count() const { return Host().Node_GetInputCount(node_); }
   size_t output_count() const { return Host().Node_GetOutputCount(node_); }
   ValueInfoView input(size_t i) const {

@@ -273,6 +273,11 @@ typedef struct NxHostApi {
   /* Element `index` of a string tensor; bytes borrowed until the element is set again. */
   const char* (*Value_GetString)(const NxValue* value, size_t index, size_t* size);
   NxStatus* (*Value_SetString)(NxValue* value, size_t index, const char* data, size_t size);
+
+  /* ---- Added later in version 1 (members only grow at the end) ------------------------- */
+  /* Graph view: the opset in which the node's operator last changed at or before that import (ONNX
+   * since-version, from the schemas of the onnx release nxrt pins), or -1 if unknown. */
+  int32_t (*Node_GetSinceVersion)(const NxNode* node);
 } NxHostApi;
 
 /* ============================================================================================

@@ -4,6 +4,7 @@
 
 #include "base/element_type.h"
 #include "base/error.h"
+#include "graph/op_since_version.h"
 #include "plugins/host_objects.h"
 #include "plugins/kernel_registry.h"
 
@@ -60,6 +61,7 @@ const char* NodeGetName(const NxNode* n) { return N(n)->name.c_str(); }
 const char* NodeGetOpType(const NxNode* n) { return N(n)->op_type.c_str(); }
 const char* NodeGetDomain(const NxNode* n) { return N(n)->domain.c_str(); }
 int32_t NodeGetOpsetVersion(const NxNode* n) { return N(n)->opset; }
+int32_t NodeGetSinceVersion(const NxNode* n) { return OpSinceVersion(N(n)->domain, N(n)->op_type, N(n)->opset); }
 size_t NodeGetInputCount(const NxNode* n) { return N(n)->inputs.size(); }
 const NxValueInfo* NodeGetInput(const NxNode* n, size_t i) {
   return i < N(n)->inputs.size() ? VI(N(n)->owner, N(n)->inputs[i]) : nullptr;
@@ -241,6 +243,7 @@ NxHostApi MakeHostApi() {
   api.Node_GetOpType = NodeGetOpType;
   api.Node_GetDomain = NodeGetDomain;
   api.Node_GetOpsetVersion = NodeGetOpsetVersion;
+  api.Node_GetSinceVersion = NodeGetSinceVersion;
   api.Node_GetInputCount = NodeGetInputCount;
   api.Node_GetInput = NodeGetInput;
   api.Node_GetOutputCount = NodeGetOutputCount;

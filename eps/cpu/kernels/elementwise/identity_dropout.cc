@@ -84,11 +84,17 @@ class Dropout : public ep::Kernel {
       return;
     }
     // Training mode: keep each element with probability 1 - ratio, scaled to keep the mean.
-    std::mt19937_64 rng(seed_);
-    std::uniform_real_distribution<float> uniform(0.0f, 1.0f);
+    // The uniform numbers come from MT19937 turned into doubles the way numpy's RandomState
+    // does (53 bits from two draws), so a given seed drops the same elements as the ONNX
+    // reference implementation.
+    std::mt19937 rng(static_cast<uint32_t>(seed_));
     const float scale = 1.0f / (1.0f - ratio);
     std::vector<uint8_t> keep(n);
-    for (int64_t i = 0; i < n; ++i) keep[i] = uniform(rng) >= ratio;
+    for (int64_t i = 0; i < n; ++i) {
+      const uint32_t hi = rng() >> 5, lo = rng() >> 6;
+      const double u = (hi * 67108864.0 + lo) / 9007199254740992.0;
+      keep[i] = u >= static_cast<double>(ratio);
+    }
     DispatchFloat(type, [&]<class T>() {
       const T* px = x.data<T>();
       T* py = y.data<T>();

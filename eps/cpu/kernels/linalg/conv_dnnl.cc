@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "common/parallel.h"
+#include "kernels/linalg/conv_depthwise.h"
 #include "kernels/linalg/dnnl_util.h"
 
 namespace nxrt::cpu::linalg {
@@ -16,7 +17,8 @@ using dnnl::memory;
 using Tag = dnnl::memory::format_tag;
 
 struct DnnlConv::Plan {
-  bool gemm = false;  // pointwise GEMM strategy: nothing below is used
+  bool gemm = false;       // pointwise GEMM strategy: nothing below is used
+  bool depthwise = false;  // direct depthwise loop: nothing below is used
   dnnl::convolution_forward conv;
   memory::desc src_plain, dst_plain, w_plain, bias_md;
   memory::desc src_conv, dst_conv, w_conv, scratch_md;
@@ -94,6 +96,11 @@ std::shared_ptr<DnnlConv::Plan> DnnlConv::BuildPlan(const ConvGeometry& g, bool 
   const bool pointwise = IsPointwiseConv(g);
   if ((strategy_ == ConvStrategy::kAuto || strategy_ == ConvStrategy::kGemm) && pointwise) {
     plan->gemm = true;
+    return plan;
+  }
+  if ((strategy_ == ConvStrategy::kAuto || strategy_ == ConvStrategy::kDirect) &&
+      IsDepthwiseConv(g)) {
+    plan->depthwise = true;
     return plan;
   }
   const bool grouped = g.group > 1;
@@ -213,7 +220,11 @@ void DnnlConv::Run(const ConvGeometry& g, const float* x, const float* w, const 
   const float* b = const_w ? (has_const_bias_ ? const_bias_.data() : nullptr) : bias;
   std::shared_ptr<Plan> plan = GetPlan(g, threads, b != nullptr);
   if (plan->gemm) {
-    RunGemm(g, x, const_w ? const_w_.data() : w, b, z, y);
+    RunGemm(g, x, const_w ? const_w_.data() : w, b, fusion_.sum ? z : nullptr, y);
+    ApplyEltwise(fusion_.eltwise, y, g.batch * g.out_channels * g.out_size(), threads);
+  } else if (plan->depthwise) {
+    DepthwiseConvNchw(g, x, const_w ? const_w_.data() : w, b, fusion_.sum ? z : nullptr, y,
+                      threads);
     ApplyEltwise(fusion_.eltwise, y, g.batch * g.out_channels * g.out_size(), threads);
   } else {
     RunDnnl(*plan, x, w, b, z, y);

@@ -1,6 +1,6 @@
 // Float32 convolution with everything that depends only on the weights done once.
 //
-// Activations arrive and leave in plain NCHW (NCW, NCDHW). Per input geometry one of three
+// Activations arrive and leave in plain NCHW (NCW, NCDHW). Per input geometry one of four
 // strategies runs:
 //  - kGemm (pointwise convolutions: 1x1 kernel, no padding): the convolution *is* a GEMM on the
 //    plain layout, Y[M, HW] = W[M, C] * X[C, HW] (strided inputs are subsampled first), so it
@@ -9,8 +9,10 @@
 //    AVX2, NHWC for the AVX-512 brgemm kernels); the input is reordered into it and the output
 //    back. The direct jit kernels this selects run far faster than oneDNN on plain NCHW (a
 //    GEMM-based fallback), which pays for the two reorders.
+//  - kDirect (depthwise convolutions): our own per-plane loop on NCHW (conv_depthwise.h); these
+//    are memory-bound, and the reorders would cost twice the convolution.
 //  - kPlain: the oneDNN primitive on plain NCHW (for measurement).
-// kAuto picks kGemm where it applies and kBlocked elsewhere. Weights are reordered to the
+// kAuto picks kGemm or kDirect where they apply and kBlocked elsewhere. Weights are reordered to the
 // primitive's preferred layout once per distinct layout when they are constant, on every run
 // otherwise.
 //
@@ -45,7 +47,7 @@ struct ConvFusion {
   std::vector<Eltwise> eltwise;
 };
 
-enum class ConvStrategy { kAuto, kGemm, kBlocked, kPlain };
+enum class ConvStrategy { kAuto, kGemm, kDirect, kBlocked, kPlain };
 
 class DnnlConv {
  public:

@@ -32,7 +32,9 @@ enum ScratchSlot : int {
   kScratchA = 4,
   kScratchB = 5,
   kScratchC = 6,
-  kScratchCount = 7,
+  kScratchPlane = 7,     // per-plane buffers of the direct depthwise convolution (worker threads)
+  kScratchPlaneOut = 8,
+  kScratchCount = 9,
 };
 void* ThreadScratch(ScratchSlot slot, size_t bytes);
 

@@ -143,40 +143,77 @@ inline void GemmPackedRange(int64_t m, int64_t k, const A* a, int64_t lda, const
   }
 }
 
-// C[M, N] = alpha * A[M, K] * B[N, K]^T (+ C when accumulate).
+// B[N, K] transposed into [K, N].
 template <class A>
-inline void GemmNT(int64_t m, int64_t n, int64_t k, const A* a, int64_t lda, const A* b,
-                   int64_t ldb, A* c, int64_t ldc, bool accumulate, int threads, A alpha = A(1)) {
-  if (m <= 0 || n <= 0) return;
-  const int64_t work = m * n * std::max<int64_t>(k, 1);
-  const bool parallel = threads > 1 && work >= (int64_t{1} << 17);
-  if (m < 6) {
-    if (!parallel) {
-      GemmNTDots(m, k, a, lda, b, ldb, c, ldc, 0, n, accumulate, alpha);
-      return;
-    }
-    int64_t blocks = (n + 3) / 4;
-    ParallelFor(threads, blocks, 1, [&](int64_t begin, int64_t end) {
-      GemmNTDots(m, k, a, lda, b, ldb, c, ldc, begin * 4, std::min(n, end * 4), accumulate, alpha);
-    });
-    return;
-  }
-  // Pack B transposed once; every row tile of A then streams through it.
+inline std::vector<A> PackTransposed(const A* b, int64_t n, int64_t k, int64_t ldb) {
   std::vector<A> bt(k * n);
   for (int64_t j = 0; j < n; ++j) {
     const A* br = b + j * ldb;
     for (int64_t p = 0; p < k; ++p) bt[p * n + j] = br[p];
   }
-  if (!parallel) {
-    GemmPackedRange(m, k, a, lda, bt.data(), n, c, ldc, 0, n, accumulate, alpha);
+  return bt;
+}
+
+// C[M, N] (+)= alpha * A[M, K] * Bt[K, N] with Bt already packed by PackTransposed.
+template <class A>
+inline void GemmPacked(int64_t m, int64_t n, int64_t k, const A* a, int64_t lda, const A* bt, A* c,
+                       int64_t ldc, bool accumulate, int threads, A alpha = A(1)) {
+  if (m <= 0 || n <= 0) return;
+  const int64_t work = m * n * std::max<int64_t>(k, 1);
+  if (threads <= 1 || work < (int64_t{1} << 17)) {
+    GemmPackedRange(m, k, a, lda, bt, n, c, ldc, 0, n, accumulate, alpha);
     return;
   }
   int64_t blocks = (n + 15) / 16;
   ParallelFor(threads, blocks, 1, [&](int64_t begin, int64_t end) {
-    GemmPackedRange(m, k, a, lda, bt.data(), n, c, ldc, begin * 16, std::min(n, end * 16),
-                    accumulate, alpha);
+    GemmPackedRange(m, k, a, lda, bt, n, c, ldc, begin * 16, std::min(n, end * 16), accumulate,
+                    alpha);
   });
 }
+
+// C[M, N] = alpha * A[M, K] * B[N, K]^T (+ C when accumulate).
+template <class A>
+inline void GemmNT(int64_t m, int64_t n, int64_t k, const A* a, int64_t lda, const A* b,
+                   int64_t ldb, A* c, int64_t ldc, bool accumulate, int threads, A alpha = A(1)) {
+  if (m <= 0 || n <= 0) return;
+  if (m >= 6) {
+    // Pack B transposed once; every row tile of A then streams through it.
+    std::vector<A> bt = PackTransposed(b, n, k, ldb);
+    GemmPacked(m, n, k, a, lda, bt.data(), c, ldc, accumulate, threads, alpha);
+    return;
+  }
+  const int64_t work = m * n * std::max<int64_t>(k, 1);
+  if (threads <= 1 || work < (int64_t{1} << 17)) {
+    GemmNTDots(m, k, a, lda, b, ldb, c, ldc, 0, n, accumulate, alpha);
+    return;
+  }
+  int64_t blocks = (n + 3) / 4;
+  ParallelFor(threads, blocks, 1, [&](int64_t begin, int64_t end) {
+    GemmNTDots(m, k, a, lda, b, ldb, c, ldc, begin * 4, std::min(n, end * 4), accumulate, alpha);
+  });
+}
+
+// A weight matrix B[N, K] used repeatedly as the right operand of A * B^T (recurrent weights):
+// packed once on first use when the products have enough rows to benefit.
+template <class A>
+class ReusedWeights {
+ public:
+  ReusedWeights(const A* b, int64_t n, int64_t k) : b_(b), n_(n), k_(k) {}
+  // C[M, N] = A[M, K] * B^T; `rows` of A, leading dimension lda; C leading dimension ldc.
+  void Multiply(int64_t m, const A* a, int64_t lda, A* c, int64_t ldc, int threads) {
+    if (m < 6) {
+      GemmNT<A>(m, n_, k_, a, lda, b_, k_, c, ldc, false, threads);
+      return;
+    }
+    if (packed_.empty()) packed_ = PackTransposed(b_, n_, k_, k_);
+    GemmPacked<A>(m, n_, k_, a, lda, packed_.data(), c, ldc, false, threads);
+  }
+
+ private:
+  const A* b_;
+  int64_t n_, k_;
+  std::vector<A> packed_;
+};
 
 // For callers that run their own threads: C (+)= alpha * A B^T on the calling thread only.
 template <class A>

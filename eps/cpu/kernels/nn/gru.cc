@@ -47,11 +47,13 @@ class Gru : public ep::Kernel {
       const Activation& f = at_.acts[d * 2];
       const Activation& g = at_.acts[d * 2 + 1];
       bool reverse = at_.reverse_only || d == 1;
+      // Recurrent weights: z and r (and h when the reset gate applies after the product) in one
+      // product from H_{t-1}; otherwise h separately from r . H_{t-1}.
+      ReusedWeights<A> r_first(r, linear_before_reset_ ? G : 2 * H, H);
+      ReusedWeights<A> r_h(r + 2 * H * H, H, H);
       for (int64_t s = 0; s < S; ++s) {
         int64_t t = reverse ? S - 1 - s : s;
-        // z and r (and h when the reset gate applies after the product) from H_{t-1}.
-        int64_t rows = linear_before_reset_ ? G : 2 * H;
-        GemmNT<A>(N, rows, H, h.data(), H, r, H, rec.data(), G, false, ctx.threads());
+        r_first.Multiply(N, h.data(), H, rec.data(), G, ctx.threads());
         for (int64_t b = 0; b < N; ++b) {
           if (t >= in.lens[b]) continue;
           A* gb = rec.data() + b * G;
@@ -71,8 +73,7 @@ class Gru : public ep::Kernel {
         }
         if (!linear_before_reset_) {
           // (r . H_{t-1}) * Rh^T for all batch items at once.
-          GemmNT<A>(N, H, H, rh.data(), H, r + 2 * H * H, H, rec.data() + 2 * H, G, false,
-                    ctx.threads());
+          r_h.Multiply(N, rh.data(), H, rec.data() + 2 * H, G, ctx.threads());
         }
         for (int64_t b = 0; b < N; ++b) {
           if (t >= in.lens[b]) continue;

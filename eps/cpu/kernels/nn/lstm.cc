@@ -53,9 +53,10 @@ class Lstm : public ep::Kernel {
       const Activation& g = at_.acts[d * 3 + 1];
       const Activation& hact = at_.acts[d * 3 + 2];
       bool reverse = at_.reverse_only || d == 1;
+      ReusedWeights<A> rw(r, G, H);
       for (int64_t s = 0; s < S; ++s) {
         int64_t t = reverse ? S - 1 - s : s;
-        GemmNT<A>(N, G, H, h.data(), H, r, H, gates.data(), G, false, ctx.threads());
+        rw.Multiply(N, h.data(), H, gates.data(), G, ctx.threads());
         for (int64_t b = 0; b < N; ++b) {
           if (t >= in.lens[b]) continue;
           A* gb = gates.data() + b * G;

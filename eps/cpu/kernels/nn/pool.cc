@@ -1,7 +1,7 @@
 // Windowed pooling: MaxPool (with the optional Indices output), AveragePool and LpPool over 1-3
-// spatial axes. Each (batch, channel) plane is independent, so planes are spread over threads;
-// within a plane every output position visits only the window taps that fall inside the input,
-// which makes padding free (no padded copy of the input).
+// spatial axes. Each (batch, channel) plane is independent, so planes are spread over threads.
+// Only the window taps that fall inside the input are visited, which makes padding free (no
+// padded copy of the input). Without Indices the reduction is done separably, axis by axis.
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -13,7 +13,6 @@
 namespace nxrt::cpu::nn {
 namespace {
 
-// MaxPool with the Indices output: a direct scan of every window, tracking the first maximum.
 // Window taps of every output position along each of the three axes, computed once per call
 // (they are the same for every plane).
 struct WindowTable {
@@ -63,6 +62,7 @@ inline int64_t PaddedTaps(const Taps& t, int64_t k, int64_t d, int64_t in, int64
 template <class T>
 using PoolAcc = std::conditional_t<kIsFloatLike<T>, AccOf<T>, T>;
 
+// MaxPool with the Indices output: a direct scan of every window, tracking the first maximum.
 template <class T>
 void MaxPoolPlanes(const PoolGeometry& g, const T* x, T* y, int64_t* indices, bool column_major,
                    int threads) {
@@ -250,14 +250,16 @@ void SeparablePool(const PoolGeometry& g, const T* x, T* y, bool count_include_p
 class MaxPool : public ep::Kernel {
  public:
   explicit MaxPool(const ep::KernelInfo& info)
-      : attrs_(info), column_major_(info.attr_int("storage_order", 0) != 0) {}
+      : attrs_(info),
+        column_major_(info.attr_int("storage_order", 0) != 0),
+        want_indices_(info.output_count() > 1 && info.output(1).present()) {}
 
   void Compute(ep::KernelContext& ctx) override {
     ep::ConstTensor x = ctx.input(0);
     PoolGeometry g = ResolvePool(attrs_, x.shape());
     ep::Tensor y = ctx.output(0, g.out_shape, x.type());
     int64_t* indices = nullptr;
-    if (ctx.output_count() > 1) {
+    if (want_indices_) {
       indices = ctx.output(1, g.out_shape, NX_TYPE_INT64).data<int64_t>();
     }
     auto run = [&]<class T>() {
@@ -282,6 +284,7 @@ class MaxPool : public ep::Kernel {
  private:
   PoolAttributes attrs_;
   bool column_major_;
+  bool want_indices_;
 };
 
 class AveragePool : public ep::Kernel {

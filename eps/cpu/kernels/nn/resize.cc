@@ -2,7 +2,7 @@
 //
 // Nearest mode is a pure gather (any element type): every output element copies one input
 // element chosen per axis. Linear and cubic modes are separable: one 1-D weighted pass per
-// resized axis, computed in float (double for double and wide integers).
+// resized axis, computed in float (double for double and integer inputs).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -428,16 +428,27 @@ class Resize : public ep::Kernel {
 
   template <class Fn>
   static void DispatchNumericOrBool(NxElementType t, Fn&& fn) {
-    if (t == NX_TYPE_BOOL) {
-      fn.template operator()<uint8_t>();
-    } else if (ElementSize(t) > 0 && t != NX_TYPE_COMPLEX64 && t != NX_TYPE_COMPLEX128 &&
-               (t == NX_TYPE_FLOAT || t == NX_TYPE_DOUBLE || t == NX_TYPE_FLOAT16 ||
-                t == NX_TYPE_BFLOAT16 || t == NX_TYPE_INT8 || t == NX_TYPE_INT16 ||
-                t == NX_TYPE_INT32 || t == NX_TYPE_INT64 || t == NX_TYPE_UINT8 ||
-                t == NX_TYPE_UINT16 || t == NX_TYPE_UINT32 || t == NX_TYPE_UINT64)) {
-      DispatchNumeric(t, fn);
+    switch (t) {
+      case NX_TYPE_BOOL:
+        fn.template operator()<uint8_t>();
+        break;
+      case NX_TYPE_FLOAT:
+      case NX_TYPE_DOUBLE:
+      case NX_TYPE_FLOAT16:
+      case NX_TYPE_BFLOAT16:
+      case NX_TYPE_INT8:
+      case NX_TYPE_INT16:
+      case NX_TYPE_INT32:
+      case NX_TYPE_INT64:
+      case NX_TYPE_UINT8:
+      case NX_TYPE_UINT16:
+      case NX_TYPE_UINT32:
+      case NX_TYPE_UINT64:
+        DispatchNumeric(t, fn);
+        break;
+      default:
+        break;  // other fixed-size types (float8...) fill with zero bytes
     }
-    // Other fixed-size types (float8...) fill with zero bytes.
   }
 
   std::string op_;

@@ -43,9 +43,10 @@ class Rnn : public ep::Kernel {
       }
       const Activation& f = at_.acts[d];
       bool reverse = at_.reverse_only || d == 1;
+      ReusedWeights<A> rw(r, H, H);
       for (int64_t s = 0; s < S; ++s) {
         int64_t t = reverse ? S - 1 - s : s;
-        GemmNT<A>(N, H, H, h.data(), H, r, H, rec.data(), H, false, ctx.threads());
+        rw.Multiply(N, h.data(), H, rec.data(), H, ctx.threads());
         for (int64_t b = 0; b < N; ++b) {
           if (t >= in.lens[b]) continue;
           A* gb = rec.data() + b * H;

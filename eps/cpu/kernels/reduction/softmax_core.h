@@ -25,39 +25,41 @@ inline C MaxNan(C m, C v) {
   return (v > m || std::isnan(v)) ? v : m;
 }
 
-// Softmax / LogSoftmax of one contiguous row x[0, n) into y (may not alias x).
+// Softmax / LogSoftmax of one contiguous row x[0, n) into y (may not alias x), scalar code with
+// exact reference semantics for NaN and infinities (NaN or +inf anywhere poisons the row).
 template <Mode M, class C>
-inline void Row(const C* x, C* y, int64_t n) {
-  C m;
-  if constexpr (std::is_same_v<C, float>) {
-    m = MaxOf(x, n);
-  } else {
-    m = -std::numeric_limits<C>::infinity();
-    for (int64_t i = 0; i < n; ++i) m = MaxNan(m, x[i]);
-  }
+inline void RowScalar(const C* x, C* y, int64_t n) {
+  C m = -std::numeric_limits<C>::infinity();
+  for (int64_t i = 0; i < n; ++i) m = MaxNan(m, x[i]);
+  C sum = 0;
+  for (int64_t i = 0; i < n; ++i) sum += std::exp(x[i] - m);
   if constexpr (M == Mode::kSoftmax) {
-    C sum;
-    if constexpr (std::is_same_v<C, float>) {
-      sum = ExpShiftSum(x, m, y, n);
-    } else {
-      sum = 0;
-      for (int64_t i = 0; i < n; ++i) sum += (y[i] = std::exp(x[i] - m));
-    }
     const C inv = C(1) / sum;
-    for (int64_t i = 0; i < n; ++i) y[i] *= inv;
+    for (int64_t i = 0; i < n; ++i) y[i] = std::exp(x[i] - m) * inv;
   } else {
-    C sum;
-    if constexpr (std::is_same_v<C, float>) {
-      sum = ExpShiftSumOnly(x, m, n);
-    } else {
-      sum = 0;
-      for (int64_t i = 0; i < n; ++i) sum += std::exp(x[i] - m);
-    }
     // (x - m) - log(sum), not x - (m + log(sum)): the latter rounds at the scale of m and loses
     // the small log-probabilities of the largest entries.
     const C log_sum = std::log(sum);
     for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - m) - log_sum;
   }
+}
+
+template <Mode M, class C>
+inline void Row(const C* x, C* y, int64_t n) {
+  if constexpr (std::is_same_v<C, float>) {
+    const float m = MaxOf(x, n);
+    if (std::isfinite(m)) {  // every x - m is in [-inf, 0]: the vector exp applies
+      if constexpr (M == Mode::kSoftmax) {
+        const float inv = 1.0f / ExpShiftSum(x, m, y, n);
+        for (int64_t i = 0; i < n; ++i) y[i] *= inv;
+      } else {
+        const float log_sum = std::log(ExpShiftSumOnly(x, m, n));
+        for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - m) - log_sum;
+      }
+      return;
+    }
+  }
+  RowScalar<M>(x, y, n);
 }
 
 // Softmax / LogSoftmax down the columns [0, len) of n rows that are `stride` apart. `mx` and
@@ -69,15 +71,19 @@ inline void Columns(const C* x, C* y, int64_t n, int64_t stride, int64_t len, C*
     const C* xr = x + i * stride;
     for (int64_t j = 0; j < len; ++j) mx[j] = MaxNan(mx[j], xr[j]);
   }
+  bool finite = true;
+  for (int64_t j = 0; j < len; ++j) finite = finite && std::isfinite(mx[j]);
   std::fill(sum, sum + len, C(0));
   for (int64_t i = 0; i < n; ++i) {
     const C* xr = x + i * stride;
     C* yr = y + i * stride;
     if constexpr (std::is_same_v<C, float>) {
-      ExpShiftAccumulate(xr, mx, yr, sum, len);
-    } else {
-      for (int64_t j = 0; j < len; ++j) sum[j] += (yr[j] = std::exp(xr[j] - mx[j]));
+      if (finite) {
+        ExpShiftAccumulate(xr, mx, yr, sum, len);
+        continue;
+      }
     }
+    for (int64_t j = 0; j < len; ++j) sum[j] += (yr[j] = std::exp(xr[j] - mx[j]));
   }
   if constexpr (M == Mode::kSoftmax) {
     for (int64_t j = 0; j < len; ++j) sum[j] = C(1) / sum[j];
@@ -100,6 +106,12 @@ template <Mode M, class T>
 inline void Normalize(const T* x, T* y, int64_t outer, int64_t n, int64_t inner, int threads) {
   using C = ComputeT<T>;
   constexpr bool kWiden = !std::is_same_v<C, T>;
+  if (inner == 1 && !kWiden) {  // contiguous rows (the last-axis case): no scratch, no index math
+    ParallelFor(threads, outer, std::max<int64_t>(1, 8192 / n), [&](int64_t b, int64_t e) {
+      for (int64_t t = b; t < e; ++t) Row<M>(x + t * n, y + t * n, n);
+    });
+    return;
+  }
   const int64_t col_blocks = (inner + kColBlock - 1) / kColBlock;
   const int64_t tasks = outer * col_blocks;
   const int64_t work = n * std::min(inner, kColBlock);

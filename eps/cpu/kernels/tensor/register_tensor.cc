@@ -27,6 +27,7 @@ void RegisterTensorKernels(NxKernelRegistry* registry) {
   RegisterCol2Im(registry);
   RegisterDet(registry);
   RegisterBitCast(registry);
+  RegisterTensorScatter(registry);
 }
 
 }  // namespace nxrt::cpu

@@ -109,10 +109,11 @@ std::optional<std::vector<int64_t>> AxesOf(ep::KernelContext& ctx, bool has_attr
   return std::nullopt;
 }
 
+// An empty 'axes' attribute means "all size-1 axes", as if it were absent.
 class Squeeze : public ep::Kernel {
  public:
   explicit Squeeze(const ep::KernelInfo& info)
-      : has_attr_(info.has_attr("axes")), attr_(info.attr_ints("axes")) {}
+      : has_attr_(!info.attr_ints("axes").empty()), attr_(info.attr_ints("axes")) {}
   void Compute(ep::KernelContext& ctx) override {
     ep::ConstTensor x = ctx.input(0);
     auto s = x.shape();

@@ -1,33 +1,54 @@
 // Registration functions of the tensor / data-movement kernel files; RegisterTensorKernels
-// (register_tensor.cc) calls them all.
+// (register_tensor.cc) calls them all. Each comment names the file and the ops it registers.
 #pragma once
 
 #include <nxrt/nxrt_ep.hpp>
 
 namespace nxrt::cpu::tensor {
 
-void RegisterReshapeLike(
-    NxKernelRegistry* r);  // reshape_like.cc: Identity Reshape Flatten Squeeze Unsqueeze
-void RegisterShapeSize(NxKernelRegistry* r);    // shape_size.cc: Shape Size
-void RegisterTranspose(NxKernelRegistry* r);    // transpose.cc: Transpose
-void RegisterDepthSpace(NxKernelRegistry* r);   // depth_space.cc: DepthToSpace SpaceToDepth
-void RegisterConcatSplit(NxKernelRegistry* r);  // concat_split.cc: Concat Split
-void RegisterSlice(NxKernelRegistry* r);        // slice.cc: Slice
-void RegisterGather(NxKernelRegistry* r);       // gather.cc: Gather GatherElements GatherND
-void RegisterScatter(NxKernelRegistry* r);      // scatter.cc: Scatter ScatterElements ScatterND
-void RegisterExpandTile(NxKernelRegistry* r);   // expand_tile.cc: Expand Tile
-void RegisterPad(NxKernelRegistry* r);          // pad.cc: Pad CenterCropPad
-void RegisterConstants(
-    NxKernelRegistry* r);                  // constants.cc: Constant ConstantOfShape EyeLike Range
-void RegisterTrilu(NxKernelRegistry* r);   // trilu.cc: Trilu
-void RegisterOneHot(NxKernelRegistry* r);  // one_hot.cc: OneHot
-void RegisterSelection(NxKernelRegistry* r);        // selection.cc: NonZero Compress
-void RegisterTopK(NxKernelRegistry* r);             // top_k.cc: TopK
-void RegisterReverseSequence(NxKernelRegistry* r);  // reverse_sequence.cc: ReverseSequence
-void RegisterUnique(NxKernelRegistry* r);           // unique.cc: Unique
-void RegisterCumulative(NxKernelRegistry* r);       // cumulative.cc: CumSum CumProd
-void RegisterCol2Im(NxKernelRegistry* r);           // col2im.cc: Col2Im
-void RegisterDet(NxKernelRegistry* r);              // det.cc: Det
-void RegisterBitCast(NxKernelRegistry* r);          // bitcast.cc: BitCast
+// reshape_like.cc: Identity Reshape Flatten Squeeze Unsqueeze
+void RegisterReshapeLike(NxKernelRegistry* r);
+// shape_size.cc: Shape Size
+void RegisterShapeSize(NxKernelRegistry* r);
+// transpose.cc: Transpose
+void RegisterTranspose(NxKernelRegistry* r);
+// depth_space.cc: DepthToSpace SpaceToDepth
+void RegisterDepthSpace(NxKernelRegistry* r);
+// concat_split.cc: Concat Split
+void RegisterConcatSplit(NxKernelRegistry* r);
+// slice.cc: Slice
+void RegisterSlice(NxKernelRegistry* r);
+// gather.cc: Gather GatherElements GatherND
+void RegisterGather(NxKernelRegistry* r);
+// scatter.cc: Scatter ScatterElements ScatterND
+void RegisterScatter(NxKernelRegistry* r);
+// tensor_scatter.cc: TensorScatter
+void RegisterTensorScatter(NxKernelRegistry* r);
+// expand_tile.cc: Expand Tile
+void RegisterExpandTile(NxKernelRegistry* r);
+// pad.cc: Pad CenterCropPad
+void RegisterPad(NxKernelRegistry* r);
+// constants.cc: Constant ConstantOfShape EyeLike Range
+void RegisterConstants(NxKernelRegistry* r);
+// trilu.cc: Trilu
+void RegisterTrilu(NxKernelRegistry* r);
+// one_hot.cc: OneHot
+void RegisterOneHot(NxKernelRegistry* r);
+// selection.cc: NonZero Compress
+void RegisterSelection(NxKernelRegistry* r);
+// top_k.cc: TopK
+void RegisterTopK(NxKernelRegistry* r);
+// reverse_sequence.cc: ReverseSequence
+void RegisterReverseSequence(NxKernelRegistry* r);
+// unique.cc: Unique
+void RegisterUnique(NxKernelRegistry* r);
+// cumulative.cc: CumSum CumProd
+void RegisterCumulative(NxKernelRegistry* r);
+// col2im.cc: Col2Im
+void RegisterCol2Im(NxKernelRegistry* r);
+// det.cc: Det
+void RegisterDet(NxKernelRegistry* r);
+// bitcast.cc: BitCast
+void RegisterBitCast(NxKernelRegistry* r);
 
 }  // namespace nxrt::cpu::tensor

@@ -3,12 +3,14 @@
 // whole-tensor copy.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <nxrt/nxrt_ep.hpp>
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "common/broadcast.h"

@@ -1,0 +1,181 @@
+#include "kernels/linalg/conv_depthwise.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "common/parallel.h"
+#include "kernels/linalg/dnnl_util.h"
+
+namespace nxrt::cpu::linalg {
+namespace {
+
+// ---- 2-D planes with equal strides: padded plane, one long vector loop per plane ----------
+//
+// The plane is copied into a zero-bordered buffer P with row pitch `pitch`. Output (oh, ow)
+// reads P[(oh * s + kh * dh) * pitch + ow * s + kw * dw]; with the flattened index
+// i = oh * pitch + ow that is P[s * i + tap_offset], so all taps become long contiguous (s = 1)
+// or stride-2 loops over the whole plane, free of boundary tests. Columns ow >= out_w are
+// computed and dropped. This beats a row-by-row loop by far on the short rows (7 to 28) of the
+// late layers of MobileNet-style networks.
+
+template <int S>
+void PlaneTaps3x3(const float* p, int64_t count, const int64_t* off, const float* w, float* t) {
+  const float w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3], w4 = w[4], w5 = w[5], w6 = w[6],
+              w7 = w[7], w8 = w[8];
+  const float *p0 = p + off[0], *p1 = p + off[1], *p2 = p + off[2], *p3 = p + off[3],
+              *p4 = p + off[4], *p5 = p + off[5], *p6 = p + off[6], *p7 = p + off[7],
+              *p8 = p + off[8];
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t j = S * i;
+    t[i] = w0 * p0[j] + w1 * p1[j] + w2 * p2[j] + w3 * p3[j] + w4 * p4[j] + w5 * p5[j] +
+           w6 * p6[j] + w7 * p7[j] + w8 * p8[j];
+  }
+}
+
+template <int S>
+void PlaneTapsGeneric(const float* p, int64_t count, int64_t s, const int64_t* off,
+                      const float* w, int64_t taps, float* t) {
+  std::fill(t, t + count, 0.0f);
+  for (int64_t k = 0; k < taps; ++k) {
+    const float* pk = p + off[k];
+    const float wk = w[k];
+    if constexpr (S > 0) {
+      for (int64_t i = 0; i < count; ++i) t[i] += wk * pk[S * i];
+    } else {
+      for (int64_t i = 0; i < count; ++i) t[i] += wk * pk[s * i];
+    }
+  }
+}
+
+struct PlaneLayout {
+  int64_t rows, pitch, count;
+  std::vector<int64_t> offsets;  // one per tap
+};
+
+PlaneLayout MakePlaneLayout(const ConvGeometry& g) {
+  const int64_t s = g.stride[2];
+  PlaneLayout l;
+  // Wide enough for the input with its leading pad and for the rightmost window; tall enough
+  // for the bottom window (flattened reads of dropped columns stay inside the buffer).
+  l.pitch = std::max(g.pad_begin[2] + g.in[2], s * (g.out[2] - 1) + (g.kernel[2] - 1) * g.dilation[2] + 1);
+  l.rows = std::max(g.pad_begin[1] + g.in[1],
+                    s * (g.out[1] - 1) + (g.kernel[1] - 1) * g.dilation[1] + 1);
+  l.count = (g.out[1] - 1) * l.pitch + g.out[2];
+  for (int64_t kh = 0; kh < g.kernel[1]; ++kh)
+    for (int64_t kw = 0; kw < g.kernel[2]; ++kw)
+      l.offsets.push_back(kh * g.dilation[1] * l.pitch + kw * g.dilation[2]);
+  return l;
+}
+
+void Plane2d(const ConvGeometry& g, const PlaneLayout& l, const float* x, const float* w,
+             float bias, const float* z, float* y) {
+  const int64_t h = g.in[1], wd = g.in[2], oh = g.out[1], ow = g.out[2], s = g.stride[2];
+  const int64_t pt = g.pad_begin[1], pl = g.pad_begin[2];
+  float* p = static_cast<float*>(ThreadScratch(kScratchPlane, sizeof(float) * l.rows * l.pitch));
+  float* t = static_cast<float*>(ThreadScratch(kScratchPlaneOut, sizeof(float) * l.count));
+  // Zero only the border; the interior is overwritten by the copy.
+  std::fill(p, p + pt * l.pitch, 0.0f);
+  for (int64_t r = 0; r < h; ++r) {
+    float* row = p + (pt + r) * l.pitch;
+    std::fill(row, row + pl, 0.0f);
+    std::memcpy(row + pl, x + r * wd, sizeof(float) * wd);
+    std::fill(row + pl + wd, row + l.pitch, 0.0f);
+  }
+  std::fill(p + (pt + h) * l.pitch, p + l.rows * l.pitch, 0.0f);
+
+  const int64_t taps = g.kernel[1] * g.kernel[2];
+  const int64_t* off = l.offsets.data();
+  if (taps == 9 && s == 1) PlaneTaps3x3<1>(p, l.count, off, w, t);
+  else if (taps == 9 && s == 2) PlaneTaps3x3<2>(p, l.count, off, w, t);
+  else if (s == 1) PlaneTapsGeneric<1>(p, l.count, s, off, w, taps, t);
+  else if (s == 2) PlaneTapsGeneric<2>(p, l.count, s, off, w, taps, t);
+  else PlaneTapsGeneric<0>(p, l.count, s, off, w, taps, t);
+
+  for (int64_t r = 0; r < oh; ++r) {
+    const float* src = t + r * l.pitch;
+    float* dst = y + r * ow;
+    if (z != nullptr) {
+      const float* zr = z + r * ow;
+      for (int64_t c = 0; c < ow; ++c) dst[c] = src[c] + bias + zr[c];
+    } else {
+      for (int64_t c = 0; c < ow; ++c) dst[c] = src[c] + bias;
+    }
+  }
+}
+
+// ---- Any rank: row-by-row with boundary ranges (1-D, 3-D, unequal strides) ---------------
+
+// Output positions o in [0, out) whose input index o * stride - pad + tap_offset lies in
+// [0, in): returns [lo, hi).
+inline void ValidRange(int64_t in, int64_t out, int64_t stride, int64_t pad, int64_t tap_offset,
+                       int64_t* lo, int64_t* hi) {
+  const int64_t a = pad - tap_offset;
+  const int64_t b = in - 1 + pad - tap_offset;
+  int64_t l = a <= 0 ? 0 : (a + stride - 1) / stride;
+  int64_t h = b < 0 ? 0 : b / stride + 1;
+  *lo = std::min(l, out);
+  *hi = std::max(*lo, std::min(h, out));
+}
+
+void PlaneRows(const ConvGeometry& g, const float* x, const float* w, float bias, const float* z,
+               float* y) {
+  const int64_t out_size = g.out_size();
+  if (z != nullptr) {
+    for (int64_t i = 0; i < out_size; ++i) y[i] = z[i] + bias;
+  } else {
+    std::fill(y, y + out_size, bias);
+  }
+  const int64_t s = g.stride[2], d = g.dilation[2], pad = g.pad_begin[2];
+  for (int64_t o0 = 0; o0 < g.out[0]; ++o0)
+    for (int64_t o1 = 0; o1 < g.out[1]; ++o1) {
+      float* row = y + (o0 * g.out[1] + o1) * g.out[2];
+      for (int64_t k0 = 0; k0 < g.kernel[0]; ++k0) {
+        const int64_t i0 = o0 * g.stride[0] - g.pad_begin[0] + k0 * g.dilation[0];
+        if (i0 < 0 || i0 >= g.in[0]) continue;
+        for (int64_t k1 = 0; k1 < g.kernel[1]; ++k1) {
+          const int64_t i1 = o1 * g.stride[1] - g.pad_begin[1] + k1 * g.dilation[1];
+          if (i1 < 0 || i1 >= g.in[1]) continue;
+          const float* in_row = x + (i0 * g.in[1] + i1) * g.in[2];
+          const float* wk = w + (k0 * g.kernel[1] + k1) * g.kernel[2];
+          for (int64_t k2 = 0; k2 < g.kernel[2]; ++k2) {
+            int64_t lo, hi;
+            ValidRange(g.in[2], g.out[2], s, pad, k2 * d, &lo, &hi);
+            const float wv = wk[k2];
+            for (int64_t o = lo; o < hi; ++o) row[o] += wv * in_row[o * s - pad + k2 * d];
+          }
+        }
+      }
+    }
+}
+
+}  // namespace
+
+bool IsDepthwiseConv(const ConvGeometry& g) {
+  return g.group > 1 && g.group == g.in_channels && g.out_channels % g.group == 0;
+}
+
+void DepthwiseConvNchw(const ConvGeometry& g, const float* x, const float* w, const float* bias,
+                       const float* z, float* y, int threads) {
+  const int64_t in_size = g.in_size(), out_size = g.out_size(), ks = g.kernel_size();
+  const int64_t multiplier = g.out_channels / g.in_channels;
+  const int64_t planes = g.batch * g.out_channels;
+  const bool flat2d = g.in[0] == 1 && g.kernel[0] == 1 && g.stride[1] == g.stride[2];
+  PlaneLayout layout;
+  if (flat2d) layout = MakePlaneLayout(g);
+  const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, out_size * ks));
+  ParallelFor(threads, planes, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t p = begin; p < end; ++p) {
+      const int64_t n = p / g.out_channels, oc = p % g.out_channels;
+      const float* plane = x + (n * g.in_channels + oc / multiplier) * in_size;
+      const float bv = bias ? bias[oc] : 0.0f;
+      const float* zp = z ? z + p * out_size : nullptr;
+      if (flat2d) {
+        Plane2d(g, layout, plane, w + oc * ks, bv, zp, y + p * out_size);
+      } else {
+        PlaneRows(g, plane, w + oc * ks, bv, zp, y + p * out_size);
+      }
+    }
+  });
+}
+
+}  // namespace nxrt::cpu::linalg
