@@ -252,7 +252,8 @@ typedef struct NxHostApi {
   size_t (*KernelContext_GetOutputCount)(const NxKernelContext* ctx);
   /* Allocate output `index` as a tensor of the given shape; the element type is the node's
    * declared output type unless `type` is not UNDEFINED. Each output may be allocated once. The
-   * result is borrowed for the call. Outputs the node omits need not be allocated. */
+   * result is borrowed for the call. Outputs the node omits need not be allocated. The
+   * contents are undefined (memory is reused across nodes and runs): write every element. */
   NxStatus* (*KernelContext_AllocateOutput)(NxKernelContext* ctx, size_t index,
                                             NxElementType type, const int64_t* dims, size_t rank,
                                             NxValue** output);

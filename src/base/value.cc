@@ -4,6 +4,7 @@
 #include <cstring>
 #include <limits>
 
+#include "base/buffer_pool.h"
 #include "base/element_type.h"
 #include "base/error.h"
 
@@ -41,6 +42,20 @@ ValuePtr MakeTensor(NxElementType type, std::span<const int64_t> dims) {
   std::memset(p, 0, padded);
   v->data = p;
   v->storage = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+  return v;
+}
+
+ValuePtr MakeTensorFromPool(NxElementType type, std::span<const int64_t> dims, BufferPool& pool) {
+  if (type == NX_TYPE_STRING) return MakeTensor(type, dims);
+  NXRT_CHECK(IsKnownElementType(type), NX_INVALID_ARGUMENT,
+             "unknown element type " + std::to_string(static_cast<int>(type)));
+  auto v = std::make_shared<Value>();
+  v->kind = NX_VALUE_TENSOR;
+  v->type = type;
+  v->dims.assign(dims.begin(), dims.end());
+  v->count = ElementCount(dims);
+  v->storage = pool.Acquire(StorageBytes(type, v->count));
+  v->data = v->storage.get();
   return v;
 }
 

@@ -40,6 +40,12 @@ size_t ElementCount(std::span<const int64_t> dims);
 // A tensor that owns a fresh, 64-byte aligned, zero-initialised buffer.
 ValuePtr MakeTensor(NxElementType type, std::span<const int64_t> dims);
 
+class BufferPool;
+
+// A tensor whose buffer comes from `pool` (contents uninitialised): for kernel outputs, which
+// the kernel writes in full. String tensors get empty strings.
+ValuePtr MakeTensorFromPool(NxElementType type, std::span<const int64_t> dims, BufferPool& pool);
+
 // A tensor that borrows `data` (no copy). `keep_alive` (may be null) is held as long as the
 // tensor lives, e.g. a mapping of the model file.
 ValuePtr WrapTensor(NxElementType type, std::span<const int64_t> dims, void* data,

@@ -263,10 +263,9 @@ std::shared_ptr<Model> ConvertModel(std::shared_ptr<onnx::ModelProto> proto, con
     }
     opsets[domain] = static_cast<int>(op.version());
   }
-  if (opsets.find("") == opsets.end()) {
-    if (proto->opset_import_size() == 0 && proto->ir_version() < 3) opsets[""] = 1;  // IR v1/v2 default
-    else Throw(NX_INVALID_MODEL, source + ": the model imports no opset for the default ONNX domain");
-  }
+  // IR v1/v2 models predate opset imports and mean ai.onnx opset 1. Other models may import
+  // only other domains (e.g. ai.onnx.ml); a node of an unimported domain is rejected below.
+  if (proto->opset_import_size() == 0 && proto->ir_version() < 3) opsets[""] = 1;
   InferStaticShapes(*proto);
   ExternalDataResolver external(external_dir);
   LoadContext ctx{source, &external, proto, {}};

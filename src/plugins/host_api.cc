@@ -188,7 +188,7 @@ NxStatus* ContextAllocateOutput(NxKernelContext* c, size_t index, NxElementType 
                  node.Describe() + ": kernel asked for output " + std::to_string(index) +
                      " with negative dimension in " + ShapeString(shape));
     }
-    c->outputs[index] = MakeTensor(actual, shape);
+    c->outputs[index] = c->pool ? MakeTensorFromPool(actual, shape, *c->pool) : MakeTensor(actual, shape);
     *output = c->outputs[index].get();
   });
 }

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "base/buffer_pool.h"
 #include "base/config.h"
 #include "base/logger.h"
 #include "base/value.h"
@@ -29,6 +30,7 @@ struct NxKernelContext {
   nxrt::ValuePtr* outputs = nullptr;           // filled by AllocateOutput
   size_t num_outputs = 0;
   int threads = 1;
+  nxrt::BufferPool* pool = nullptr;            // where output buffers come from
 };
 
 struct NxLogger {

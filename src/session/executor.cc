@@ -63,6 +63,7 @@ std::vector<ValuePtr> Session::Run(const std::vector<std::string>& input_names,
     ctx.outputs = node_outputs.data();
     ctx.num_outputs = node_outputs.size();
     ctx.threads = threads_;
+    ctx.pool = pool_.get();
     NxKernel* kernel = kernels_[n];
     ThrowIfStatus(kernel->Compute(kernel, &ctx),
                   node.Describe() + " (EP " + eps_[static_cast<size_t>(node_ep_[n])]->name() + ") failed");

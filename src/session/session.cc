@@ -24,6 +24,8 @@ Session::Session(Env& env, std::shared_ptr<Model> model, const SessionOptions& o
   threads_ = options.intra_op_threads > 0
                  ? options.intra_op_threads
                  : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  // Cache up to 1 GiB of freed tensor buffers for reuse by later nodes and runs.
+  pool_ = std::make_shared<BufferPool>(size_t{1} << 30);
   config_.entries = options.config.entries;
   config_.entries["session.intra_op_num_threads"] = std::to_string(threads_);
   config_.entries["session.optimization_level"] = std::to_string(options.optimization_level);

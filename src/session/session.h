@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "base/buffer_pool.h"
 #include "model/model.h"
 #include "plugins/host_objects.h"
 #include "session/ep_instance.h"
@@ -54,6 +55,7 @@ class Session {
   std::vector<int> node_ep_;                 // EP index per node
   std::vector<NxKernel*> kernels_;           // kernel per node
   std::vector<std::vector<int>> free_after_; // values whose last use is node i
+  std::shared_ptr<BufferPool> pool_;          // output buffers, reused across runs
 };
 
 }  // namespace nxrt

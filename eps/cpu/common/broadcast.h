@@ -12,7 +12,10 @@ namespace nxrt::cpu {
 
 inline std::string ShapeToString(std::span<const int64_t> s) {
   std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? "," : "") + std::to_string(s[i]);
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i) out += ",";
+    out += std::to_string(s[i]);
+  }
   return out + "]";
 }
 

@@ -147,14 +147,15 @@ struct MishOp {
     C sp = x > C(0) ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
     return x * std::tanh(sp);
   }
+  void Array(const float* x, float* y, int64_t n) const { MishArray(x, y, n); }
 };
 
 struct GeluOp {
   explicit GeluOp(const ep::KernelInfo& info) {
     std::string approx = info.attr_string("approximate", "none");
-    NXRT_EP_ENFORCE(approx == "none" || approx == "tanh",
-                    info.describe() + ": approximate must be 'none' or 'tanh', got '" + approx +
-                        "'");
+    NXRT_EP_ENFORCE(
+        approx == "none" || approx == "tanh",
+        info.describe() + ": approximate must be 'none' or 'tanh', got '" + approx + "'");
     use_tanh = approx == "tanh";
   }
   static constexpr TypeSet kTypes = TypeSet::kFloat;

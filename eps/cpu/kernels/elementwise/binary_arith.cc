@@ -127,8 +127,8 @@ void RegisterBinaryArithKernels(NxKernelRegistry* r) {
   RegisterBinary<MulOp>(r, "Mul", 1);
   RegisterBinary<DivOp>(r, "Div", 1);
   RegisterBinary<ModOp>(r, "Mod", 10);
-  TypeList prelu_types = Concat(FloatTypes(), {NX_TYPE_INT32, NX_TYPE_INT64, NX_TYPE_UINT32,
-                                               NX_TYPE_UINT64});
+  TypeList prelu_types =
+      Concat(FloatTypes(), {NX_TYPE_INT32, NX_TYPE_INT64, NX_TYPE_UINT32, NX_TYPE_UINT64});
   RegisterSameType<PRelu>(r, "PRelu", 1, prelu_types);
 }
 

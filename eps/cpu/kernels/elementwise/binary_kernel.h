@@ -6,10 +6,9 @@
 //   template <class C> auto operator()(C a, C b) const;   // on the compute type
 #pragma once
 
+#include <nxrt/nxrt_ep.hpp>
 #include <string>
 #include <type_traits>
-
-#include <nxrt/nxrt_ep.hpp>
 
 #include "kernels/elementwise/ew_common.h"
 #include "kernels/elementwise/unary_kernel.h"
@@ -19,8 +18,8 @@ namespace nxrt::cpu::elementwise {
 // Integer arithmetic that wraps instead of overflowing (signed overflow is undefined in C++, and
 // small unsigned types promote to int): done in an unsigned type at least as wide as int.
 template <class C>
-using WrapType = std::conditional_t<(sizeof(C) < sizeof(unsigned)), unsigned,
-                                    std::make_unsigned_t<C>>;
+using WrapType =
+    std::conditional_t<(sizeof(C) < sizeof(unsigned)), unsigned, std::make_unsigned_t<C>>;
 template <class C>
 inline C WrapAdd(C a, C b) {
   if constexpr (std::is_integral_v<C>) {
@@ -49,7 +48,8 @@ inline C WrapMul(C a, C b) {
 template <class Op>
 class BinaryKernel : public ep::Kernel {
  public:
-  explicit BinaryKernel(const ep::KernelInfo& info) : op_(info), name_(info.op_type()) {}
+  explicit BinaryKernel(const ep::KernelInfo& info)
+      : op_(info), name_(info.op_type()), legacy_(info) {}
 
   void Compute(ep::KernelContext& ctx) override {
     const NxElementType type = ctx.input(0).type();
@@ -61,13 +61,14 @@ class BinaryKernel : public ep::Kernel {
     const NxElementType out_type = Op::kBoolOutput ? NX_TYPE_BOOL : type;
     DispatchSet<Op::kTypes>(type, name_.c_str(), [&]<class T>() {
       using Out = std::conditional_t<Op::kBoolOutput, bool, T>;
-      ComputeBinary<T, T, Out>(ctx, name_.c_str(), out_type, op_);
+      ComputeBinary<T, T, Out>(ctx, name_.c_str(), out_type, op_, &legacy_);
     });
   }
 
  private:
   Op op_;
   std::string name_;
+  LegacyBroadcast legacy_;
 };
 
 template <class Op>

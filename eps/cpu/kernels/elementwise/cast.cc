@@ -106,7 +106,8 @@ double ParseDouble(std::string_view s, const char* op) {
   char* end = nullptr;
   double v = std::strtod(str.c_str(), &end);
   if (end == str.c_str()) {
-    ep::Fail(NX_INVALID_ARGUMENT, std::string(op) + ": cannot convert string '" + str + "' to a number");
+    ep::Fail(NX_INVALID_ARGUMENT,
+             std::string(op) + ": cannot convert string '" + str + "' to a number");
   }
   return v;
 }
@@ -149,7 +150,8 @@ class CastKernel : public ep::Kernel {
     for (int t = NX_TYPE_FLOAT; t <= NX_TYPE_FLOAT4E2M1; ++t) {
       std::string candidate = ep::ElementTypeName(static_cast<NxElementType>(t));
       std::string upper;
-      for (char c : candidate) upper += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+      for (char c : candidate)
+        upper += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
       if (upper == name) return static_cast<NxElementType>(t);
     }
     ep::Fail(NX_INVALID_MODEL, info.describe() + ": unknown target type '" + name + "'");
@@ -161,23 +163,36 @@ class CastKernel : public ep::Kernel {
       for (int64_t i = 0; i < n; ++i) y.set_string(i, ToString(p[i]));
     };
     switch (from) {
-      case NX_TYPE_FLOAT: return emit(x.data<float>());
-      case NX_TYPE_DOUBLE: return emit(x.data<double>());
-      case NX_TYPE_FLOAT16: return emit(x.data<Half>());
-      case NX_TYPE_BFLOAT16: return emit(x.data<BFloat16>());
-      case NX_TYPE_INT8: return emit(x.data<int8_t>());
-      case NX_TYPE_INT16: return emit(x.data<int16_t>());
-      case NX_TYPE_INT32: return emit(x.data<int32_t>());
-      case NX_TYPE_INT64: return emit(x.data<int64_t>());
-      case NX_TYPE_UINT8: return emit(x.data<uint8_t>());
-      case NX_TYPE_UINT16: return emit(x.data<uint16_t>());
-      case NX_TYPE_UINT32: return emit(x.data<uint32_t>());
-      case NX_TYPE_UINT64: return emit(x.data<uint64_t>());
-      case NX_TYPE_BOOL: return emit(x.data<bool>());
+      case NX_TYPE_FLOAT:
+        return emit(x.data<float>());
+      case NX_TYPE_DOUBLE:
+        return emit(x.data<double>());
+      case NX_TYPE_FLOAT16:
+        return emit(x.data<Half>());
+      case NX_TYPE_BFLOAT16:
+        return emit(x.data<BFloat16>());
+      case NX_TYPE_INT8:
+        return emit(x.data<int8_t>());
+      case NX_TYPE_INT16:
+        return emit(x.data<int16_t>());
+      case NX_TYPE_INT32:
+        return emit(x.data<int32_t>());
+      case NX_TYPE_INT64:
+        return emit(x.data<int64_t>());
+      case NX_TYPE_UINT8:
+        return emit(x.data<uint8_t>());
+      case NX_TYPE_UINT16:
+        return emit(x.data<uint16_t>());
+      case NX_TYPE_UINT32:
+        return emit(x.data<uint32_t>());
+      case NX_TYPE_UINT64:
+        return emit(x.data<uint64_t>());
+      case NX_TYPE_BOOL:
+        return emit(x.data<bool>());
       default: {
         // float8 / float4 / int4: widen first.
-        const NxElementType mid = (from == NX_TYPE_INT4 || from == NX_TYPE_UINT4) ? NX_TYPE_INT64
-                                                                                   : NX_TYPE_FLOAT;
+        const NxElementType mid =
+            (from == NX_TYPE_INT4 || from == NX_TYPE_UINT4) ? NX_TYPE_INT64 : NX_TYPE_FLOAT;
         std::vector<int64_t> buf(n);  // 8 bytes per element covers both float and int64
         ConvertArray(x.raw(), from, buf.data(), mid, n, true, 1);
         if (mid == NX_TYPE_INT64) return emit(buf.data());
@@ -196,7 +211,8 @@ class CastKernel : public ep::Kernel {
         char* end = nullptr;
         out[i] = std::strtof(s.c_str(), &end);
         if (end == s.c_str()) {
-          ep::Fail(NX_INVALID_ARGUMENT, std::string(op) + ": cannot convert string '" + s + "' to a number");
+          ep::Fail(NX_INVALID_ARGUMENT,
+                   std::string(op) + ": cannot convert string '" + s + "' to a number");
         }
       }
       return;
@@ -230,7 +246,8 @@ class CastKernel : public ep::Kernel {
         errno = 0;
         int64_t v = is_unsigned64 ? static_cast<int64_t>(std::strtoull(b, &end, 10))
                                   : static_cast<int64_t>(std::strtoll(b, &end, 10));
-        if (end == b || *end != '\0' || errno == ERANGE) v = static_cast<int64_t>(ParseDouble(s, op));
+        if (end == b || *end != '\0' || errno == ERANGE)
+          v = static_cast<int64_t>(ParseDouble(s, op));
         tmp[i] = v;
       }
       ConvertArray(tmp.data(), is_unsigned64 ? NX_TYPE_UINT64 : NX_TYPE_INT64, y.mutable_raw(), to,
@@ -250,10 +267,10 @@ class CastKernel : public ep::Kernel {
 }  // namespace
 
 void RegisterCastKernels(NxKernelRegistry* r) {
-  TypeList all = Concat(NumericTypes(), {NX_TYPE_BOOL, NX_TYPE_STRING, NX_TYPE_FLOAT8E4M3FN,
-                                         NX_TYPE_FLOAT8E4M3FNUZ, NX_TYPE_FLOAT8E5M2,
-                                         NX_TYPE_FLOAT8E5M2FNUZ, NX_TYPE_INT4, NX_TYPE_UINT4,
-                                         NX_TYPE_FLOAT4E2M1});
+  TypeList all =
+      Concat(NumericTypes(), {NX_TYPE_BOOL, NX_TYPE_STRING, NX_TYPE_FLOAT8E4M3FN,
+                              NX_TYPE_FLOAT8E4M3FNUZ, NX_TYPE_FLOAT8E5M2, NX_TYPE_FLOAT8E5M2FNUZ,
+                              NX_TYPE_INT4, NX_TYPE_UINT4, NX_TYPE_FLOAT4E2M1});
   ep::KernelDefBuilder("Cast")
       .Versions(1)
       .Constraint("T1", all, {0})

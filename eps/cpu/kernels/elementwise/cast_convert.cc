@@ -17,9 +17,18 @@ namespace {
 
 bool IsStd(NxElementType t) {
   switch (t) {
-    case NX_TYPE_FLOAT: case NX_TYPE_DOUBLE: case NX_TYPE_FLOAT16: case NX_TYPE_BFLOAT16:
-    case NX_TYPE_INT8: case NX_TYPE_INT16: case NX_TYPE_INT32: case NX_TYPE_INT64:
-    case NX_TYPE_UINT8: case NX_TYPE_UINT16: case NX_TYPE_UINT32: case NX_TYPE_UINT64:
+    case NX_TYPE_FLOAT:
+    case NX_TYPE_DOUBLE:
+    case NX_TYPE_FLOAT16:
+    case NX_TYPE_BFLOAT16:
+    case NX_TYPE_INT8:
+    case NX_TYPE_INT16:
+    case NX_TYPE_INT32:
+    case NX_TYPE_INT64:
+    case NX_TYPE_UINT8:
+    case NX_TYPE_UINT16:
+    case NX_TYPE_UINT32:
+    case NX_TYPE_UINT64:
     case NX_TYPE_BOOL:
       return true;
     default:
@@ -30,20 +39,34 @@ bool IsStd(NxElementType t) {
 template <class Fn>
 void DispatchStd(NxElementType t, Fn&& fn) {
   switch (t) {
-    case NX_TYPE_FLOAT: return fn.template operator()<float>();
-    case NX_TYPE_DOUBLE: return fn.template operator()<double>();
-    case NX_TYPE_FLOAT16: return fn.template operator()<Half>();
-    case NX_TYPE_BFLOAT16: return fn.template operator()<BFloat16>();
-    case NX_TYPE_INT8: return fn.template operator()<int8_t>();
-    case NX_TYPE_INT16: return fn.template operator()<int16_t>();
-    case NX_TYPE_INT32: return fn.template operator()<int32_t>();
-    case NX_TYPE_INT64: return fn.template operator()<int64_t>();
-    case NX_TYPE_UINT8: return fn.template operator()<uint8_t>();
-    case NX_TYPE_UINT16: return fn.template operator()<uint16_t>();
-    case NX_TYPE_UINT32: return fn.template operator()<uint32_t>();
-    case NX_TYPE_UINT64: return fn.template operator()<uint64_t>();
-    case NX_TYPE_BOOL: return fn.template operator()<bool>();
-    default: UnsupportedType("Cast", t);
+    case NX_TYPE_FLOAT:
+      return fn.template operator()<float>();
+    case NX_TYPE_DOUBLE:
+      return fn.template operator()<double>();
+    case NX_TYPE_FLOAT16:
+      return fn.template operator()<Half>();
+    case NX_TYPE_BFLOAT16:
+      return fn.template operator()<BFloat16>();
+    case NX_TYPE_INT8:
+      return fn.template operator()<int8_t>();
+    case NX_TYPE_INT16:
+      return fn.template operator()<int16_t>();
+    case NX_TYPE_INT32:
+      return fn.template operator()<int32_t>();
+    case NX_TYPE_INT64:
+      return fn.template operator()<int64_t>();
+    case NX_TYPE_UINT8:
+      return fn.template operator()<uint8_t>();
+    case NX_TYPE_UINT16:
+      return fn.template operator()<uint16_t>();
+    case NX_TYPE_UINT32:
+      return fn.template operator()<uint32_t>();
+    case NX_TYPE_UINT64:
+      return fn.template operator()<uint64_t>();
+    case NX_TYPE_BOOL:
+      return fn.template operator()<bool>();
+    default:
+      UnsupportedType("Cast", t);
   }
 }
 
@@ -109,12 +132,18 @@ const float* MiniTable(NxElementType t) {
     return tb;
   }();
   switch (t) {
-    case NX_TYPE_FLOAT8E4M3FN: return tables[0].data();
-    case NX_TYPE_FLOAT8E4M3FNUZ: return tables[1].data();
-    case NX_TYPE_FLOAT8E5M2: return tables[2].data();
-    case NX_TYPE_FLOAT8E5M2FNUZ: return tables[3].data();
-    case NX_TYPE_FLOAT4E2M1: return tables[4].data();
-    default: return nullptr;
+    case NX_TYPE_FLOAT8E4M3FN:
+      return tables[0].data();
+    case NX_TYPE_FLOAT8E4M3FNUZ:
+      return tables[1].data();
+    case NX_TYPE_FLOAT8E5M2:
+      return tables[2].data();
+    case NX_TYPE_FLOAT8E5M2FNUZ:
+      return tables[3].data();
+    case NX_TYPE_FLOAT4E2M1:
+      return tables[4].data();
+    default:
+      return nullptr;
   }
 }
 

@@ -3,7 +3,6 @@
 #pragma once
 
 #include <cstdint>
-
 #include <nxrt/nxrt_ep.hpp>
 
 namespace nxrt::cpu::elementwise {

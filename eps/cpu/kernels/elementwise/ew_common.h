@@ -12,17 +12,17 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <nxrt/nxrt_ep.hpp>
 #include <span>
 #include <string>
 #include <type_traits>
 #include <vector>
 
-#include <nxrt/nxrt_ep.hpp>
-
 #include "common/broadcast.h"
 #include "common/dispatch.h"
 #include "common/half.h"
 #include "common/parallel.h"
+#include "kernels/elementwise/half_arrays.h"
 
 namespace nxrt::cpu::elementwise {
 
@@ -47,8 +47,7 @@ inline TypeList Concat(TypeList a, const TypeList& b) {
 inline TypeList NumericTypes() { return Concat(FloatTypes(), IntTypes()); }
 inline TypeList SignedNumericTypes() { return Concat(FloatTypes(), SignedIntTypes()); }
 inline TypeList Float8Types() {
-  return {NX_TYPE_FLOAT8E4M3FN, NX_TYPE_FLOAT8E4M3FNUZ, NX_TYPE_FLOAT8E5M2,
-          NX_TYPE_FLOAT8E5M2FNUZ};
+  return {NX_TYPE_FLOAT8E4M3FN, NX_TYPE_FLOAT8E4M3FNUZ, NX_TYPE_FLOAT8E5M2, NX_TYPE_FLOAT8E5M2FNUZ};
 }
 
 // Registers `K` for op `op` from opset `since` on, with every input and output of element type
@@ -107,10 +106,48 @@ inline int ThreadsFor(int threads, int64_t n) { return n >= kParallelThreshold ?
 
 // ---- Unary driver -----------------------------------------------------------------------------
 
+// 16-bit float data is converted block-wise (F16C for float16) into float buffers of this size
+// so that the arithmetic loops in between stay simple float loops.
+inline constexpr int64_t kHalfBlock = 256;
+
+// p[0, m) in compute type: 16-bit floats are converted into `buf`, other types are used in place.
+template <class T>
+inline const ComputeT<T>* ComputeBlock(const T* p, int64_t m, ComputeT<T>* buf) {
+  if constexpr (kIsHalfLike<T>) {
+    ToFloat(p, buf, m);
+    return buf;
+  } else {
+    return p;
+  }
+}
+
+// Stores compute-type results r[0, m) into o (converting block-wise to 16-bit floats).
+template <class TO, class R>
+inline void StoreBlock(const R* r, int64_t m, TO* o) {
+  if constexpr (kIsHalfLike<TO> && std::is_same_v<R, float>) {
+    FromFloat(r, o, m);
+  } else {
+    for (int64_t i = 0; i < m; ++i) o[i] = As<TO>(r[i]);
+  }
+}
+
 // y[i] = f(x[i]) over one contiguous range. f takes and returns compute-type values.
 template <class TI, class TO, class F>
 inline void UnaryLoop(const TI* x, TO* y, int64_t n, const F& f) {
-  for (int64_t i = 0; i < n; ++i) y[i] = As<TO>(f(As<ComputeT<TI>>(x[i])));
+  if constexpr (kIsHalfLike<TI> || kIsHalfLike<TO>) {
+    using CI = ComputeT<TI>;
+    using R = decltype(f(CI{}));
+    alignas(32) CI xbuf[kHalfBlock];
+    alignas(32) R rbuf[kHalfBlock];
+    for (int64_t i0 = 0; i0 < n; i0 += kHalfBlock) {
+      const int64_t m = std::min(kHalfBlock, n - i0);
+      const CI* xb = ComputeBlock(x + i0, m, xbuf);
+      for (int64_t i = 0; i < m; ++i) rbuf[i] = f(xb[i]);
+      StoreBlock(rbuf, m, y + i0);
+    }
+  } else {
+    for (int64_t i = 0; i < n; ++i) y[i] = As<TO>(f(As<ComputeT<TI>>(x[i])));
+  }
 }
 
 template <class TI, class TO, class F>
@@ -125,8 +162,8 @@ void ParallelUnary(int threads, const TI* x, TO* y, int64_t n, const F& f) {
 // innermost stride is 0 (broadcast along the run) or 1 (contiguous run).
 template <size_t N>
 struct BroadcastPlan {
-  std::vector<int64_t> out_shape;              // the broadcast output shape
-  std::vector<int64_t> dims;                   // coalesced output dims, at least one
+  std::vector<int64_t> out_shape;               // the broadcast output shape
+  std::vector<int64_t> dims;                    // coalesced output dims, at least one
   std::array<std::vector<int64_t>, N> strides;  // per input, element strides over `dims`
   int64_t total = 0;
 
@@ -248,8 +285,8 @@ void RunBroadcast(const BroadcastPlan<N>& p, int threads, Fn&& fn) {
 // One run of a binary op: o[i] = op(a[i*sa], b[i*sb]) with sa, sb in {0, 1}. Each stride case
 // is its own simple loop so that the compiler vectorises it.
 template <class TA, class TB, class TO, class Op>
-inline void BinaryRun(const TA* a, int64_t sa, const TB* b, int64_t sb, TO* o, int64_t n,
-                      const Op& op) {
+inline void BinaryRunDirect(const TA* a, int64_t sa, const TB* b, int64_t sb, TO* o, int64_t n,
+                            const Op& op) {
   using CA = ComputeT<TA>;
   using CB = ComputeT<TB>;
   if (sa != 0 && sb != 0) {
@@ -266,6 +303,40 @@ inline void BinaryRun(const TA* a, int64_t sa, const TB* b, int64_t sb, TO* o, i
   }
 }
 
+template <class TA, class TB, class TO, class Op>
+inline void BinaryRun(const TA* a, int64_t sa, const TB* b, int64_t sb, TO* o, int64_t n,
+                      const Op& op) {
+  if constexpr (kIsHalfLike<TA> || kIsHalfLike<TB> || kIsHalfLike<TO>) {
+    if (sa == 0 && sb == 0) return BinaryRunDirect(a, sa, b, sb, o, n, op);
+    // Convert 16-bit operands block-wise, run the float loop, convert the results back.
+    using CA = ComputeT<TA>;
+    using CB = ComputeT<TB>;
+    using R = decltype(op(CA{}, CB{}));
+    alignas(32) CA abuf[kHalfBlock];
+    alignas(32) CB bbuf[kHalfBlock];
+    alignas(32) R rbuf[kHalfBlock];
+    for (int64_t i0 = 0; i0 < n; i0 += kHalfBlock) {
+      const int64_t m = std::min(kHalfBlock, n - i0);
+      if (sa != 0 && sb != 0) {
+        const CA* ab = ComputeBlock(a + i0, m, abuf);
+        const CB* bb = ComputeBlock(b + i0, m, bbuf);
+        for (int64_t i = 0; i < m; ++i) rbuf[i] = op(ab[i], bb[i]);
+      } else if (sb != 0) {
+        const CA av = As<CA>(a[0]);
+        const CB* bb = ComputeBlock(b + i0, m, bbuf);
+        for (int64_t i = 0; i < m; ++i) rbuf[i] = op(av, bb[i]);
+      } else {
+        const CA* ab = ComputeBlock(a + i0, m, abuf);
+        const CB bv = As<CB>(b[0]);
+        for (int64_t i = 0; i < m; ++i) rbuf[i] = op(ab[i], bv);
+      }
+      StoreBlock(rbuf, m, o + i0);
+    }
+  } else {
+    BinaryRunDirect(a, sa, b, sb, o, n, op);
+  }
+}
+
 // o = op(a, b) over a planned broadcast.
 template <class TA, class TB, class TO, class Op>
 void BinaryBroadcast(const BroadcastPlan<2>& p, int threads, const TA* a, const TB* b, TO* o,
@@ -276,12 +347,47 @@ void BinaryBroadcast(const BroadcastPlan<2>& p, int threads, const TA* a, const 
   });
 }
 
+// Opsets before 7 did not broadcast numpy-style: with broadcast = 1, B was matched against A
+// starting at dimension `axis` (e.g. A [N,C,H,W] + B [C] with axis = 1 adds a per-channel bias).
+// This maps B's shape to the equivalent numpy-broadcastable shape (trailing ones appended); it is
+// the identity for newer opsets, for broadcast = 0 and when no axis is given (suffix matching).
+class LegacyBroadcast {
+ public:
+  explicit LegacyBroadcast(const ep::NodeView& node) {
+    if (node.opset() < 7 && node.attr_int("broadcast", 0) == 1 && node.has_attr("axis")) {
+      enabled_ = true;
+      axis_ = node.attr_int("axis");
+    }
+  }
+  std::vector<int64_t> BShape(std::span<const int64_t> a, std::span<const int64_t> b,
+                              const char* what) const {
+    std::vector<int64_t> out(b.begin(), b.end());
+    if (!enabled_) return out;
+    const int64_t r = static_cast<int64_t>(a.size());
+    const int64_t axis = axis_ < 0 ? axis_ + r : axis_;
+    const int64_t trailing = r - axis - static_cast<int64_t>(b.size());
+    if (axis < 0 || trailing < 0) {
+      ep::Fail(NX_INVALID_ARGUMENT, std::string(what) + ": B " + ShapeToString(b) +
+                                        " does not fit into A " + ShapeToString(a) + " at axis " +
+                                        std::to_string(axis_));
+    }
+    out.insert(out.end(), static_cast<size_t>(trailing), 1);
+    return out;
+  }
+
+ private:
+  bool enabled_ = false;
+  int64_t axis_ = 0;
+};
+
 // Plans, allocates output 0 (element type `out_type`) and runs o = op(a, b).
 template <class TA, class TB, class TO, class Op>
-void ComputeBinary(ep::KernelContext& ctx, const char* what, NxElementType out_type,
-                   const Op& op) {
+void ComputeBinary(ep::KernelContext& ctx, const char* what, NxElementType out_type, const Op& op,
+                   const LegacyBroadcast* legacy = nullptr) {
   ep::ConstTensor a = ctx.input(0), b = ctx.input(1);
-  auto plan = PlanBroadcast<2>({a.shape(), b.shape()}, what);
+  std::vector<int64_t> b_shape =
+      legacy ? legacy->BShape(a.shape(), b.shape(), what) : b.shape_vector();
+  auto plan = PlanBroadcast<2>({a.shape(), std::span<const int64_t>(b_shape)}, what);
   ep::Tensor y = ctx.output(0, plan.out_shape, out_type);
   if (plan.total == 0) return;
   BinaryBroadcast(plan, ctx.threads(), a.data<TA>(), b.data<TB>(), y.data<TO>(), op);

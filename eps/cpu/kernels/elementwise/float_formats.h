@@ -10,7 +10,6 @@
 
 #include <cmath>
 #include <cstdint>
-
 #include <nxrt/nxrt_ep.hpp>
 
 namespace nxrt::cpu::elementwise {
@@ -35,9 +34,12 @@ struct MiniFloat {
   uint32_t max_code() const {
     uint32_t all = sign_bit() - 1;
     switch (specials) {
-      case Specials::kIeee: return all - (1u << man_bits);  // exponent all-ones is special
-      case Specials::kFn: return all - 1;                      // all-ones is NaN
-      default: return all;
+      case Specials::kIeee:
+        return all - (1u << man_bits);  // exponent all-ones is special
+      case Specials::kFn:
+        return all - 1;  // all-ones is NaN
+      default:
+        return all;
     }
   }
   uint32_t nan_code(bool negative) const {
@@ -45,9 +47,12 @@ struct MiniFloat {
       case Specials::kIeee:
         return (negative ? sign_bit() : 0) | (((1u << exp_bits) - 1) << man_bits) |
                (1u << (man_bits - 1));
-      case Specials::kFn: return (negative ? sign_bit() : 0) | (sign_bit() - 1);
-      case Specials::kFnuz: return sign_bit();
-      default: return 0;
+      case Specials::kFn:
+        return (negative ? sign_bit() : 0) | (sign_bit() - 1);
+      case Specials::kFnuz:
+        return sign_bit();
+      default:
+        return 0;
     }
   }
   uint32_t inf_code(bool negative) const {
@@ -66,12 +71,18 @@ inline constexpr MiniFloat kBFloat16{8, 7, 127, Specials::kIeee};
 // The format of a float8 / float4 element type, or nullptr.
 inline const MiniFloat* MiniFloatOf(NxElementType t) {
   switch (t) {
-    case NX_TYPE_FLOAT8E4M3FN: return &kE4M3FN;
-    case NX_TYPE_FLOAT8E4M3FNUZ: return &kE4M3FNUZ;
-    case NX_TYPE_FLOAT8E5M2: return &kE5M2;
-    case NX_TYPE_FLOAT8E5M2FNUZ: return &kE5M2FNUZ;
-    case NX_TYPE_FLOAT4E2M1: return &kE2M1;
-    default: return nullptr;
+    case NX_TYPE_FLOAT8E4M3FN:
+      return &kE4M3FN;
+    case NX_TYPE_FLOAT8E4M3FNUZ:
+      return &kE4M3FNUZ;
+    case NX_TYPE_FLOAT8E5M2:
+      return &kE5M2;
+    case NX_TYPE_FLOAT8E5M2FNUZ:
+      return &kE5M2FNUZ;
+    case NX_TYPE_FLOAT4E2M1:
+      return &kE2M1;
+    default:
+      return nullptr;
   }
 }
 
@@ -94,7 +105,8 @@ inline float DecodeMini(uint32_t code, const MiniFloat& f) {
     case Specials::kFnuz:
       if (code == f.sign_bit()) return std::nanf("");
       break;
-    case Specials::kNone: break;
+    case Specials::kNone:
+      break;
   }
   double v = exp == 0 ? std::ldexp(static_cast<double>(man), 1 - f.bias - f.man_bits)
                       : std::ldexp(static_cast<double>(man | (1u << f.man_bits)),

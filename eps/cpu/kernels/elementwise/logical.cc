@@ -16,15 +16,16 @@ namespace {
 template <class Op>
 class BoolBinary : public ep::Kernel {
  public:
-  explicit BoolBinary(const ep::KernelInfo& info) : name_(info.op_type()) {}
+  explicit BoolBinary(const ep::KernelInfo& info) : name_(info.op_type()), legacy_(info) {}
   void Compute(ep::KernelContext& ctx) override {
     NXRT_EP_ENFORCE(ctx.input(0).type() == NX_TYPE_BOOL && ctx.input(1).type() == NX_TYPE_BOOL,
                     name_ + ": inputs must be bool");
-    ComputeBinary<uint8_t, uint8_t, uint8_t>(ctx, name_.c_str(), NX_TYPE_BOOL, Op{});
+    ComputeBinary<uint8_t, uint8_t, uint8_t>(ctx, name_.c_str(), NX_TYPE_BOOL, Op{}, &legacy_);
   }
 
  private:
   std::string name_;
+  LegacyBroadcast legacy_;
 };
 
 struct AndOp {
@@ -39,15 +40,15 @@ struct XorOp {
 
 // ---- Comparisons ------------------------------------------------------------------------------
 
-#define NXRT_COMPARE_OP(NAME, EXPR)                        \
-  struct NAME {                                            \
-    explicit NAME(const ep::KernelInfo&) {}                \
-    static constexpr TypeSet kTypes = TypeSet::kNumeric;   \
-    static constexpr bool kBoolOutput = true;              \
-    template <class C>                                     \
-    bool operator()(C a, C b) const {                      \
-      return EXPR;                                         \
-    }                                                      \
+#define NXRT_COMPARE_OP(NAME, EXPR)                      \
+  struct NAME {                                          \
+    explicit NAME(const ep::KernelInfo&) {}              \
+    static constexpr TypeSet kTypes = TypeSet::kNumeric; \
+    static constexpr bool kBoolOutput = true;            \
+    template <class C>                                   \
+    bool operator()(C a, C b) const {                    \
+      return EXPR;                                       \
+    }                                                    \
   };
 NXRT_COMPARE_OP(LessOp, a < b)
 NXRT_COMPARE_OP(GreaterOp, a > b)
@@ -59,7 +60,7 @@ NXRT_COMPARE_OP(EqualNumericOp, a == b)
 // Equal also takes bool and string inputs.
 class Equal : public ep::Kernel {
  public:
-  explicit Equal(const ep::KernelInfo& info) : numeric_(info) {}
+  explicit Equal(const ep::KernelInfo& info) : numeric_(info), legacy_(info) {}
   void Compute(ep::KernelContext& ctx) override {
     ep::ConstTensor a = ctx.input(0), b = ctx.input(1);
     const NxElementType type = a.type();
@@ -67,10 +68,9 @@ class Equal : public ep::Kernel {
                                           ep::ElementTypeName(type) + " and " +
                                           ep::ElementTypeName(b.type()) + ")");
     if (type == NX_TYPE_BOOL) {
-      ComputeBinary<uint8_t, uint8_t, uint8_t>(ctx, "Equal", NX_TYPE_BOOL,
-                                               [](uint8_t x, uint8_t y) -> uint8_t {
-                                                 return x == y;
-                                               });
+      ComputeBinary<uint8_t, uint8_t, uint8_t>(
+          ctx, "Equal", NX_TYPE_BOOL, [](uint8_t x, uint8_t y) -> uint8_t { return x == y; },
+          &legacy_);
     } else if (type == NX_TYPE_STRING) {
       auto plan = PlanBroadcast<2>({a.shape(), b.shape()}, "Equal");
       ep::Tensor y = ctx.output(0, plan.out_shape, NX_TYPE_BOOL);
@@ -90,21 +90,22 @@ class Equal : public ep::Kernel {
 
  private:
   BinaryKernel<EqualNumericOp> numeric_;
+  LegacyBroadcast legacy_;
 };
 
 // ---- Bitwise ----------------------------------------------------------------------------------
 
-#define NXRT_BITWISE_OP(NAME, EXPR)                        \
-  struct NAME {                                            \
-    explicit NAME(const ep::KernelInfo&) {}                \
-    static constexpr TypeSet kTypes = TypeSet::kInteger;   \
-    static constexpr bool kBoolOutput = false;             \
-    template <class C>                                     \
-    C operator()(C a, C b) const {                         \
-      return static_cast<C>(EXPR);                         \
-    }                                                      \
+#define NXRT_BITWISE_OP(NAME, EXPR)                      \
+  struct NAME {                                          \
+    explicit NAME(const ep::KernelInfo&) {}              \
+    static constexpr TypeSet kTypes = TypeSet::kInteger; \
+    static constexpr bool kBoolOutput = false;           \
+    template <class C>                                   \
+    C operator()(C a, C b) const {                       \
+      return static_cast<C>(EXPR);                       \
+    }                                                    \
   };
-NXRT_BITWISE_OP(BitwiseAndOp, a & b)
+NXRT_BITWISE_OP(BitwiseAndOp, a& b)
 NXRT_BITWISE_OP(BitwiseOrOp, a | b)
 NXRT_BITWISE_OP(BitwiseXorOp, a ^ b)
 #undef NXRT_BITWISE_OP
@@ -145,9 +146,18 @@ struct BitShiftOp {
 
 void RegisterLogicalKernels(NxKernelRegistry* r) {
   const TypeList kBool = {NX_TYPE_BOOL};
-  ep::KernelDefBuilder("And").Versions(1).Constraint("T", kBool, {-1}, {0}).Build<BoolBinary<AndOp>>(r);
-  ep::KernelDefBuilder("Or").Versions(1).Constraint("T", kBool, {-1}, {0}).Build<BoolBinary<OrOp>>(r);
-  ep::KernelDefBuilder("Xor").Versions(1).Constraint("T", kBool, {-1}, {0}).Build<BoolBinary<XorOp>>(r);
+  ep::KernelDefBuilder("And")
+      .Versions(1)
+      .Constraint("T", kBool, {-1}, {0})
+      .Build<BoolBinary<AndOp>>(r);
+  ep::KernelDefBuilder("Or")
+      .Versions(1)
+      .Constraint("T", kBool, {-1}, {0})
+      .Build<BoolBinary<OrOp>>(r);
+  ep::KernelDefBuilder("Xor")
+      .Versions(1)
+      .Constraint("T", kBool, {-1}, {0})
+      .Build<BoolBinary<XorOp>>(r);
   ep::KernelDefBuilder("Equal")
       .Versions(1)
       .Constraint("T", Concat(NumericTypes(), {NX_TYPE_BOOL, NX_TYPE_STRING}), {-1})

@@ -49,22 +49,30 @@ struct PowOp {
 template <class Fn>
 void DispatchBase(NxElementType t, Fn&& fn) {
   switch (t) {
-    case NX_TYPE_FLOAT: return fn.template operator()<float>();
-    case NX_TYPE_DOUBLE: return fn.template operator()<double>();
-    case NX_TYPE_FLOAT16: return fn.template operator()<Half>();
-    case NX_TYPE_BFLOAT16: return fn.template operator()<BFloat16>();
-    case NX_TYPE_INT32: return fn.template operator()<int32_t>();
-    case NX_TYPE_INT64: return fn.template operator()<int64_t>();
-    default: UnsupportedType("Pow base", t);
+    case NX_TYPE_FLOAT:
+      return fn.template operator()<float>();
+    case NX_TYPE_DOUBLE:
+      return fn.template operator()<double>();
+    case NX_TYPE_FLOAT16:
+      return fn.template operator()<Half>();
+    case NX_TYPE_BFLOAT16:
+      return fn.template operator()<BFloat16>();
+    case NX_TYPE_INT32:
+      return fn.template operator()<int32_t>();
+    case NX_TYPE_INT64:
+      return fn.template operator()<int64_t>();
+    default:
+      UnsupportedType("Pow base", t);
   }
 }
 
 class Pow : public ep::Kernel {
  public:
-  explicit Pow(const ep::KernelInfo&) {}
+  explicit Pow(const ep::KernelInfo& info) : legacy_(info) {}
   void Compute(ep::KernelContext& ctx) override {
     ep::ConstTensor a = ctx.input(0), b = ctx.input(1);
-    auto plan = PlanBroadcast<2>({a.shape(), b.shape()}, "Pow");
+    std::vector<int64_t> b_shape = legacy_.BShape(a.shape(), b.shape(), "Pow");
+    auto plan = PlanBroadcast<2>({a.shape(), std::span<const int64_t>(b_shape)}, "Pow");
     ep::Tensor y = ctx.output(0, plan.out_shape, a.type());
     if (plan.total == 0) return;
     DispatchBase(a.type(), [&]<class TA>() {
@@ -84,10 +92,12 @@ class Pow : public ep::Kernel {
   }
 
  private:
+  LegacyBroadcast legacy_;
+
   // x ** 1, 2, 3 over float data (squares are common in normalisation layers); false if `e`
   // is not one of them.
-  static bool RunScalarExponent(const BroadcastPlan<2>& plan, int threads, const float* x,
-                                double e, float* y) {
+  static bool RunScalarExponent(const BroadcastPlan<2>& plan, int threads, const float* x, double e,
+                                float* y) {
     if (e != 2.0 && e != 1.0 && e != 3.0) return false;
     // With a one-element exponent the output has the base's elements in the same order.
     const int64_t n = plan.total;
@@ -109,8 +119,9 @@ class Pow : public ep::Kernel {
 void RegisterPowKernels(NxKernelRegistry* r) {
   ep::KernelDefBuilder("Pow")
       .Versions(1)
-      .Constraint("T", {NX_TYPE_FLOAT, NX_TYPE_DOUBLE, NX_TYPE_FLOAT16, NX_TYPE_BFLOAT16,
-                        NX_TYPE_INT32, NX_TYPE_INT64},
+      .Constraint("T",
+                  {NX_TYPE_FLOAT, NX_TYPE_DOUBLE, NX_TYPE_FLOAT16, NX_TYPE_BFLOAT16, NX_TYPE_INT32,
+                   NX_TYPE_INT64},
                   {0}, {0})
       .Constraint("T1", NumericTypes(), {1})
       .Build<Pow>(r);

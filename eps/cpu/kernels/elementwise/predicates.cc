@@ -13,9 +13,12 @@ namespace {
 // Classifies float8 codes directly from their bits.
 inline bool Fp8IsNaN(uint8_t b, NxElementType t) {
   switch (t) {
-    case NX_TYPE_FLOAT8E4M3FN: return (b & 0x7F) == 0x7F;
-    case NX_TYPE_FLOAT8E5M2: return (b & 0x7F) > 0x7C;
-    default: return b == 0x80;  // the FNUZ formats
+    case NX_TYPE_FLOAT8E4M3FN:
+      return (b & 0x7F) == 0x7F;
+    case NX_TYPE_FLOAT8E5M2:
+      return (b & 0x7F) > 0x7C;
+    default:
+      return b == 0x80;  // the FNUZ formats
   }
 }
 inline int Fp8InfSign(uint8_t b, NxElementType t) {  // +1 / -1 for an infinity, else 0
@@ -64,9 +67,8 @@ class IsInf : public ep::Kernel {
       return;
     }
     DispatchSet<TypeSet::kFloat>(t, "IsInf", [&]<class T>() {
-      ParallelUnary(ctx.threads(), x.data<T>(), py, n, [pos, neg](auto v) {
-        return std::isinf(v) && (v > 0 ? pos : neg);
-      });
+      ParallelUnary(ctx.threads(), x.data<T>(), py, n,
+                    [pos, neg](auto v) { return std::isinf(v) && (v > 0 ? pos : neg); });
     });
   }
 

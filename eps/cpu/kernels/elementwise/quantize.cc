@@ -79,8 +79,12 @@ void ForEachRun(const QuantLayout& L, int threads, Fn&& fn) {
       const int64_t row = pos / L.inner, in_row = pos % L.inner;
       const int64_t count = std::min(end - pos, L.inner - in_row);
       switch (L.mode) {
-        case QuantLayout::kTensor: fn(pos, count, int64_t{0}, int64_t{0}); break;
-        case QuantLayout::kAxis: fn(pos, count, row % L.axis_dim, int64_t{0}); break;
+        case QuantLayout::kTensor:
+          fn(pos, count, int64_t{0}, int64_t{0});
+          break;
+        case QuantLayout::kAxis:
+          fn(pos, count, row % L.axis_dim, int64_t{0});
+          break;
         case QuantLayout::kBlocked: {
           const int64_t o = row / L.axis_dim, a = row % L.axis_dim;
           fn(pos, count, (o * L.scale_axis + a / L.block) * L.inner + in_row, int64_t{1});
@@ -100,13 +104,32 @@ std::vector<float> TensorAsFloats(const ep::ConstTensor& t) {
 
 bool IntegerRange(NxElementType t, float* lo, float* hi) {
   switch (t) {
-    case NX_TYPE_UINT8: *lo = 0; *hi = 255; return true;
-    case NX_TYPE_INT8: *lo = -128; *hi = 127; return true;
-    case NX_TYPE_UINT16: *lo = 0; *hi = 65535; return true;
-    case NX_TYPE_INT16: *lo = -32768; *hi = 32767; return true;
-    case NX_TYPE_UINT4: *lo = 0; *hi = 15; return true;
-    case NX_TYPE_INT4: *lo = -8; *hi = 7; return true;
-    default: return false;
+    case NX_TYPE_UINT8:
+      *lo = 0;
+      *hi = 255;
+      return true;
+    case NX_TYPE_INT8:
+      *lo = -128;
+      *hi = 127;
+      return true;
+    case NX_TYPE_UINT16:
+      *lo = 0;
+      *hi = 65535;
+      return true;
+    case NX_TYPE_INT16:
+      *lo = -32768;
+      *hi = 32767;
+      return true;
+    case NX_TYPE_UINT4:
+      *lo = 0;
+      *hi = 15;
+      return true;
+    case NX_TYPE_INT4:
+      *lo = -8;
+      *hi = 7;
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -137,10 +160,11 @@ class QuantizeLinear : public ep::Kernel {
       NXRT_EP_ENFORCE(zp->size() == scale.size(),
                       "QuantizeLinear: y_zero_point and y_scale must have the same shape");
     }
-    NXRT_EP_ENFORCE(IsConvertible(out_type) && out_type != NX_TYPE_BOOL,
-                    std::string("QuantizeLinear: unsupported output type ") +
-                        ep::ElementTypeName(out_type));
-    const QuantLayout L = MakeLayout(x.shape(), scale.shape(), axis_, block_size_, "QuantizeLinear");
+    NXRT_EP_ENFORCE(
+        IsConvertible(out_type) && out_type != NX_TYPE_BOOL,
+        std::string("QuantizeLinear: unsupported output type ") + ep::ElementTypeName(out_type));
+    const QuantLayout L =
+        MakeLayout(x.shape(), scale.shape(), axis_, block_size_, "QuantizeLinear");
     ep::Tensor y = ctx.output(0, x.shape(), out_type);
     if (L.total() == 0) return;
 
@@ -351,10 +375,10 @@ class DynamicQuantizeLinear : public ep::Kernel {
 }  // namespace
 
 void RegisterQuantizeKernels(NxKernelRegistry* r) {
-  const TypeList quant = {NX_TYPE_INT8,           NX_TYPE_UINT8,        NX_TYPE_INT16,
-                          NX_TYPE_UINT16,         NX_TYPE_INT32,        NX_TYPE_FLOAT8E4M3FN,
-                          NX_TYPE_FLOAT8E4M3FNUZ, NX_TYPE_FLOAT8E5M2,   NX_TYPE_FLOAT8E5M2FNUZ,
-                          NX_TYPE_UINT4,          NX_TYPE_INT4,         NX_TYPE_FLOAT4E2M1};
+  const TypeList quant = {NX_TYPE_INT8,           NX_TYPE_UINT8,      NX_TYPE_INT16,
+                          NX_TYPE_UINT16,         NX_TYPE_INT32,      NX_TYPE_FLOAT8E4M3FN,
+                          NX_TYPE_FLOAT8E4M3FNUZ, NX_TYPE_FLOAT8E5M2, NX_TYPE_FLOAT8E5M2FNUZ,
+                          NX_TYPE_UINT4,          NX_TYPE_INT4,       NX_TYPE_FLOAT4E2M1};
   const TypeList scales = {NX_TYPE_FLOAT, NX_TYPE_FLOAT16, NX_TYPE_BFLOAT16, NX_TYPE_INT32};
   ep::KernelDefBuilder("QuantizeLinear")
       .Versions(10)

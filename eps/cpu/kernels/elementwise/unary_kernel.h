@@ -9,9 +9,8 @@
 #pragma once
 
 #include <cstdint>
-#include <type_traits>
-
 #include <nxrt/nxrt_ep.hpp>
+#include <type_traits>
 
 #include "kernels/elementwise/ew_common.h"
 #include "kernels/elementwise/half_arrays.h"
@@ -25,29 +24,62 @@ template <TypeSet kSet, class Fn>
 void DispatchSet(NxElementType t, const char* op, Fn&& fn) {
   auto fail = [&] { UnsupportedType(op, t); };
   switch (t) {
-    case NX_TYPE_FLOAT: if constexpr (kSet != TypeSet::kInteger) return fn.template operator()<float>(); break;
-    case NX_TYPE_DOUBLE: if constexpr (kSet != TypeSet::kInteger) return fn.template operator()<double>(); break;
-    case NX_TYPE_FLOAT16: if constexpr (kSet != TypeSet::kInteger) return fn.template operator()<Half>(); break;
-    case NX_TYPE_BFLOAT16: if constexpr (kSet != TypeSet::kInteger) return fn.template operator()<BFloat16>(); break;
-    case NX_TYPE_INT8: if constexpr (kSet != TypeSet::kFloat) return fn.template operator()<int8_t>(); break;
-    case NX_TYPE_INT16: if constexpr (kSet != TypeSet::kFloat) return fn.template operator()<int16_t>(); break;
-    case NX_TYPE_INT32: if constexpr (kSet != TypeSet::kFloat) return fn.template operator()<int32_t>(); break;
-    case NX_TYPE_INT64: if constexpr (kSet != TypeSet::kFloat) return fn.template operator()<int64_t>(); break;
-    case NX_TYPE_UINT8: if constexpr (kSet == TypeSet::kNumeric || kSet == TypeSet::kInteger) return fn.template operator()<uint8_t>(); break;
-    case NX_TYPE_UINT16: if constexpr (kSet == TypeSet::kNumeric || kSet == TypeSet::kInteger) return fn.template operator()<uint16_t>(); break;
-    case NX_TYPE_UINT32: if constexpr (kSet == TypeSet::kNumeric || kSet == TypeSet::kInteger) return fn.template operator()<uint32_t>(); break;
-    case NX_TYPE_UINT64: if constexpr (kSet == TypeSet::kNumeric || kSet == TypeSet::kInteger) return fn.template operator()<uint64_t>(); break;
-    default: break;
+    case NX_TYPE_FLOAT:
+      if constexpr (kSet != TypeSet::kInteger) return fn.template operator()<float>();
+      break;
+    case NX_TYPE_DOUBLE:
+      if constexpr (kSet != TypeSet::kInteger) return fn.template operator()<double>();
+      break;
+    case NX_TYPE_FLOAT16:
+      if constexpr (kSet != TypeSet::kInteger) return fn.template operator()<Half>();
+      break;
+    case NX_TYPE_BFLOAT16:
+      if constexpr (kSet != TypeSet::kInteger) return fn.template operator()<BFloat16>();
+      break;
+    case NX_TYPE_INT8:
+      if constexpr (kSet != TypeSet::kFloat) return fn.template operator()<int8_t>();
+      break;
+    case NX_TYPE_INT16:
+      if constexpr (kSet != TypeSet::kFloat) return fn.template operator()<int16_t>();
+      break;
+    case NX_TYPE_INT32:
+      if constexpr (kSet != TypeSet::kFloat) return fn.template operator()<int32_t>();
+      break;
+    case NX_TYPE_INT64:
+      if constexpr (kSet != TypeSet::kFloat) return fn.template operator()<int64_t>();
+      break;
+    case NX_TYPE_UINT8:
+      if constexpr (kSet == TypeSet::kNumeric || kSet == TypeSet::kInteger)
+        return fn.template operator()<uint8_t>();
+      break;
+    case NX_TYPE_UINT16:
+      if constexpr (kSet == TypeSet::kNumeric || kSet == TypeSet::kInteger)
+        return fn.template operator()<uint16_t>();
+      break;
+    case NX_TYPE_UINT32:
+      if constexpr (kSet == TypeSet::kNumeric || kSet == TypeSet::kInteger)
+        return fn.template operator()<uint32_t>();
+      break;
+    case NX_TYPE_UINT64:
+      if constexpr (kSet == TypeSet::kNumeric || kSet == TypeSet::kInteger)
+        return fn.template operator()<uint64_t>();
+      break;
+    default:
+      break;
   }
   fail();
 }
 
 inline TypeList TypesOf(TypeSet s) {
   switch (s) {
-    case TypeSet::kFloat: return FloatTypes();
-    case TypeSet::kSignedNumeric: return SignedNumericTypes();
-    case TypeSet::kNumeric: return NumericTypes();
-    case TypeSet::kInteger: return IntTypes();
+    case TypeSet::kFloat:
+      return FloatTypes();
+    case TypeSet::kSignedNumeric:
+      return SignedNumericTypes();
+    case TypeSet::kNumeric:
+      return NumericTypes();
+    case TypeSet::kInteger:
+      return IntTypes();
   }
   return {};
 }

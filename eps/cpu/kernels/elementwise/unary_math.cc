@@ -45,14 +45,14 @@ struct NegOp : NoAttrs {
   }
 };
 
-#define NXRT_FLOAT_UNARY(NAME, EXPR)          \
-  struct NAME : NoAttrs {                     \
-    using NoAttrs::NoAttrs;                   \
+#define NXRT_FLOAT_UNARY(NAME, EXPR)                   \
+  struct NAME : NoAttrs {                              \
+    using NoAttrs::NoAttrs;                            \
     static constexpr TypeSet kTypes = TypeSet::kFloat; \
-    template <class C>                        \
-    C operator()(C x) const {                 \
-      return EXPR;                            \
-    }                                         \
+    template <class C>                                 \
+    C operator()(C x) const {                          \
+      return EXPR;                                     \
+    }                                                  \
   };
 
 NXRT_FLOAT_UNARY(LogOp, std::log(x))

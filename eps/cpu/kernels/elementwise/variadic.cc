@@ -54,8 +54,8 @@ class Variadic : public ep::Kernel {
     std::vector<int64_t> out_shape = in[0].shape_vector();
     for (size_t i = 1; i < count; ++i) {
       NXRT_EP_ENFORCE(in[i].type() == type, name_ + ": input " + std::to_string(i) + " has type " +
-                                                ep::ElementTypeName(in[i].type()) +
-                                                ", expected " + ep::ElementTypeName(type));
+                                                ep::ElementTypeName(in[i].type()) + ", expected " +
+                                                ep::ElementTypeName(type));
       try {
         out_shape = BroadcastShapes(out_shape, in[i].shape());
       } catch (const ep::Error& e) {

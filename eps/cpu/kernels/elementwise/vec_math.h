@@ -18,5 +18,7 @@ void SwishArray(const float* x, float* y, int64_t n, float alpha);
 void GeluArray(const float* x, float* y, int64_t n);
 // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
 void GeluTanhArray(const float* x, float* y, int64_t n);
+// x * tanh(log(1 + exp(x)))
+void MishArray(const float* x, float* y, int64_t n);
 
 }  // namespace nxrt::cpu::elementwise

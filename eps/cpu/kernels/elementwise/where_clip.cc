@@ -72,7 +72,8 @@ class Clip : public ep::Kernel {
     const int64_t n = static_cast<int64_t>(x.size());
     DispatchSet<TypeSet::kNumeric>(type, "Clip", [&]<class T>() {
       using C = ComputeT<T>;
-      C lo = kIsFloatLike<T> ? -std::numeric_limits<C>::infinity() : std::numeric_limits<C>::lowest();
+      C lo =
+          kIsFloatLike<T> ? -std::numeric_limits<C>::infinity() : std::numeric_limits<C>::lowest();
       C hi = kIsFloatLike<T> ? std::numeric_limits<C>::infinity() : std::numeric_limits<C>::max();
       if (attr_bounds_) {
         lo = static_cast<C>(min_attr_);
@@ -96,9 +97,9 @@ class Clip : public ep::Kernel {
     NXRT_EP_ENFORCE(t.size() == 1, std::string("Clip: ") + which +
                                        " must be a scalar (one element), got " +
                                        std::to_string(t.size()) + " elements");
-    NXRT_EP_ENFORCE(t.type() == TypeOf<T>::value,
-                    std::string("Clip: ") + which + " type " + ep::ElementTypeName(t.type()) +
-                        " differs from the input type");
+    NXRT_EP_ENFORCE(t.type() == TypeOf<T>::value, std::string("Clip: ") + which + " type " +
+                                                      ep::ElementTypeName(t.type()) +
+                                                      " differs from the input type");
     return As<ComputeT<T>>(t.data<T>()[0]);
   }
 
@@ -109,8 +110,8 @@ class Clip : public ep::Kernel {
 }  // namespace
 
 void RegisterWhereClipKernels(NxKernelRegistry* r) {
-  TypeList all = Concat(NumericTypes(), {NX_TYPE_BOOL, NX_TYPE_STRING, NX_TYPE_COMPLEX64,
-                                         NX_TYPE_COMPLEX128});
+  TypeList all =
+      Concat(NumericTypes(), {NX_TYPE_BOOL, NX_TYPE_STRING, NX_TYPE_COMPLEX64, NX_TYPE_COMPLEX128});
   ep::KernelDefBuilder("Where")
       .Versions(9)
       .Constraint("B", {NX_TYPE_BOOL}, {0})

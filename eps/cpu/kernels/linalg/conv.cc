@@ -3,10 +3,9 @@
 // float32 runs through oneDNN (conv_dnnl.h) with weights prepared once when they are constant;
 // float16/bfloat16 convert to float32 around the same path; double uses im2col + GEMM.
 #include <cstring>
+#include <nxrt/nxrt_ep.hpp>
 #include <optional>
 #include <string>
-
-#include <nxrt/nxrt_ep.hpp>
 
 #include "common/broadcast.h"
 #include "common/dispatch.h"
@@ -31,12 +30,16 @@ ConvFusion ReadFusion(const ep::KernelInfo& info, bool with_sum) {
   auto param = [&](size_t i, float fallback) { return i < p.size() ? p[i] : fallback; };
   using A = dnnl::algorithm;
   if (act.empty() || act == "Identity") return f;
-  if (act == "Relu") f.eltwise.push_back({A::eltwise_relu, 0.0f, 0.0f});
-  else if (act == "LeakyRelu") f.eltwise.push_back({A::eltwise_relu, param(0, 0.01f), 0.0f});
+  if (act == "Relu")
+    f.eltwise.push_back({A::eltwise_relu, 0.0f, 0.0f});
+  else if (act == "LeakyRelu")
+    f.eltwise.push_back({A::eltwise_relu, param(0, 0.01f), 0.0f});
   else if (act == "Clip")
     f.eltwise.push_back({A::eltwise_clip, param(0, -3.4028235e38f), param(1, 3.4028235e38f)});
-  else if (act == "Sigmoid") f.eltwise.push_back({A::eltwise_logistic, 0.0f, 0.0f});
-  else if (act == "Tanh") f.eltwise.push_back({A::eltwise_tanh, 0.0f, 0.0f});
+  else if (act == "Sigmoid")
+    f.eltwise.push_back({A::eltwise_logistic, 0.0f, 0.0f});
+  else if (act == "Tanh")
+    f.eltwise.push_back({A::eltwise_tanh, 0.0f, 0.0f});
   else if (act == "HardSigmoid") {
     f.eltwise.push_back({A::eltwise_linear, param(0, 0.2f), param(1, 0.5f)});
     f.eltwise.push_back({A::eltwise_clip, 0.0f, 1.0f});
@@ -59,8 +62,9 @@ int ThreadHint(const ep::KernelInfo& info) {
 class Conv : public ep::Kernel {
  public:
   explicit Conv(const ep::KernelInfo& info, bool fused = false)
-      : attrs_(info), fused_(fused), dnnl_(ReadFusion(info, fused && info.has_input(3)),
-                                           ConvStrategy::kAuto) {
+      : attrs_(info),
+        fused_(fused),
+        dnnl_(ReadFusion(info, fused && info.has_input(3)), ConvStrategy::kAuto) {
     has_sum_ = fused && info.has_input(3);
     has_fusion_ = has_sum_ || !info.attr_string("activation", "").empty();
     auto w = info.constant_input(1);
@@ -113,8 +117,8 @@ class Conv : public ep::Kernel {
     ep::ConstTensor w = ctx.input(1);
     std::optional<ep::ConstTensor> b = ctx.optional_input(2);
     const NxElementType t = x.type();
-    NXRT_EP_ENFORCE(w.type() == t, attrs_.op + ": X is " + ep::ElementTypeName(t) +
-                                       " but W is " + ep::ElementTypeName(w.type()));
+    NXRT_EP_ENFORCE(w.type() == t, attrs_.op + ": X is " + ep::ElementTypeName(t) + " but W is " +
+                                       ep::ElementTypeName(w.type()));
     ConvGeometry g = ComputeConvGeometry(attrs_, x.shape(), w.shape());
     if (b) {
       NXRT_EP_ENFORCE(b->type() == t && b->rank() == 1 && b->dim(0) == g.out_channels,
@@ -163,8 +167,8 @@ class Conv : public ep::Kernel {
         return;
       case NX_TYPE_DOUBLE:
         NXRT_EP_ENFORCE(!has_fusion_, attrs_.op + ": fused activations need float input");
-        ConvIm2Col<double>(g, x.data<double>(), w.data<double>(),
-                           b ? b->data<double>() : nullptr, y.data<double>(), threads);
+        ConvIm2Col<double>(g, x.data<double>(), w.data<double>(), b ? b->data<double>() : nullptr,
+                           y.data<double>(), threads);
         return;
       default:
         UnsupportedType(attrs_.op.c_str(), t);

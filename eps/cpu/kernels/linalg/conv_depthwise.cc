@@ -33,8 +33,8 @@ void PlaneTaps3x3(const float* p, int64_t count, const int64_t* off, const float
 }
 
 template <int S>
-void PlaneTapsGeneric(const float* p, int64_t count, int64_t s, const int64_t* off,
-                      const float* w, int64_t taps, float* t) {
+void PlaneTapsGeneric(const float* p, int64_t count, int64_t s, const int64_t* off, const float* w,
+                      int64_t taps, float* t) {
   std::fill(t, t + count, 0.0f);
   for (int64_t k = 0; k < taps; ++k) {
     const float* pk = p + off[k];
@@ -57,7 +57,8 @@ PlaneLayout MakePlaneLayout(const ConvGeometry& g) {
   PlaneLayout l;
   // Wide enough for the input with its leading pad and for the rightmost window; tall enough
   // for the bottom window (flattened reads of dropped columns stay inside the buffer).
-  l.pitch = std::max(g.pad_begin[2] + g.in[2], s * (g.out[2] - 1) + (g.kernel[2] - 1) * g.dilation[2] + 1);
+  l.pitch = std::max(g.pad_begin[2] + g.in[2],
+                     s * (g.out[2] - 1) + (g.kernel[2] - 1) * g.dilation[2] + 1);
   l.rows = std::max(g.pad_begin[1] + g.in[1],
                     s * (g.out[1] - 1) + (g.kernel[1] - 1) * g.dilation[1] + 1);
   l.count = (g.out[1] - 1) * l.pitch + g.out[2];
@@ -85,11 +86,16 @@ void Plane2d(const ConvGeometry& g, const PlaneLayout& l, const float* x, const 
 
   const int64_t taps = g.kernel[1] * g.kernel[2];
   const int64_t* off = l.offsets.data();
-  if (taps == 9 && s == 1) PlaneTaps3x3<1>(p, l.count, off, w, t);
-  else if (taps == 9 && s == 2) PlaneTaps3x3<2>(p, l.count, off, w, t);
-  else if (s == 1) PlaneTapsGeneric<1>(p, l.count, s, off, w, taps, t);
-  else if (s == 2) PlaneTapsGeneric<2>(p, l.count, s, off, w, taps, t);
-  else PlaneTapsGeneric<0>(p, l.count, s, off, w, taps, t);
+  if (taps == 9 && s == 1)
+    PlaneTaps3x3<1>(p, l.count, off, w, t);
+  else if (taps == 9 && s == 2)
+    PlaneTaps3x3<2>(p, l.count, off, w, t);
+  else if (s == 1)
+    PlaneTapsGeneric<1>(p, l.count, s, off, w, taps, t);
+  else if (s == 2)
+    PlaneTapsGeneric<2>(p, l.count, s, off, w, taps, t);
+  else
+    PlaneTapsGeneric<0>(p, l.count, s, off, w, taps, t);
 
   for (int64_t r = 0; r < oh; ++r) {
     const float* src = t + r * l.pitch;

@@ -48,8 +48,8 @@ memory::dims Real(const ConvGeometry& g, const Dims3& d, int64_t minus = 0) {
 std::vector<int64_t> PlanKey(const ConvGeometry& g, int threads, bool has_bias) {
   std::vector<int64_t> key = {threads,       has_bias,       g.spatial, g.batch,
                               g.in_channels, g.out_channels, g.group};
-  for (const Dims3* d : {&g.in, &g.out, &g.kernel, &g.stride, &g.dilation, &g.pad_begin,
-                         &g.pad_end}) {
+  for (const Dims3* d :
+       {&g.in, &g.out, &g.kernel, &g.stride, &g.dilation, &g.pad_begin, &g.pad_end}) {
     key.insert(key.end(), d->begin(), d->end());
   }
   return key;
@@ -57,24 +57,28 @@ std::vector<int64_t> PlanKey(const ConvGeometry& g, int threads, bool has_bias) 
 
 float Eltwise1(const ConvFusion::Eltwise& e, float v) {
   switch (e.alg) {
-    case dnnl::algorithm::eltwise_relu: return v >= 0.0f ? v : v * e.alpha;
-    case dnnl::algorithm::eltwise_clip: return std::min(std::max(v, e.alpha), e.beta);
-    case dnnl::algorithm::eltwise_linear: return e.alpha * v + e.beta;
-    case dnnl::algorithm::eltwise_logistic: return 1.0f / (1.0f + std::exp(-v));
-    case dnnl::algorithm::eltwise_tanh: return std::tanh(v);
-    default: throw std::runtime_error("Conv: unsupported fused activation");
+    case dnnl::algorithm::eltwise_relu:
+      return v >= 0.0f ? v : v * e.alpha;
+    case dnnl::algorithm::eltwise_clip:
+      return std::min(std::max(v, e.alpha), e.beta);
+    case dnnl::algorithm::eltwise_linear:
+      return e.alpha * v + e.beta;
+    case dnnl::algorithm::eltwise_logistic:
+      return 1.0f / (1.0f + std::exp(-v));
+    case dnnl::algorithm::eltwise_tanh:
+      return std::tanh(v);
+    default:
+      throw std::runtime_error("Conv: unsupported fused activation");
   }
 }
 
 }  // namespace
 
 bool IsPointwiseConv(const ConvGeometry& g) {
-  return g.kernel == Dims3{1, 1, 1} && g.pad_begin == Dims3{0, 0, 0} &&
-         g.pad_end == Dims3{0, 0, 0};
+  return g.kernel == Dims3{1, 1, 1} && g.pad_begin == Dims3{0, 0, 0} && g.pad_end == Dims3{0, 0, 0};
 }
 
-void ApplyEltwise(const std::vector<ConvFusion::Eltwise>& ops, float* y, int64_t n,
-                  int threads) {
+void ApplyEltwise(const std::vector<ConvFusion::Eltwise>& ops, float* y, int64_t n, int threads) {
   if (ops.empty()) return;
   ParallelFor(threads, n, 16384, [&](int64_t begin, int64_t end) {
     for (const auto& e : ops) {
@@ -107,8 +111,10 @@ std::shared_ptr<DnnlConv::Plan> DnnlConv::BuildPlan(const ConvGeometry& g, bool 
   memory::dims src_dims = {g.batch, g.in_channels};
   memory::dims dst_dims = {g.batch, g.out_channels};
   memory::dims w_dims;
-  if (grouped) w_dims = {g.group, g.out_channels_per_group(), g.in_channels_per_group()};
-  else w_dims = {g.out_channels, g.in_channels};
+  if (grouped)
+    w_dims = {g.group, g.out_channels_per_group(), g.in_channels_per_group()};
+  else
+    w_dims = {g.out_channels, g.in_channels};
   for (int64_t v : g.real(g.in)) src_dims.push_back(v);
   for (int64_t v : g.real(g.out)) dst_dims.push_back(v);
   for (int64_t v : g.real(g.kernel)) w_dims.push_back(v);
@@ -152,15 +158,15 @@ std::shared_ptr<DnnlConv::Plan> DnnlConv::BuildPlan(const ConvGeometry& g, bool 
   plan->reorder_dst = plan->dst_conv != plan->dst_plain;
   plan->reorder_w = plan->w_conv != plan->w_plain;
   if (plan->reorder_src) {
-    plan->src_reorder = dnnl::reorder(
-        dnnl::reorder::primitive_desc(eng, plan->src_plain, eng, plan->src_conv));
+    plan->src_reorder =
+        dnnl::reorder(dnnl::reorder::primitive_desc(eng, plan->src_plain, eng, plan->src_conv));
   }
   if (plan->reorder_dst) {
-    plan->dst_reorder = dnnl::reorder(
-        dnnl::reorder::primitive_desc(eng, plan->dst_conv, eng, plan->dst_plain));
+    plan->dst_reorder =
+        dnnl::reorder(dnnl::reorder::primitive_desc(eng, plan->dst_conv, eng, plan->dst_plain));
     if (fusion_.sum) {
-      plan->sum_reorder = dnnl::reorder(
-          dnnl::reorder::primitive_desc(eng, plan->dst_plain, eng, plan->dst_conv));
+      plan->sum_reorder =
+          dnnl::reorder(dnnl::reorder::primitive_desc(eng, plan->dst_plain, eng, plan->dst_conv));
     }
   }
   if (plan->reorder_w) {
@@ -272,8 +278,8 @@ void DnnlConv::RunGemm(const ConvGeometry& g, const float* x, const float* w, co
     }
     for (int64_t grp = 0; grp < g.group; ++grp) {
       Sgemm(false, false, ocg, out_size, icg, 1.0f, w + grp * ocg * icg, icg,
-            xn + grp * icg * out_size, out_size, seeded ? 1.0f : 0.0f,
-            yn + grp * ocg * out_size, out_size);
+            xn + grp * icg * out_size, out_size, seeded ? 1.0f : 0.0f, yn + grp * ocg * out_size,
+            out_size);
     }
   }
 }

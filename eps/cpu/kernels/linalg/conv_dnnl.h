@@ -12,8 +12,8 @@
 //  - kDirect (depthwise convolutions): our own per-plane loop on NCHW (conv_depthwise.h); these
 //    are memory-bound, and the reorders would cost twice the convolution.
 //  - kPlain: the oneDNN primitive on plain NCHW (for measurement).
-// kAuto picks kGemm or kDirect where they apply and kBlocked elsewhere. Weights are reordered to the
-// primitive's preferred layout once per distinct layout when they are constant, on every run
+// kAuto picks kGemm or kDirect where they apply and kBlocked elsewhere. Weights are reordered to
+// the primitive's preferred layout once per distinct layout when they are constant, on every run
 // otherwise.
 //
 // Plans (primitive descriptor + primitives + packed weights) are cached per input geometry and
@@ -24,9 +24,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <vector>
-
 #include <oneapi/dnnl/dnnl.hpp>
+#include <vector>
 
 #include "kernels/linalg/conv_geometry.h"
 
@@ -56,8 +55,7 @@ class DnnlConv {
 
   // Keeps a copy of constant weights [M, C/group, k...] and optional bias [M]; later Run calls
   // pass nullptr for them. `num_weights` is the element count of w.
-  void SetConstantWeights(const float* w, size_t num_weights, const float* bias,
-                          int64_t bias_size);
+  void SetConstantWeights(const float* w, size_t num_weights, const float* bias, int64_t bias_size);
   bool has_constant_weights() const { return !const_w_.empty(); }
 
   // Builds and caches the plan for this geometry ahead of the first run (optional).
@@ -66,8 +64,8 @@ class DnnlConv {
   // y = conv(x, w) + bias (+ z when fusion.sum), then the fused activations; plain layouts.
   // w and bias are ignored when constant weights were set; bias may be nullptr. The caller sets
   // OpenMP's thread count to `threads` (OmpThreadScope).
-  void Run(const ConvGeometry& g, const float* x, const float* w, const float* bias,
-           const float* z, float* y, int threads);
+  void Run(const ConvGeometry& g, const float* x, const float* w, const float* bias, const float* z,
+           float* y, int threads);
 
  private:
   struct Plan;
@@ -75,8 +73,8 @@ class DnnlConv {
   std::shared_ptr<Plan> BuildPlan(const ConvGeometry& g, bool has_bias);  // under mu_
   void RunGemm(const ConvGeometry& g, const float* x, const float* w, const float* bias,
                const float* z, float* y);
-  void RunDnnl(const Plan& plan, const float* x, const float* w, const float* bias,
-               const float* z, float* y);
+  void RunDnnl(const Plan& plan, const float* x, const float* w, const float* bias, const float* z,
+               float* y);
 
   ConvFusion fusion_;
   ConvStrategy strategy_;

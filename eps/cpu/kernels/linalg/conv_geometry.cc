@@ -70,17 +70,17 @@ ConvGeometry CommonGeometry(const ConvAttributes& a, std::span<const int64_t> x,
     g.in[off + i] = x[2 + i];
     g.kernel[off + i] = w[2 + i];
     if (!a.kernel_shape.empty()) {
-      NXRT_EP_ENFORCE(a.kernel_shape[i] == w[2 + i],
-                      a.op + ": kernel_shape attribute does not match the weight shape " +
-                          ShapeToString(w));
+      NXRT_EP_ENFORCE(
+          a.kernel_shape[i] == w[2 + i],
+          a.op + ": kernel_shape attribute does not match the weight shape " + ShapeToString(w));
     }
     g.stride[off + i] = a.strides.empty() ? 1 : a.strides[i];
     g.dilation[off + i] = a.dilations.empty() ? 1 : a.dilations[i];
     NXRT_EP_ENFORCE(g.stride[off + i] >= 1, a.op + ": strides must be >= 1");
     NXRT_EP_ENFORCE(g.dilation[off + i] >= 1, a.op + ": dilations must be >= 1");
-    NXRT_EP_ENFORCE(x[2 + i] >= 0 && w[2 + i] >= 1,
-                    a.op + ": bad spatial dimensions, X " + ShapeToString(x) + ", W " +
-                        ShapeToString(w));
+    NXRT_EP_ENFORCE(
+        x[2 + i] >= 0 && w[2 + i] >= 1,
+        a.op + ": bad spatial dimensions, X " + ShapeToString(x) + ", W " + ShapeToString(w));
   }
   return g;
 }
@@ -129,10 +129,9 @@ ConvGeometry ComputeConvTransposeGeometry(const ConvAttributes& a, std::span<con
                                           std::span<const int64_t> w) {
   ConvGeometry g = CommonGeometry(a, x, w);
   const int off = kMaxSpatial - g.spatial;
-  NXRT_EP_ENFORCE(w[0] == g.in_channels,
-                  a.op + ": input has " + std::to_string(g.in_channels) +
-                      " channels but the weight " + ShapeToString(w) + " expects " +
-                      std::to_string(w[0]));
+  NXRT_EP_ENFORCE(w[0] == g.in_channels, a.op + ": input has " + std::to_string(g.in_channels) +
+                                             " channels but the weight " + ShapeToString(w) +
+                                             " expects " + std::to_string(w[0]));
   NXRT_EP_ENFORCE(g.in_channels % g.group == 0,
                   a.op + ": input channels " + std::to_string(g.in_channels) +
                       " are not divisible by group " + std::to_string(g.group));
@@ -141,7 +140,8 @@ ConvGeometry ComputeConvTransposeGeometry(const ConvAttributes& a, std::span<con
                   a.op + ": output_padding must have one entry per spatial axis");
   // output_shape may be given with or without the N and C dimensions.
   std::vector<int64_t> out_shape = a.output_shape;
-  if (out_shape.size() == size_t(g.spatial) + 2) out_shape.erase(out_shape.begin(), out_shape.begin() + 2);
+  if (out_shape.size() == size_t(g.spatial) + 2)
+    out_shape.erase(out_shape.begin(), out_shape.begin() + 2);
   NXRT_EP_ENFORCE(out_shape.empty() || out_shape.size() == size_t(g.spatial),
                   a.op + ": output_shape must have one entry per spatial axis");
   const bool same = a.auto_pad == "SAME_UPPER" || a.auto_pad == "SAME_LOWER";
@@ -165,8 +165,8 @@ ConvGeometry ComputeConvTransposeGeometry(const ConvAttributes& a, std::span<con
       g.out[j] = full - g.pad_begin[j] - g.pad_end[j];
     }
     g.pad_end[j] = full - g.pad_begin[j] - g.out[j];
-    NXRT_EP_ENFORCE(g.out[j] >= 0, a.op + ": computed a negative output extent for input " +
-                                       ShapeToString(x));
+    NXRT_EP_ENFORCE(g.out[j] >= 0,
+                    a.op + ": computed a negative output extent for input " + ShapeToString(x));
   }
   return g;
 }

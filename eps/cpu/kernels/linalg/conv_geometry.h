@@ -5,11 +5,10 @@
 
 #include <array>
 #include <cstdint>
+#include <nxrt/nxrt_ep.hpp>
 #include <span>
 #include <string>
 #include <vector>
-
-#include <nxrt/nxrt_ep.hpp>
 
 namespace nxrt::cpu::linalg {
 

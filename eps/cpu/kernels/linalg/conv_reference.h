@@ -78,8 +78,8 @@ void ConvIm2Col(const ConvGeometry& g, const T* x, const T* w, const T* bias, T*
   const int64_t icg = g.in_channels_per_group(), ocg = g.out_channels_per_group();
   const int64_t ks = g.kernel_size(), in_size = g.in_size(), out_size = g.out_size();
   const int64_t kdim = icg * ks;
-  const bool pointwise = ks == 1 && g.stride == Dims3{1, 1, 1} && g.pad_begin == Dims3{0, 0, 0} &&
-                         g.in == g.out;
+  const bool pointwise =
+      ks == 1 && g.stride == Dims3{1, 1, 1} && g.pad_begin == Dims3{0, 0, 0} && g.in == g.out;
   std::vector<T> col(pointwise ? 0 : static_cast<size_t>(kdim * out_size));
   for (int64_t n = 0; n < g.batch; ++n) {
     for (int64_t grp = 0; grp < g.group; ++grp) {

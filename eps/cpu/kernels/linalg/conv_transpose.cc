@@ -2,9 +2,8 @@
 // col2im scatters the columns into the output, which starts as the bias. This handles every
 // combination of strides, dilations, pads (including the negative "pads" output_shape can
 // imply), output_padding and groups with one code path.
-#include <optional>
-
 #include <nxrt/nxrt_ep.hpp>
+#include <optional>
 
 #include "common/broadcast.h"
 #include "common/dispatch.h"
@@ -59,8 +58,8 @@ class ConvTranspose : public ep::Kernel {
     ep::ConstTensor w = ctx.input(1);
     std::optional<ep::ConstTensor> b = ctx.optional_input(2);
     const NxElementType t = x.type();
-    NXRT_EP_ENFORCE(w.type() == t, attrs_.op + ": X is " + ep::ElementTypeName(t) +
-                                       " but W is " + ep::ElementTypeName(w.type()));
+    NXRT_EP_ENFORCE(w.type() == t, attrs_.op + ": X is " + ep::ElementTypeName(t) + " but W is " +
+                                       ep::ElementTypeName(w.type()));
     ConvGeometry g = ComputeConvTransposeGeometry(attrs_, x.shape(), w.shape());
     if (b) {
       NXRT_EP_ENFORCE(b->type() == t && b->rank() == 1 && b->dim(0) == g.out_channels,
@@ -76,8 +75,8 @@ class ConvTranspose : public ep::Kernel {
     OmpThreadScope scope(threads);
     DispatchFloat(t, [&]<class T>() {
       if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-        ConvTransposeImpl<T>(g, x.data<T>(), w.data<T>(), b ? b->data<T>() : nullptr,
-                             y.data<T>(), threads);
+        ConvTransposeImpl<T>(g, x.data<T>(), w.data<T>(), b ? b->data<T>() : nullptr, y.data<T>(),
+                             threads);
       } else {
         const float* xf = ToFloatScratch(x.data<T>(), x.size(), kScratchA);
         const float* wf = ToFloatScratch(w.data<T>(), w.size(), kScratchB);

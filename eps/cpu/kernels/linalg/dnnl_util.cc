@@ -1,10 +1,10 @@
 #include "kernels/linalg/dnnl_util.h"
 
+#include <omp.h>
+
 #include <cstdlib>
 #include <new>
 #include <stdexcept>
-
-#include <omp.h>
 
 namespace nxrt::cpu::linalg {
 
@@ -59,9 +59,8 @@ void CheckDnnl(dnnl_status_t status, const char* what) {
   }
 }
 
-void Sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
-           const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
-           int64_t ldc) {
+void Sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+           int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   if (m == 0 || n == 0) return;
   if (k == 0) {
     // oneDNN handles K == 0, but spell out the semantics: C = beta * C.

@@ -6,9 +6,8 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <string>
-
 #include <oneapi/dnnl/dnnl.hpp>
+#include <string>
 
 namespace nxrt::cpu::linalg {
 
@@ -32,7 +31,7 @@ enum ScratchSlot : int {
   kScratchA = 4,
   kScratchB = 5,
   kScratchC = 6,
-  kScratchPlane = 7,     // per-plane buffers of the direct depthwise convolution (worker threads)
+  kScratchPlane = 7,  // per-plane buffers of the direct depthwise convolution (worker threads)
   kScratchPlaneOut = 8,
   kScratchCount = 9,
 };
@@ -56,8 +55,7 @@ void CheckDnnl(dnnl_status_t status, const char* what);
 
 // Row-major single-precision GEMM through oneDNN: C = alpha * op(A) * op(B) + beta * C.
 // Runs on omp_get_max_threads() threads, or on one when called inside a parallel region.
-void Sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
-           const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
-           int64_t ldc);
+void Sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+           int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 
 }  // namespace nxrt::cpu::linalg

@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <memory>
 #include <numeric>
-
 #include <nxrt/nxrt_ep.hpp>
 
 #include "common/broadcast.h"
@@ -147,8 +146,8 @@ std::vector<int> Cat(std::initializer_list<const std::vector<int>*> parts) {
 }
 
 template <class T>
-void BatchedProduct(int64_t batch, int64_t m, int64_t n, int64_t k, const T* a, bool ta,
-                    const T* b, bool tb, T* c, int threads) {
+void BatchedProduct(int64_t batch, int64_t m, int64_t n, int64_t k, const T* a, bool ta, const T* b,
+                    bool tb, T* c, int threads) {
   for (int64_t i = 0; i < batch; ++i) {
     const T* ai = a + i * m * k;
     const T* bi = b + i * k * n;
@@ -172,8 +171,10 @@ View<T> Contract(const View<T>& x, const View<T>& y, const std::vector<bool>& ke
   std::vector<int> batch, m, kk, n;
   for (int l : x.labels) {
     const bool in_y = y.find(l) >= 0;
-    if (in_y) (keep[l] ? batch : kk).push_back(l);
-    else if (keep[l]) m.push_back(l);
+    if (in_y)
+      (keep[l] ? batch : kk).push_back(l);
+    else if (keep[l])
+      m.push_back(l);
   }
   for (int l : y.labels) {
     if (x.find(l) < 0 && keep[l]) n.push_back(l);

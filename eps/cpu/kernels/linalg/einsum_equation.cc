@@ -1,7 +1,6 @@
 #include "kernels/linalg/einsum_equation.h"
 
 #include <algorithm>
-
 #include <nxrt/nxrt_ep.hpp>
 
 #include "common/broadcast.h"
@@ -95,10 +94,10 @@ EinsumShapes ResolveEinsum(const EinsumEquation& eq,
       if (size < 0 || size == 1) {
         size = d;  // first sighting, or a broadcast extent of 1 being widened
       } else {
-        NXRT_EP_ENFORCE(d == size || d == 1,
-                        op + ": label extents disagree (" + std::to_string(size) + " vs " +
-                            std::to_string(d) + ") in operand " + std::to_string(i) + " " +
-                            ShapeToString(shapes[i]));
+        NXRT_EP_ENFORCE(d == size || d == 1, op + ": label extents disagree (" +
+                                                 std::to_string(size) + " vs " + std::to_string(d) +
+                                                 ") in operand " + std::to_string(i) + " " +
+                                                 ShapeToString(shapes[i]));
       }
     }
     r.input_labels.push_back(std::move(labels));

@@ -2,11 +2,11 @@
 // float16/bfloat16 by running the float32 path.
 #pragma once
 
+#include <immintrin.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <vector>
-
-#include <immintrin.h>
 
 #include "common/half.h"
 #include "kernels/linalg/dnnl_util.h"

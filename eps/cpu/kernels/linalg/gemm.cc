@@ -3,9 +3,8 @@
 // float32 runs through oneDNN's sgemm with C pre-broadcast into Y (so sgemm's beta applies it);
 // a constant B is converted to float32 once for float16/bfloat16. Other types use the portable
 // GEMM followed by the alpha/beta epilogue.
-#include <optional>
-
 #include <nxrt/nxrt_ep.hpp>
+#include <optional>
 
 #include "common/broadcast.h"
 #include "common/dispatch.h"
@@ -42,9 +41,9 @@ class Gemm : public ep::Kernel {
     ep::ConstTensor b = ctx.input(1);
     std::optional<ep::ConstTensor> c = ctx.optional_input(2);
     const NxElementType t = a.type();
-    NXRT_EP_ENFORCE(a.rank() == 2 && b.rank() == 2,
-                    op_ + ": A and B must be 2-D, got " + ShapeToString(a.shape()) + " and " +
-                        ShapeToString(b.shape()));
+    NXRT_EP_ENFORCE(a.rank() == 2 && b.rank() == 2, op_ + ": A and B must be 2-D, got " +
+                                                        ShapeToString(a.shape()) + " and " +
+                                                        ShapeToString(b.shape()));
     NXRT_EP_ENFORCE(b.type() == t, op_ + ": A and B element types differ");
     const int64_t m = trans_a_ ? a.dim(1) : a.dim(0);
     const int64_t k = trans_a_ ? a.dim(0) : a.dim(1);
@@ -72,7 +71,8 @@ class Gemm : public ep::Kernel {
     auto run_float = [&](const float* af, const float* bf, const auto* cv, float* yf) {
       if (use_c) {
         for (int64_t i = 0; i < m; ++i)
-          for (int64_t j = 0; j < n; ++j) yf[i * n + j] = static_cast<float>(cv[i * c_rs + j * c_cs]);
+          for (int64_t j = 0; j < n; ++j)
+            yf[i * n + j] = static_cast<float>(cv[i * c_rs + j * c_cs]);
       }
       OmpThreadScope scope(threads);
       Sgemm(trans_a_, trans_b_, m, n, k, alpha_, af, a.dim(1), bf, b.dim(1), use_c ? beta_ : 0.0f,
@@ -98,12 +98,23 @@ class Gemm : public ep::Kernel {
           }
         });
         return;
-      case NX_TYPE_DOUBLE: RunRef<double>(a, b, c, use_c, c_rs, c_cs, y, m, n, k, threads); return;
-      case NX_TYPE_INT32: RunRef<int32_t>(a, b, c, use_c, c_rs, c_cs, y, m, n, k, threads); return;
-      case NX_TYPE_INT64: RunRef<int64_t>(a, b, c, use_c, c_rs, c_cs, y, m, n, k, threads); return;
-      case NX_TYPE_UINT32: RunRef<uint32_t>(a, b, c, use_c, c_rs, c_cs, y, m, n, k, threads); return;
-      case NX_TYPE_UINT64: RunRef<uint64_t>(a, b, c, use_c, c_rs, c_cs, y, m, n, k, threads); return;
-      default: UnsupportedType(op_.c_str(), t);
+      case NX_TYPE_DOUBLE:
+        RunRef<double>(a, b, c, use_c, c_rs, c_cs, y, m, n, k, threads);
+        return;
+      case NX_TYPE_INT32:
+        RunRef<int32_t>(a, b, c, use_c, c_rs, c_cs, y, m, n, k, threads);
+        return;
+      case NX_TYPE_INT64:
+        RunRef<int64_t>(a, b, c, use_c, c_rs, c_cs, y, m, n, k, threads);
+        return;
+      case NX_TYPE_UINT32:
+        RunRef<uint32_t>(a, b, c, use_c, c_rs, c_cs, y, m, n, k, threads);
+        return;
+      case NX_TYPE_UINT64:
+        RunRef<uint64_t>(a, b, c, use_c, c_rs, c_cs, y, m, n, k, threads);
+        return;
+      default:
+        UnsupportedType(op_.c_str(), t);
     }
   }
 

@@ -11,7 +11,7 @@
 namespace nxrt::cpu::linalg {
 
 // Signed integer products wrap (two's complement) instead of being undefined behaviour.
-template <class T, bool = std::is_integral_v<T> && std::is_signed_v<T>>
+template <class T, bool = std::is_integral_v<T>&& std::is_signed_v<T>>
 struct WrapArithOf {
   using type = T;
 };

@@ -6,10 +6,10 @@
 
 namespace nxrt::cpu::linalg {
 
-void RegisterConvKernels(NxKernelRegistry* registry);           // conv.cc
-void RegisterConvTransposeKernels(NxKernelRegistry* registry);  // conv_transpose.cc
-void RegisterMatMulKernels(NxKernelRegistry* registry);         // matmul.cc
-void RegisterGemmKernels(NxKernelRegistry* registry);           // gemm.cc
+void RegisterConvKernels(NxKernelRegistry* registry);             // conv.cc
+void RegisterConvTransposeKernels(NxKernelRegistry* registry);    // conv_transpose.cc
+void RegisterMatMulKernels(NxKernelRegistry* registry);           // matmul.cc
+void RegisterGemmKernels(NxKernelRegistry* registry);             // gemm.cc
 void RegisterQuantizedMatMulKernels(NxKernelRegistry* registry);  // quantized_matmul.cc
 void RegisterQuantizedConvKernels(NxKernelRegistry* registry);    // quantized_conv.cc
 void RegisterEinsumKernels(NxKernelRegistry* registry);           // einsum.cc

@@ -6,20 +6,29 @@
 
 namespace nxrt::cpu::linalg {
 
-MatMulDims ComputeMatMulDims(std::span<const int64_t> a, std::span<const int64_t> b,
-                             const std::string& op) {
-  NXRT_EP_ENFORCE(!a.empty() && !b.empty(), op + ": MatMul operands must have rank >= 1, got " +
-                                                ShapeToString(a) + " and " + ShapeToString(b));
+MatMulDims ComputeMatMulDims(std::span<const int64_t> a_in, std::span<const int64_t> b_in,
+                             const std::string& op, bool trans_a, bool trans_b) {
+  NXRT_EP_ENFORCE(!a_in.empty() && !b_in.empty(),
+                  op + ": MatMul operands must have rank >= 1, got " + ShapeToString(a_in) +
+                      " and " + ShapeToString(b_in));
+  // Work on the logical (untransposed) shapes; storage order only matters to the GEMM calls.
+  std::vector<int64_t> a(a_in.begin(), a_in.end()), b(b_in.begin(), b_in.end());
+  trans_a = trans_a && a.size() >= 2;
+  trans_b = trans_b && b.size() >= 2;
+  if (trans_a) std::swap(a[a.size() - 1], a[a.size() - 2]);
+  if (trans_b) std::swap(b[b.size() - 1], b[b.size() - 2]);
   MatMulDims d;
+  d.trans_a = trans_a;
+  d.trans_b = trans_b;
   const bool a1 = a.size() == 1, b1 = b.size() == 1;
   d.m = a1 ? 1 : a[a.size() - 2];
   d.k = a.back();
   const int64_t kb = b1 ? b[0] : b[b.size() - 2];
   d.n = b1 ? 1 : b.back();
-  NXRT_EP_ENFORCE(d.k == kb, op + ": inner dimensions do not match: " + ShapeToString(a) +
-                                 " x " + ShapeToString(b));
-  std::span<const int64_t> a_batch = a1 ? a.first(0) : a.first(a.size() - 2);
-  std::span<const int64_t> b_batch = b1 ? b.first(0) : b.first(b.size() - 2);
+  NXRT_EP_ENFORCE(d.k == kb, op + ": inner dimensions do not match: " + ShapeToString(a) + " x " +
+                                 ShapeToString(b));
+  std::span<const int64_t> a_batch(a.data(), a1 ? 0 : a.size() - 2);
+  std::span<const int64_t> b_batch(b.data(), b1 ? 0 : b.size() - 2);
   std::vector<int64_t> batch = BroadcastShapes(a_batch, b_batch);
   d.batch = ShapeSize(batch);
   d.out_dims = batch;
@@ -27,7 +36,7 @@ MatMulDims ComputeMatMulDims(std::span<const int64_t> a, std::span<const int64_t
   if (!b1) d.out_dims.push_back(d.n);
 
   const int64_t a_batch_size = ShapeSize(a_batch), b_batch_size = ShapeSize(b_batch);
-  d.foldable = b_batch_size == 1 && a_batch_size == d.batch;
+  d.foldable = b_batch_size == 1 && a_batch_size == d.batch && !trans_a;
   std::vector<int64_t> as = BroadcastStrides(a_batch, batch);
   std::vector<int64_t> bs = BroadcastStrides(b_batch, batch);
   d.a_offsets.resize(d.batch);
@@ -49,15 +58,16 @@ MatMulDims ComputeMatMulDims(std::span<const int64_t> a, std::span<const int64_t
   return d;
 }
 
-void BatchedSgemm(const MatMulDims& d, const float* a, const float* b, bool b_transposed,
+void BatchedSgemm(const MatMulDims& d, const float* a, const float* b, bool trans_b, float alpha,
                   float* c, int threads) {
-  const int64_t ldb = b_transposed ? d.k : d.n;
+  const int64_t lda = d.trans_a ? d.m : d.k;
+  const int64_t ldb = trans_b ? d.k : d.n;
   if (d.foldable) {
-    Sgemm(false, b_transposed, d.batch * d.m, d.n, d.k, 1.0f, a, d.k, b, ldb, 0.0f, c, d.n);
+    Sgemm(false, trans_b, d.batch * d.m, d.n, d.k, alpha, a, lda, b, ldb, 0.0f, c, d.n);
     return;
   }
   auto one = [&](int64_t i) {
-    Sgemm(false, b_transposed, d.m, d.n, d.k, 1.0f, a + d.a_offsets[i], d.k, b + d.b_offsets[i],
+    Sgemm(d.trans_a, trans_b, d.m, d.n, d.k, alpha, a + d.a_offsets[i], lda, b + d.b_offsets[i],
           ldb, 0.0f, c + i * d.m * d.n, d.n);
   };
   // Many small products (attention heads): one product per thread avoids a fork/join per GEMM.

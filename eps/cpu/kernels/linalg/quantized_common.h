@@ -7,11 +7,10 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <nxrt/nxrt_ep.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nxrt/nxrt_ep.hpp>
 
 #include "common/broadcast.h"
 #include "common/dispatch.h"
@@ -50,10 +49,17 @@ inline std::vector<float> ReadScale(const ep::ConstTensor& s, int64_t expected,
                       " elements, got " + ShapeToString(s.shape()));
   std::vector<float> out(n);
   switch (s.type()) {
-    case NX_TYPE_FLOAT: for (int64_t i = 0; i < n; ++i) out[i] = s.data<float>()[i]; break;
-    case NX_TYPE_FLOAT16: for (int64_t i = 0; i < n; ++i) out[i] = s.data<Half>()[i]; break;
-    case NX_TYPE_BFLOAT16: for (int64_t i = 0; i < n; ++i) out[i] = s.data<BFloat16>()[i]; break;
-    default: UnsupportedType((what + " type").c_str(), s.type());
+    case NX_TYPE_FLOAT:
+      for (int64_t i = 0; i < n; ++i) out[i] = s.data<float>()[i];
+      break;
+    case NX_TYPE_FLOAT16:
+      for (int64_t i = 0; i < n; ++i) out[i] = s.data<Half>()[i];
+      break;
+    case NX_TYPE_BFLOAT16:
+      for (int64_t i = 0; i < n; ++i) out[i] = s.data<BFloat16>()[i];
+      break;
+    default:
+      UnsupportedType((what + " type").c_str(), s.type());
   }
   return out;
 }
@@ -79,8 +85,10 @@ inline void WidenSubtract(const ep::ConstTensor& x, const std::vector<int32_t>& 
     }
     for (size_t i = 0; i < n; ++i) out[i] = int32_t(src[i]) - zp[(int64_t(i) / inner) % channels];
   };
-  if (x.type() == NX_TYPE_INT8) run(x.data<int8_t>());
-  else run(x.data<uint8_t>());
+  if (x.type() == NX_TYPE_INT8)
+    run(x.data<int8_t>());
+  else
+    run(x.data<uint8_t>());
 }
 
 // Saturating requantization: round half to even (as numpy's rint), add the zero point, clamp.

@@ -1,9 +1,8 @@
 // ConvInteger (opset 10) and QLinearConv (opset 10) for int8/uint8 data: input and weights are
 // widened to int32 with their zero points removed (the weight's per tensor or per output
 // channel), convolved exactly in int32 by im2col + GEMM, and QLinearConv requantizes.
-#include <optional>
-
 #include <nxrt/nxrt_ep.hpp>
+#include <optional>
 
 #include "common/broadcast.h"
 #include "kernels/linalg/conv_geometry.h"
@@ -88,8 +87,8 @@ class QLinearConv : public ep::Kernel {
     std::vector<int64_t> y_dims = g.output_dims();
     ep::Tensor y = ctx.output(0, y_dims, y_type);
     if (ShapeSize(y_dims) == 0) return;
-    const int32_t* acc = IntegerConv(g, x, w, x_zp, w_zp,
-                                     bias ? bias->data<int32_t>() : nullptr, ctx.threads());
+    const int32_t* acc =
+        IntegerConv(g, x, w, x_zp, w_zp, bias ? bias->data<int32_t>() : nullptr, ctx.threads());
     // x_scale * w_scale / y_scale in float32 (as the scales are), applied in double.
     std::vector<double> scale(w_scale.size());
     for (size_t c = 0; c < w_scale.size(); ++c) scale[c] = (x_scale[0] * w_scale[c]) / y_scale[0];

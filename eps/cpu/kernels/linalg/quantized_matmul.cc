@@ -1,9 +1,8 @@
 // MatMulInteger (opset 10) and QLinearMatMul (opsets 10, 21) for int8/uint8 operands: the
 // operands are widened to int32 with their zero points removed (per tensor, per row of A or per
 // column of B), multiplied exactly in int32, and QLinearMatMul requantizes the result.
-#include <optional>
-
 #include <nxrt/nxrt_ep.hpp>
+#include <optional>
 
 #include "common/broadcast.h"
 #include "kernels/linalg/dnnl_util.h"

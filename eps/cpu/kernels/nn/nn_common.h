@@ -34,6 +34,8 @@ void RegisterAffineGridKernels(NxKernelRegistry* registry);
 void RegisterAttentionKernels(NxKernelRegistry* registry);
 void RegisterRotaryEmbeddingKernels(NxKernelRegistry* registry);
 void RegisterDeformConvKernels(NxKernelRegistry* registry);
+void RegisterLinearAttentionKernels(NxKernelRegistry* registry);
+void RegisterCausalConvKernels(NxKernelRegistry* registry);
 
 // Arithmetic type for element type T: 16-bit floats compute in float, double stays double.
 template <class T>

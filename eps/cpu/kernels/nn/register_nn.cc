@@ -24,6 +24,8 @@ void RegisterNnKernels(NxKernelRegistry* registry) {
   nn::RegisterRotaryEmbeddingKernels(registry);
   nn::RegisterRoiKernels(registry);
   nn::RegisterDeformConvKernels(registry);
+  nn::RegisterLinearAttentionKernels(registry);
+  nn::RegisterCausalConvKernels(registry);
 }
 
 }  // namespace nxrt::cpu

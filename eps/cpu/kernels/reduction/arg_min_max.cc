@@ -4,16 +4,16 @@
 #include <cmath>
 #include <cstdint>
 #include <memory>
+#include <nxrt/nxrt_ep.hpp>
 #include <string>
 #include <type_traits>
 #include <vector>
-
-#include <nxrt/nxrt_ep.hpp>
 
 #include "common/dispatch.h"
 #include "common/parallel.h"
 #include "kernels/reduction/reduce_ops.h"
 #include "kernels/reduction/reduction_kernels.h"
+#include "kernels/reduction/vec_math.h"
 
 namespace nxrt::cpu::reduction {
 namespace {
@@ -40,6 +40,27 @@ inline bool Better(C v, C b) {
 template <bool kMax, bool kLast, class T>
 void ArgExtreme(const T* x, int64_t* y, int64_t outer, int64_t n, int64_t inner, int threads) {
   using C = ComputeT<T>;
+  if constexpr (std::is_same_v<T, float>) {
+    if (inner == 1) {
+      // Vector pass for the extreme value, then a scan for its first (or last) position.
+      ParallelFor(threads, outer, std::max<int64_t>(1, 16384 / n), [&](int64_t b, int64_t e) {
+        for (int64_t o = b; o < e; ++o) {
+          const float* row = x + o * n;
+          const float m = ExtremeOf<kMax>(row, n);
+          auto hit = [&](int64_t i) { return std::isnan(m) ? std::isnan(row[i]) : row[i] == m; };
+          int64_t at = 0;
+          if constexpr (kLast) {
+            at = n - 1;
+            while (at > 0 && !hit(at)) --at;
+          } else {
+            while (at < n - 1 && !hit(at)) ++at;
+          }
+          y[o] = at;
+        }
+      });
+      return;
+    }
+  }
   if (inner == 1) {
     ParallelFor(threads, outer, std::max<int64_t>(1, 16384 / n), [&](int64_t b, int64_t e) {
       for (int64_t o = b; o < e; ++o) {
@@ -96,17 +117,19 @@ class ArgKernel : public ep::Kernel {
     const auto shape = x.shape();
     const int64_t rank = static_cast<int64_t>(shape.size());
     NXRT_EP_ENFORCE(rank >= 1, name_ + ": input must have rank >= 1");
-    NXRT_EP_ENFORCE(axis_ >= -rank && axis_ < rank,
-                    name_ + ": axis " + std::to_string(axis_) + " is out of range for rank " +
-                        std::to_string(rank));
+    NXRT_EP_ENFORCE(axis_ >= -rank && axis_ < rank, name_ + ": axis " + std::to_string(axis_) +
+                                                        " is out of range for rank " +
+                                                        std::to_string(rank));
     const int64_t axis = axis_ < 0 ? axis_ + rank : axis_;
     int64_t outer = 1, inner = 1;
     std::vector<int64_t> out_shape;
     for (int64_t i = 0; i < rank; ++i) {
       if (i < axis) outer *= shape[i];
       if (i > axis) inner *= shape[i];
-      if (i != axis) out_shape.push_back(shape[i]);
-      else if (keepdims_) out_shape.push_back(1);
+      if (i != axis)
+        out_shape.push_back(shape[i]);
+      else if (keepdims_)
+        out_shape.push_back(1);
     }
     const int64_t n = shape[axis];
     ep::Tensor y = ctx.output(0, out_shape, NX_TYPE_INT64);
@@ -133,10 +156,10 @@ class ArgKernel : public ep::Kernel {
 }  // namespace
 
 void RegisterArgMinMax(NxKernelRegistry* r) {
-  const std::vector<NxElementType> types = {
-      NX_TYPE_FLOAT, NX_TYPE_DOUBLE, NX_TYPE_FLOAT16, NX_TYPE_BFLOAT16, NX_TYPE_INT8,
-      NX_TYPE_UINT8, NX_TYPE_INT16,  NX_TYPE_UINT16,  NX_TYPE_INT32,    NX_TYPE_UINT32,
-      NX_TYPE_INT64, NX_TYPE_UINT64};
+  const std::vector<NxElementType> types = {NX_TYPE_FLOAT,    NX_TYPE_DOUBLE, NX_TYPE_FLOAT16,
+                                            NX_TYPE_BFLOAT16, NX_TYPE_INT8,   NX_TYPE_UINT8,
+                                            NX_TYPE_INT16,    NX_TYPE_UINT16, NX_TYPE_INT32,
+                                            NX_TYPE_UINT32,   NX_TYPE_INT64,  NX_TYPE_UINT64};
   ep::KernelDefBuilder("ArgMax").Versions(1).Constraint("T", types, {0}).Build<ArgKernel<true>>(r);
   ep::KernelDefBuilder("ArgMin").Versions(1).Constraint("T", types, {0}).Build<ArgKernel<false>>(r);
 }

@@ -3,10 +3,9 @@
 // [..., bins, 2]. Transforms run in double precision (fft.h).
 #include <complex>
 #include <cstdint>
+#include <nxrt/nxrt_ep.hpp>
 #include <string>
 #include <vector>
-
-#include <nxrt/nxrt_ep.hpp>
 
 #include "common/dispatch.h"
 #include "common/parallel.h"
@@ -71,42 +70,43 @@ class Dft : public ep::Kernel {
     DispatchFloat(x.type(), [&]<class T>() {
       const T* in = x.data<T>();
       T* out = y.data<T>();
-      ParallelFor(ctx.threads(), outer * inner, std::max<int64_t>(1, 4096 / n),
-                  [&](int64_t b, int64_t e) {
-        std::vector<Complex> buf(n), scratch;
-        for (int64_t line = b; line < e; ++line) {
-          const int64_t o = line / inner, i = line % inner;
-          auto at_in = [&](int64_t t) { return ((o * len + t) * inner + i) * channels; };
-          std::fill(buf.begin(), buf.end(), Complex(0));
-          if (real_out) {
-            // Rebuild the Hermitian spectrum from bins [0, n/2]; the imaginary parts of bin 0
-            // (and of bin n/2 for even n) cannot be represented in a real signal and are dropped.
-            for (int64_t k = 0; k <= n / 2 && k < len; ++k) {
-              const T* p = in + at_in(k);
-              buf[k] = {AsDouble(p[0]), channels == 2 ? AsDouble(p[1]) : 0.0};
+      ParallelFor(
+          ctx.threads(), outer * inner, std::max<int64_t>(1, 4096 / n), [&](int64_t b, int64_t e) {
+            std::vector<Complex> buf(n), scratch;
+            for (int64_t line = b; line < e; ++line) {
+              const int64_t o = line / inner, i = line % inner;
+              auto at_in = [&](int64_t t) { return ((o * len + t) * inner + i) * channels; };
+              std::fill(buf.begin(), buf.end(), Complex(0));
+              if (real_out) {
+                // Rebuild the Hermitian spectrum from bins [0, n/2]; the imaginary parts of bin 0
+                // (and of bin n/2 for even n) cannot be represented in a real signal and are
+                // dropped.
+                for (int64_t k = 0; k <= n / 2 && k < len; ++k) {
+                  const T* p = in + at_in(k);
+                  buf[k] = {AsDouble(p[0]), channels == 2 ? AsDouble(p[1]) : 0.0};
+                }
+                buf[0].imag(0);
+                if (n % 2 == 0) buf[n / 2].imag(0);
+                for (int64_t k = n / 2 + 1; k < n; ++k) buf[k] = std::conj(buf[n - k]);
+              } else {
+                for (int64_t t = 0; t < len && t < n; ++t) {
+                  const T* p = in + at_in(t);
+                  buf[t] = {AsDouble(p[0]), channels == 2 ? AsDouble(p[1]) : 0.0};
+                }
+              }
+              fft.Run(buf.data(), scratch);
+              const double scale = inverse_ ? 1.0 / static_cast<double>(n) : 1.0;
+              for (int64_t k = 0; k < out_len; ++k) {
+                const int64_t at = (o * out_len + k) * inner + i;
+                if (real_out) {
+                  out[at] = ToOut<T>(buf[k].real() * scale);
+                } else {
+                  out[2 * at] = ToOut<T>(buf[k].real() * scale);
+                  out[2 * at + 1] = ToOut<T>(buf[k].imag() * scale);
+                }
+              }
             }
-            buf[0].imag(0);
-            if (n % 2 == 0) buf[n / 2].imag(0);
-            for (int64_t k = n / 2 + 1; k < n; ++k) buf[k] = std::conj(buf[n - k]);
-          } else {
-            for (int64_t t = 0; t < len && t < n; ++t) {
-              const T* p = in + at_in(t);
-              buf[t] = {AsDouble(p[0]), channels == 2 ? AsDouble(p[1]) : 0.0};
-            }
-          }
-          fft.Run(buf.data(), scratch);
-          const double scale = inverse_ ? 1.0 / static_cast<double>(n) : 1.0;
-          for (int64_t k = 0; k < out_len; ++k) {
-            const int64_t at = (o * out_len + k) * inner + i;
-            if (real_out) {
-              out[at] = ToOut<T>(buf[k].real() * scale);
-            } else {
-              out[2 * at] = ToOut<T>(buf[k].real() * scale);
-              out[2 * at + 1] = ToOut<T>(buf[k].imag() * scale);
-            }
-          }
-        }
-      });
+          });
     });
   }
 
@@ -153,23 +153,23 @@ class Stft : public ep::Kernel {
       T* out = y.data<T>();
       ParallelFor(ctx.threads(), batch * frames, std::max<int64_t>(1, 4096 / fl),
                   [&](int64_t b, int64_t e) {
-        std::vector<Complex> buf(fl), scratch;
-        for (int64_t job = b; job < e; ++job) {
-          const int64_t bi = job / frames, f = job % frames;
-          const T* src = in + (bi * len + f * step) * channels;
-          for (int64_t t = 0; t < fl; ++t) {
-            const double g = w ? AsDouble(w[t]) : 1.0;
-            buf[t] = {AsDouble(src[t * channels]) * g,
-                      channels == 2 ? AsDouble(src[t * channels + 1]) * g : 0.0};
-          }
-          fft.Run(buf.data(), scratch);
-          T* dst = out + job * bins * 2;
-          for (int64_t k = 0; k < bins; ++k) {
-            dst[2 * k] = ToOut<T>(buf[k].real());
-            dst[2 * k + 1] = ToOut<T>(buf[k].imag());
-          }
-        }
-      });
+                    std::vector<Complex> buf(fl), scratch;
+                    for (int64_t job = b; job < e; ++job) {
+                      const int64_t bi = job / frames, f = job % frames;
+                      const T* src = in + (bi * len + f * step) * channels;
+                      for (int64_t t = 0; t < fl; ++t) {
+                        const double g = w ? AsDouble(w[t]) : 1.0;
+                        buf[t] = {AsDouble(src[t * channels]) * g,
+                                  channels == 2 ? AsDouble(src[t * channels + 1]) * g : 0.0};
+                      }
+                      fft.Run(buf.data(), scratch);
+                      T* dst = out + job * bins * 2;
+                      for (int64_t k = 0; k < bins; ++k) {
+                        dst[2 * k] = ToOut<T>(buf[k].real());
+                        dst[2 * k + 1] = ToOut<T>(buf[k].imag());
+                      }
+                    }
+                  });
     });
   }
 

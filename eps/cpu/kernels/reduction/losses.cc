@@ -4,11 +4,10 @@
 // count towards the mean's denominator. SoftmaxCrossEntropyLoss applies log-softmax over C first
 // (and can return it as a second output).
 #include <cstdint>
+#include <nxrt/nxrt_ep.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nxrt/nxrt_ep.hpp>
 
 #include "common/dispatch.h"
 #include "kernels/reduction/reduction_kernels.h"
@@ -69,8 +68,8 @@ void NllCore(const std::string& op, const T* lp, int64_t n, int64_t c, int64_t d
 
 // Shared by both ops: validates shapes, reads target/weight, runs NllCore on `lp`.
 template <class T>
-void RunLoss(ep::KernelContext& ctx, const std::string& op, const ep::ConstTensor& x,
-             const T* lp, std::optional<int64_t> ignore, Reduction reduction) {
+void RunLoss(ep::KernelContext& ctx, const std::string& op, const ep::ConstTensor& x, const T* lp,
+             std::optional<int64_t> ignore, Reduction reduction) {
   const auto shape = x.shape();
   NXRT_EP_ENFORCE(shape.size() >= 2, op + ": input must have rank >= 2 ([N, C, ...])");
   ep::ConstTensor target = ctx.input(1);
@@ -81,8 +80,8 @@ void RunLoss(ep::KernelContext& ctx, const std::string& op, const ep::ConstTenso
   const int64_t n = shape[0], c = shape[1];
   int64_t d = 1;
   for (size_t i = 2; i < shape.size(); ++i) d *= shape[i];
-  std::vector<int64_t> t = target.type() == NX_TYPE_INT32 ? TargetsAs64<int32_t>(target)
-                                                          : TargetsAs64<int64_t>(target);
+  std::vector<int64_t> t =
+      target.type() == NX_TYPE_INT32 ? TargetsAs64<int32_t>(target) : TargetsAs64<int64_t>(target);
   const T* w = nullptr;
   if (auto weight = ctx.optional_input(2)) {
     NXRT_EP_ENFORCE(weight->rank() == 1 && weight->dim(0) == c,
@@ -155,11 +154,13 @@ void RegisterLosses(NxKernelRegistry* r) {
   const std::vector<NxElementType> types = {NX_TYPE_FLOAT, NX_TYPE_DOUBLE, NX_TYPE_FLOAT16,
                                             NX_TYPE_BFLOAT16};
   const std::vector<NxElementType> index_types = {NX_TYPE_INT32, NX_TYPE_INT64};
-  ep::KernelDefBuilder("NegativeLogLikelihoodLoss").Versions(12)
+  ep::KernelDefBuilder("NegativeLogLikelihoodLoss")
+      .Versions(12)
       .Constraint("T", types, {0, 2}, {0})
       .Constraint("Tind", index_types, {1})
       .Build<NllLoss>(r);
-  ep::KernelDefBuilder("SoftmaxCrossEntropyLoss").Versions(12)
+  ep::KernelDefBuilder("SoftmaxCrossEntropyLoss")
+      .Versions(12)
       .Constraint("T", types, {0, 2}, {0, 1})
       .Constraint("Tind", index_types, {1})
       .Build<SoftmaxCrossEntropyLoss>(r);

@@ -1,11 +1,10 @@
 // ai.onnx.ml element mappers: LabelEncoder (1, 2, 4), Binarizer (1), ArrayFeatureExtractor (1).
 #include <cmath>
 #include <cstdint>
+#include <nxrt/nxrt_ep.hpp>
 #include <string>
 #include <unordered_map>
 #include <vector>
-
-#include <nxrt/nxrt_ep.hpp>
 
 #include "kernels/reduction/reduction_kernels.h"
 
@@ -23,7 +22,9 @@ struct Column {
   std::vector<int64_t> i;
   std::vector<double> f;
 
-  size_t size() const { return type == NX_TYPE_STRING ? s.size() : IsFloat() ? f.size() : i.size(); }
+  size_t size() const {
+    return type == NX_TYPE_STRING ? s.size() : IsFloat() ? f.size() : i.size();
+  }
   bool IsFloat() const { return type == NX_TYPE_FLOAT || type == NX_TYPE_DOUBLE; }
 };
 
@@ -35,14 +36,25 @@ Column ColumnFromTensor(const ep::ConstTensor& t) {
     case NX_TYPE_STRING:
       for (size_t k = 0; k < n; ++k) c.s.emplace_back(t.string(k));
       break;
-    case NX_TYPE_FLOAT: c.f.assign(t.data<float>(), t.data<float>() + n); break;
-    case NX_TYPE_DOUBLE: c.f.assign(t.data<double>(), t.data<double>() + n); break;
-    case NX_TYPE_INT64: c.i.assign(t.data<int64_t>(), t.data<int64_t>() + n); break;
-    case NX_TYPE_INT32: c.i.assign(t.data<int32_t>(), t.data<int32_t>() + n); break;
-    case NX_TYPE_INT16: c.i.assign(t.data<int16_t>(), t.data<int16_t>() + n); break;
+    case NX_TYPE_FLOAT:
+      c.f.assign(t.data<float>(), t.data<float>() + n);
+      break;
+    case NX_TYPE_DOUBLE:
+      c.f.assign(t.data<double>(), t.data<double>() + n);
+      break;
+    case NX_TYPE_INT64:
+      c.i.assign(t.data<int64_t>(), t.data<int64_t>() + n);
+      break;
+    case NX_TYPE_INT32:
+      c.i.assign(t.data<int32_t>(), t.data<int32_t>() + n);
+      break;
+    case NX_TYPE_INT16:
+      c.i.assign(t.data<int16_t>(), t.data<int16_t>() + n);
+      break;
     default:
-      ep::Fail(NX_INVALID_ARGUMENT, std::string("LabelEncoder: unsupported tensor attribute type ") +
-                                        ep::ElementTypeName(c.type));
+      ep::Fail(NX_INVALID_ARGUMENT,
+               std::string("LabelEncoder: unsupported tensor attribute type ") +
+                   ep::ElementTypeName(c.type));
   }
   return c;
 }
@@ -120,15 +132,14 @@ class LabelEncoder : public ep::Kernel {
       ep::Tensor y = ctx.output(0, x.shape(), NX_TYPE_STRING);
       for (size_t k = 0; k < x.size(); ++k) {
         const int64_t v = in == NX_TYPE_INT64 ? x.data<int64_t>()[k] : x.data<int32_t>()[k];
-        y.set_string(k, v >= 0 && v < static_cast<int64_t>(classes_.size()) ? classes_[v]
-                                                                            : default_string_);
+        y.set_string(
+            k, v >= 0 && v < static_cast<int64_t>(classes_.size()) ? classes_[v] : default_string_);
       }
       return;
     }
     const bool in_string = in == NX_TYPE_STRING;
     const bool in_float = in == NX_TYPE_FLOAT || in == NX_TYPE_DOUBLE;
-    NXRT_EP_ENFORCE(in_string == (keys_.type == NX_TYPE_STRING) &&
-                        in_float == keys_.IsFloat(),
+    NXRT_EP_ENFORCE(in_string == (keys_.type == NX_TYPE_STRING) && in_float == keys_.IsFloat(),
                     std::string("LabelEncoder: input type ") + ep::ElementTypeName(in) +
                         " does not match the keys' type " + ep::ElementTypeName(keys_.type));
     const NxElementType out = values_.type;
@@ -138,13 +149,26 @@ class LabelEncoder : public ep::Kernel {
       const Column& src = at < 0 ? default_ : values_;
       const size_t j = at < 0 ? 0 : static_cast<size_t>(at);
       switch (out) {
-        case NX_TYPE_STRING: y.set_string(k, src.s[j]); break;
-        case NX_TYPE_FLOAT: y.data<float>()[k] = static_cast<float>(src.f[j]); break;
-        case NX_TYPE_DOUBLE: y.data<double>()[k] = src.f[j]; break;
-        case NX_TYPE_INT64: y.data<int64_t>()[k] = src.i[j]; break;
-        case NX_TYPE_INT32: y.data<int32_t>()[k] = static_cast<int32_t>(src.i[j]); break;
-        case NX_TYPE_INT16: y.data<int16_t>()[k] = static_cast<int16_t>(src.i[j]); break;
-        default: ep::Fail(NX_INVALID_ARGUMENT, "LabelEncoder: unsupported value type");
+        case NX_TYPE_STRING:
+          y.set_string(k, src.s[j]);
+          break;
+        case NX_TYPE_FLOAT:
+          y.data<float>()[k] = static_cast<float>(src.f[j]);
+          break;
+        case NX_TYPE_DOUBLE:
+          y.data<double>()[k] = src.f[j];
+          break;
+        case NX_TYPE_INT64:
+          y.data<int64_t>()[k] = src.i[j];
+          break;
+        case NX_TYPE_INT32:
+          y.data<int32_t>()[k] = static_cast<int32_t>(src.i[j]);
+          break;
+        case NX_TYPE_INT16:
+          y.data<int16_t>()[k] = static_cast<int16_t>(src.i[j]);
+          break;
+        default:
+          ep::Fail(NX_INVALID_ARGUMENT, "LabelEncoder: unsupported value type");
       }
     }
   }
@@ -167,10 +191,17 @@ class LabelEncoder : public ep::Kernel {
       default: {
         int64_t v;
         switch (x.type()) {
-          case NX_TYPE_INT64: v = x.data<int64_t>()[k]; break;
-          case NX_TYPE_INT32: v = x.data<int32_t>()[k]; break;
-          case NX_TYPE_INT16: v = x.data<int16_t>()[k]; break;
-          default: ep::Fail(NX_INVALID_ARGUMENT, "LabelEncoder: unsupported input type");
+          case NX_TYPE_INT64:
+            v = x.data<int64_t>()[k];
+            break;
+          case NX_TYPE_INT32:
+            v = x.data<int32_t>()[k];
+            break;
+          case NX_TYPE_INT16:
+            v = x.data<int16_t>()[k];
+            break;
+          default:
+            ep::Fail(NX_INVALID_ARGUMENT, "LabelEncoder: unsupported input type");
         }
         auto it = int_index_.find(v);
         return it == int_index_.end() ? -1 : static_cast<int64_t>(it->second);
@@ -197,13 +228,21 @@ class Binarizer : public ep::Kernel {
     ep::ConstTensor x = ctx.input(0);
     ep::Tensor y = ctx.output(0, x.shape(), x.type());
     switch (x.type()) {
-      case NX_TYPE_FLOAT: Run<float>(x, y); break;
-      case NX_TYPE_DOUBLE: Run<double>(x, y); break;
-      case NX_TYPE_INT64: Run<int64_t>(x, y); break;
-      case NX_TYPE_INT32: Run<int32_t>(x, y); break;
+      case NX_TYPE_FLOAT:
+        Run<float>(x, y);
+        break;
+      case NX_TYPE_DOUBLE:
+        Run<double>(x, y);
+        break;
+      case NX_TYPE_INT64:
+        Run<int64_t>(x, y);
+        break;
+      case NX_TYPE_INT32:
+        Run<int32_t>(x, y);
+        break;
       default:
-        ep::Fail(NX_INVALID_ARGUMENT, std::string("Binarizer: unsupported type ") +
-                                          ep::ElementTypeName(x.type()));
+        ep::Fail(NX_INVALID_ARGUMENT,
+                 std::string("Binarizer: unsupported type ") + ep::ElementTypeName(x.type()));
     }
   }
 
@@ -251,10 +290,18 @@ class ArrayFeatureExtractor : public ep::Kernel {
       }
     };
     switch (x.type()) {
-      case NX_TYPE_FLOAT: gather.template operator()<float>(); break;
-      case NX_TYPE_DOUBLE: gather.template operator()<double>(); break;
-      case NX_TYPE_INT64: gather.template operator()<int64_t>(); break;
-      case NX_TYPE_INT32: gather.template operator()<int32_t>(); break;
+      case NX_TYPE_FLOAT:
+        gather.template operator()<float>();
+        break;
+      case NX_TYPE_DOUBLE:
+        gather.template operator()<double>();
+        break;
+      case NX_TYPE_INT64:
+        gather.template operator()<int64_t>();
+        break;
+      case NX_TYPE_INT32:
+        gather.template operator()<int32_t>();
+        break;
       case NX_TYPE_STRING:
         for (int64_t r = 0; r < rows; ++r) {
           for (int64_t j = 0; j < k; ++j) y.set_string(r * k + j, x.string(r * c + ix[j]));
@@ -272,15 +319,19 @@ class ArrayFeatureExtractor : public ep::Kernel {
 void RegisterMlOps(NxKernelRegistry* r) {
   const std::vector<NxElementType> label_types = {NX_TYPE_STRING, NX_TYPE_INT64, NX_TYPE_FLOAT,
                                                   NX_TYPE_INT32,  NX_TYPE_INT16, NX_TYPE_DOUBLE};
-  ep::KernelDefBuilder("LabelEncoder", kMlDomain).Versions(1)
+  ep::KernelDefBuilder("LabelEncoder", kMlDomain)
+      .Versions(1)
       .Constraint("T1", label_types, {0})
       .Build<LabelEncoder>(r);
-  ep::KernelDefBuilder("Binarizer", kMlDomain).Versions(1)
+  ep::KernelDefBuilder("Binarizer", kMlDomain)
+      .Versions(1)
       .Constraint("T", {NX_TYPE_FLOAT, NX_TYPE_DOUBLE, NX_TYPE_INT64, NX_TYPE_INT32}, {0}, {0})
       .Build<Binarizer>(r);
-  ep::KernelDefBuilder("ArrayFeatureExtractor", kMlDomain).Versions(1)
-      .Constraint("T", {NX_TYPE_FLOAT, NX_TYPE_DOUBLE, NX_TYPE_INT64, NX_TYPE_INT32,
-                        NX_TYPE_STRING}, {0}, {0})
+  ep::KernelDefBuilder("ArrayFeatureExtractor", kMlDomain)
+      .Versions(1)
+      .Constraint("T",
+                  {NX_TYPE_FLOAT, NX_TYPE_DOUBLE, NX_TYPE_INT64, NX_TYPE_INT32, NX_TYPE_STRING},
+                  {0}, {0})
       .Build<ArrayFeatureExtractor>(r);
 }
 

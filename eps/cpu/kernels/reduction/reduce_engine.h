@@ -99,8 +99,8 @@ void ReduceRows(const ReducePlan& p, const typename Op::In* x, typename Op::Out*
   if (items < threads && threads > 1 && p.in_count >= 2 * kMinWorkPerTask) {
     // Few, long outputs (e.g. [huge, 4] reduced over axis 0): split the reduced rows between
     // threads, each with its own partial accumulators, and merge them in order.
-    int64_t tasks = std::min<int64_t>({static_cast<int64_t>(threads), m,
-                                       p.in_count / kMinWorkPerTask});
+    int64_t tasks =
+        std::min<int64_t>({static_cast<int64_t>(threads), m, p.in_count / kMinWorkPerTask});
     const int64_t outs = p.out_count;
     auto part = MakeFilled<Acc>(tasks * outs, Op::Init());
     ParallelFor(threads, tasks, 1, [&](int64_t b, int64_t e) {

@@ -7,13 +7,21 @@ namespace nxrt::cpu::reduction {
 void RegisterReduceExtrema(NxKernelRegistry* r) {
   const auto types = ReduceTypes(false);
   const auto with_bool = ReduceTypes(true);  // Max/Min accept bool from opset 20
-  ep::KernelDefBuilder("ReduceMax").Versions(1).Constraint("T", with_bool, {0}, {0})
+  ep::KernelDefBuilder("ReduceMax")
+      .Versions(1)
+      .Constraint("T", with_bool, {0}, {0})
       .Build<ReduceKernel<MaxOp, 18, true>>(r);
-  ep::KernelDefBuilder("ReduceMin").Versions(1).Constraint("T", with_bool, {0}, {0})
+  ep::KernelDefBuilder("ReduceMin")
+      .Versions(1)
+      .Constraint("T", with_bool, {0}, {0})
       .Build<ReduceKernel<MinOp, 18, true>>(r);
-  ep::KernelDefBuilder("ReduceProd").Versions(1).Constraint("T", types, {0}, {0})
+  ep::KernelDefBuilder("ReduceProd")
+      .Versions(1)
+      .Constraint("T", types, {0}, {0})
       .Build<ReduceKernel<ProdOp, 18, false>>(r);
-  ep::KernelDefBuilder("ReduceLogSumExp").Versions(1).Constraint("T", types, {0}, {0})
+  ep::KernelDefBuilder("ReduceLogSumExp")
+      .Versions(1)
+      .Constraint("T", types, {0}, {0})
       .Build<ReduceKernel<LogSumExpOp, 18, false>>(r);
 }
 

@@ -3,10 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <nxrt/nxrt_ep.hpp>
 #include <string>
 #include <vector>
-
-#include <nxrt/nxrt_ep.hpp>
 
 #include "common/dispatch.h"
 #include "kernels/reduction/reduce_engine.h"
@@ -17,9 +16,9 @@ namespace nxrt::cpu::reduction {
 
 // Element types the Reduce* kernels accept (bool only for Max/Min).
 inline std::vector<NxElementType> ReduceTypes(bool with_bool) {
-  std::vector<NxElementType> t = {NX_TYPE_FLOAT,  NX_TYPE_DOUBLE, NX_TYPE_FLOAT16, NX_TYPE_BFLOAT16,
-                                  NX_TYPE_INT8,   NX_TYPE_UINT8,  NX_TYPE_INT16,   NX_TYPE_UINT16,
-                                  NX_TYPE_INT32,  NX_TYPE_UINT32, NX_TYPE_INT64,   NX_TYPE_UINT64};
+  std::vector<NxElementType> t = {NX_TYPE_FLOAT, NX_TYPE_DOUBLE, NX_TYPE_FLOAT16, NX_TYPE_BFLOAT16,
+                                  NX_TYPE_INT8,  NX_TYPE_UINT8,  NX_TYPE_INT16,   NX_TYPE_UINT16,
+                                  NX_TYPE_INT32, NX_TYPE_UINT32, NX_TYPE_INT64,   NX_TYPE_UINT64};
   if (with_bool) t.push_back(NX_TYPE_BOOL);
   return t;
 }

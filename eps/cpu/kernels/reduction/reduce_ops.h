@@ -42,7 +42,8 @@ inline T ToOut(V v) {
     return T(static_cast<float>(v));
   } else if constexpr (kIsInt<T> && std::is_floating_point_v<V>) {
     if (std::isnan(v)) return T(0);
-    if (v <= static_cast<V>(std::numeric_limits<T>::lowest())) return std::numeric_limits<T>::lowest();
+    if (v <= static_cast<V>(std::numeric_limits<T>::lowest()))
+      return std::numeric_limits<T>::lowest();
     if (v >= static_cast<V>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
     return static_cast<T>(v);
   } else {
@@ -205,9 +206,9 @@ struct LogSumExpOp {
   static Acc Init() { return {-std::numeric_limits<R>::infinity(), R(0)}; }
   static void Add(Acc& a, T x) { Merge(a, Acc{static_cast<R>(static_cast<ComputeT<T>>(x)), R(1)}); }
   static void Merge(Acc& a, const Acc& b) {
-    if (b.s == R(0)) return;  // b is empty
-    if (std::isnan(b.m) || std::isnan(a.m)) {
-      a.m = std::numeric_limits<R>::quiet_NaN();
+    if (b.s == R(0)) return;                   // b is empty
+    if (std::isnan(b.m) || std::isnan(a.m)) {  // NaN poisons both parts, so no merge drops it
+      a.m = a.s = std::numeric_limits<R>::quiet_NaN();
       return;
     }
     if (b.m > a.m) {

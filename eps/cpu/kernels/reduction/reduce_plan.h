@@ -12,11 +12,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <nxrt/nxrt_ep.hpp>
 #include <span>
 #include <string>
 #include <vector>
-
-#include <nxrt/nxrt_ep.hpp>
 
 namespace nxrt::cpu::reduction {
 
@@ -27,9 +26,9 @@ inline std::vector<bool> ReducedAxisFlags(std::span<const int64_t> axes, size_t 
   std::vector<bool> flags(rank, false);
   const int64_t r = static_cast<int64_t>(rank);
   for (int64_t a : axes) {
-    NXRT_EP_ENFORCE((a >= -r && a < r) || (r == 0 && (a == 0 || a == -1)),
-                    op + ": axis " + std::to_string(a) + " is out of range for rank " +
-                        std::to_string(r));
+    NXRT_EP_ENFORCE(
+        (a >= -r && a < r) || (r == 0 && (a == 0 || a == -1)),
+        op + ": axis " + std::to_string(a) + " is out of range for rank " + std::to_string(r));
     if (r == 0) continue;  // a scalar behaves as a single element whichever axis is named
     int64_t k = a < 0 ? a + r : a;
     NXRT_EP_ENFORCE(!flags[k], op + ": axis " + std::to_string(a) + " is repeated");
@@ -40,11 +39,11 @@ inline std::vector<bool> ReducedAxisFlags(std::span<const int64_t> axes, size_t 
 
 struct ReducePlan {
   std::vector<int64_t> out_shape;
-  int64_t out_count = 1;     // elements in the output
-  int64_t reduce_count = 1;  // input elements per output
-  int64_t in_count = 1;      // elements in the input
-  bool rows = false;         // layout: false = segments, true = rows (see the file comment)
-  int64_t run = 1;           // contiguous length: a segment (segments) or a row (rows)
+  int64_t out_count = 1;         // elements in the output
+  int64_t reduce_count = 1;      // input elements per output
+  int64_t in_count = 1;          // elements in the input
+  bool rows = false;             // layout: false = segments, true = rows (see the file comment)
+  int64_t run = 1;               // contiguous length: a segment (segments) or a row (rows)
   std::vector<int64_t> offsets;  // input offsets of the runs that feed one output (row)
   // Kept dimensions outside `run` (sizes and input strides), outermost first, to locate the
   // input base offset of output (row) o.
@@ -53,6 +52,8 @@ struct ReducePlan {
   int64_t row_count() const { return rows ? out_count / run : out_count; }
   // Input offset of output o (segments) or output row o (rows).
   int64_t Base(int64_t o) const {
+    // One kept block (the usual case after collapsing) needs no division.
+    if (kept_sizes.size() == 1) return o * kept_strides[0];
     int64_t base = 0;
     for (size_t k = kept_sizes.size(); k-- > 0;) {
       base += (o % kept_sizes[k]) * kept_strides[k];

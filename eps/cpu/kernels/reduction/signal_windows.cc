@@ -3,10 +3,9 @@
 #include <cmath>
 #include <cstdint>
 #include <numbers>
+#include <nxrt/nxrt_ep.hpp>
 #include <string>
 #include <vector>
-
-#include <nxrt/nxrt_ep.hpp>
 
 #include "common/dispatch.h"
 #include "kernels/reduction/reduce_ops.h"
@@ -18,13 +17,20 @@ namespace {
 double ScalarAsDouble(const ep::ConstTensor& t, const std::string& what) {
   NXRT_EP_ENFORCE(t.size() == 1, what + " must be a scalar");
   switch (t.type()) {
-    case NX_TYPE_INT64: return static_cast<double>(t.data<int64_t>()[0]);
-    case NX_TYPE_INT32: return t.data<int32_t>()[0];
-    case NX_TYPE_FLOAT: return t.data<float>()[0];
-    case NX_TYPE_DOUBLE: return t.data<double>()[0];
-    case NX_TYPE_FLOAT16: return static_cast<float>(t.data<Half>()[0]);
-    case NX_TYPE_BFLOAT16: return static_cast<float>(t.data<BFloat16>()[0]);
-    default: ep::Fail(NX_INVALID_ARGUMENT, what + ": unsupported element type");
+    case NX_TYPE_INT64:
+      return static_cast<double>(t.data<int64_t>()[0]);
+    case NX_TYPE_INT32:
+      return t.data<int32_t>()[0];
+    case NX_TYPE_FLOAT:
+      return t.data<float>()[0];
+    case NX_TYPE_DOUBLE:
+      return t.data<double>()[0];
+    case NX_TYPE_FLOAT16:
+      return static_cast<float>(t.data<Half>()[0]);
+    case NX_TYPE_BFLOAT16:
+      return static_cast<float>(t.data<BFloat16>()[0]);
+    default:
+      ep::Fail(NX_INVALID_ARGUMENT, what + ": unsupported element type");
   }
 }
 

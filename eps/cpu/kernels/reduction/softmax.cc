@@ -6,16 +6,15 @@
 #include <cmath>
 #include <cstdint>
 #include <memory>
+#include <nxrt/nxrt_ep.hpp>
 #include <string>
 #include <type_traits>
 #include <vector>
 
-#include <nxrt/nxrt_ep.hpp>
-
 #include "common/dispatch.h"
 #include "common/parallel.h"
-#include "kernels/reduction/softmax_core.h"
 #include "kernels/reduction/reduction_kernels.h"
+#include "kernels/reduction/softmax_core.h"
 
 namespace nxrt::cpu::reduction {
 namespace {
@@ -71,11 +70,17 @@ class SoftmaxKernel : public ep::Kernel {
 void RegisterSoftmax(NxKernelRegistry* r) {
   const std::vector<NxElementType> types = {NX_TYPE_FLOAT, NX_TYPE_DOUBLE, NX_TYPE_FLOAT16,
                                             NX_TYPE_BFLOAT16};
-  ep::KernelDefBuilder("Softmax").Versions(1).Constraint("T", types, {0}, {0})
+  ep::KernelDefBuilder("Softmax")
+      .Versions(1)
+      .Constraint("T", types, {0}, {0})
       .Build<SoftmaxKernel<Mode::kSoftmax>>(r);
-  ep::KernelDefBuilder("LogSoftmax").Versions(1).Constraint("T", types, {0}, {0})
+  ep::KernelDefBuilder("LogSoftmax")
+      .Versions(1)
+      .Constraint("T", types, {0}, {0})
       .Build<SoftmaxKernel<Mode::kLogSoftmax>>(r);
-  ep::KernelDefBuilder("Hardmax").Versions(1).Constraint("T", types, {0}, {0})
+  ep::KernelDefBuilder("Hardmax")
+      .Versions(1)
+      .Constraint("T", types, {0}, {0})
       .Build<SoftmaxKernel<Mode::kHardmax>>(r);
 }
 

@@ -11,7 +11,7 @@
 
 #include "common/parallel.h"
 #include "kernels/reduction/reduce_ops.h"
-#include "kernels/reduction/vec_exp.h"
+#include "kernels/reduction/vec_math.h"
 
 namespace nxrt::cpu::reduction {
 
@@ -101,52 +101,54 @@ inline void Columns(const C* x, C* y, int64_t n, int64_t stride, int64_t len, C*
   }
 }
 
-// Runs Softmax / LogSoftmax over [outer, n, inner]. 16-bit floats are widened to float per task.
+// Tasks [b, e) of Normalize: task t is column block t % col_blocks of outer slice t / col_blocks.
+// 16-bit floats are widened into float scratch (wx, wy: n x kColBlock each) and narrowed back.
 template <Mode M, class T>
-inline void Normalize(const T* x, T* y, int64_t outer, int64_t n, int64_t inner, int threads) {
+inline void NormalizeTasks(const T* x, T* y, int64_t n, int64_t inner, int64_t b, int64_t e) {
   using C = ComputeT<T>;
   constexpr bool kWiden = !std::is_same_v<C, T>;
-  if (inner == 1 && !kWiden) {  // contiguous rows (the last-axis case): no scratch, no index math
-    ParallelFor(threads, outer, std::max<int64_t>(1, 8192 / n), [&](int64_t b, int64_t e) {
-      for (int64_t t = b; t < e; ++t) Row<M>(x + t * n, y + t * n, n);
-    });
-    return;
-  }
   const int64_t col_blocks = (inner + kColBlock - 1) / kColBlock;
-  const int64_t tasks = outer * col_blocks;
-  const int64_t work = n * std::min(inner, kColBlock);
-  ParallelFor(threads, tasks, std::max<int64_t>(1, 8192 / std::max<int64_t>(work, 1)),
-              [&](int64_t b, int64_t e) {
-    std::vector<C> scratch(2 * std::min(inner, kColBlock) + (kWiden ? 2 * work : 0));
-    C* mx = scratch.data();
-    C* sum = mx + std::min(inner, kColBlock);
-    C* wx = sum + std::min(inner, kColBlock);
-    C* wy = wx + work;
-    for (int64_t t = b; t < e; ++t) {
-      const int64_t o = t / col_blocks;
-      const int64_t j0 = (t % col_blocks) * kColBlock;
-      const int64_t len = std::min(kColBlock, inner - j0);
-      const T* xb = x + o * n * inner + j0;
-      T* yb = y + o * n * inner + j0;
-      if constexpr (kWiden) {
-        for (int64_t i = 0; i < n; ++i) {
-          for (int64_t j = 0; j < len; ++j) wx[i * len + j] = static_cast<C>(xb[i * inner + j]);
-        }
-        if (inner == 1) {
-          Row<M>(wx, wy, n);
-        } else {
-          Columns<M>(wx, wy, n, len, len, mx, sum);
-        }
-        for (int64_t i = 0; i < n; ++i) {
-          for (int64_t j = 0; j < len; ++j) yb[i * inner + j] = T(wy[i * len + j]);
-        }
-      } else if (inner == 1) {
-        Row<M>(xb, yb, n);
+  const int64_t width = std::min(inner, kColBlock);
+  std::vector<C> scratch(2 * width + (kWiden ? 2 * n * width : 0));
+  C* mx = scratch.data();
+  C* sum = mx + width;
+  C* wx = sum + width;
+  C* wy = wx + n * width;
+  for (int64_t t = b; t < e; ++t) {
+    const int64_t o = t / col_blocks;
+    const int64_t j0 = (t % col_blocks) * kColBlock;
+    const int64_t len = std::min(kColBlock, inner - j0);
+    const T* xb = x + o * n * inner + j0;
+    T* yb = y + o * n * inner + j0;
+    if constexpr (kWiden) {
+      for (int64_t i = 0; i < n; ++i) WidenToFloat(xb + i * inner, wx + i * len, len);
+      if (inner == 1) {
+        Row<M>(wx, wy, n);
       } else {
-        Columns<M>(xb, yb, n, inner, len, mx, sum);
+        Columns<M>(wx, wy, n, len, len, mx, sum);
       }
+      for (int64_t i = 0; i < n; ++i) NarrowFromFloat(wy + i * len, yb + i * inner, len);
+    } else {
+      Columns<M>(xb, yb, n, inner, len, mx, sum);
     }
-  });
+  }
+}
+
+// Runs Softmax / LogSoftmax over [outer, n, inner].
+template <Mode M, class T>
+inline void Normalize(const T* x, T* y, int64_t outer, int64_t n, int64_t inner, int threads) {
+  if constexpr (std::is_same_v<ComputeT<T>, T>) {
+    if (inner == 1) {  // contiguous rows (the last-axis case): no scratch, no index math
+      ParallelFor(threads, outer, std::max<int64_t>(1, 8192 / n), [&](int64_t b, int64_t e) {
+        for (int64_t t = b; t < e; ++t) Row<M>(x + t * n, y + t * n, n);
+      });
+      return;
+    }
+  }
+  const int64_t tasks = outer * ((inner + kColBlock - 1) / kColBlock);
+  const int64_t work = std::max<int64_t>(1, n * std::min(inner, kColBlock));
+  ParallelFor(threads, tasks, std::max<int64_t>(1, 8192 / work),
+              [&](int64_t b, int64_t e) { NormalizeTasks<M>(x, y, n, inner, b, e); });
 }
 
 // Hardmax: 1 at the first maximum along the axis, 0 elsewhere.
@@ -155,28 +157,28 @@ inline void Hardmax(const T* x, T* y, int64_t outer, int64_t n, int64_t inner, i
   using C = ComputeT<T>;
   ParallelFor(threads, outer, std::max<int64_t>(1, 8192 / std::max<int64_t>(n * inner, 1)),
               [&](int64_t b, int64_t e) {
-    std::vector<C> best(inner);
-    std::vector<int64_t> at(inner);
-    for (int64_t o = b; o < e; ++o) {
-      const T* xb = x + o * n * inner;
-      T* yb = y + o * n * inner;
-      for (int64_t j = 0; j < inner; ++j) {
-        best[j] = static_cast<C>(xb[j]);
-        at[j] = 0;
-      }
-      for (int64_t i = 1; i < n; ++i) {
-        for (int64_t j = 0; j < inner; ++j) {
-          C v = static_cast<C>(xb[i * inner + j]);
-          if (!std::isnan(best[j]) && (v > best[j] || std::isnan(v))) {
-            best[j] = v;
-            at[j] = i;
-          }
-        }
-      }
-      std::fill(yb, yb + n * inner, T(0.0f));
-      for (int64_t j = 0; j < inner; ++j) yb[at[j] * inner + j] = T(1.0f);
-    }
-  });
+                std::vector<C> best(inner);
+                std::vector<int64_t> at(inner);
+                for (int64_t o = b; o < e; ++o) {
+                  const T* xb = x + o * n * inner;
+                  T* yb = y + o * n * inner;
+                  for (int64_t j = 0; j < inner; ++j) {
+                    best[j] = static_cast<C>(xb[j]);
+                    at[j] = 0;
+                  }
+                  for (int64_t i = 1; i < n; ++i) {
+                    for (int64_t j = 0; j < inner; ++j) {
+                      C v = static_cast<C>(xb[i * inner + j]);
+                      if (!std::isnan(best[j]) && (v > best[j] || std::isnan(v))) {
+                        best[j] = v;
+                        at[j] = i;
+                      }
+                    }
+                  }
+                  std::fill(yb, yb + n * inner, T(0.0f));
+                  for (int64_t j = 0; j < inner; ++j) yb[at[j] * inner + j] = T(1.0f);
+                }
+              });
 }
 
 }  // namespace nxrt::cpu::reduction

@@ -2,13 +2,12 @@
 #include <algorithm>
 #include <cstdint>
 #include <locale>
+#include <nxrt/nxrt_ep.hpp>
 #include <regex>
 #include <string>
 #include <string_view>
 #include <unordered_set>
 #include <vector>
-
-#include <nxrt/nxrt_ep.hpp>
 
 #include "kernels/reduction/reduction_kernels.h"
 
@@ -308,13 +307,21 @@ class RegexFullMatch : public ep::Kernel {
 
 void RegisterStringOps(NxKernelRegistry* r) {
   const std::vector<NxElementType> str = {NX_TYPE_STRING};
-  ep::KernelDefBuilder("StringNormalizer").Versions(10).Constraint("T", str, {0}, {0})
+  ep::KernelDefBuilder("StringNormalizer")
+      .Versions(10)
+      .Constraint("T", str, {0}, {0})
       .Build<StringNormalizer>(r);
-  ep::KernelDefBuilder("StringConcat").Versions(20).Constraint("T", str, {0, 1}, {0})
+  ep::KernelDefBuilder("StringConcat")
+      .Versions(20)
+      .Constraint("T", str, {0, 1}, {0})
       .Build<StringConcat>(r);
-  ep::KernelDefBuilder("StringSplit").Versions(20).Constraint("T", str, {0}, {0})
+  ep::KernelDefBuilder("StringSplit")
+      .Versions(20)
+      .Constraint("T", str, {0}, {0})
       .Build<StringSplit>(r);
-  ep::KernelDefBuilder("RegexFullMatch").Versions(20).Constraint("T", str, {0})
+  ep::KernelDefBuilder("RegexFullMatch")
+      .Versions(20)
+      .Constraint("T", str, {0})
       .Build<RegexFullMatch>(r);
 }
 

@@ -3,12 +3,11 @@
 // float [E] or [B, E] with E = max(ngram_indexes) + 1.
 #include <algorithm>
 #include <cstdint>
+#include <nxrt/nxrt_ep.hpp>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
-
-#include <nxrt/nxrt_ep.hpp>
 
 #include "kernels/reduction/reduction_kernels.h"
 
@@ -77,8 +76,12 @@ class TfIdfVectorizer : public ep::Kernel {
     const int64_t cols = shape.empty() ? 1 : shape.back();
     std::vector<int64_t> tokens(x.size());
     switch (x.type()) {
-      case NX_TYPE_INT64: std::copy_n(x.data<int64_t>(), x.size(), tokens.begin()); break;
-      case NX_TYPE_INT32: std::copy_n(x.data<int32_t>(), x.size(), tokens.begin()); break;
+      case NX_TYPE_INT64:
+        std::copy_n(x.data<int64_t>(), x.size(), tokens.begin());
+        break;
+      case NX_TYPE_INT32:
+        std::copy_n(x.data<int32_t>(), x.size(), tokens.begin());
+        break;
       case NX_TYPE_STRING:
         for (size_t i = 0; i < x.size(); ++i) {
           auto it = string_ids_.find(std::string(x.string(i)));
@@ -142,7 +145,8 @@ class TfIdfVectorizer : public ep::Kernel {
 }  // namespace
 
 void RegisterTfIdf(NxKernelRegistry* r) {
-  ep::KernelDefBuilder("TfIdfVectorizer").Versions(9)
+  ep::KernelDefBuilder("TfIdfVectorizer")
+      .Versions(9)
       .Constraint("T", {NX_TYPE_STRING, NX_TYPE_INT32, NX_TYPE_INT64}, {0})
       .Build<TfIdfVectorizer>(r);
 }

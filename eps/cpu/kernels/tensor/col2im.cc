@@ -103,7 +103,10 @@ class Col2Im : public ep::Kernel {
 }  // namespace
 
 void RegisterCol2Im(NxKernelRegistry* r) {
-  ep::KernelDefBuilder("Col2Im").Versions(18).Build<Col2Im>(r);
+  ep::KernelDefBuilder("Col2Im")
+      .Versions(18)
+      .Constraint("T", NumericTypes(), {0}, {0})
+      .Build<Col2Im>(r);
 }
 
 }  // namespace nxrt::cpu::tensor

@@ -217,8 +217,14 @@ class Range : public ep::Kernel {
 void RegisterConstants(NxKernelRegistry* r) {
   ep::KernelDefBuilder("Constant").Versions(1).Build<Constant>(r);
   ep::KernelDefBuilder("ConstantOfShape").Versions(9).Build<ConstantOfShape>(r);
-  ep::KernelDefBuilder("EyeLike").Versions(9).Build<EyeLike>(r);
-  ep::KernelDefBuilder("Range").Versions(11).Build<Range>(r);
+  ep::KernelDefBuilder("EyeLike")
+      .Versions(9)
+      .Constraint("T2", NumericOrBoolTypes(), {}, {0})
+      .Build<EyeLike>(r);
+  ep::KernelDefBuilder("Range")
+      .Versions(11)
+      .Constraint("T", NumericTypes(), {0, 1, 2}, {0})
+      .Build<Range>(r);
 }
 
 }  // namespace nxrt::cpu::tensor

@@ -64,8 +64,14 @@ class Cumulative : public ep::Kernel {
 }  // namespace
 
 void RegisterCumulative(NxKernelRegistry* r) {
-  ep::KernelDefBuilder("CumSum").Versions(11).Build<Cumulative<false>>(r);
-  ep::KernelDefBuilder("CumProd").Versions(26).Build<Cumulative<true>>(r);
+  ep::KernelDefBuilder("CumSum")
+      .Versions(11)
+      .Constraint("T", NumericTypes(), {0}, {0})
+      .Build<Cumulative<false>>(r);
+  ep::KernelDefBuilder("CumProd")
+      .Versions(26)
+      .Constraint("T", NumericTypes(), {0}, {0})
+      .Build<Cumulative<true>>(r);
 }
 
 }  // namespace nxrt::cpu::tensor

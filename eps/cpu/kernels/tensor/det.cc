@@ -66,6 +66,8 @@ class Det : public ep::Kernel {
 
 }  // namespace
 
-void RegisterDet(NxKernelRegistry* r) { ep::KernelDefBuilder("Det").Versions(11).Build<Det>(r); }
+void RegisterDet(NxKernelRegistry* r) {
+  ep::KernelDefBuilder("Det").Versions(11).Constraint("T", FloatTypes(), {0}, {0}).Build<Det>(r);
+}
 
 }  // namespace nxrt::cpu::tensor

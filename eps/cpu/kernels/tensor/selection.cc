@@ -112,7 +112,10 @@ class Compress : public ep::Kernel {
 }  // namespace
 
 void RegisterSelection(NxKernelRegistry* r) {
-  ep::KernelDefBuilder("NonZero").Versions(9).Build<NonZero>(r);
+  ep::KernelDefBuilder("NonZero")
+      .Versions(9)
+      .Constraint("T", NumericOrBoolTypes(), {0})
+      .Build<NonZero>(r);
   ep::KernelDefBuilder("Compress").Versions(9).Build<Compress>(r);
 }
 

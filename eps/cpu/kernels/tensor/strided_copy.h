@@ -4,11 +4,14 @@
 //
 // Before copying, size-1 axes are dropped and neighbouring axes that are contiguous in both
 // source and destination are merged, so e.g. a BERT [1,128,12,64] -> [1,12,128,64] transpose
-// becomes a copy of 64-element runs, and a pure reshape becomes one memcpy. Three inner loops:
-//   - rows contiguous on both sides: memcpy per row;
-//   - source stride 0 along the row: fill;
-//   - a transpose (destination rows are contiguous, source rows are not, and some other axis is
-//     contiguous in the source): cache-blocked 2-D tiles.
+// becomes a copy of 64-element runs, and a pure reshape becomes one memcpy. Then one of:
+//   - a transpose (destination rows contiguous, source rows not, and some other axis contiguous
+//     in the source): cache-blocked 2-D tiles with SIMD register transposes (transpose_tile.h);
+//   - a broadcast into a contiguous destination block (Expand, Tile): the block is built once
+//     and replicated with doubling memcpys;
+//   - otherwise row by row: memcpy when both sides are contiguous, fill when the source stride
+//     is 0, a strided loop else.
+// Work is split over threads in chunks of ~32K elements.
 #pragma once
 
 #include <algorithm>

@@ -239,4 +239,20 @@ decltype(auto) DispatchNumericOrBool(NxElementType t, Fn&& fn) {
   return DispatchNumeric(t, fn);
 }
 
+// Element-type sets for kernel definitions (KernelDefBuilder::Constraint), so a node with a type
+// a kernel cannot handle is refused when the session is created instead of when it runs.
+inline std::vector<NxElementType> FloatTypes() {
+  return {NX_TYPE_FLOAT, NX_TYPE_DOUBLE, NX_TYPE_FLOAT16, NX_TYPE_BFLOAT16};
+}
+inline std::vector<NxElementType> NumericTypes() {
+  return {NX_TYPE_FLOAT, NX_TYPE_DOUBLE, NX_TYPE_FLOAT16, NX_TYPE_BFLOAT16,
+          NX_TYPE_INT8,  NX_TYPE_INT16,  NX_TYPE_INT32,   NX_TYPE_INT64,
+          NX_TYPE_UINT8, NX_TYPE_UINT16, NX_TYPE_UINT32,  NX_TYPE_UINT64};
+}
+inline std::vector<NxElementType> NumericOrBoolTypes() {
+  std::vector<NxElementType> t = NumericTypes();
+  t.push_back(NX_TYPE_BOOL);
+  return t;
+}
+
 }  // namespace nxrt::cpu::tensor

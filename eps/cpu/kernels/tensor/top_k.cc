@@ -141,6 +141,8 @@ class TopK : public ep::Kernel {
 
 }  // namespace
 
-void RegisterTopK(NxKernelRegistry* r) { ep::KernelDefBuilder("TopK").Versions(1).Build<TopK>(r); }
+void RegisterTopK(NxKernelRegistry* r) {
+  ep::KernelDefBuilder("TopK").Versions(1).Constraint("T", NumericTypes(), {0}, {0}).Build<TopK>(r);
+}
 
 }  // namespace nxrt::cpu::tensor

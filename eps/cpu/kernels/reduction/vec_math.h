@@ -1,5 +1,6 @@
-// AVX2 helpers for the softmax family: a vector exp and contiguous max / exp-and-sum loops.
-// The CPU EP is built with -mavx2 -mfma, so these are used unconditionally.
+// AVX2 helpers for the reduction family: a vector exp, contiguous max / exp-and-sum loops and
+// float16 <-> float conversion. The CPU EP is built with -mavx2 -mfma -mf16c, so these are used
+// unconditionally.
 #pragma once
 
 #include <immintrin.h>
@@ -7,8 +8,37 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
+
+#include "common/half.h"
 
 namespace nxrt::cpu::reduction {
+
+// dst[i] = float(src[i]) for 16-bit floats (F16C for IEEE half, a shift for bfloat16).
+template <class H>
+inline void WidenToFloat(const H* src, float* dst, int64_t n) {
+  int64_t i = 0;
+  if constexpr (std::is_same_v<H, Half>) {
+    for (; i + 8 <= n; i += 8) {
+      const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
+      _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(h));
+    }
+  }
+  for (; i < n; ++i) dst[i] = static_cast<float>(src[i]);
+}
+
+// dst[i] = H(src[i]), rounding to nearest even.
+template <class H>
+inline void NarrowFromFloat(const float* src, H* dst, int64_t n) {
+  int64_t i = 0;
+  if constexpr (std::is_same_v<H, Half>) {
+    for (; i + 8 <= n; i += 8) {
+      const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), h);
+    }
+  }
+  for (; i < n; ++i) dst[i] = H(src[i]);
+}
 
 // exp(x) for 8 floats known to be <= 0 (softmax inputs after subtracting the row maximum; not
 // NaN). Cheaper than Exp8: no overflow or NaN handling, and round-to-integer through the "magic
@@ -48,29 +78,39 @@ inline float HorizontalMax(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
-// max(x[0, n)); NaN if any element is NaN.
-inline float MaxOf(const float* x, int64_t n) {
+inline float HorizontalMin(__m256 v) {
+  __m128 s = _mm_min_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_min_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_min_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// max(x[0, n)) (or min with kMax = false); NaN if any element is NaN.
+template <bool kMax = true>
+inline float ExtremeOf(const float* x, int64_t n) {
   int64_t i = 0;
-  float m = -std::numeric_limits<float>::infinity();
+  float m = kMax ? -std::numeric_limits<float>::infinity() : std::numeric_limits<float>::infinity();
   bool nan = false;
   if (n >= 16) {
     __m256 a = _mm256_set1_ps(m), b = a;
     __m256 bad = _mm256_setzero_ps();
     for (; i + 16 <= n; i += 16) {
       __m256 u = _mm256_loadu_ps(x + i), v = _mm256_loadu_ps(x + i + 8);
-      a = _mm256_max_ps(a, u);
-      b = _mm256_max_ps(b, v);
+      a = kMax ? _mm256_max_ps(a, u) : _mm256_min_ps(a, u);
+      b = kMax ? _mm256_max_ps(b, v) : _mm256_min_ps(b, v);
       bad = _mm256_or_ps(bad, _mm256_cmp_ps(u, v, _CMP_UNORD_Q));
     }
-    m = HorizontalMax(_mm256_max_ps(a, b));
+    m = kMax ? HorizontalMax(_mm256_max_ps(a, b)) : HorizontalMin(_mm256_min_ps(a, b));
     nan = _mm256_movemask_ps(bad) != 0;
   }
   for (; i < n; ++i) {
     if (std::isnan(x[i])) nan = true;
-    m = x[i] > m ? x[i] : m;
+    m = (kMax ? x[i] > m : x[i] < m) ? x[i] : m;
   }
   return nan ? std::numeric_limits<float>::quiet_NaN() : m;
 }
+
+inline float MaxOf(const float* x, int64_t n) { return ExtremeOf<true>(x, n); }
 
 // The loops below compute exp(x - shift) with shift a finite maximum of the x involved, so every
 // argument is <= 0 (or NaN-free -inf) and ExpNonPositive8 applies.

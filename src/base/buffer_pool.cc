@@ -1,0 +1,75 @@
+#include "base/buffer_pool.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "base/error.h"
+
+namespace nxrt {
+namespace {
+
+// Sizes are rounded up so buffers of nearly equal size share a bucket: 64 bytes for small
+// buffers, 1/16 of the size's power of two for large ones.
+size_t RoundCapacity(size_t bytes) {
+  if (bytes <= 4096) return (bytes + 63) / 64 * 64 + (bytes == 0 ? 64 : 0);
+  size_t p = 1;
+  while (p < bytes) p <<= 1;
+  size_t step = p / 16;
+  return (bytes + step - 1) / step * step;
+}
+
+}  // namespace
+
+BufferPool::~BufferPool() {
+  for (auto& [capacity, p] : free_) std::free(p);
+}
+
+std::shared_ptr<void> BufferPool::Acquire(size_t bytes) {
+  size_t capacity = RoundCapacity(bytes);
+  void* p = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = free_.lower_bound(capacity);
+    // Reuse a cached buffer that is not wastefully large (at most 2x).
+    if (it != free_.end() && it->first <= capacity * 2) {
+      capacity = it->first;
+      p = it->second;
+      cached_bytes_ -= capacity;
+      free_.erase(it);
+    }
+  }
+  if (p == nullptr) {
+    p = std::aligned_alloc(64, capacity);
+    if (p == nullptr) Throw(NX_OUT_OF_MEMORY, "cannot allocate " + std::to_string(bytes) + " bytes");
+  }
+  // Testing aid: NXRT_POISON_BUFFERS=1 fills every handed-out buffer with 0xFF bytes (NaN for
+  // floats, -1 for integers) to expose kernels that do not write all of their outputs.
+  static const bool poison = [] {
+    const char* v = std::getenv("NXRT_POISON_BUFFERS");
+    return v != nullptr && v[0] == '1';
+  }();
+  if (poison) std::memset(p, 0xff, capacity);
+  std::weak_ptr<BufferPool> weak = weak_from_this();
+  return std::shared_ptr<void>(p, [weak, capacity](void* q) {
+    if (auto pool = weak.lock()) pool->Return(q, capacity);
+    else std::free(q);
+  });
+}
+
+void BufferPool::Return(void* p, size_t capacity) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (cached_bytes_ + capacity > max_cached_bytes_) {
+    std::free(p);
+    return;
+  }
+  free_.emplace(capacity, p);
+  cached_bytes_ += capacity;
+}
+
+size_t BufferPool::cached_bytes() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return cached_bytes_;
+}
+
+}  // namespace nxrt
