@@ -225,6 +225,8 @@ void RegisterActivationKernels(NxKernelRegistry* r) {
   RegisterUnary<ThresholdedReluOp>(r, "ThresholdedRelu", 10);
   RegisterUnary<MishOp>(r, "Mish", 18);
   RegisterUnary<GeluOp>(r, "Gelu", 20);
+  // The host's graph fusion turns the erf-based GELU pattern of older opsets into this.
+  RegisterUnary<GeluOp>(r, "Gelu", 1, "com.nxrt");
   RegisterUnary<SwishOp>(r, "Swish", 24);
   RegisterUnary<ShrinkOp>(r, "Shrink", 9);
 }

@@ -53,8 +53,9 @@ inline TypeList Float8Types() {
 // Registers `K` for op `op` from opset `since` on, with every input and output of element type
 // in `types` (the common "T for all" constraint).
 template <class K>
-void RegisterSameType(NxKernelRegistry* r, const char* op, int since, const TypeList& types) {
-  ep::KernelDefBuilder(op).Versions(since).Constraint("T", types, {-1}, {-1}).Build<K>(r);
+void RegisterSameType(NxKernelRegistry* r, const char* op, int since, const TypeList& types,
+                      const char* domain = "") {
+  ep::KernelDefBuilder(op, domain).Versions(since).Constraint("T", types, {-1}, {-1}).Build<K>(r);
 }
 
 // ---- Compute types ----------------------------------------------------------------------------

@@ -126,8 +126,8 @@ class UnaryKernel : public ep::Kernel {
 
 // Registers UnaryKernel<Op> as `op` from opset `since`.
 template <class Op>
-void RegisterUnary(NxKernelRegistry* r, const char* op, int since) {
-  RegisterSameType<UnaryKernel<Op>>(r, op, since, TypesOf(Op::kTypes));
+void RegisterUnary(NxKernelRegistry* r, const char* op, int since, const char* domain = "") {
+  RegisterSameType<UnaryKernel<Op>>(r, op, since, TypesOf(Op::kTypes), domain);
 }
 
 }  // namespace nxrt::cpu::elementwise

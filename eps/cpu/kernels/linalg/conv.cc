@@ -1,10 +1,11 @@
-// Conv (opsets 1, 11, 22) and com.microsoft FusedConv.
+// Conv (opsets 1, 11, 22) and the com.microsoft FusedConv, NhwcConv and NhwcFusedConv.
 //
 // float32 runs through oneDNN (conv_dnnl.h) with weights prepared once when they are constant;
 // float16/bfloat16 convert to float32 around the same path; double uses im2col + GEMM.
 #include <cstring>
 #include <nxrt/nxrt_ep.hpp>
 #include <optional>
+#include <span>
 #include <string>
 
 #include "common/broadcast.h"
@@ -14,6 +15,7 @@
 #include "kernels/linalg/conv_reference.h"
 #include "kernels/linalg/dnnl_util.h"
 #include "kernels/linalg/float_convert.h"
+#include "kernels/linalg/kernel_setup.h"
 #include "kernels/linalg/linalg_kernels.h"
 
 namespace nxrt::cpu::linalg {
@@ -49,22 +51,31 @@ ConvFusion ReadFusion(const ep::KernelInfo& info, bool with_sum) {
   return f;
 }
 
-int ThreadHint(const ep::KernelInfo& info) {
-  std::string v = info.config("session.intra_op_num_threads", "");
-  if (v.empty()) return 0;
-  try {
-    return std::max(1, std::stoi(v));
-  } catch (...) {
-    return 0;
+// NHWC [N, spatial..., C] <-> NCHW [N, C, spatial...] dimension orders.
+std::vector<int64_t> ChannelsFirst(std::span<const int64_t> d) {
+  std::vector<int64_t> out(d.begin(), d.end());
+  if (out.size() >= 3) {
+    out.erase(out.end() - 1);
+    out.insert(out.begin() + 1, d.back());
   }
+  return out;
+}
+std::vector<int64_t> ChannelsLast(std::span<const int64_t> d) {
+  std::vector<int64_t> out(d.begin(), d.end());
+  if (out.size() >= 3) {
+    out.erase(out.begin() + 1);
+    out.push_back(d[1]);
+  }
+  return out;
 }
 
 class Conv : public ep::Kernel {
  public:
-  explicit Conv(const ep::KernelInfo& info, bool fused = false)
+  explicit Conv(const ep::KernelInfo& info, bool fused = false, bool channels_last = false)
       : attrs_(info),
-        fused_(fused),
-        dnnl_(ReadFusion(info, fused && info.has_input(3)), ConvStrategy::kAuto) {
+        channels_last_(channels_last),
+        dnnl_(ReadFusion(info, fused && info.has_input(3)), ConvStrategy::kAuto, channels_last) {
+    WarmUpSgemm();  // pointwise convolutions run through sgemm
     has_sum_ = fused && info.has_input(3);
     has_fusion_ = has_sum_ || !info.attr_string("activation", "").empty();
     auto w = info.constant_input(1);
@@ -97,17 +108,14 @@ class Conv : public ep::Kernel {
     });
     // With a static input shape the primitive and the packed weights are built right now, so
     // the first run does not pay for them.
-    int threads = ThreadHint(info);
-    auto x_shape = info.input(0).shape();
-    if (threads > 0 && x_shape && ShapeSize(*x_shape) >= 0) {
-      bool static_shape = true;
-      for (int64_t d : *x_shape) static_shape = static_shape && d >= 0;
-      if (static_shape) {
-        try {
-          dnnl_.Prepare(ComputeConvGeometry(attrs_, *x_shape, w_shape_), threads);
-        } catch (const std::exception&) {
-          // Not fatal here: Compute reports the problem with the actual input.
-        }
+    const int threads = SessionThreads(info);
+    auto x_shape = StaticInputShape(info, 0);
+    if (threads > 0 && x_shape) {
+      try {
+        std::vector<int64_t> xs = channels_last_ ? ChannelsFirst(*x_shape) : *x_shape;
+        dnnl_.Prepare(ComputeConvGeometry(attrs_, xs, w_shape_), threads);
+      } catch (const std::exception&) {
+        // Not fatal here: Compute reports the problem with the actual input.
       }
     }
   }
@@ -119,14 +127,16 @@ class Conv : public ep::Kernel {
     const NxElementType t = x.type();
     NXRT_EP_ENFORCE(w.type() == t, attrs_.op + ": X is " + ep::ElementTypeName(t) + " but W is " +
                                        ep::ElementTypeName(w.type()));
-    ConvGeometry g = ComputeConvGeometry(attrs_, x.shape(), w.shape());
+    ConvGeometry g = channels_last_
+                         ? ComputeConvGeometry(attrs_, ChannelsFirst(x.shape()), w.shape())
+                         : ComputeConvGeometry(attrs_, x.shape(), w.shape());
     if (b) {
       NXRT_EP_ENFORCE(b->type() == t && b->rank() == 1 && b->dim(0) == g.out_channels,
                       attrs_.op + ": bias B must be a 1-D tensor of " +
                           std::to_string(g.out_channels) + " elements, got " +
                           ShapeToString(b->shape()));
     }
-    std::vector<int64_t> y_dims = g.output_dims();
+    std::vector<int64_t> y_dims = channels_last_ ? ChannelsLast(g.output_dims()) : g.output_dims();
     std::optional<ep::ConstTensor> z;
     if (has_sum_) {
       z = ctx.input(3);
@@ -166,7 +176,8 @@ class Conv : public ep::Kernel {
         });
         return;
       case NX_TYPE_DOUBLE:
-        NXRT_EP_ENFORCE(!has_fusion_, attrs_.op + ": fused activations need float input");
+        NXRT_EP_ENFORCE(!has_fusion_ && !channels_last_,
+                        attrs_.op + ": fused and channels-last convolutions need float input");
         ConvIm2Col<double>(g, x.data<double>(), w.data<double>(), b ? b->data<double>() : nullptr,
                            y.data<double>(), threads);
         return;
@@ -177,7 +188,7 @@ class Conv : public ep::Kernel {
 
  private:
   ConvAttributes attrs_;
-  bool fused_;
+  bool channels_last_;
   bool has_sum_ = false;
   bool has_fusion_ = false;
   std::vector<int64_t> w_shape_;
@@ -189,11 +200,26 @@ class FusedConv : public Conv {
   explicit FusedConv(const ep::KernelInfo& info) : Conv(info, true) {}
 };
 
+// Channels-last variants (X and Y as [N, spatial..., C], W still [M, C/group, k...]) for a graph
+// kept in NHWC: oneDNN's AVX-512 kernels work on that layout natively, so no reorders run.
+class NhwcConv : public Conv {
+ public:
+  explicit NhwcConv(const ep::KernelInfo& info) : Conv(info, false, true) {}
+};
+class NhwcFusedConv : public Conv {
+ public:
+  explicit NhwcFusedConv(const ep::KernelInfo& info) : Conv(info, true, true) {}
+};
+
 }  // namespace
 
 void RegisterConvKernels(NxKernelRegistry* r) {
   ep::KernelDefBuilder("Conv").Versions(1).Build<Conv>(r);
   ep::KernelDefBuilder("FusedConv", "com.microsoft").Versions(1).Build<FusedConv>(r);
+  // What the host's graph fusion produces (same attributes and inputs).
+  ep::KernelDefBuilder("FusedConv", "com.nxrt").Versions(1).Build<FusedConv>(r);
+  ep::KernelDefBuilder("NhwcConv", "com.microsoft").Versions(1).Build<NhwcConv>(r);
+  ep::KernelDefBuilder("NhwcFusedConv", "com.microsoft").Versions(1).Build<NhwcFusedConv>(r);
 }
 
 }  // namespace nxrt::cpu::linalg

@@ -30,7 +30,8 @@ struct DnnlConv::Plan {
 
 namespace {
 
-Tag ActivationTag(int spatial) {
+Tag ActivationTag(int spatial, bool channels_last) {
+  if (channels_last) return spatial == 1 ? Tag::nwc : spatial == 2 ? Tag::nhwc : Tag::ndhwc;
   return spatial == 1 ? Tag::ncw : spatial == 2 ? Tag::nchw : Tag::ncdhw;
 }
 
@@ -98,12 +99,12 @@ std::shared_ptr<DnnlConv::Plan> DnnlConv::BuildPlan(const ConvGeometry& g, bool 
   auto plan = std::make_shared<Plan>();
   plan->has_bias = has_bias;
   const bool pointwise = IsPointwiseConv(g);
-  if ((strategy_ == ConvStrategy::kAuto || strategy_ == ConvStrategy::kGemm) && pointwise) {
+  const bool nchw_auto = strategy_ == ConvStrategy::kAuto && !channels_last_;
+  if ((nchw_auto || strategy_ == ConvStrategy::kGemm) && pointwise && !channels_last_) {
     plan->gemm = true;
     return plan;
   }
-  if ((strategy_ == ConvStrategy::kAuto || strategy_ == ConvStrategy::kDirect) &&
-      IsDepthwiseConv(g)) {
+  if ((nchw_auto || strategy_ == ConvStrategy::kDirect) && IsDepthwiseConv(g) && !channels_last_) {
     plan->depthwise = true;
     return plan;
   }
@@ -120,12 +121,12 @@ std::shared_ptr<DnnlConv::Plan> DnnlConv::BuildPlan(const ConvGeometry& g, bool 
   for (int64_t v : g.real(g.kernel)) w_dims.push_back(v);
 
   const auto f32 = memory::data_type::f32;
-  plan->src_plain = memory::desc(src_dims, f32, ActivationTag(g.spatial));
-  plan->dst_plain = memory::desc(dst_dims, f32, ActivationTag(g.spatial));
+  plan->src_plain = memory::desc(src_dims, f32, ActivationTag(g.spatial, channels_last_));
+  plan->dst_plain = memory::desc(dst_dims, f32, ActivationTag(g.spatial, channels_last_));
   plan->w_plain = memory::desc(w_dims, f32, WeightTag(g.spatial, grouped));
   if (plan->has_bias) plan->bias_md = memory::desc({g.out_channels}, f32, Tag::x);
 
-  const bool blocked = strategy_ != ConvStrategy::kPlain;
+  const bool blocked = strategy_ != ConvStrategy::kPlain && !channels_last_;
   memory::desc src_any = blocked ? memory::desc(src_dims, f32, Tag::any) : plan->src_plain;
   memory::desc dst_any = blocked ? memory::desc(dst_dims, f32, Tag::any) : plan->dst_plain;
   memory::desc w_any(w_dims, f32, Tag::any);

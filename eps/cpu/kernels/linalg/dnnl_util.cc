@@ -3,8 +3,10 @@
 #include <omp.h>
 
 #include <cstdlib>
+#include <mutex>
 #include <new>
 #include <stdexcept>
+#include <vector>
 
 namespace nxrt::cpu::linalg {
 
@@ -57,6 +59,18 @@ void CheckDnnl(dnnl_status_t status, const char* what) {
     throw std::runtime_error(std::string(what) + " failed (oneDNN status " +
                              std::to_string(static_cast<int>(status)) + ")");
   }
+}
+
+void WarmUpSgemm() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    // Large enough to take the blocked (JIT) path of every ISA oneDNN dispatches to.
+    constexpr int64_t kN = 64;
+    std::vector<float> a(kN * kN, 0.0f), b(kN * kN, 0.0f), c(kN * kN);
+    OmpThreadScope scope(1);
+    Sgemm(false, false, kN, kN, kN, 1.0f, a.data(), kN, b.data(), kN, 0.0f, c.data(), kN);
+    Sgemm(false, true, kN, kN, kN, 1.0f, a.data(), kN, b.data(), kN, 0.0f, c.data(), kN);
+  });
 }
 
 void Sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,

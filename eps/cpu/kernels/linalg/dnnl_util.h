@@ -53,6 +53,11 @@ class OmpThreadScope {
 // Throws a readable error for a failed oneDNN call outside the C++ API (dnnl_sgemm).
 void CheckDnnl(dnnl_status_t status, const char* what);
 
+// oneDNN generates its sgemm kernels on the first sizeable call (~40 ms). Kernels that will call
+// Sgemm run this once per process from their constructors, moving that cost from the first
+// inference to session creation.
+void WarmUpSgemm();
+
 // Row-major single-precision GEMM through oneDNN: C = alpha * op(A) * op(B) + beta * C.
 // Runs on omp_get_max_threads() threads, or on one when called inside a parallel region.
 void Sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,

@@ -24,6 +24,7 @@ class Gemm : public ep::Kernel {
         trans_b_(info.attr_int("transB", 0) != 0),
         alpha_(info.attr_float("alpha", 1.0f)),
         beta_(info.attr_float("beta", 1.0f)) {
+    WarmUpSgemm();
     // float16/bfloat16 weights are converted once; float32 weights are used in place.
     auto b = info.constant_input(1);
     if (b && b->rank() == 2 && (b->type() == NX_TYPE_FLOAT16 || b->type() == NX_TYPE_BFLOAT16)) {

@@ -2,10 +2,12 @@
 // com.microsoft FusedMatMul: alpha * op(A) * op(B) with transA/transB on the last two dims (what a
 // graph optimiser produces when it folds a Transpose and a scalar Mul/Div into a MatMul).
 //
-// float32 runs through oneDNN's sgemm. A constant 2-D weight B [K, N] is stored transposed
-// ([N, K], converted to float32 for float16/bfloat16) once at construction; the product then is a
-// single GEMM over all rows of A with B read as op(B) = B^T. float16/bfloat16 compute in float32;
-// double and the integer types use the portable GEMM.
+// A constant 2-D weight B [K, N] is stored transposed ([N, K], converted to float32 for
+// float16/bfloat16) once at construction and multiplied through oneDNN's matmul primitive
+// (matmul_dnnl.h) as one GEMM over all rows of A. Other float32 products run through oneDNN's
+// sgemm (batched over broadcast batch entries); float16/bfloat16 compute in float32; double and
+// the integer types use the portable GEMM.
+#include <memory>
 #include <nxrt/nxrt_ep.hpp>
 #include <optional>
 
@@ -13,8 +15,10 @@
 #include "common/dispatch.h"
 #include "kernels/linalg/dnnl_util.h"
 #include "kernels/linalg/float_convert.h"
+#include "kernels/linalg/kernel_setup.h"
 #include "kernels/linalg/linalg_kernels.h"
 #include "kernels/linalg/matmul_core.h"
+#include "kernels/linalg/matmul_dnnl.h"
 
 namespace nxrt::cpu::linalg {
 namespace {
@@ -22,6 +26,7 @@ namespace {
 class MatMul : public ep::Kernel {
  public:
   explicit MatMul(const ep::KernelInfo& info, bool fused = false) : op_(info.describe()) {
+    WarmUpSgemm();
     if (fused) {
       alpha_ = info.attr_float("alpha", 1.0f);
       trans_a_ = info.attr_int("transA", 0) != 0;
@@ -42,17 +47,30 @@ class MatMul : public ep::Kernel {
     packed_type_ = t;
     packed_shape_ = b->shape_vector();
     if (trans_b_) {
-      packed_b_ = std::move(bf);
+      packed_ = std::make_unique<DnnlPackedMatMul>(std::move(bf), k, n, alpha_);
+      Prepare(info);
       return;
     }
-    packed_b_.resize(bf.size());
+    std::vector<float> w_nk(bf.size());
     // Transpose in tiles so both sides stay cache-friendly for large weights.
     constexpr int64_t kTile = 32;
     for (int64_t k0 = 0; k0 < k; k0 += kTile)
       for (int64_t n0 = 0; n0 < n; n0 += kTile)
         for (int64_t kk = k0; kk < std::min(k, k0 + kTile); ++kk)
           for (int64_t nn = n0; nn < std::min(n, n0 + kTile); ++nn)
-            packed_b_[nn * k + kk] = bf[kk * n + nn];
+            w_nk[nn * k + kk] = bf[kk * n + nn];
+    packed_ = std::make_unique<DnnlPackedMatMul>(std::move(w_nk), k, n, alpha_);
+    Prepare(info);
+  }
+
+  // Builds the primitive for a static A shape now, so the first run does not pay for it.
+  void Prepare(const ep::KernelInfo& info) {
+    const int threads = SessionThreads(info);
+    auto a = StaticInputShape(info, 0);
+    if (threads <= 0 || !a || a->empty() || trans_a_ || a->back() != packed_->k()) return;
+    int64_t rows = 1;
+    for (size_t i = 0; i + 1 < a->size(); ++i) rows *= (*a)[i];
+    packed_->Prepare(rows, threads);
   }
 
   void Compute(ep::KernelContext& ctx) override {
@@ -69,14 +87,13 @@ class MatMul : public ep::Kernel {
     const int threads = ctx.threads();
     // The packed weight applies when B is the constant it was made from (always, unless the
     // host hands a different tensor) and the product folds into one GEMM.
-    const bool packed = !packed_b_.empty() && packed_type_ == t && d.foldable && b.rank() == 2 &&
-                        b.dim(0) == packed_shape_[0] && b.dim(1) == packed_shape_[1];
+    const bool packed =
+        packed_ && packed_type_ == t && d.foldable && b.shape_vector() == packed_shape_;
     switch (t) {
       case NX_TYPE_FLOAT: {
         OmpThreadScope scope(threads);
         if (packed) {
-          BatchedSgemm(d, a.data<float>(), packed_b_.data(), true, alpha_, y.data<float>(),
-                       threads);
+          packed_->Run(a.data<float>(), d.batch * d.m, y.data<float>(), threads);
         } else {
           BatchedSgemm(d, a.data<float>(), b.data<float>(), d.trans_b, alpha_, y.data<float>(),
                        threads);
@@ -91,7 +108,7 @@ class MatMul : public ep::Kernel {
             const float* af = ToFloatScratch(a.data<T>(), a.size(), kScratchA);
             float* yf = static_cast<float*>(ThreadScratch(kScratchC, y_count * sizeof(float)));
             if (packed) {
-              BatchedSgemm(d, af, packed_b_.data(), true, alpha_, yf, threads);
+              packed_->Run(af, d.batch * d.m, yf, threads);
             } else {
               const float* bf = ToFloatScratch(b.data<T>(), b.size(), kScratchB);
               BatchedSgemm(d, af, bf, d.trans_b, alpha_, yf, threads);
@@ -140,7 +157,7 @@ class MatMul : public ep::Kernel {
   std::string op_;
   float alpha_ = 1.0f;
   bool trans_a_ = false, trans_b_ = false;
-  std::vector<float> packed_b_;  // constant B as [N, K] (logical B transposed), float32
+  std::unique_ptr<DnnlPackedMatMul> packed_;  // constant 2-D B, float32, kept as [N, K]
   NxElementType packed_type_ = NX_TYPE_UNDEFINED;
   std::vector<int64_t> packed_shape_;
 };

@@ -1,4 +1,4 @@
-// Ops that keep the data and change only the shape: Identity, Reshape, Flatten, Squeeze and
+// Ops that keep the data and change only the shape: Reshape, Flatten, Squeeze and
 // Unsqueeze. The host gives every output its own buffer, so each is one (parallel) memcpy.
 #include <algorithm>
 #include <optional>
@@ -8,18 +8,6 @@
 
 namespace nxrt::cpu::tensor {
 namespace {
-
-class Identity : public ep::Kernel {
- public:
-  explicit Identity(const ep::KernelInfo&) {}
-  void Compute(ep::KernelContext& ctx) override {
-    ep::ConstTensor x = ctx.input(0);
-    if (x.kind() != NX_VALUE_TENSOR) {
-      ep::Fail(NX_NOT_IMPLEMENTED, "Identity: only tensor values are supported by the CPU EP");
-    }
-    CopyWithShape(ctx, x, x.shape());
-  }
-};
 
 // Output dims of Reshape: 0 copies the input dim (unless allowzero), -1 is inferred.
 std::vector<int64_t> ReshapeDims(std::span<const int64_t> in, const std::vector<int64_t>& spec,
@@ -171,7 +159,6 @@ class Unsqueeze : public ep::Kernel {
 }  // namespace
 
 void RegisterReshapeLike(NxKernelRegistry* r) {
-  ep::KernelDefBuilder("Identity").Versions(1).Build<Identity>(r);
   ep::KernelDefBuilder("Reshape").Versions(1).Build<Reshape>(r);
   ep::KernelDefBuilder("Flatten").Versions(1).Build<Flatten>(r);
   ep::KernelDefBuilder("Squeeze").Versions(1).Build<Squeeze>(r);

@@ -1,0 +1,75 @@
+#include "kernels/linalg/matmul_dnnl.h"
+
+#include <algorithm>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <stdexcept>
+#include <string>
+
+#include "kernels/linalg/dnnl_util.h"
+
+namespace nxrt::cpu::linalg {
+
+using dnnl::memory;
+
+struct DnnlPackedMatMul::Plan {
+  dnnl::matmul prim;
+  memory::desc src_md, w_md, dst_md, scratch_md;
+  size_t scratch_bytes = 0;
+};
+
+DnnlPackedMatMul::DnnlPackedMatMul(std::vector<float> w_nk, int64_t k, int64_t n, float alpha)
+    : w_(std::move(w_nk)), k_(k), n_(n), alpha_(alpha) {}
+
+DnnlPackedMatMul::~DnnlPackedMatMul() = default;
+
+std::shared_ptr<DnnlPackedMatMul::Plan> DnnlPackedMatMul::GetPlan(int64_t m, int threads) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto key = std::make_pair(m, threads);
+  auto it = plans_.find(key);
+  if (it != plans_.end()) return it->second;
+  auto plan = std::make_shared<Plan>();
+  const auto f32 = memory::data_type::f32;
+  plan->src_md = memory::desc({m, k_}, f32, memory::format_tag::ab);
+  plan->w_md = memory::desc({k_, n_}, f32, memory::format_tag::ba);
+  plan->dst_md = memory::desc({m, n_}, f32, memory::format_tag::ab);
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  if (alpha_ != 1.0f) attr.set_output_scales(0, {alpha_});
+  try {
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(plan->src_md, plan->w_md, plan->dst_md),
+                                    attr, DnnlEngine());
+    plan->prim = dnnl::matmul(pd);
+    plan->scratch_md = pd.scratchpad_desc();
+    plan->scratch_bytes = plan->scratch_md.get_size();
+  } catch (const dnnl::error& e) {
+    throw std::runtime_error(std::string("MatMul: oneDNN could not build the matmul: ") + e.what());
+  }
+  plans_.emplace(key, plan);
+  return plan;
+}
+
+void DnnlPackedMatMul::Prepare(int64_t m, int threads) {
+  if (m <= 0 || n_ == 0 || k_ == 0) return;
+  OmpThreadScope scope(threads);
+  GetPlan(m, threads);
+}
+
+void DnnlPackedMatMul::Run(const float* a, int64_t m, float* c, int threads) {
+  if (m == 0 || n_ == 0) return;
+  if (k_ == 0) {
+    std::fill(c, c + m * n_, 0.0f);
+    return;
+  }
+  std::shared_ptr<Plan> plan = GetPlan(m, threads);
+  auto& eng = DnnlEngine();
+  auto& strm = DnnlStream();
+  plan->prim.execute(
+      strm, {{DNNL_ARG_SRC, memory(plan->src_md, eng, const_cast<float*>(a))},
+             {DNNL_ARG_WEIGHTS, memory(plan->w_md, eng, const_cast<float*>(w_.data()))},
+             {DNNL_ARG_DST, memory(plan->dst_md, eng, c)},
+             {DNNL_ARG_SCRATCHPAD,
+              memory(plan->scratch_md, eng, ThreadScratch(kScratchPad, plan->scratch_bytes))}});
+  strm.wait();
+}
+
+}  // namespace nxrt::cpu::linalg

@@ -1,0 +1,84 @@
+// Post-placement fusion: chains become one node only where the EP has the fused kernel, and the
+// results equal the unfused graph's.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include <nxrt/nxrt.hpp>
+
+#include "test_util.h"
+
+namespace {
+
+using nxrt::test::MakeNode;
+
+// x[1,4,6,6] -> Conv(3x3, pad 1) -> Add(residual x) -> Relu, plus a separate erf-GELU branch.
+std::string ConvAddReluGeluModel() {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  auto* op = m.add_opset_import();
+  op->set_version(17);
+  auto* g = m.mutable_graph();
+  g->set_name("fusion");
+  auto conv = MakeNode("Conv", {"x", "w", "b"}, {"c"}, "conv");
+  auto* pads = conv.add_attribute();
+  pads->set_name("pads");
+  pads->set_type(onnx::AttributeProto::INTS);
+  for (int i = 0; i < 4; ++i) pads->add_ints(1);
+  *g->add_node() = conv;
+  *g->add_node() = MakeNode("Add", {"c", "x"}, {"s"}, "residual");
+  *g->add_node() = MakeNode("Relu", {"s"}, {"y"}, "relu");
+  *g->add_node() = MakeNode("Div", {"x", "sqrt2"}, {"d"}, "div");
+  *g->add_node() = MakeNode("Erf", {"d"}, {"e"}, "erf");
+  *g->add_node() = MakeNode("Add", {"e", "one"}, {"e1"}, "add1");
+  *g->add_node() = MakeNode("Mul", {"x", "e1"}, {"m"}, "mulx");
+  *g->add_node() = MakeNode("Mul", {"m", "half"}, {"gelu"}, "half");
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal;
+  std::vector<float> w(4 * 4 * 9), b(4);
+  for (float& v : w) v = normal(rng) * 0.3f;
+  for (float& v : b) v = normal(rng);
+  *g->add_initializer() = nxrt::test::MakeFloatTensor("w", {4, 4, 3, 3}, w);
+  *g->add_initializer() = nxrt::test::MakeFloatTensor("b", {4}, b);
+  *g->add_initializer() = nxrt::test::MakeFloatTensor("sqrt2", {}, {1.41421356f});
+  *g->add_initializer() = nxrt::test::MakeFloatTensor("one", {}, {1.0f});
+  *g->add_initializer() = nxrt::test::MakeFloatTensor("half", {}, {0.5f});
+  auto add_vi = [](onnx::ValueInfoProto* vi, const std::string& name) {
+    vi->set_name(name);
+    auto* t = vi->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : {1, 4, 6, 6}) t->mutable_shape()->add_dim()->set_dim_value(d);
+  };
+  add_vi(g->add_input(), "x");
+  add_vi(g->add_output(), "y");
+  add_vi(g->add_output(), "gelu");
+  return m.SerializeAsString();
+}
+
+TEST(GraphFusion, FusedGraphMatchesUnfusedGraph) {
+  nxrt::Env env(NX_LOG_ERROR);
+  std::string bytes = ConvAddReluGeluModel();
+  nxrt::SessionOptions plain_options, fused_options;
+  plain_options.SetOptimizationLevel(0);
+  fused_options.SetOptimizationLevel(1);
+  nxrt::Session plain(env, bytes.data(), bytes.size(), &plain_options);
+  nxrt::Session fused(env, bytes.data(), bytes.size(), &fused_options);
+  EXPECT_EQ(plain.ep_node_count(0), 8u);
+  EXPECT_EQ(fused.ep_node_count(0), 2u);  // FusedConv(+Add+Relu) and Gelu
+
+  std::vector<int64_t> dims = {1, 4, 6, 6};
+  nxrt::Value x = nxrt::Value::Tensor(NX_TYPE_FLOAT, dims);
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal;
+  for (size_t i = 0; i < x.size(); ++i) x.data<float>()[i] = normal(rng);
+  auto a = plain.Run({"x"}, {&x});
+  auto b = fused.Run({"x"}, {&x});
+  for (size_t o = 0; o < 2; ++o) {
+    ASSERT_EQ(a[o].shape(), b[o].shape());
+    for (size_t i = 0; i < a[o].size(); ++i) {
+      EXPECT_NEAR(a[o].data<float>()[i], b[o].data<float>()[i], 1e-5f) << "output " << o << " element " << i;
+    }
+  }
+}
+
+}  // namespace
