@@ -49,8 +49,8 @@ if [[ "${NXRT_SKIP_SANITIZE:-0}" != 1 ]]; then
   if NXRT_BUILD_DIR=build-asan NXRT_BUILD_TYPE=RelWithDebInfo tools/build.sh -DNXRT_SANITIZE=ON; then
     export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1
     run_suite "unit tests (sanitizers)" ctest --test-dir build-asan --output-on-failure -j 2
-    run_suite "onnx node tests (sanitizers)" \
-      build-asan/bin/nxrt conformance "$node_dir" --expect tests/conformance/onnx_node_pass.txt
+    # Memory errors abort the run (non-zero exit); pass counts are checked by the Release run.
+    run_suite "onnx node tests (sanitizers)" build-asan/bin/nxrt conformance "$node_dir"
   else
     failed_suites+=("sanitizer build")
   fi
