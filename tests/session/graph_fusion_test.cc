@@ -59,8 +59,9 @@ TEST(GraphFusion, FusedGraphMatchesUnfusedGraph) {
   nxrt::Env env(NX_LOG_ERROR);
   std::string bytes = ConvAddReluGeluModel();
   nxrt::SessionOptions plain_options, fused_options;
-  plain_options.SetOptimizationLevel(0);
-  fused_options.SetOptimizationLevel(1);
+  // One thread: no OpenMP workers, which LeakSanitizer cannot stop in some sandboxes.
+  plain_options.SetOptimizationLevel(0).SetIntraOpThreads(1);
+  fused_options.SetOptimizationLevel(1).SetIntraOpThreads(1);
   nxrt::Session plain(env, bytes.data(), bytes.size(), &plain_options);
   nxrt::Session fused(env, bytes.data(), bytes.size(), &fused_options);
   EXPECT_EQ(plain.ep_node_count(0), 8u);
