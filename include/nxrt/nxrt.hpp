@@ -77,6 +77,18 @@ class Env : public detail::Handle<NxEnv, NxEnv_Release> {
   void UnregisterEpLibrary(const std::string& name) {
     Check(NxEnv_UnregisterEpLibrary(get(), name.c_str()));
   }
+  // The memory the named EP computes in (host memory for CPU-like EPs).
+  const NxMemoryInfo* ep_memory(const std::string& ep_name) {
+    const NxMemoryInfo* m = nullptr;
+    Check(NxEnv_GetEpMemoryInfo(get(), ep_name.c_str(), &m));
+    return m;
+  }
+  // An env-wide counter by name (see NxEnv_GetStatistic).
+  int64_t statistic(const std::string& key) const {
+    int64_t v = 0;
+    Check(NxEnv_GetStatistic(get(), key.c_str(), &v));
+    return v;
+  }
 
  private:
   explicit Env(NxEnv* e) : Handle(e) {}
@@ -136,6 +148,9 @@ class Value : public detail::Handle<NxValue, NxValue_Release> {
     Check(NxValue_CreateTensorWithData(type, dims.data(), dims.size(), data, bytes, &v));
     return Value(v);
   }
+  // A tensor in `memory` (e.g. an EP's device memory, see Env::ep_memory).
+  static Value InMemory(class Env& env, const NxMemoryInfo* memory, NxElementType type,
+                        std::span<const int64_t> dims);
   static Value FromProto(NxValueKind kind, const void* data, size_t size) {
     NxValue* v = nullptr;
     Check(NxValue_CreateFromProto(kind, data, size, &v));
@@ -151,6 +166,9 @@ class Value : public detail::Handle<NxValue, NxValue_Release> {
     return std::vector<int64_t>(dims, dims + rank);
   }
   size_t size() const { return NxValue_GetElementCount(get()); }
+  const NxMemoryInfo* memory() const { return NxValue_GetMemoryInfo(get()); }
+  // Copies this tensor's contents into `dst` (any memories).
+  void CopyTo(class Env& env, Value& dst) const;
   template <class T>
   T* data() {
     return static_cast<T*>(NxValue_GetData(get()));
@@ -216,13 +234,52 @@ class Session : public detail::Handle<NxSession, NxSession_Release> {
     return result;
   }
 
+  // Runs with outputs bound to caller tensors (`outputs[i]`, host or device memory) where given;
+  // NULL slots are filled with new host values.
+  void RunInto(const std::vector<std::string>& input_names, const std::vector<const Value*>& inputs,
+               const std::vector<std::string>& output_names, std::vector<Value>& outputs) {
+    std::vector<const char*> in_names, out_names;
+    std::vector<const NxValue*> in_values;
+    for (size_t i = 0; i < input_names.size(); ++i) {
+      in_names.push_back(input_names[i].c_str());
+      in_values.push_back(inputs[i]->get());
+    }
+    for (const auto& n : output_names) out_names.push_back(n.c_str());
+    outputs.resize(output_names.size());
+    std::vector<NxValue*> raw;
+    for (Value& v : outputs) raw.push_back(v.get());
+    Check(NxSession_Run(get(), in_names.data(), in_values.data(), in_values.size(), out_names.data(),
+                        out_names.size(), raw.data()));
+    for (size_t i = 0; i < outputs.size(); ++i)
+      if (!outputs[i]) outputs[i] = Value(raw[i]);
+  }
+
   size_t ep_count() const { return NxSession_GetEpCount(get()); }
   std::string ep_name(size_t i) const { return NxSession_GetEpName(get(), i); }
   size_t ep_node_count(size_t i) const { return NxSession_GetEpNodeCount(get(), i); }
+  // A set-up counter by name (see NxSession_GetStatistic), e.g. "copies".
+  int64_t statistic(const std::string& key) const {
+    int64_t v = 0;
+    Check(NxSession_GetStatistic(get(), key.c_str(), &v));
+    return v;
+  }
 
  private:
   explicit Session(NxSession* s) : Handle(s) {}
 };
+
+inline Value Value::InMemory(Env& env, const NxMemoryInfo* memory, NxElementType type,
+                            std::span<const int64_t> dims) {
+  NxValue* v = nullptr;
+  Check(NxEnv_CreateTensorInMemory(env.get(), memory, type, dims.data(), dims.size(), &v));
+  return Value(v);
+}
+
+inline void Value::CopyTo(Env& env, Value& dst) const {
+  const NxValue* src = get();
+  NxValue* d = dst.get();
+  Check(NxEnv_CopyTensors(env.get(), &src, &d, 1));
+}
 
 }  // namespace nxrt
 

@@ -100,20 +100,63 @@ NXRT_EXPORT NxStatus* NxSession_GetOutputTypeInfo(const NxSession* session, size
 NXRT_EXPORT const char* NxSession_GetInputDimName(const NxSession* session, size_t index,
                                                   size_t dim);
 
-/* Runs the model. `inputs` are borrowed for the call. For each requested output either pass a
- * NULL slot in `outputs` (the runtime creates a value the caller releases with NxValue_Release)
- * or a tensor created by the caller (e.g. wrapping its own buffer), which must have the output's
- * exact element type and shape; the result is copied into it. `output_names` NULL with
- * num_outputs equal to the output count means "all outputs in order". */
+/* Runs the model. `inputs` are borrowed for the call; they may live in host memory or in an EP's
+ * device memory (NxEnv_CreateTensorInMemory): the runtime moves them where the consuming
+ * kernels need them. For each requested output either pass a NULL slot in `outputs` (the
+ * runtime creates a value in host memory, which the caller releases with NxValue_Release) or
+ * bind a tensor created by the caller (wrapping its own buffer, or in an EP's memory), which
+ * must have the output's exact element type and shape. A bound output in the memory where the
+ * output is produced is written directly by the producing kernel (no round trip through the
+ * host); otherwise the result is copied into it. `output_names` NULL with num_outputs equal to
+ * the output count means "all outputs in order". */
 NXRT_EXPORT NxStatus* NxSession_Run(NxSession* session, const char* const* input_names,
                                     const NxValue* const* inputs, size_t num_inputs,
                                     const char* const* output_names, size_t num_outputs,
                                     NxValue** outputs);
 
+/* Counters about the session's set-up, by name:
+ *   "copies"                      copies inserted at memory boundaries (per run), including
+ *   "copies.outputs"              graph outputs produced in device memory (copied to the host
+ *                                 unless bound in that memory)
+ *   "initializers.uploaded"       initializers copied once into an EP's device memory
+ *   "prepack.calls"               PrePackWeight calls this session made
+ *   "prepack.weights"             (node, input) weights packed, own or shared
+ *   "prepack.shared_hits"         packings reused from another session instead of packing
+ *   "initializers.released"       initializers freed because every consumer packed them
+ *   "initializers.released_bytes" bytes those freed
+ * NX_NOT_FOUND for an unknown name. */
+NXRT_EXPORT NxStatus* NxSession_GetStatistic(const NxSession* session, const char* key,
+                                             int64_t* value);
+
 /* EPs the session uses, in priority order, and how many nodes each runs. */
 NXRT_EXPORT size_t NxSession_GetEpCount(const NxSession* session);
 NXRT_EXPORT const char* NxSession_GetEpName(const NxSession* session, size_t index);
 NXRT_EXPORT size_t NxSession_GetEpNodeCount(const NxSession* session, size_t index);
+
+/* ---- Memory ------------------------------------------------------------------------------ */
+/* The memory the EP named `ep_name` computes in (host memory for CPU-like EPs); borrowed for the
+ * process lifetime. */
+NXRT_EXPORT NxStatus* NxEnv_GetEpMemoryInfo(NxEnv* env, const char* ep_name,
+                                            const NxMemoryInfo** memory);
+/* A tensor allocated in `memory` (host memory: zero-filled; device memory: uninitialised) from
+ * the allocator of the EP that owns that memory. Release it before unregistering that EP's
+ * library. NxValue_GetData returns a device pointer for device memory: never dereference it on
+ * the host; fill and read it with NxEnv_CopyTensors. */
+NXRT_EXPORT NxStatus* NxEnv_CreateTensorInMemory(NxEnv* env, const NxMemoryInfo* memory,
+                                                 NxElementType type, const int64_t* dims,
+                                                 size_t rank, NxValue** value);
+/* Copies src[i] into dst[i] (same element type and shape) across memories with the registered
+ * EPs' data transfers. */
+NXRT_EXPORT NxStatus* NxEnv_CopyTensors(NxEnv* env, const NxValue* const* src,
+                                        NxValue* const* dst, size_t count);
+/* Where a tensor's data lives; borrowed for the process lifetime. */
+NXRT_EXPORT const NxMemoryInfo* NxValue_GetMemoryInfo(const NxValue* value);
+/* Env-wide counters, by name:
+ *   "prepack.shared_weights"  packed weights shared between sessions, alive now
+ *   "prepack.shared_bytes"    their bytes (each counted once, however many sessions use it)
+ *   "prepack.bytes_in_use"    all bytes host-memory kernels packed weights into (own + shared)
+ * NX_NOT_FOUND for an unknown name. */
+NXRT_EXPORT NxStatus* NxEnv_GetStatistic(const NxEnv* env, const char* key, int64_t* value);
 
 /* ---- Values ------------------------------------------------------------------------------ */
 /* A tensor that owns zero-initialised memory (64-byte aligned). */

@@ -12,6 +12,8 @@
 //     void Compute(nxrt::ep::KernelContext& ctx) override { ... }
 //   };
 // and register them with nxrt::ep::KernelDefBuilder("Add").Versions(14).Build<MyAdd>(registry).
+// A kernel that pre-packs constant weights derives from PrePackingKernel instead (see there).
+// Allocator, DataTransferBase and MemoryInfo help an EP that brings its own memory.
 #ifndef NXRT_EP_HPP_
 #define NXRT_EP_HPP_
 
@@ -24,6 +26,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "nxrt_ep_api.h"
@@ -118,6 +121,25 @@ inline const char* ElementTypeName(NxElementType type) {
   }
 }
 
+// Bytes of `count` elements of `type` (sub-byte types round up; 0 for strings).
+inline size_t ElementBytes(NxElementType type, size_t count) {
+  switch (type) {
+    case NX_TYPE_FLOAT: case NX_TYPE_INT32: case NX_TYPE_UINT32: return 4 * count;
+    case NX_TYPE_UINT8: case NX_TYPE_INT8: case NX_TYPE_BOOL: case NX_TYPE_FLOAT8E4M3FN:
+    case NX_TYPE_FLOAT8E4M3FNUZ: case NX_TYPE_FLOAT8E5M2: case NX_TYPE_FLOAT8E5M2FNUZ: return count;
+    case NX_TYPE_UINT16: case NX_TYPE_INT16: case NX_TYPE_FLOAT16: case NX_TYPE_BFLOAT16: return 2 * count;
+    case NX_TYPE_INT64: case NX_TYPE_UINT64: case NX_TYPE_DOUBLE: case NX_TYPE_COMPLEX64: return 8 * count;
+    case NX_TYPE_COMPLEX128: return 16 * count;
+    case NX_TYPE_UINT4: case NX_TYPE_INT4: case NX_TYPE_FLOAT4E2M1: return (count + 1) / 2;
+    default: return 0;
+  }
+}
+
+// Whether two memory descriptions name the same memory.
+inline bool SameMemory(const NxMemoryInfo* a, const NxMemoryInfo* b) {
+  return Host().MemoryInfo_AreEqual(a, b);
+}
+
 // ---- Values -----------------------------------------------------------------------------------
 
 // A read-only tensor borrowed from the host.
@@ -144,6 +166,9 @@ class ConstTensor {
   int64_t dim(size_t i) const { return shape()[i]; }
   size_t size() const { return Host().Value_GetElementCount(value_); }
   const void* raw() const { return Host().Value_GetData(value_); }
+  // Where the data lives (host memory, or an EP's device memory).
+  const NxMemoryInfo* memory() const { return Host().Value_GetMemoryInfo(value_); }
+  size_t bytes() const;
   template <class T>
   const T* data() const {
     return static_cast<const T*>(Host().Value_GetData(value_));
@@ -157,6 +182,8 @@ class ConstTensor {
  protected:
   const NxValue* value_ = nullptr;
 };
+
+inline size_t ConstTensor::bytes() const { return ElementBytes(type(), size()); }
 
 // A tensor the kernel allocated as an output; writable.
 class Tensor : public ConstTensor {
@@ -281,6 +308,27 @@ class NodeView {
     return ConstTensor(Host().Attribute_GetTensor(a));
   }
 
+  std::vector<ConstTensor> attr_tensors(const char* name) const {
+    std::vector<ConstTensor> out;
+    const NxAttribute* a = attr(name);
+    if (!a) return out;
+    for (size_t i = 0, n = Host().Attribute_GetTensorCount(a); i < n; ++i)
+      out.emplace_back(Host().Attribute_GetTensorAt(a, i));
+    return out;
+  }
+  // Subgraph of a GRAPH attribute, or NULL.
+  const NxGraph* attr_graph(const char* name) const {
+    const NxAttribute* a = attr(name);
+    return a ? Host().Attribute_GetGraph(a) : nullptr;
+  }
+  std::vector<const NxGraph*> attr_graphs(const char* name) const {
+    std::vector<const NxGraph*> out;
+    const NxAttribute* a = attr(name);
+    if (!a) return out;
+    for (size_t i = 0, n = Host().Attribute_GetGraphCount(a); i < n; ++i) out.push_back(Host().Attribute_GetGraphAt(a, i));
+    return out;
+  }
+
   // "Conv 'conv1'" for messages.
   std::string describe() const { return op_type() + " node '" + name() + "'"; }
 
@@ -303,6 +351,11 @@ class KernelInfo : public NodeView {
     const char* v = Host().Config_Get(Host().KernelInfo_GetConfig(info_), key);
     return v ? std::string(v) : fallback;
   }
+  // The EP this kernel belongs to (cast to the plugin's own EP type).
+  NxEp* ep() const { return Host().KernelInfo_GetEp(info_); }
+  // The memory the kernel's inputs and outputs live in by default.
+  const NxMemoryInfo* memory() const { return Host().KernelInfo_GetMemoryInfo(info_); }
+  const NxKernelInfo* handle() const { return info_; }
 
  private:
   const NxKernelInfo* info_;
@@ -340,9 +393,102 @@ class KernelContext {
     return output(i, std::span<const int64_t>(dims.begin(), dims.size()), type);
   }
   int threads() const { return Host().KernelContext_GetThreadCount(ctx_); }
+  // Scratch memory valid until Compute returns (the kernel's memory, or host memory).
+  void* scratch(size_t bytes, bool host = false) const {
+    void* p = nullptr;
+    ThrowIfError(Host().KernelContext_GetScratch(ctx_, bytes, host, &p));
+    return p;
+  }
+  // fn(begin, end) over [0, total) on the session's threads. fn must not throw.
+  template <class Fn>
+  void parallel_for(size_t total, size_t grain, Fn&& fn) const {
+    using F = std::remove_reference_t<Fn>;
+    auto trampoline = [](void* user, size_t begin, size_t end) { (*static_cast<F*>(user))(begin, end); };
+    ThrowIfError(Host().KernelContext_ParallelFor(ctx_, total, grain, trampoline,
+                                                  const_cast<void*>(static_cast<const void*>(&fn))));
+  }
 
  private:
   NxKernelContext* ctx_;
+};
+
+// ---- Memory -----------------------------------------------------------------------------------
+
+// A host- or EP-provided allocator as PrePackWeight receives it.
+class Allocator {
+ public:
+  explicit Allocator(NxAllocator* a) : a_(a) {}
+  NxAllocator* handle() const { return a_; }
+  const NxMemoryInfo* memory() const { return a_->GetMemoryInfo(a_); }
+  void* Alloc(size_t bytes) const {
+    void* p = a_->Alloc(a_, bytes);
+    if (p == nullptr && bytes > 0) Fail(NX_OUT_OF_MEMORY, "cannot allocate " + std::to_string(bytes) + " bytes");
+    return p;
+  }
+  void Free(void* p) const { a_->Free(a_, p); }
+
+ private:
+  NxAllocator* a_;
+};
+
+// A block from an Allocator, freed on destruction unless released.
+class Block {
+ public:
+  Block() = default;
+  Block(Allocator alloc, size_t bytes) : alloc_(alloc.handle()), p_(alloc.Alloc(bytes)), bytes_(bytes) {}
+  Block(Block&& o) noexcept : alloc_(o.alloc_), p_(o.p_), bytes_(o.bytes_) { o.p_ = nullptr; }
+  Block& operator=(Block&& o) noexcept {
+    if (this != &o) {
+      reset();
+      alloc_ = o.alloc_;
+      p_ = o.p_;
+      bytes_ = o.bytes_;
+      o.p_ = nullptr;
+    }
+    return *this;
+  }
+  ~Block() { reset(); }
+  void* get() const { return p_; }
+  template <class T>
+  T* as() const { return static_cast<T*>(p_); }
+  size_t size() const { return bytes_; }
+  void* release() {
+    void* p = p_;
+    p_ = nullptr;
+    return p;
+  }
+  void reset() {
+    if (p_ && alloc_) alloc_->Free(alloc_, p_);
+    p_ = nullptr;
+  }
+
+ private:
+  NxAllocator* alloc_ = nullptr;
+  void* p_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+// Where PrePack offers packed buffers for sharing between sessions.
+class PrePackCache {
+ public:
+  explicit PrePackCache(NxPrePackCache* cache) : cache_(cache) {}
+  // Sharing is offered (the weight's memory is host-accessible and the host shares packings).
+  bool available() const { return cache_ != nullptr; }
+  // Hands the blocks to the host (on success they are released from `blocks`); the kernel then
+  // receives the canonical copy through UseSharedPrePacked.
+  void Store(std::vector<Block>& blocks) const {
+    std::vector<void*> ptrs;
+    std::vector<size_t> sizes;
+    for (Block& b : blocks) {
+      ptrs.push_back(b.get());
+      sizes.push_back(b.size());
+    }
+    ThrowIfError(Host().PrePackCache_Store(cache_, ptrs.data(), sizes.data(), ptrs.size()));
+    for (Block& b : blocks) b.release();
+  }
+
+ private:
+  NxPrePackCache* cache_;
 };
 
 // ---- Kernels ----------------------------------------------------------------------------------
@@ -354,9 +500,25 @@ class Kernel {
   virtual void Compute(KernelContext& ctx) = 0;
 };
 
+// A kernel that pre-packs constant weights (see NxKernel::PrePackWeight for the contract).
+class PrePackingKernel : public Kernel {
+ public:
+  // Called once per session for each constant input. Return false to decline. To own the
+  // packing, keep Blocks from `allocator`. To share it, when cache.available(), pack into
+  // Blocks, cache.Store(blocks) and return true; UseSharedPrePacked then delivers the
+  // canonical buffers. After returning true, Compute receives no tensor for that input.
+  virtual bool PrePack(const ConstTensor& weight, size_t input_index, Allocator allocator,
+                       const PrePackCache& cache) = 0;
+  // The shared packing for `input_index` (host-owned; valid for the kernel's lifetime).
+  virtual void UseSharedPrePacked(size_t input_index, std::span<const void* const> buffers,
+                                  std::span<const size_t> sizes) {
+    Fail(NX_NOT_IMPLEMENTED, "this kernel does not use shared packed weights");
+  }
+};
+
 namespace detail {
 struct KernelBox {
-  NxKernel base;  // first member: the host sees a NxKernel*
+  NxKernel base{};  // first member: the host sees a NxKernel*
   std::unique_ptr<Kernel> impl;
 };
 inline NxStatus* BoxCompute(NxKernel* self, NxKernelContext* ctx) {
@@ -367,6 +529,22 @@ inline NxStatus* BoxCompute(NxKernel* self, NxKernelContext* ctx) {
   });
 }
 inline void BoxRelease(NxKernel* self) { delete reinterpret_cast<KernelBox*>(self); }
+inline NxStatus* BoxPrePack(NxKernel* self, const NxValue* weight, size_t input_index,
+                            NxAllocator* allocator, NxPrePackCache* cache, bool* packed) {
+  auto* box = reinterpret_cast<KernelBox*>(self);
+  return Guard([&] {
+    *packed = static_cast<PrePackingKernel*>(box->impl.get())
+                  ->PrePack(ConstTensor(weight), input_index, Allocator(allocator), PrePackCache(cache));
+  });
+}
+inline NxStatus* BoxUseShared(NxKernel* self, size_t input_index, const void* const* buffers,
+                              const size_t* sizes, size_t count) {
+  auto* box = reinterpret_cast<KernelBox*>(self);
+  return Guard([&] {
+    static_cast<PrePackingKernel*>(box->impl.get())
+        ->UseSharedPrePacked(input_index, {buffers, count}, {sizes, count});
+  });
+}
 
 template <class K>
 NxStatus* CreateBoxed(void* /*state*/, const NxKernelInfo* info, NxKernel** out) {
@@ -376,6 +554,10 @@ NxStatus* CreateBoxed(void* /*state*/, const NxKernelInfo* info, NxKernel** out)
     box->base.version = NXRT_EP_API_VERSION;
     box->base.Compute = &BoxCompute;
     box->base.Release = &BoxRelease;
+    if constexpr (std::is_base_of_v<PrePackingKernel, K>) {
+      box->base.PrePackWeight = &BoxPrePack;
+      box->base.UseSharedPrePackedWeight = &BoxUseShared;
+    }
     box->impl = std::make_unique<K>(kernel_info);
     *out = &box.release()->base;
   });
@@ -398,6 +580,27 @@ class KernelDefBuilder {
   KernelDefBuilder& Constraint(std::string name, std::vector<NxElementType> types,
                                std::vector<int32_t> inputs, std::vector<int32_t> outputs = {}) {
     constraints_.push_back({std::move(name), std::move(types), std::move(inputs), std::move(outputs)});
+    return *this;
+  }
+
+  // Input i is read on the host (delivered in host memory even on a device EP).
+  KernelDefBuilder& HostInput(int32_t i) {
+    host_inputs_.push_back(i);
+    return *this;
+  }
+  // Output o is written in host memory.
+  KernelDefBuilder& HostOutput(int32_t o) {
+    host_outputs_.push_back(o);
+    return *this;
+  }
+  // Output `output` is input `input` unchanged (the host may hand the input buffer out).
+  KernelDefBuilder& Alias(int32_t input, int32_t output) {
+    aliases_.push_back({input, output});
+    return *this;
+  }
+  // Output `output` may be computed over input `input`.
+  KernelDefBuilder& MayInplace(int32_t input, int32_t output) {
+    inplace_.push_back({input, output});
     return *this;
   }
 
@@ -424,6 +627,14 @@ class KernelDefBuilder {
     def.num_type_constraints = cs.size();
     def.create = create;
     def.create_state = state;
+    def.host_inputs = host_inputs_.data();
+    def.num_host_inputs = host_inputs_.size();
+    def.host_outputs = host_outputs_.data();
+    def.num_host_outputs = host_outputs_.size();
+    def.aliases = aliases_.data();
+    def.num_aliases = aliases_.size();
+    def.may_inplace = inplace_.data();
+    def.num_may_inplace = inplace_.size();
     ThrowIfError(Host().KernelRegistry_Add(registry, &def));
   }
 
@@ -439,6 +650,10 @@ class KernelDefBuilder {
   int start_ = 1;
   int end_ = std::numeric_limits<int32_t>::max();
   std::vector<ConstraintSpec> constraints_;
+  std::vector<int32_t> host_inputs_;
+  std::vector<int32_t> host_outputs_;
+  std::vector<NxIoPair> aliases_;
+  std::vector<NxIoPair> inplace_;
 };
 
 }  // namespace nxrt::ep

@@ -1,9 +1,18 @@
-/* nxrt_ep_api.h: the plugin execution-provider (EP) ABI, version 1.
+/* nxrt_ep_api.h: the plugin execution-provider (EP) ABI, version 2.
  *
  * An EP is a shared library that exports two C symbols (see "Library" below). The host hands it
  * a table of host services (NxHostApi); the library hands back factories (NxEpFactory), and each
  * factory creates one EP instance (NxEp) per session. An EP claims graph nodes and runs them
  * through kernels from its kernel registry.
+ *
+ * Memory (version 2). A factory names the memory its EP's kernels work in (GetMemoryInfo; none
+ * = host memory), hands out allocators for it (CreateAllocator) and a data transfer that copies
+ * tensors between that memory and others (CreateDataTransfer). The host keeps arenas on top of
+ * the allocators, places every value in the memory its consumers need and inserts a copy where
+ * a value crosses from one memory to another. A kernel definition may ask for individual inputs
+ * or outputs in host memory (shape tensors), and may declare outputs that alias an input or may
+ * be computed in place. Kernels may pre-pack constant weights once per session (PrePackWeight),
+ * optionally sharing the packed copy between sessions of one process.
  *
  * Versioning. Every struct that either side fills starts with `uint32_t version`, set to the
  * NXRT_EP_API_VERSION the filler was compiled with. Tables only grow at the end; a reader reads a
@@ -27,7 +36,7 @@
 extern "C" {
 #endif
 
-#define NXRT_EP_API_VERSION 1
+#define NXRT_EP_API_VERSION 2
 
 /* ============================================================================================
  * Opaque host objects an EP sees. All are owned by the host.
@@ -43,10 +52,13 @@ typedef struct NxKernelInfo NxKernelInfo;     /* what a kernel learns at creatio
 typedef struct NxKernelContext NxKernelContext; /* what a kernel sees while computing */
 typedef struct NxConfig NxConfig;             /* read-only key/value configuration */
 typedef struct NxLogger NxLogger;
+typedef struct NxPrePackCache NxPrePackCache; /* where a kernel offers a packed weight for sharing */
 
 typedef struct NxEp NxEp;
 typedef struct NxEpFactory NxEpFactory;
 typedef struct NxKernel NxKernel;
+typedef struct NxAllocator NxAllocator;
+typedef struct NxDataTransfer NxDataTransfer;
 
 /* Attribute types; numbering follows ONNX's AttributeProto.AttributeType. */
 typedef enum NxAttributeType {
@@ -85,9 +97,16 @@ typedef struct NxTypeConstraint {
  * `info` is borrowed for the duration of the call. On success store a kernel in *out. */
 typedef NxStatus* (*NxKernelCreateFn)(void* state, const NxKernelInfo* info, NxKernel** out);
 
+/* An (input index, output index) pair of one node. */
+typedef struct NxIoPair {
+  int32_t input;
+  int32_t output;
+} NxIoPair;
+
 /* A kernel definition. Version ranges are matched against the opset version the model imports
  * for the node's domain: a node in a model importing ai.onnx opset 13 matches a definition with
- * since_version_start <= 13 <= since_version_end. */
+ * since_version_start <= 13 <= since_version_end. Several definitions may exist for one op (for
+ * different version ranges or types); the first that matches wins. */
 typedef struct NxKernelDef {
   uint32_t version;           /* NXRT_EP_API_VERSION */
   const char* op_type;        /* "Conv" */
@@ -98,6 +117,26 @@ typedef struct NxKernelDef {
   size_t num_type_constraints;
   NxKernelCreateFn create;
   void* create_state;         /* passed to create; must outlive the registry */
+
+  /* ---- version 2 (all optional: zero counts mean none) ------------------------------------
+   * Memory types. By default a kernel reads its inputs and writes its outputs in its EP's
+   * memory (NxEpFactory::GetMemoryInfo). Inputs listed in `host_inputs` are delivered in host
+   * memory instead (a shape or a count the kernel reads on the CPU); outputs listed in
+   * `host_outputs` are allocated in host memory. */
+  const int32_t* host_inputs;
+  size_t num_host_inputs;
+  const int32_t* host_outputs;
+  size_t num_host_outputs;
+  /* Output `output` is input `input` unchanged (Reshape, Squeeze, Identity): when the output has
+   * the input's byte size the host may hand the input's buffer out as the output, and the
+   * kernel then finds the data already in place (output data pointer == input data pointer). */
+  const NxIoPair* aliases;
+  size_t num_aliases;
+  /* The kernel can compute output `output` over input `input` (elementwise ops): when the input
+   * is not needed after this node and the sizes match, the host may hand the input's buffer out
+   * as the output. The kernel must cope with output and input being the same memory. */
+  const NxIoPair* may_inplace;
+  size_t num_may_inplace;
 } NxKernelDef;
 
 /* A kernel instance, created once per node per session and released with the session. Plugins
@@ -108,6 +147,72 @@ struct NxKernel {
   NxStatus* (*Compute)(NxKernel* self, NxKernelContext* ctx);
   /* Free the kernel. Called exactly once. */
   void (*Release)(NxKernel* self);
+
+  /* ---- version 2 (optional, may be NULL) ---------------------------------------------------
+   * Weight pre-packing. Called once per session, after creation and before the first run, for
+   * each input of the node that is a constant initializer. `weight` (host memory) is borrowed
+   * for the call only. The kernel either
+   *   - declines: leaves *packed false; Compute keeps receiving the weight as an input;
+   *   - owns: packs into memory from `allocator` (the kernel's memory; it lives as long as the
+   *     kernel) and sets *packed; the kernel frees the packed memory itself;
+   *   - shares: only when `cache` is not NULL (the allocator is host-accessible). It packs into
+   *     `allocator` memory, hands the buffers to PrePackCache_Store and sets *packed; the host
+   *     then calls UseSharedPrePackedWeight with the canonical copy, which may be another
+   *     kernel's (even another session's) identical packing. A later session of the same
+   *     process that packs the same weight for the same node gets UseSharedPrePackedWeight
+   *     without a PrePackWeight call.
+   * Once *packed is true Compute receives NULL for that input (the host may free the original
+   * initializer) and must use the packed copy. Storing into the cache but leaving *packed false
+   * is an error. A shared packing is looked up by the EP, the node's op, opset and attributes,
+   * the static types and shapes of all its inputs and the bytes of this one input: it must not
+   * depend on the data of another input (pack a bias separately from its weight). */
+  NxStatus* (*PrePackWeight)(NxKernel* self, const NxValue* weight, size_t input_index,
+                             NxAllocator* allocator, NxPrePackCache* cache, bool* packed);
+  /* Receive the shared packed buffers for `input_index`: same count, order and contents as the
+   * kernel stored (owned by the host; valid until the kernel is released). Required when the
+   * kernel ever stores into a cache. It may come without a PrePackWeight call on this kernel
+   * (another session packed the same weight), so whatever the kernel needs besides the buffers
+   * (the weight's shape) must come from the node (static shapes) or be stored in the buffers. */
+  NxStatus* (*UseSharedPrePackedWeight)(NxKernel* self, size_t input_index,
+                                        const void* const* buffers, const size_t* sizes,
+                                        size_t count);
+};
+
+/* ============================================================================================
+ * Memory: allocators and data transfer (version 2).
+ * ========================================================================================== */
+
+/* Hands out blocks of one memory. Implemented by an EP (for its device memory) or by the host
+ * (host memory, passed to PrePackWeight). The host wraps EP allocators in its own arenas, so an
+ * allocator need not cache. */
+struct NxAllocator {
+  uint32_t version; /* NXRT_EP_API_VERSION */
+  /* A block of at least `size` bytes aligned to the memory's alignment, or NULL when out of
+   * memory. size 0 may return NULL or a unique pointer. */
+  void* (*Alloc)(NxAllocator* self, size_t size);
+  /* Frees a block from Alloc (NULL is a no-op). */
+  void (*Free)(NxAllocator* self, void* block);
+  /* The memory this allocator serves; borrowed for the allocator's lifetime. */
+  const NxMemoryInfo* (*GetMemoryInfo)(const NxAllocator* self);
+  /* The host is done with the allocator (every block has been freed). Not called for the host's
+   * own allocators. */
+  void (*Release)(NxAllocator* self);
+};
+
+/* Copies tensors between memories. One per factory at most; used for the copies the host
+ * inserts at memory boundaries, for uploading initializers and for NxEnv_CopyTensors. */
+struct NxDataTransfer {
+  uint32_t version; /* NXRT_EP_API_VERSION */
+  /* Whether this transfer copies from `src` to `dst` memory (compare the members of
+   * NxMemoryInfo; host memory has device_type NX_DEVICE_CPU). */
+  bool (*CanCopy)(const NxDataTransfer* self, const NxMemoryInfo* src, const NxMemoryInfo* dst);
+  /* Copy `count` tensors: src[i] into dst[i] (same element type and shape, allocated by the
+   * host in the memories CanCopy accepted). Synchronous: the data is in place on return. Use
+   * Value_GetMemoryInfo to tell the memories apart. */
+  NxStatus* (*CopyTensors)(NxDataTransfer* self, const NxValue* const* src, NxValue* const* dst,
+                           size_t count);
+  /* The host is done with it. */
+  void (*Release)(NxDataTransfer* self);
 };
 
 /* ============================================================================================
@@ -125,6 +230,12 @@ struct NxEp {
   /* The EP's kernels. The registry stays owned by the EP (or its factory) and must outlive the
    * EP instance. */
   NxStatus* (*GetKernelRegistry)(NxEp* self, const NxKernelRegistry** registry);
+
+  /* ---- version 2 (optional, may be NULL) ---------------------------------------------------
+   * A per-session allocator for `memory` (one of the factory's memories). When NULL or when it
+   * sets *allocator to NULL, the host uses the factory's allocator. Released through
+   * NxAllocator::Release when the session ends. */
+  NxStatus* (*CreateAllocator)(NxEp* self, const NxMemoryInfo* memory, NxAllocator** allocator);
 };
 
 /* What a factory receives when it creates an EP for a session. */
@@ -151,6 +262,19 @@ struct NxEpFactory {
   NxStatus* (*CreateEp)(NxEpFactory* self, const NxEpCreateArgs* args, NxEp** ep);
   /* Destroy an EP this factory created. */
   void (*ReleaseEp)(NxEpFactory* self, NxEp* ep);
+
+  /* ---- version 2 (optional, may be NULL) ---------------------------------------------------
+   * The memory the factory's EP kernels read and write (borrowed for the factory's lifetime).
+   * NULL (or a NULL member) means host memory: such an EP needs no allocator or transfer. */
+  const NxMemoryInfo* (*GetMemoryInfo)(const NxEpFactory* self);
+  /* An allocator for `memory` (the one GetMemoryInfo names). Required when GetMemoryInfo names
+   * device memory. The host creates one per process and wraps it in an arena; released through
+   * NxAllocator::Release before the factory is released. */
+  NxStatus* (*CreateAllocator)(NxEpFactory* self, const NxMemoryInfo* memory,
+                               NxAllocator** allocator);
+  /* The factory's data transfer, or *transfer = NULL if it has none. Required when
+   * GetMemoryInfo names device memory (the host must be able to move values in and out). */
+  NxStatus* (*CreateDataTransfer)(NxEpFactory* self, NxDataTransfer** transfer);
 };
 
 /* ============================================================================================
@@ -279,6 +403,48 @@ typedef struct NxHostApi {
   /* Graph view: the opset in which the node's operator last changed at or before that import (ONNX
    * since-version, from the schemas of the onnx release nxrt pins), or -1 if unknown. */
   int32_t (*Node_GetSinceVersion)(const NxNode* node);
+
+  /* ---- Version 2 ----------------------------------------------------------------------- */
+  /* TENSORS and GRAPHS attributes: element count and one element (borrowed like the node). */
+  size_t (*Attribute_GetTensorCount)(const NxAttribute* attr);
+  const NxValue* (*Attribute_GetTensorAt)(const NxAttribute* attr, size_t index);
+  size_t (*Attribute_GetGraphCount)(const NxAttribute* attr);
+  const NxGraph* (*Attribute_GetGraphAt)(const NxAttribute* attr, size_t index);
+
+  /* Kernel lookup during GetCapability: the definition `registry` would use for `node` (op,
+   * domain, opset range, element types), or NULL with *reason (may be NULL) as in
+   * KernelRegistry_HasKernel. The result is borrowed for the registry's lifetime; only the
+   * members of NxKernelDef are meaningful (pointers are the registry's copies). */
+  const NxKernelDef* (*KernelRegistry_FindKernel)(const NxKernelRegistry* registry,
+                                                  const NxNode* node, const char** reason);
+
+  /* The EP the kernel belongs to (to reach EP-wide state and options). */
+  NxEp* (*KernelInfo_GetEp)(const NxKernelInfo* info);
+  /* The memory the kernel's default inputs and outputs live in (host memory for host EPs). */
+  const NxMemoryInfo* (*KernelInfo_GetMemoryInfo)(const NxKernelInfo* info);
+
+  /* Memory the kernel may use until Compute returns: `size` bytes in the kernel's memory (or
+   * in host memory when `host` is true), aligned to 64 bytes; contents undefined. */
+  NxStatus* (*KernelContext_GetScratch)(NxKernelContext* ctx, size_t size, bool host,
+                                        void** memory);
+  /* Runs fn(user, begin, end) over [0, total) split into chunks of at least `grain` items on the
+   * session's intra-op threads (the calling thread takes part) and returns when all are done.
+   * A chunk must not call ParallelFor again. */
+  NxStatus* (*KernelContext_ParallelFor)(NxKernelContext* ctx, size_t total, size_t grain,
+                                         void (*fn)(void* user, size_t begin, size_t end),
+                                         void* user);
+
+  /* The memory a tensor lives in (host memory for tensors the host made in plain memory);
+   * borrowed for the process lifetime. */
+  const NxMemoryInfo* (*Value_GetMemoryInfo)(const NxValue* value);
+  /* Whether two descriptions name the same memory (see NxMemoryInfo). */
+  bool (*MemoryInfo_AreEqual)(const NxMemoryInfo* a, const NxMemoryInfo* b);
+
+  /* Hand packed buffers (from the allocator PrePackWeight received) to the host for sharing.
+   * On success the host owns them and frees them with that allocator; on failure the kernel
+   * still owns them. A second call replaces the first. */
+  NxStatus* (*PrePackCache_Store)(NxPrePackCache* cache, void* const* buffers,
+                                  const size_t* sizes, size_t count);
 } NxHostApi;
 
 /* ============================================================================================

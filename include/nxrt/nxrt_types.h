@@ -84,6 +84,38 @@ typedef enum NxLogLevel {
   NX_LOG_FATAL = 4,
 } NxLogLevel;
 
+/* Kinds of hardware a device (and its memory) belongs to. */
+typedef enum NxDeviceType {
+  NX_DEVICE_CPU = 0,
+  NX_DEVICE_GPU = 1,
+  NX_DEVICE_NPU = 2,
+  NX_DEVICE_FPGA = 3,
+  NX_DEVICE_OTHER = 4,
+} NxDeviceType;
+
+/* Who may touch a block of memory. */
+typedef enum NxMemoryKind {
+  /* The device's own memory: only that device's kernels and data transfer read or write it. The
+   * host CPU never dereferences a pointer into it. */
+  NX_MEMORY_DEVICE = 0,
+  /* Memory the host CPU can read and write directly (plain host memory, pinned or shared
+   * memory). Host kernels consume it without a copy. */
+  NX_MEMORY_HOST_ACCESSIBLE = 1,
+} NxMemoryKind;
+
+/* Describes one memory: which device it belongs to and who may touch it. Two descriptions name
+ * the same memory when device_type, vendor_id, device_id and kind are equal (`name` is for
+ * people). Host memory is {"Cpu", NX_DEVICE_CPU, 0, 0, NX_MEMORY_HOST_ACCESSIBLE}. */
+typedef struct NxMemoryInfo {
+  uint32_t version;         /* 1 */
+  const char* name;         /* e.g. "Cpu", "SimDevice" */
+  NxDeviceType device_type;
+  uint32_t vendor_id;       /* PCI vendor id of the device, or 0 */
+  int32_t device_id;        /* index among devices of that type and vendor */
+  NxMemoryKind kind;
+  size_t alignment;         /* minimum alignment of blocks in bytes; 0 = 64 */
+} NxMemoryInfo;
+
 /* A value passed between the application, the runtime and EPs: a tensor (element type, shape,
  * data), a sequence of values, or an optional value. Opaque. */
 typedef struct NxValue NxValue;

@@ -1,10 +1,13 @@
 // The application C API: thin translations to Env, Session and Value.
 #include "nxrt/nxrt_c_api.h"
 
+#include <strings.h>
+
 #include <cstring>
 
 #include "base/element_type.h"
 #include "base/error.h"
+#include "base/memory_info.h"
 #include "model/tensor_proto.h"
 #include "session/env.h"
 #include "session/session.h"
@@ -213,28 +216,37 @@ NxStatus* NxSession_Run(NxSession* session, const char* const* input_names, cons
       }
     }
     if (num_outputs == 0) return;
-    auto results = session->session->Run(in_names, in_values, out_names);
-    // Check caller-provided buffers before touching any of them.
+    // Caller-provided outputs are bound: kernels write straight into them where they can.
+    std::vector<nxrt::Value*> bound(outputs, outputs + num_outputs);
+    auto results = session->session->Run(in_names, in_values, out_names, bound);
     for (size_t i = 0; i < num_outputs; ++i) {
-      if (outputs[i] == nullptr) continue;
-      const nxrt::Value& dst = *outputs[i];
-      const nxrt::Value& src = *results[i];
-      NXRT_CHECK(dst.kind == NX_VALUE_TENSOR && src.kind == NX_VALUE_TENSOR && dst.type == src.type &&
-                     dst.dims == src.dims,
-                 NX_INVALID_ARGUMENT,
-                 "output '" + out_names[i] + "' is " + nxrt::DescribeTensor(src) +
-                     " but the provided value is " + nxrt::DescribeTensor(dst));
-    }
-    for (size_t i = 0; i < num_outputs; ++i) {
-      if (outputs[i] == nullptr) {
-        outputs[i] = new NxValue(*results[i]);
-      } else if (results[i]->type == NX_TYPE_STRING) {
-        outputs[i]->strings = results[i]->strings;
-      } else if (nxrt::TensorBytes(*results[i]) > 0) {
-        std::memcpy(outputs[i]->data, results[i]->data, nxrt::TensorBytes(*results[i]));
-      }
+      if (outputs[i] == nullptr) outputs[i] = new NxValue(*results[i]);
     }
   });
+}
+
+NxStatus* NxSession_GetStatistic(const NxSession* session, const char* key, int64_t* value) {
+  NX_REQUIRE(session);
+  NX_REQUIRE(key);
+  NX_REQUIRE(value);
+  const nxrt::SessionStats& st = session->session->stats();
+  const std::pair<const char*, size_t> table[] = {
+      {"copies", st.copies},
+      {"copies.outputs", st.output_copies},
+      {"initializers.uploaded", st.initializer_uploads},
+      {"initializers.released", st.initializers_released},
+      {"initializers.released_bytes", st.initializer_bytes_released},
+      {"prepack.calls", st.prepack_calls},
+      {"prepack.weights", st.prepacked_weights},
+      {"prepack.shared_hits", st.prepack_shared_hits},
+  };
+  for (const auto& [name, v] : table) {
+    if (std::strcmp(name, key) == 0) {
+      *value = static_cast<int64_t>(v);
+      return nullptr;
+    }
+  }
+  return MakeStatus(NX_NOT_FOUND, std::string("unknown session statistic '") + key + "'");
 }
 
 size_t NxSession_GetEpCount(const NxSession* s) { return s ? s->session->ep_count() : 0; }
@@ -243,6 +255,64 @@ const char* NxSession_GetEpName(const NxSession* s, size_t i) {
 }
 size_t NxSession_GetEpNodeCount(const NxSession* s, size_t i) {
   return s && i < s->ep_node_counts.size() ? s->ep_node_counts[i] : 0;
+}
+
+// ---- Memory ----
+NxStatus* NxEnv_GetStatistic(const NxEnv* env, const char* key, int64_t* value) {
+  NX_REQUIRE(env);
+  NX_REQUIRE(key);
+  NX_REQUIRE(value);
+  nxrt::Env& e = *env->env;
+  std::string k = key;
+  if (k == "prepack.shared_weights") *value = static_cast<int64_t>(e.prepack_store().entries());
+  else if (k == "prepack.shared_bytes") *value = static_cast<int64_t>(e.prepack_store().bytes());
+  else if (k == "prepack.bytes_in_use") *value = static_cast<int64_t>(e.prepack_allocator()->bytes_in_use());
+  else return MakeStatus(NX_NOT_FOUND, "unknown env statistic '" + k + "'");
+  return nullptr;
+}
+
+NxStatus* NxEnv_GetEpMemoryInfo(NxEnv* env, const char* ep_name, const NxMemoryInfo** memory) {
+  NX_REQUIRE(env);
+  NX_REQUIRE(ep_name);
+  NX_REQUIRE(memory);
+  return CatchAsStatus([&] {
+    nxrt::EpFactory* f = env->env->FindFactory(ep_name);
+    if (f == nullptr) {
+      nxrt::EpFactory* cpu = env->env->DefaultCpuFactory();
+      if (strcasecmp(cpu->name.c_str(), ep_name) == 0) f = cpu;
+    }
+    NXRT_CHECK(f != nullptr, NX_NOT_FOUND, std::string("no registered EP named '") + ep_name + "'");
+    *memory = f->memory ? f->memory : nxrt::HostMemory();
+  });
+}
+
+NxStatus* NxEnv_CreateTensorInMemory(NxEnv* env, const NxMemoryInfo* memory, NxElementType type,
+                                     const int64_t* dims, size_t rank, NxValue** value) {
+  NX_REQUIRE(env);
+  NX_REQUIRE(memory);
+  NX_REQUIRE(value);
+  if (rank > 0 && dims == nullptr) return MakeStatus(NX_INVALID_ARGUMENT, "dims is null");
+  return CatchAsStatus([&] {
+    NXRT_CHECK(nxrt::IsKnownElementType(type), NX_INVALID_ARGUMENT, "unknown element type");
+    auto v = env->env->AllocateTensor(type, std::span<const int64_t>(dims, rank), nxrt::InternMemoryInfo(*memory));
+    *value = new NxValue(*v);
+  });
+}
+
+NxStatus* NxEnv_CopyTensors(NxEnv* env, const NxValue* const* src, NxValue* const* dst, size_t count) {
+  NX_REQUIRE(env);
+  if (count > 0 && (src == nullptr || dst == nullptr)) return MakeStatus(NX_INVALID_ARGUMENT, "NxEnv_CopyTensors: null array");
+  return CatchAsStatus([&] {
+    for (size_t i = 0; i < count; ++i) {
+      NXRT_CHECK(src[i] != nullptr && dst[i] != nullptr, NX_INVALID_ARGUMENT,
+                 "NxEnv_CopyTensors: tensor " + std::to_string(i) + " is null");
+      env->env->CopyTensor(*src[i], *dst[i]);
+    }
+  });
+}
+
+const NxMemoryInfo* NxValue_GetMemoryInfo(const NxValue* value) {
+  return value ? nxrt::MemoryOf(*value) : nxrt::HostMemory();
 }
 
 // ---- Values ----

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "base/error.h"
+#include "base/memory_info.h"
 
 namespace nxrt {
 namespace {
@@ -21,8 +22,13 @@ size_t RoundCapacity(size_t bytes) {
 
 }  // namespace
 
+BufferPool::BufferPool(size_t max_cached_bytes) : BufferPool(max_cached_bytes, HostRawAllocator()) {}
+
+BufferPool::BufferPool(size_t max_cached_bytes, std::shared_ptr<RawAllocator> allocator)
+    : max_cached_bytes_(max_cached_bytes), allocator_(std::move(allocator)) {}
+
 BufferPool::~BufferPool() {
-  for (auto& [capacity, p] : free_) std::free(p);
+  for (auto& [capacity, p] : free_) allocator_->Free(p);
 }
 
 std::shared_ptr<void> BufferPool::Acquire(size_t bytes) {
@@ -39,32 +45,35 @@ std::shared_ptr<void> BufferPool::Acquire(size_t bytes) {
       free_.erase(it);
     }
   }
-  if (p == nullptr) {
-    p = std::aligned_alloc(64, capacity);
-    if (p == nullptr) Throw(NX_OUT_OF_MEMORY, "cannot allocate " + std::to_string(bytes) + " bytes");
-  }
+  if (p == nullptr) p = allocator_->Alloc(capacity);
   // Testing aid: NXRT_POISON_BUFFERS=1 fills every handed-out buffer with 0xFF bytes (NaN for
   // floats, -1 for integers) to expose kernels that do not write all of their outputs.
   static const bool poison = [] {
     const char* v = std::getenv("NXRT_POISON_BUFFERS");
     return v != nullptr && v[0] == '1';
   }();
-  if (poison) std::memset(p, 0xff, capacity);
+  if (poison && HostAccessible(allocator_->memory())) std::memset(p, 0xff, capacity);
   std::weak_ptr<BufferPool> weak = weak_from_this();
-  return std::shared_ptr<void>(p, [weak, capacity](void* q) {
+  // The deleter holds the allocator, so a buffer that outlives its pool is still freed right.
+  return std::shared_ptr<void>(p, [weak, capacity, allocator = allocator_](void* q) {
     if (auto pool = weak.lock()) pool->Return(q, capacity);
-    else std::free(q);
+    else allocator->Free(q);
   });
 }
 
 void BufferPool::Return(void* p, size_t capacity) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (cached_bytes_ + capacity > max_cached_bytes_) {
-    std::free(p);
+    allocator_->Free(p);
     return;
   }
   free_.emplace(capacity, p);
   cached_bytes_ += capacity;
+}
+
+size_t BufferPool::cached_blocks() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return free_.size();
 }
 
 size_t BufferPool::cached_bytes() const {

@@ -7,6 +7,7 @@
 #include "base/buffer_pool.h"
 #include "base/element_type.h"
 #include "base/error.h"
+#include "base/memory_info.h"
 
 namespace nxrt {
 
@@ -56,6 +57,7 @@ ValuePtr MakeTensorFromPool(NxElementType type, std::span<const int64_t> dims, B
   v->count = ElementCount(dims);
   v->storage = pool.Acquire(StorageBytes(type, v->count));
   v->data = v->storage.get();
+  if (!SameMemory(pool.memory(), HostMemory())) v->memory = pool.memory();
   return v;
 }
 
@@ -71,6 +73,10 @@ ValuePtr WrapTensor(NxElementType type, std::span<const int64_t> dims, void* dat
   v->storage = std::move(keep_alive);
   return v;
 }
+
+const NxMemoryInfo* MemoryOf(const Value& v) { return v.memory ? v.memory : HostMemory(); }
+
+bool IsHostReadable(const Value& v) { return HostAccessible(v.memory); }
 
 size_t TensorBytes(const Value& v) { return StorageBytes(v.type, v.count); }
 

@@ -20,6 +20,8 @@ struct NxValue {
   void* data = nullptr;             // non-string payload; may be borrowed
   std::shared_ptr<void> storage;    // keeps `data` alive when owned (null when borrowed)
   std::vector<std::string> strings; // payload of string tensors
+  // Where `data` lives; null = plain host memory. Device memory is never dereferenced by the host.
+  const NxMemoryInfo* memory = nullptr;
 
   // ---- sequence (kind == SEQUENCE) ----
   NxElementType sequence_type = NX_TYPE_UNDEFINED;  // element type of the tensors it holds
@@ -50,6 +52,11 @@ ValuePtr MakeTensorFromPool(NxElementType type, std::span<const int64_t> dims, B
 // tensor lives, e.g. a mapping of the model file.
 ValuePtr WrapTensor(NxElementType type, std::span<const int64_t> dims, void* data,
                     std::shared_ptr<void> keep_alive);
+
+// Where a tensor's data lives (never null: host memory when unset).
+const NxMemoryInfo* MemoryOf(const Value& v);
+// Whether host code may read the tensor's data.
+bool IsHostReadable(const Value& v);
 
 // Bytes of the tensor's non-string payload.
 size_t TensorBytes(const Value& v);

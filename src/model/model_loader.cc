@@ -160,7 +160,10 @@ std::shared_ptr<Graph> ConvertGraph(const onnx::GraphProto& proto,
     if (def.initializer) {
       Throw(NX_INVALID_MODEL, ctx.source + ": initializer '" + t.name() + "' is defined twice");
     }
-    def.initializer = TensorFromProto(t, ctx.external, ctx.keep_alive);
+    // Large raw_data moves out of the proto into a buffer of its own (no copy), so an
+    // initializer the session no longer needs (its consumers pre-packed it) can really be freed.
+    // Shape inference has already run on the proto, which is not read for values again.
+    def.initializer = TensorTakingProtoData(const_cast<onnx::TensorProto&>(t), ctx.external);
     def.type.elem_type = def.initializer->type;
     def.type.has_shape = true;
     def.type.dims = def.initializer->dims;

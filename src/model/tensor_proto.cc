@@ -168,6 +168,21 @@ ValuePtr TensorFromProto(const onnx::TensorProto& proto, ExternalDataResolver* e
   return v;
 }
 
+ValuePtr TensorTakingProtoData(onnx::TensorProto& proto, ExternalDataResolver* external) {
+  const bool movable = proto.has_data_type() && IsKnownElementType(proto.data_type()) &&
+                       proto.data_type() != NX_TYPE_STRING &&
+                       proto.data_location() != onnx::TensorProto::EXTERNAL && proto.has_raw_data() &&
+                       proto.raw_data().size() >= 4096;
+  if (!movable) return TensorFromProto(proto, external, nullptr);
+  // Validate on the proto as it is (the same checks and messages), then take the bytes.
+  ValuePtr checked = TensorFromProto(proto, external, std::make_shared<int>(0));
+  if (checked->data != proto.raw_data().data()) return checked;  // it copied (misaligned bytes)
+  // Moving a heap-allocated std::string keeps its buffer, so the data pointer stays valid.
+  auto owned = std::make_shared<std::string>(std::move(*proto.mutable_raw_data()));
+  proto.clear_raw_data();
+  return WrapTensor(checked->type, checked->dims, owned->data(), owned);
+}
+
 ValuePtr SequenceFromProto(const onnx::SequenceProto& proto) {
   auto v = std::make_shared<Value>();
   v->kind = NX_VALUE_SEQUENCE;

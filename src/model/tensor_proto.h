@@ -18,6 +18,10 @@ namespace nxrt {
 ValuePtr TensorFromProto(const onnx::TensorProto& proto, ExternalDataResolver* external,
                          const std::shared_ptr<void>& keep_alive);
 
+// Like TensorFromProto, but large raw_data is moved out of `proto` into a buffer the tensor owns
+// alone (no copy); `proto` is left without its data.
+ValuePtr TensorTakingProtoData(onnx::TensorProto& proto, ExternalDataResolver* external);
+
 ValuePtr SequenceFromProto(const onnx::SequenceProto& proto);
 ValuePtr OptionalFromProto(const onnx::OptionalProto& proto);
 

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "base/error.h"
+#include "base/memory_info.h"
 #include "plugins/host_objects.h"
 
 namespace nxrt {
@@ -36,6 +37,47 @@ EpFactory Inspect(NxEpFactory* raw, const std::string& path, EpLibrary* library)
   f.vendor_id = raw->GetVendorId(raw);
   f.library = library;
   return f;
+}
+
+// Creates the factory's allocator, arena and data transfer (ABI version 2 factories).
+void SetUpMemory(EpFactory& f, const std::string& path) {
+  NxEpFactory* raw = f.raw;
+  if (raw->version < 2) return;
+  if (raw->CreateDataTransfer != nullptr) {
+    NxDataTransfer* t = nullptr;
+    ThrowIfStatus(raw->CreateDataTransfer(raw, &t), path + ": EP '" + f.name + "' CreateDataTransfer failed");
+    if (t != nullptr) {
+      if (t->version < 1 || t->CanCopy == nullptr || t->CopyTensors == nullptr || t->Release == nullptr) {
+        if (t->Release) t->Release(t);
+        Throw(NX_INVALID_PLUGIN, path + ": EP '" + f.name + "' returned an incomplete data transfer");
+      }
+      f.transfer = t;
+    }
+  }
+  const NxMemoryInfo* m = raw->GetMemoryInfo ? raw->GetMemoryInfo(raw) : nullptr;
+  if (m == nullptr) return;
+  const NxMemoryInfo* interned = InternMemoryInfo(*m);
+  if (SameMemory(interned, HostMemory())) return;  // plain host memory: the host's allocator
+  f.memory = interned;
+  NXRT_CHECK(raw->CreateAllocator != nullptr, NX_INVALID_PLUGIN,
+             path + ": EP '" + f.name + "' names its own memory " + DescribeMemory(interned) +
+                 " but has no CreateAllocator");
+  NXRT_CHECK(f.transfer != nullptr, NX_INVALID_PLUGIN,
+             path + ": EP '" + f.name + "' names its own memory " + DescribeMemory(interned) +
+                 " but has no data transfer to move values in and out of it");
+  NxAllocator* a = nullptr;
+  ThrowIfStatus(raw->CreateAllocator(raw, m, &a), path + ": EP '" + f.name + "' CreateAllocator failed");
+  NXRT_CHECK(a != nullptr, NX_INVALID_PLUGIN, path + ": EP '" + f.name + "' CreateAllocator returned no allocator");
+  f.allocator = std::make_shared<PluginAllocator>(a, interned, "EP '" + f.name + "' allocator");
+  // Up to 256 MiB of freed device blocks are kept for reuse.
+  f.arena = std::make_shared<BufferPool>(size_t{256} << 20, f.allocator);
+}
+
+void TearDownMemory(EpFactory& f) {
+  f.arena.reset();
+  f.allocator.reset();
+  if (f.transfer != nullptr) f.transfer->Release(f.transfer);
+  f.transfer = nullptr;
 }
 
 }  // namespace
@@ -73,7 +115,9 @@ std::unique_ptr<EpLibrary> EpLibrary::Load(const std::string& path, const std::s
   std::vector<NxEpFactory*> owned(raw, raw + count);
   try {
     for (NxEpFactory* f : owned) lib->factories_.push_back(Inspect(f, path, lib.get()));
+    for (EpFactory& f : lib->factories_) SetUpMemory(f, path);
   } catch (...) {
+    for (EpFactory& f : lib->factories_) TearDownMemory(f);
     for (NxEpFactory* f : owned)
       if (f) lib->release_factory_(f);
     lib->factories_.clear();
@@ -82,7 +126,13 @@ std::unique_ptr<EpLibrary> EpLibrary::Load(const std::string& path, const std::s
   return lib;
 }
 
+size_t EpFactory::live_device_blocks() const {
+  if (!allocator) return 0;
+  return allocator->live_blocks() - (arena ? arena->cached_blocks() : 0);
+}
+
 EpLibrary::~EpLibrary() {
+  for (EpFactory& f : factories_) TearDownMemory(f);
   for (EpFactory& f : factories_) release_factory_(f.raw);
   factories_.clear();
   if (handle_ != nullptr) dlclose(handle_);

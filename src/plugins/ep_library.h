@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "base/buffer_pool.h"
 #include "base/logger.h"
 #include "nxrt/nxrt_ep_api.h"
 
@@ -12,7 +13,8 @@ namespace nxrt {
 
 class EpLibrary;
 
-// One factory of a loaded library, with the facts copied out of it.
+// One factory of a loaded library, with the facts copied out of it and the memory services it
+// provides (created at registration, released before the factory).
 struct EpFactory {
   NxEpFactory* raw = nullptr;
   std::string name;
@@ -20,6 +22,17 @@ struct EpFactory {
   std::string version;
   uint32_t vendor_id = 0;
   EpLibrary* library = nullptr;
+
+  // The memory its EP kernels work in: null for host memory.
+  const NxMemoryInfo* memory = nullptr;
+  // For device memory: the factory's allocator and the process-wide arena over it.
+  std::shared_ptr<RawAllocator> allocator;
+  std::shared_ptr<BufferPool> arena;
+  // The factory's data transfer, or null.
+  NxDataTransfer* transfer = nullptr;
+
+  // Blocks of this factory's memory still held outside its arena (live tensors).
+  size_t live_device_blocks() const;
 };
 
 class EpLibrary {

@@ -1,9 +1,13 @@
 // The host side of the plugin ABI: every NxHostApi function, translating handles to the IR and
 // value structs. No function lets an exception escape; errors become NxStatus.
 #include <cstring>
+#include <functional>
 
 #include "base/element_type.h"
 #include "base/error.h"
+#include "base/memory_info.h"
+#include "session/prepack_store.h"
+#include "session/thread_pool.h"
 #include "graph/op_since_version.h"
 #include "plugins/host_objects.h"
 #include "plugins/kernel_registry.h"
@@ -121,6 +125,15 @@ const NxGraph* AttributeGetGraph(const NxAttribute* a) {
   return reinterpret_cast<const NxGraph*>(A(a)->graph.get());
 }
 
+size_t AttributeGetTensorCount(const NxAttribute* a) { return a ? A(a)->tensors.size() : 0; }
+const NxValue* AttributeGetTensorAt(const NxAttribute* a, size_t i) {
+  return a && i < A(a)->tensors.size() ? A(a)->tensors[i].get() : nullptr;
+}
+size_t AttributeGetGraphCount(const NxAttribute* a) { return a ? A(a)->graphs.size() : 0; }
+const NxGraph* AttributeGetGraphAt(const NxAttribute* a, size_t i) {
+  return a && i < A(a)->graphs.size() ? reinterpret_cast<const NxGraph*>(A(a)->graphs[i].get()) : nullptr;
+}
+
 // ---- Capability ----
 NxStatus* CapabilityAddNode(NxCapability* cap, const NxNode* node) {
   if (!cap || !node) return CreateStatus(NX_INVALID_ARGUMENT, "Capability_AddNode: null argument");
@@ -147,6 +160,13 @@ bool KernelRegistryHasKernel(const NxKernelRegistry* r, const NxNode* node, cons
   return e != nullptr;
 }
 void ReleaseKernelRegistry(NxKernelRegistry* r) { delete r; }
+const NxKernelDef* KernelRegistryFindKernel(const NxKernelRegistry* r, const NxNode* node, const char** reason) {
+  thread_local std::string last_reason;
+  if (!r || !node) return nullptr;
+  const KernelEntry* e = r->Find(*N(node), &last_reason);
+  if (!e && reason) *reason = last_reason.c_str();
+  return e ? &e->abi : nullptr;
+}
 
 // ---- Kernel info ----
 const NxNode* KernelInfoGetNode(const NxKernelInfo* info) {
@@ -160,6 +180,70 @@ const NxValue* ContextGetInput(const NxKernelContext* c, size_t i) {
   return i < c->num_inputs ? c->inputs[i] : nullptr;
 }
 size_t ContextGetOutputCount(const NxKernelContext* c) { return c->num_outputs; }
+
+// A tensor that shares `src`'s buffer under a new shape (aliasing and in-place outputs).
+ValuePtr ShareBuffer(const Value& src, NxElementType type, const std::vector<int64_t>& shape) {
+  auto v = std::make_shared<Value>();
+  v->kind = NX_VALUE_TENSOR;
+  v->type = type;
+  v->dims = shape;
+  v->count = ElementCount(shape);
+  v->data = src.data;
+  v->storage = src.storage;
+  v->memory = src.memory;
+  return v;
+}
+
+// Whether output `index` may take over input `in`'s buffer.
+bool CanTakeBuffer(const NxKernelContext& c, int in, NxElementType type, const std::vector<int64_t>& shape,
+                   const NxMemoryInfo* memory, bool must_be_reusable) {
+  if (in < 0 || static_cast<size_t>(in) >= c.num_inputs || c.inputs[in] == nullptr) return false;
+  const Value& src = *c.inputs[in];
+  if (src.kind != NX_VALUE_TENSOR || src.type == NX_TYPE_STRING || type == NX_TYPE_STRING) return false;
+  if (!src.storage || !SameMemory(MemoryOf(src), memory)) return false;  // only runtime-held buffers
+  if (StorageBytes(src.type, src.count) != StorageBytes(type, ElementCount(shape))) return false;
+  if (must_be_reusable) {
+    if (c.input_reusable == nullptr || !c.input_reusable[in]) return false;
+    if (src.storage.use_count() != 1) return false;  // another value shares the buffer
+    for (size_t o = 0; o < c.num_outputs; ++o) {       // another output took it already
+      if (c.outputs[o] && c.outputs[o]->data == src.data) return false;
+    }
+  }
+  return true;
+}
+
+ValuePtr MakeOutput(NxKernelContext& c, size_t index, NxElementType type, const std::vector<int64_t>& shape) {
+  const KernelEntry* e = c.entry;
+  const bool on_host = e != nullptr && e->OutputOnHost(index);
+  BufferPool* pool = on_host ? c.host_pool : c.pool;
+  const NxMemoryInfo* memory = pool ? pool->memory() : HostMemory();
+  // A tensor the caller bound for this graph output, when it lives where the output is made.
+  if (c.bound_outputs != nullptr && c.bound_outputs[index] != nullptr) {
+    Value& b = *c.bound_outputs[index];
+    if (b.kind == NX_VALUE_TENSOR && b.type == type && b.dims == shape && type != NX_TYPE_STRING &&
+        SameMemory(MemoryOf(b), memory)) {
+      auto v = std::make_shared<Value>();
+      v->kind = NX_VALUE_TENSOR;
+      v->type = type;
+      v->dims = shape;
+      v->count = b.count;
+      v->data = b.data;
+      v->storage = b.storage;
+      v->memory = b.memory;
+      return v;
+    }
+  }
+  if (e != nullptr) {
+    if (int in = e->AliasInput(index); CanTakeBuffer(c, in, type, shape, memory, false)) {
+      return ShareBuffer(*c.inputs[in], type, shape);
+    }
+    if (int in = e->InplaceInput(index); CanTakeBuffer(c, in, type, shape, memory, true)) {
+      return ShareBuffer(*c.inputs[in], type, shape);
+    }
+  }
+  if (pool == nullptr) return MakeTensor(type, shape);
+  return MakeTensorFromPool(type, shape, *pool);
+}
 NxStatus* ContextAllocateOutput(NxKernelContext* c, size_t index, NxElementType type,
                                 const int64_t* dims, size_t rank, NxValue** output) {
   return CatchAsStatus([&] {
@@ -188,11 +272,58 @@ NxStatus* ContextAllocateOutput(NxKernelContext* c, size_t index, NxElementType 
                  node.Describe() + ": kernel asked for output " + std::to_string(index) +
                      " with negative dimension in " + ShapeString(shape));
     }
-    c->outputs[index] = c->pool ? MakeTensorFromPool(actual, shape, *c->pool) : MakeTensor(actual, shape);
+    c->outputs[index] = MakeOutput(*c, index, actual, shape);
     *output = c->outputs[index].get();
   });
 }
 int32_t ContextGetThreadCount(const NxKernelContext* c) { return c->threads; }
+NxStatus* ContextGetScratch(NxKernelContext* c, size_t size, bool host, void** memory) {
+  if (!c || !memory) return CreateStatus(NX_INVALID_ARGUMENT, "KernelContext_GetScratch: null argument");
+  return CatchAsStatus([&] {
+    BufferPool* pool = host ? c->host_pool : c->pool;
+    std::shared_ptr<void> block;
+    if (pool != nullptr) {
+      block = pool->Acquire(size);
+    } else {
+      void* p = HostRawAllocator()->Alloc(size);
+      block = std::shared_ptr<void>(p, [](void* q) { HostRawAllocator()->Free(q); });
+    }
+    *memory = block.get();
+    c->scratch.push_back(std::move(block));
+  });
+}
+NxStatus* ContextParallelFor(NxKernelContext* c, size_t total, size_t grain,
+                             void (*fn)(void* user, size_t begin, size_t end), void* user) {
+  if (!c || !fn) return CreateStatus(NX_INVALID_ARGUMENT, "KernelContext_ParallelFor: null argument");
+  return CatchAsStatus([&] {
+    std::function<void(size_t, size_t)> job = [&](size_t b, size_t e) { fn(user, b, e); };
+    if (c->thread_pool == nullptr) job(0, total);
+    else c->thread_pool->ParallelFor(total, grain, job);
+  });
+}
+
+NxEp* KernelInfoGetEp(const NxKernelInfo* info) { return info ? info->ep : nullptr; }
+const NxMemoryInfo* KernelInfoGetMemoryInfo(const NxKernelInfo* info) {
+  return info && info->memory ? info->memory : HostMemory();
+}
+const NxMemoryInfo* ValueGetMemoryInfo(const NxValue* v) { return v ? MemoryOf(*v) : HostMemory(); }
+bool MemoryInfoAreEqual(const NxMemoryInfo* a, const NxMemoryInfo* b) {
+  return a != nullptr && b != nullptr && SameMemory(a, b);
+}
+NxStatus* PrePackCacheStore(NxPrePackCache* cache, void* const* buffers, const size_t* sizes, size_t count) {
+  if (!cache) return CreateStatus(NX_INVALID_ARGUMENT, "PrePackCache_Store: cache is null");
+  if (count == 0 || !buffers || !sizes) {
+    return CreateStatus(NX_INVALID_ARGUMENT, "PrePackCache_Store: needs at least one buffer with its size");
+  }
+  return CatchAsStatus([&] {
+    std::vector<void*> b(buffers, buffers + count);
+    std::vector<size_t> n(sizes, sizes + count);
+    cache->FreeBuffers();  // a second call replaces the first: the host owned those
+    cache->buffers = std::move(b);
+    cache->sizes = std::move(n);
+    cache->stored = true;
+  });
+}
 
 // ---- Values ----
 NxValueKind ValueGetKind(const NxValue* v) { return v->kind; }
@@ -244,6 +375,19 @@ NxHostApi MakeHostApi() {
   api.Node_GetDomain = NodeGetDomain;
   api.Node_GetOpsetVersion = NodeGetOpsetVersion;
   api.Node_GetSinceVersion = NodeGetSinceVersion;
+  // Version 2
+  api.Attribute_GetTensorCount = AttributeGetTensorCount;
+  api.Attribute_GetTensorAt = AttributeGetTensorAt;
+  api.Attribute_GetGraphCount = AttributeGetGraphCount;
+  api.Attribute_GetGraphAt = AttributeGetGraphAt;
+  api.KernelRegistry_FindKernel = KernelRegistryFindKernel;
+  api.KernelInfo_GetEp = KernelInfoGetEp;
+  api.KernelInfo_GetMemoryInfo = KernelInfoGetMemoryInfo;
+  api.KernelContext_GetScratch = ContextGetScratch;
+  api.KernelContext_ParallelFor = ContextParallelFor;
+  api.Value_GetMemoryInfo = ValueGetMemoryInfo;
+  api.MemoryInfo_AreEqual = MemoryInfoAreEqual;
+  api.PrePackCache_Store = PrePackCacheStore;
   api.Node_GetInputCount = NodeGetInputCount;
   api.Node_GetInput = NodeGetInput;
   api.Node_GetOutputCount = NodeGetOutputCount;

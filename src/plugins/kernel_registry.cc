@@ -67,8 +67,80 @@ void KernelRegistry::Add(const NxKernelDef& def) {
   }
   e.create = def.create;
   e.create_state = def.create_state;
+  if (def.version >= 2) {
+    auto indices = [&](const int32_t* p, size_t n, const char* what) {
+      NXRT_CHECK(n == 0 || p != nullptr, NX_INVALID_ARGUMENT,
+                 "kernel definition for " + e.op_type + ": " + what + " is null");
+      for (size_t i = 0; i < n; ++i) {
+        NXRT_CHECK(p[i] >= 0, NX_INVALID_ARGUMENT,
+                   "kernel definition for " + e.op_type + ": negative index in " + what);
+      }
+      return std::vector<int32_t>(p, p + n);
+    };
+    auto pairs = [&](const NxIoPair* p, size_t n, const char* what) {
+      NXRT_CHECK(n == 0 || p != nullptr, NX_INVALID_ARGUMENT,
+                 "kernel definition for " + e.op_type + ": " + what + " is null");
+      std::vector<NxIoPair> out(p, p + n);
+      for (const NxIoPair& io : out) {
+        NXRT_CHECK(io.input >= 0 && io.output >= 0, NX_INVALID_ARGUMENT,
+                   "kernel definition for " + e.op_type + ": negative index in " + what);
+      }
+      return out;
+    };
+    e.host_inputs = indices(def.host_inputs, def.num_host_inputs, "host_inputs");
+    e.host_outputs = indices(def.host_outputs, def.num_host_outputs, "host_outputs");
+    e.aliases = pairs(def.aliases, def.num_aliases, "aliases");
+    e.may_inplace = pairs(def.may_inplace, def.num_may_inplace, "may_inplace");
+  }
   by_op_[Key(e.domain, e.op_type)].push_back(entries_.size());
-  entries_.push_back(std::move(e));
+  KernelEntry& stored = entries_.emplace_back(std::move(e));
+  // The ABI view, pointing into the stored entry (its address never changes).
+  for (const KernelTypeConstraint& c : stored.constraints) {
+    stored.abi_constraints.push_back({c.name.c_str(), c.allowed.data(), c.allowed.size(), c.inputs.data(),
+                                      c.inputs.size(), c.outputs.data(), c.outputs.size()});
+  }
+  NxKernelDef& a = stored.abi;
+  a.version = NXRT_EP_API_VERSION;
+  a.op_type = stored.op_type.c_str();
+  a.domain = stored.domain.c_str();
+  a.since_version_start = stored.start;
+  a.since_version_end = stored.end;
+  a.type_constraints = stored.abi_constraints.data();
+  a.num_type_constraints = stored.abi_constraints.size();
+  a.create = stored.create;
+  a.create_state = stored.create_state;
+  a.host_inputs = stored.host_inputs.data();
+  a.num_host_inputs = stored.host_inputs.size();
+  a.host_outputs = stored.host_outputs.data();
+  a.num_host_outputs = stored.host_outputs.size();
+  a.aliases = stored.aliases.data();
+  a.num_aliases = stored.aliases.size();
+  a.may_inplace = stored.may_inplace.data();
+  a.num_may_inplace = stored.may_inplace.size();
+}
+
+bool KernelEntry::InputOnHost(size_t i) const {
+  for (int32_t h : host_inputs)
+    if (static_cast<size_t>(h) == i) return true;
+  return false;
+}
+
+bool KernelEntry::OutputOnHost(size_t o) const {
+  for (int32_t h : host_outputs)
+    if (static_cast<size_t>(h) == o) return true;
+  return false;
+}
+
+int KernelEntry::AliasInput(size_t o) const {
+  for (const NxIoPair& io : aliases)
+    if (static_cast<size_t>(io.output) == o) return io.input;
+  return -1;
+}
+
+int KernelEntry::InplaceInput(size_t o) const {
+  for (const NxIoPair& io : may_inplace)
+    if (static_cast<size_t>(io.output) == o) return io.input;
+  return -1;
 }
 
 const KernelEntry* KernelRegistry::Find(const Node& node, std::string* reason) const {

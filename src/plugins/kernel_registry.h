@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -27,6 +28,20 @@ struct KernelEntry {
   std::vector<KernelTypeConstraint> constraints;
   NxKernelCreateFn create = nullptr;
   void* create_state = nullptr;
+  std::vector<int32_t> host_inputs;   // delivered in host memory
+  std::vector<int32_t> host_outputs;  // allocated in host memory
+  std::vector<NxIoPair> aliases;      // output is input, unchanged
+  std::vector<NxIoPair> may_inplace;  // output may overwrite input
+
+  bool InputOnHost(size_t i) const;
+  bool OutputOnHost(size_t o) const;
+  // The input output `o` aliases or may overwrite, or -1.
+  int AliasInput(size_t o) const;
+  int InplaceInput(size_t o) const;
+
+  // The definition as the ABI describes it, pointing into this entry (for FindKernel).
+  NxKernelDef abi{};
+  std::vector<NxTypeConstraint> abi_constraints;
 };
 
 class KernelRegistry {
@@ -41,7 +56,7 @@ class KernelRegistry {
   size_t size() const { return entries_.size(); }
 
  private:
-  std::vector<KernelEntry> entries_;
+  std::deque<KernelEntry> entries_;  // a deque: entries never move, FindKernel hands out pointers
   std::unordered_map<std::string, std::vector<size_t>> by_op_;  // "domain:op" -> entries
 };
 

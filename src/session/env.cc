@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 
 #include "base/error.h"
+#include "base/memory_info.h"
 
 namespace nxrt {
 namespace {
@@ -22,6 +24,76 @@ Env::~Env() {
   std::lock_guard<std::mutex> lock(mutex_);
   libraries_.clear();
   cpu_library_.reset();
+}
+
+EpFactory* Env::FactoryForMemory(const NxMemoryInfo* memory) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto& [reg_name, lib] : libraries_) {
+    for (auto& f : lib->factories())
+      if (f.memory && SameMemory(f.memory, memory)) return &f;
+  }
+  return nullptr;
+}
+
+ValuePtr Env::AllocateTensor(NxElementType type, std::span<const int64_t> dims, const NxMemoryInfo* memory) {
+  if (HostAccessible(memory) && SameMemory(memory, HostMemory())) return MakeTensor(type, dims);
+  NXRT_CHECK(type != NX_TYPE_STRING, NX_INVALID_ARGUMENT,
+             "string tensors live in host memory only, not in " + DescribeMemory(memory));
+  EpFactory* f = FactoryForMemory(memory);
+  NXRT_CHECK(f != nullptr && f->arena, NX_NOT_FOUND,
+             "no registered EP provides an allocator for " + DescribeMemory(memory));
+  return MakeTensorFromPool(type, dims, *f->arena);
+}
+
+void Env::CopyWithTransfer(const Value& src, Value& dst) {
+  const NxMemoryInfo* from = MemoryOf(src);
+  const NxMemoryInfo* to = MemoryOf(dst);
+  std::vector<std::pair<std::string, NxDataTransfer*>> transfers;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& [reg_name, lib] : libraries_)
+      for (auto& f : lib->factories())
+        if (f.transfer) transfers.emplace_back(f.name, f.transfer);
+    if (cpu_library_)
+      for (auto& f : cpu_library_->factories())
+        if (f.transfer) transfers.emplace_back(f.name, f.transfer);
+  }
+  for (auto& [name, t] : transfers) {
+    if (!t->CanCopy(t, from, to)) continue;
+    const NxValue* s = &src;
+    NxValue* d = &dst;
+    ThrowIfStatus(t->CopyTensors(t, &s, &d, 1), "EP '" + name + "' could not copy a tensor from " +
+                                                    DescribeMemory(from) + " to " + DescribeMemory(to));
+    return;
+  }
+  // No direct route: through host memory, when both legs exist.
+  NXRT_CHECK(!HostAccessible(from) && !HostAccessible(to), NX_NOT_IMPLEMENTED,
+             "no registered EP can copy tensors from " + DescribeMemory(from) + " to " + DescribeMemory(to));
+  ValuePtr staging = MakeTensor(src.type, src.dims);
+  CopyWithTransfer(src, *staging);
+  CopyWithTransfer(*staging, dst);
+}
+
+void Env::CopyTensor(const Value& src, Value& dst) {
+  NXRT_CHECK(src.kind == NX_VALUE_TENSOR && dst.kind == NX_VALUE_TENSOR && src.type == dst.type &&
+                 src.dims == dst.dims,
+             NX_INVALID_ARGUMENT, "cannot copy " + DescribeTensor(src) + " into " + DescribeTensor(dst));
+  if (src.type == NX_TYPE_STRING) {
+    dst.strings = src.strings;
+    return;
+  }
+  if (IsHostReadable(src) && IsHostReadable(dst)) {
+    if (TensorBytes(src) > 0 && src.data != dst.data) std::memcpy(dst.data, src.data, TensorBytes(src));
+    return;
+  }
+  if (TensorBytes(src) == 0) return;
+  CopyWithTransfer(src, dst);
+}
+
+ValuePtr Env::CopyToMemory(const Value& src, const NxMemoryInfo* memory) {
+  ValuePtr dst = AllocateTensor(src.type, src.dims, memory);
+  CopyTensor(src, *dst);
+  return dst;
 }
 
 std::string Env::DefaultCpuLibraryPath() {
@@ -62,6 +134,13 @@ void Env::UnregisterLibrary(const std::string& name) {
       Throw(NX_INVALID_ARGUMENT, "EP library '" + name + "' is still used by " +
                                      std::to_string(use->second) +
                                      " live session(s); release them first");
+    }
+    for (auto& f : it->second->factories()) {
+      if (size_t live = f.live_device_blocks(); live > 0) {
+        Throw(NX_INVALID_ARGUMENT, "EP library '" + name + "' still owns " + std::to_string(live) +
+                                       " live tensor(s) in " + DescribeMemory(f.memory) +
+                                       "; release them first");
+      }
     }
     doomed = std::move(it->second);
     libraries_.erase(it);

@@ -5,16 +5,21 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 
 #include "base/logger.h"
+#include "base/value.h"
 #include "plugins/ep_library.h"
+#include "session/prepack_store.h"
 
 namespace nxrt {
 
 class Env {
  public:
   explicit Env(Logger logger) : logger_(std::move(logger)) {}
+  Env(const Env&) = delete;
+  Env& operator=(const Env&) = delete;
   ~Env();
 
   const Logger& logger() const { return logger_; }
@@ -37,8 +42,29 @@ class Env {
   // Where the default CPU EP library is looked for (NXRT_CPU_EP_LIBRARY overrides).
   static std::string DefaultCpuLibraryPath();
 
+  // ---- Memory ----
+  // The factory (of any registered library) whose EPs work in `memory`, or nullptr.
+  EpFactory* FactoryForMemory(const NxMemoryInfo* memory);
+  // A tensor in `memory` (host memory: zero-filled; device memory: uninitialised).
+  ValuePtr AllocateTensor(NxElementType type, std::span<const int64_t> dims, const NxMemoryInfo* memory);
+  // Copies `src` into `dst` (same element type and shape, any memories): a memcpy between
+  // host-accessible memories, otherwise a registered data transfer that accepts the pair, or
+  // two transfers through host memory.
+  void CopyTensor(const Value& src, Value& dst);
+  // `src` in `memory`: src's data copied there (a fresh tensor).
+  ValuePtr CopyToMemory(const Value& src, const NxMemoryInfo* memory);
+
+  // ---- Pre-packed weights ----
+  PrePackStore& prepack_store() { return prepack_store_; }
+  // The allocator host-memory kernels pack weights with (lives as long as the env).
+  const std::shared_ptr<HostSideAllocator>& prepack_allocator() { return prepack_allocator_; }
+
  private:
+  void CopyWithTransfer(const Value& src, Value& dst);
+
   Logger logger_;
+  PrePackStore prepack_store_;
+  std::shared_ptr<HostSideAllocator> prepack_allocator_ = std::make_shared<HostSideAllocator>(HostRawAllocator());
   std::mutex mutex_;
   std::map<std::string, std::unique_ptr<EpLibrary>> libraries_;  // by registration name
   std::map<EpLibrary*, int> uses_;

@@ -21,6 +21,9 @@ class EpInstance {
   const std::string& name() const { return name_; }
   NxEp* raw() const { return ep_; }
   const KernelRegistry* registry() const { return registry_; }
+  EpFactory& factory() const { return factory_; }
+  // The memory the EP's kernels work in (null = host memory).
+  const NxMemoryInfo* memory() const { return factory_.memory; }
 
  private:
   Env& env_;

@@ -1,36 +1,50 @@
-// Session::Run: executes the kernels in topological order, freeing each intermediate value
-// after its last use.
+// Session::Run: walks the plan (nodes and copies between memories) in order, freeing each value
+// after its last use, then hands out the outputs (in host memory unless the caller bound them).
 #include <cstring>
 
 #include "base/element_type.h"
 #include "base/error.h"
+#include "base/memory_info.h"
+#include "session/env.h"
 #include "session/session.h"
 
 namespace nxrt {
 namespace {
 
 ValuePtr CopyValue(const Value& v) {
-  auto copy = std::make_shared<Value>(v);
   if (v.kind == NX_VALUE_TENSOR && v.type != NX_TYPE_STRING) {
     ValuePtr fresh = MakeTensor(v.type, v.dims);
     if (TensorBytes(v)) std::memcpy(fresh->data, v.data, TensorBytes(v));
     return fresh;
   }
-  return copy;
+  return std::make_shared<Value>(v);
 }
 
 }  // namespace
 
 std::vector<ValuePtr> Session::Run(const std::vector<std::string>& input_names,
                                    const std::vector<const Value*>& inputs,
-                                   const std::vector<std::string>& output_names) const {
+                                   const std::vector<std::string>& output_names,
+                                   const std::vector<Value*>& bound) const {
   const Graph& g = graph();
   const size_t num_values = g.values.size();
-  std::vector<const Value*> slots(num_values, nullptr);
-  std::vector<ValuePtr> owned(num_values);
-  CheckFeeds(input_names, inputs, slots);
-  for (size_t v = 0; v < num_values; ++v) {
-    if (g.values[v].initializer && slots[v] == nullptr) slots[v] = g.values[v].initializer.get();
+  std::vector<const Value*> slots(num_slots_, nullptr);
+  std::vector<ValuePtr> owned(num_slots_);
+  {
+    std::vector<const Value*> feeds(num_values, nullptr);
+    CheckFeeds(input_names, inputs, feeds);
+    for (size_t v = 0; v < num_values; ++v) slots[v] = feeds[v];
+  }
+  // An input handed over in device memory that a host kernel reads comes to the host first.
+  for (int in : g.inputs) {
+    const Value* v = slots[static_cast<size_t>(in)];
+    if (v && v->kind == NX_VALUE_TENSOR && !IsHostReadable(*v) && input_used_on_host_[static_cast<size_t>(in)]) {
+      owned[static_cast<size_t>(in)] = env_.CopyToMemory(*v, HostMemory());
+      slots[static_cast<size_t>(in)] = owned[static_cast<size_t>(in)].get();
+    }
+  }
+  for (size_t s = 0; s < num_slots_; ++s) {
+    if (constants_[s] && slots[s] == nullptr) slots[s] = constants_[s].get();
   }
 
   std::vector<int> wanted;
@@ -45,51 +59,109 @@ std::vector<ValuePtr> Session::Run(const std::vector<std::string>& input_names,
       wanted.push_back(index);
     }
   }
+  NXRT_CHECK(bound.size() <= wanted.size(), NX_INVALID_ARGUMENT, "more bound outputs than requested outputs");
+  std::vector<Value*> bound_by_value(num_values, nullptr);
+  for (size_t i = 0; i < bound.size(); ++i) {
+    if (bound[i] != nullptr) bound_by_value[static_cast<size_t>(wanted[i])] = bound[i];
+  }
 
   std::vector<const Value*> node_inputs;
   std::vector<ValuePtr> node_outputs;
-  for (size_t n = 0; n < g.nodes.size(); ++n) {
-    const Node& node = g.nodes[n];
-    node_inputs.assign(node.inputs.size(), nullptr);
-    for (size_t i = 0; i < node.inputs.size(); ++i) {
-      int v = node.inputs[i];
-      if (v >= 0) node_inputs[i] = slots[static_cast<size_t>(v)];
+  std::vector<Value*> node_bound;
+  std::vector<char> node_reusable;
+  for (size_t s = 0; s < steps_.size(); ++s) {
+    const Step& step = steps_[s];
+    if (step.is_copy) {
+      const Copy& c = copies_[static_cast<size_t>(step.index)];
+      const Value* src = slots[static_cast<size_t>(c.src_slot)];
+      NXRT_CHECK(src != nullptr, NX_RUNTIME_ERROR, "value '" + g.value(c.src_slot).name + "' was not produced");
+      if (src->kind == NX_VALUE_TENSOR && SameMemory(MemoryOf(*src), c.dst_memory)) {
+        slots[static_cast<size_t>(c.dst_slot)] = src;  // already there (an input given in that memory)
+      } else {
+        NXRT_CHECK(src->kind == NX_VALUE_TENSOR, NX_NOT_IMPLEMENTED,
+                   "value '" + g.value(c.src_slot).name + "' is a sequence or optional; only tensors move between memories");
+        ValuePtr dst = src->type == NX_TYPE_STRING ? MakeTensor(src->type, src->dims)
+                                                   : MakeTensorFromPool(src->type, src->dims, ArenaFor(c.dst_memory));
+        env_.CopyTensor(*src, *dst);
+        owned[static_cast<size_t>(c.dst_slot)] = std::move(dst);
+        slots[static_cast<size_t>(c.dst_slot)] = owned[static_cast<size_t>(c.dst_slot)].get();
+      }
+    } else {
+      const size_t n = static_cast<size_t>(step.index);
+      const Node& node = g.nodes[n];
+      const auto& in_slots = node_input_slots_[n];
+      node_inputs.assign(node.inputs.size(), nullptr);
+      for (size_t i = 0; i < node.inputs.size(); ++i) {
+        if (in_slots[i] >= 0) node_inputs[i] = slots[static_cast<size_t>(in_slots[i])];
+      }
+      // An input may be overwritten only if the plan allows it and this run owns it (a copy
+      // step that passed a caller's tensor through does not make it ours).
+      node_reusable.assign(node.inputs.size(), 0);
+      for (size_t i = 0; i < node.inputs.size(); ++i) {
+        node_reusable[i] = node_input_reusable_[n][i] && in_slots[i] >= 0 && owned[static_cast<size_t>(in_slots[i])] &&
+                           owned[static_cast<size_t>(in_slots[i])].get() == node_inputs[i];
+      }
+      node_outputs.assign(node.outputs.size(), nullptr);
+      node_bound.assign(node.outputs.size(), nullptr);
+      for (size_t o = 0; o < node.outputs.size(); ++o) {
+        if (node.outputs[o] >= 0) node_bound[o] = bound_by_value[static_cast<size_t>(node.outputs[o])];
+      }
+      const size_t e = static_cast<size_t>(node_ep_[n]);
+      NxKernelContext ctx;
+      ctx.node = &node;
+      ctx.entry = entries_[n];
+      ctx.inputs = node_inputs.data();
+      ctx.num_inputs = node_inputs.size();
+      ctx.outputs = node_outputs.data();
+      ctx.num_outputs = node_outputs.size();
+      ctx.threads = threads_;
+      ctx.pool = ep_arena_[e].get();
+      ctx.host_pool = pool_.get();
+      ctx.input_reusable = node_reusable.data();
+      ctx.bound_outputs = node_bound.data();
+      ctx.thread_pool = thread_pool_.get();
+      NxKernel* kernel = kernels_[n];
+      ThrowIfStatus(kernel->Compute(kernel, &ctx), node.Describe() + " (EP " + eps_[e]->name() + ") failed");
+      for (size_t o = 0; o < node.outputs.size(); ++o) {
+        int v = node.outputs[o];
+        if (v < 0) continue;
+        NXRT_CHECK(node_outputs[o] != nullptr, NX_RUNTIME_ERROR,
+                   node.Describe() + ": the kernel did not produce output " + std::to_string(o) + " ('" +
+                       g.value(v).name + "')");
+        owned[static_cast<size_t>(v)] = std::move(node_outputs[o]);
+        slots[static_cast<size_t>(v)] = owned[static_cast<size_t>(v)].get();
+      }
     }
-    node_outputs.assign(node.outputs.size(), nullptr);
-    NxKernelContext ctx;
-    ctx.node = &node;
-    ctx.inputs = node_inputs.data();
-    ctx.num_inputs = node_inputs.size();
-    ctx.outputs = node_outputs.data();
-    ctx.num_outputs = node_outputs.size();
-    ctx.threads = threads_;
-    ctx.pool = pool_.get();
-    NxKernel* kernel = kernels_[n];
-    ThrowIfStatus(kernel->Compute(kernel, &ctx),
-                  node.Describe() + " (EP " + eps_[static_cast<size_t>(node_ep_[n])]->name() + ") failed");
-    for (size_t o = 0; o < node.outputs.size(); ++o) {
-      int v = node.outputs[o];
-      if (v < 0) continue;
-      NXRT_CHECK(node_outputs[o] != nullptr, NX_RUNTIME_ERROR,
-                 node.Describe() + ": the kernel did not produce output " + std::to_string(o) + " ('" +
-                     g.value(v).name + "')");
-      owned[static_cast<size_t>(v)] = std::move(node_outputs[o]);
-      slots[static_cast<size_t>(v)] = owned[static_cast<size_t>(v)].get();
-    }
-    for (int v : free_after_[n]) {
-      owned[static_cast<size_t>(v)].reset();
-      slots[static_cast<size_t>(v)] = nullptr;
+    for (int slot : free_after_step_[s]) {
+      owned[static_cast<size_t>(slot)].reset();
+      slots[static_cast<size_t>(slot)] = nullptr;
     }
   }
 
   std::vector<ValuePtr> results;
   results.reserve(wanted.size());
-  for (int v : wanted) {
-    if (owned[static_cast<size_t>(v)]) {
+  for (size_t i = 0; i < wanted.size(); ++i) {
+    const int v = wanted[i];
+    const Value* value = slots[static_cast<size_t>(v)];
+    NXRT_CHECK(value != nullptr, NX_RUNTIME_ERROR, "output '" + g.value(v).name + "' was not produced");
+    Value* target = i < bound.size() ? bound[i] : nullptr;
+    if (target != nullptr) {
+      // Written in place by the producing kernel, or copied now (across memories if need be).
+      if (!(value->kind == NX_VALUE_TENSOR && value->type != NX_TYPE_STRING && value->data == target->data &&
+            value->dims == target->dims)) {
+        NXRT_CHECK(value->kind == NX_VALUE_TENSOR && target->kind == NX_VALUE_TENSOR &&
+                       value->type == target->type && value->dims == target->dims,
+                   NX_INVALID_ARGUMENT,
+                   "output '" + g.value(v).name + "' is " + DescribeTensor(*value) +
+                       " but the provided value is " + DescribeTensor(*target));
+        env_.CopyTensor(*value, *target);
+      }
+      results.push_back(nullptr);
+    } else if (value->kind == NX_VALUE_TENSOR && !IsHostReadable(*value)) {
+      results.push_back(env_.CopyToMemory(*value, HostMemory()));
+    } else if (owned[static_cast<size_t>(v)]) {
       results.push_back(owned[static_cast<size_t>(v)]);  // shared if asked twice: fine, read-only
     } else {
-      const Value* value = slots[static_cast<size_t>(v)];
-      NXRT_CHECK(value != nullptr, NX_RUNTIME_ERROR, "output '" + g.value(v).name + "' was not produced");
       results.push_back(CopyValue(*value));  // a graph input or an initializer: hand out a copy
     }
   }

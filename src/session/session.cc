@@ -6,6 +6,7 @@
 
 #include "base/element_type.h"
 #include "base/error.h"
+#include "base/memory_info.h"
 #include "session/env.h"
 #include "session/graph_fusion.h"
 
@@ -17,6 +18,20 @@ std::string Lower(std::string s) {
   return s;
 }
 
+bool HasSubgraphs(const Graph& g) {
+  for (const Node& n : g.nodes)
+    for (const Attribute& a : n.attributes)
+      if (a.graph || !a.graphs.empty()) return true;
+  return false;
+}
+
+// Whether a value in `have` can be read by a consumer that needs `need` without a copy: the same
+// memory, or host memory wanted and the value is host-accessible.
+bool Reachable(const NxMemoryInfo* have, const NxMemoryInfo* need) {
+  if (SameMemory(have, need)) return true;
+  return SameMemory(need, HostMemory()) && HostAccessible(have);
+}
+
 }  // namespace
 
 Session::Session(Env& env, std::shared_ptr<Model> model, const SessionOptions& options)
@@ -26,9 +41,11 @@ Session::Session(Env& env, std::shared_ptr<Model> model, const SessionOptions& o
                  : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   // Cache up to 1 GiB of freed tensor buffers for reuse by later nodes and runs.
   pool_ = std::make_shared<BufferPool>(size_t{1} << 30);
+  thread_pool_ = std::make_unique<ThreadPool>(threads_);
   config_.entries = options.config.entries;
   config_.entries["session.intra_op_num_threads"] = std::to_string(threads_);
   config_.entries["session.optimization_level"] = std::to_string(options.optimization_level);
+  const std::string* share = options.config.Find("session.share_prepacked_weights");
   try {
     CreateEps(options);
     AssignNodes();
@@ -38,6 +55,8 @@ Session::Session(Env& env, std::shared_ptr<Model> model, const SessionOptions& o
       for (const Node& node : graph().nodes) node_ep_[static_cast<size_t>(node.index)] = node.assigned_ep;
     }
     CreateKernels();
+    PrePackWeights(share == nullptr || *share != "0");
+    PlanMemory();
     PlanLifetimes();
   } catch (...) {
     for (size_t i = 0; i < kernels_.size(); ++i)
@@ -51,6 +70,10 @@ Session::~Session() {
   for (NxKernel* k : kernels_)
     if (k) k->Release(k);
   kernels_.clear();
+  constants_.clear();
+  shared_packs_.clear();
+  device_pack_allocators_.clear();
+  ep_arena_.clear();
   eps_.clear();
 }
 
@@ -70,6 +93,27 @@ void Session::CreateEps(const SessionOptions& options) {
   bool have_cpu = false;
   for (auto& ep : eps_) have_cpu = have_cpu || Lower(ep->name()) == Lower(cpu->name);
   if (!have_cpu) eps_.push_back(std::make_unique<EpInstance>(env_, *cpu, &config_, &logger_));
+
+  // Each EP's arena: host EPs share the session's host pool; a device EP uses its own
+  // per-session allocator when it offers one, else its factory's process-wide arena.
+  for (auto& ep : eps_) {
+    const NxMemoryInfo* m = ep->memory();
+    if (m == nullptr) {
+      ep_arena_.push_back(pool_);
+      continue;
+    }
+    NxEp* raw = ep->raw();
+    NxAllocator* own = nullptr;
+    if (raw->version >= 2 && raw->CreateAllocator != nullptr) {
+      ThrowIfStatus(raw->CreateAllocator(raw, m, &own), "EP '" + ep->name() + "' CreateAllocator failed");
+    }
+    if (own != nullptr) {
+      auto alloc = std::make_shared<PluginAllocator>(own, m, "EP '" + ep->name() + "' session allocator");
+      ep_arena_.push_back(std::make_shared<BufferPool>(size_t{256} << 20, alloc));
+    } else {
+      ep_arena_.push_back(ep->factory().arena);
+    }
+  }
 }
 
 void Session::AssignNodes() {
@@ -123,33 +167,247 @@ void Session::AssignNodes() {
 void Session::CreateKernels() {
   const Graph& g = graph();
   kernels_.assign(g.nodes.size(), nullptr);
+  entries_.assign(g.nodes.size(), nullptr);
   for (const Node& node : g.nodes) {
-    EpInstance& ep = *eps_[static_cast<size_t>(node_ep_[node.index])];
+    const size_t e = static_cast<size_t>(node_ep_[node.index]);
+    EpInstance& ep = *eps_[e];
     std::string why;
     const KernelEntry* entry = ep.registry()->Find(node, &why);
     NXRT_CHECK(entry != nullptr, NX_NOT_IMPLEMENTED, node.Describe() + ": " + why);
-    NxKernelInfo info{&node, &config_};
+    NxKernelInfo info{&node, &config_, ep.raw(), ep.memory() ? ep.memory() : HostMemory()};
     NxKernel* kernel = nullptr;
     ThrowIfStatus(entry->create(entry->create_state, &info, &kernel),
                   g.source + ": " + node.Describe() + " on EP " + ep.name() + ": cannot create kernel");
-    NXRT_CHECK(kernel != nullptr && kernel->Compute != nullptr && kernel->Release != nullptr,
-               NX_INVALID_PLUGIN, node.Describe() + ": EP " + ep.name() + " returned an incomplete kernel");
-    kernels_[node.index] = kernel;
+    NXRT_CHECK(kernel != nullptr, NX_INVALID_PLUGIN,
+               node.Describe() + ": EP " + ep.name() + " returned no kernel");
+    kernels_[node.index] = kernel;  // owned from here on, even if incomplete
+    NXRT_CHECK(kernel->Compute != nullptr && kernel->Release != nullptr, NX_INVALID_PLUGIN,
+               node.Describe() + ": EP " + ep.name() + " returned an incomplete kernel");
+    entries_[node.index] = entry;
   }
+}
+
+void Session::PrePackWeights(bool share) {
+  Graph& g = *model_->graph;
+  packed_inputs_.assign(g.nodes.size(), {});
+  device_pack_allocators_.resize(eps_.size());
+  for (const Node& node : g.nodes) {
+    packed_inputs_[node.index].assign(node.inputs.size(), 0);
+    NxKernel* k = kernels_[node.index];
+    if (k->version < 2 || k->PrePackWeight == nullptr) continue;
+    const size_t e = static_cast<size_t>(node_ep_[node.index]);
+    EpInstance& ep = *eps_[e];
+    const bool host_kernel = ep.memory() == nullptr;
+    NxAllocator* allocator = nullptr;
+    if (host_kernel) {
+      allocator = env_.prepack_allocator()->abi();
+    } else {
+      if (!device_pack_allocators_[e]) {
+        device_pack_allocators_[e] = std::make_unique<HostSideAllocator>(ep_arena_[e]->allocator());
+      }
+      allocator = device_pack_allocators_[e]->abi();
+    }
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      const int v = node.inputs[i];
+      if (v < 0 || !g.value(v).initializer) continue;
+      const Value& weight = *g.value(v).initializer;
+      if (weight.kind != NX_VALUE_TENSOR || !IsHostReadable(weight)) continue;
+      const std::string where = g.source + ": " + node.Describe() + " on EP " + ep.name();
+      // Sharing needs host memory (the weight is hashed, the packing outlives the session).
+      std::string key;
+      if (share && host_kernel && k->UseSharedPrePackedWeight != nullptr) {
+        key = PrePackStore::Key(ep.name(), node, i, weight);
+        if (auto hit = env_.prepack_store().Find(key)) {
+          ThrowIfStatus(k->UseSharedPrePackedWeight(k, i, const_cast<const void* const*>(hit->buffers.data()),
+                                                    hit->sizes.data(), hit->buffers.size()),
+                        where + ": UseSharedPrePackedWeight failed for input " + std::to_string(i));
+          shared_packs_.push_back(std::move(hit));
+          packed_inputs_[node.index][i] = 1;
+          ++stats_.prepack_shared_hits;
+          ++stats_.prepacked_weights;
+          continue;
+        }
+      }
+      NxPrePackCache cache;  // frees stored buffers on every path that does not take them
+      cache.allocator = allocator;
+      bool packed = false;
+      ++stats_.prepack_calls;
+      ThrowIfStatus(k->PrePackWeight(k, &weight, i, allocator, key.empty() ? nullptr : &cache, &packed),
+                    where + ": PrePackWeight failed for input " + std::to_string(i));
+      if (cache.stored) {
+        auto entry = std::make_shared<PackedWeight>();
+        cache.Release(entry->buffers, entry->sizes);
+        entry->allocator = env_.prepack_allocator();
+        NXRT_CHECK(packed, NX_INVALID_PLUGIN,
+                   where + ": the kernel stored a packed weight for sharing but said it did not pack input " +
+                       std::to_string(i));
+        NXRT_CHECK(k->UseSharedPrePackedWeight != nullptr, NX_INVALID_PLUGIN,
+                   where + ": the kernel shares packed weights but has no UseSharedPrePackedWeight");
+        entry = env_.prepack_store().Insert(key, std::move(entry));
+        ThrowIfStatus(k->UseSharedPrePackedWeight(k, i, const_cast<const void* const*>(entry->buffers.data()),
+                                                  entry->sizes.data(), entry->buffers.size()),
+                      where + ": UseSharedPrePackedWeight failed for input " + std::to_string(i));
+        shared_packs_.push_back(std::move(entry));
+      }
+      if (packed) {
+        packed_inputs_[node.index][i] = 1;
+        ++stats_.prepacked_weights;
+      }
+    }
+  }
+
+  // An initializer every consumer packed is no longer needed: free it (unless a subgraph might
+  // read it or the model returns it).
+  if (HasSubgraphs(g)) return;
+  for (size_t v = 0; v < g.values.size(); ++v) {
+    ValueDef& def = g.values[v];
+    if (!def.initializer || def.is_graph_output || def.consumers.empty()) continue;
+    bool all_packed = true;
+    for (const Node& node : g.nodes) {
+      for (size_t i = 0; i < node.inputs.size(); ++i) {
+        if (node.inputs[i] == static_cast<int>(v) && !packed_inputs_[node.index][i]) all_packed = false;
+      }
+    }
+    if (!all_packed) continue;
+    ++stats_.initializers_released;
+    // Bytes only count when this was the last holder of the memory (not a shared file mapping).
+    if (def.initializer->storage && def.initializer->storage.use_count() == 1 && def.initializer.use_count() == 1) {
+      stats_.initializer_bytes_released += TensorBytes(*def.initializer);
+    }
+    def.initializer.reset();
+  }
+}
+
+const NxMemoryInfo* Session::KernelInputMemory(const Node& node, size_t input) const {
+  const EpInstance& ep = *eps_[static_cast<size_t>(node_ep_[node.index])];
+  if (ep.memory() == nullptr || entries_[node.index]->InputOnHost(input)) return HostMemory();
+  return ep.memory();
+}
+
+const NxMemoryInfo* Session::KernelOutputMemory(const Node& node, size_t output) const {
+  const EpInstance& ep = *eps_[static_cast<size_t>(node_ep_[node.index])];
+  if (ep.memory() == nullptr || entries_[node.index]->OutputOnHost(output)) return HostMemory();
+  return ep.memory();
+}
+
+BufferPool& Session::ArenaFor(const NxMemoryInfo* memory) const {
+  if (SameMemory(memory, HostMemory())) return *pool_;
+  for (size_t e = 0; e < eps_.size(); ++e)
+    if (eps_[e]->memory() && SameMemory(eps_[e]->memory(), memory)) return *ep_arena_[e];
+  Throw(NX_NOT_FOUND, "no EP of this session allocates " + DescribeMemory(memory));
+}
+
+void Session::PlanMemory() {
+  const Graph& g = graph();
+  const size_t num_values = g.values.size();
+  num_slots_ = num_values;
+  constants_.assign(num_values, nullptr);
+  slot_memory_.assign(num_values, HostMemory());
+  input_used_on_host_.assign(num_values, 0);
+  for (size_t v = 0; v < num_values; ++v) constants_[v] = g.values[v].initializer;
+  for (const Node& node : g.nodes) {
+    for (size_t o = 0; o < node.outputs.size(); ++o) {
+      if (node.outputs[o] >= 0) slot_memory_[static_cast<size_t>(node.outputs[o])] = KernelOutputMemory(node, o);
+    }
+  }
+
+  std::map<std::pair<int, const NxMemoryInfo*>, int> moved;  // (slot, memory) -> slot holding it there
+  node_input_slots_.assign(g.nodes.size(), {});
+  steps_.clear();
+  copies_.clear();
+  for (const Node& node : g.nodes) {
+    auto& slots = node_input_slots_[node.index];
+    slots.assign(node.inputs.size(), -1);
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      const int v = node.inputs[i];
+      if (v < 0) continue;
+      const ValueDef& def = g.value(v);
+      const NxMemoryInfo* need = KernelInputMemory(node, i);
+      // A packed input is never passed again (Compute gets NULL), even when the initializer
+      // stays alive for another consumer.
+      if (packed_inputs_[node.index][i]) continue;
+      const bool is_constant = def.initializer != nullptr;
+      if (Reachable(slot_memory_[static_cast<size_t>(v)], need)) {
+        slots[i] = v;
+        if (def.is_graph_input && SameMemory(need, HostMemory())) input_used_on_host_[static_cast<size_t>(v)] = 1;
+        continue;
+      }
+      auto key = std::make_pair(v, InternMemoryInfo(*need));
+      auto it = moved.find(key);
+      if (it == moved.end()) {
+        const int slot = static_cast<int>(num_slots_++);
+        constants_.push_back(nullptr);
+        slot_memory_.push_back(key.second);
+        if (is_constant) {
+          // An initializer a device kernel reads: uploaded once, now.
+          constants_[static_cast<size_t>(slot)] = env_.CopyToMemory(*def.initializer, key.second);
+          ++stats_.initializer_uploads;
+        } else {
+          copies_.push_back(Copy{v, slot, key.second});
+          steps_.push_back(Step{true, static_cast<int>(copies_.size() - 1)});
+        }
+        it = moved.emplace(key, slot).first;
+      }
+      slots[i] = it->second;
+    }
+    steps_.push_back(Step{false, node.index});
+  }
+  stats_.copies = copies_.size();
+  // Graph outputs produced in device memory go back to the host (unless the caller binds an
+  // output in that memory): one more boundary each.
+  stats_.output_copies = 0;
+  for (int o : g.outputs) {
+    if (!HostAccessible(slot_memory_[static_cast<size_t>(o)])) ++stats_.output_copies;
+  }
+  stats_.copies += stats_.output_copies;
 }
 
 void Session::PlanLifetimes() {
   const Graph& g = graph();
-  free_after_.assign(g.nodes.size(), {});
-  for (size_t v = 0; v < g.values.size(); ++v) {
-    const ValueDef& def = g.values[v];
-    if (def.is_graph_output || def.initializer || def.is_graph_input || def.producer < 0) continue;
-    int last = def.producer;
-    for (int c : def.consumers) last = std::max(last, c);
-    free_after_[static_cast<size_t>(last)].push_back(static_cast<int>(v));
+  std::vector<int> last_step(num_slots_, -1);
+  for (size_t s = 0; s < steps_.size(); ++s) {
+    const Step& step = steps_[s];
+    if (step.is_copy) {
+      last_step[static_cast<size_t>(copies_[static_cast<size_t>(step.index)].src_slot)] = static_cast<int>(s);
+      last_step[static_cast<size_t>(copies_[static_cast<size_t>(step.index)].dst_slot)] = static_cast<int>(s);
+      continue;
+    }
+    const Node& node = g.nodes[static_cast<size_t>(step.index)];
+    for (int slot : node_input_slots_[node.index])
+      if (slot >= 0) last_step[static_cast<size_t>(slot)] = static_cast<int>(s);
+    for (int v : node.outputs)
+      if (v >= 0) last_step[static_cast<size_t>(v)] = std::max(last_step[static_cast<size_t>(v)], static_cast<int>(s));
+  }
+  free_after_step_.assign(steps_.size(), {});
+  for (size_t slot = 0; slot < num_slots_; ++slot) {
+    if (constants_[slot] || last_step[slot] < 0) continue;
+    if (slot < g.values.size()) {
+      const ValueDef& def = g.values[slot];
+      if (def.is_graph_output || def.is_graph_input || def.initializer || def.producer < 0) continue;
+    }
+    free_after_step_[static_cast<size_t>(last_step[slot])].push_back(static_cast<int>(slot));
+  }
+  // An input may be overwritten by an in-place output when this node is its last use, it was
+  // produced by a node (runtime-owned) and the node reads it through one input only.
+  node_input_reusable_.assign(g.nodes.size(), {});
+  for (size_t s = 0; s < steps_.size(); ++s) {
+    if (steps_[s].is_copy) continue;
+    const Node& node = g.nodes[static_cast<size_t>(steps_[s].index)];
+    auto& reusable = node_input_reusable_[node.index];
+    const auto& slots = node_input_slots_[node.index];
+    reusable.assign(slots.size(), 0);
+    for (size_t i = 0; i < slots.size(); ++i) {
+      const int slot = slots[i];
+      if (slot < 0 || constants_[static_cast<size_t>(slot)] || last_step[static_cast<size_t>(slot)] != static_cast<int>(s)) continue;
+      if (static_cast<size_t>(slot) < g.values.size()) {
+        const ValueDef& def = g.values[static_cast<size_t>(slot)];
+        if (def.is_graph_output || def.is_graph_input || def.producer < 0) continue;
+      }
+      if (std::count(slots.begin(), slots.end(), slot) != 1) continue;
+      reusable[i] = 1;
+    }
   }
 }
-
 void Session::CheckFeeds(const std::vector<std::string>& names, const std::vector<const Value*>& values,
                          std::vector<const Value*>& slots) const {
   const Graph& g = graph();

@@ -1,7 +1,9 @@
-// A session: one model, the EPs chosen for it, one kernel per node, and the plan that runs them.
+// A session: one model, the EPs chosen for it, one kernel per node, and the plan that runs them:
+// where every value lives, the copies between memories, and when each value is freed.
 // Created once; Run may be called from several threads at once.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -10,11 +12,25 @@
 #include "model/model.h"
 #include "plugins/host_objects.h"
 #include "session/ep_instance.h"
+#include "session/prepack_store.h"
 #include "session/session_options.h"
+#include "session/thread_pool.h"
 
 namespace nxrt {
 
 class Env;
+
+// Counters a session keeps about its set-up (reported through NxSession_GetStatistic).
+struct SessionStats {
+  size_t copies = 0;                 // copies planned at memory boundaries (per run)
+  size_t output_copies = 0;          // ... of which graph outputs leaving device memory
+  size_t initializer_uploads = 0;    // initializers copied once into device memory
+  size_t prepack_calls = 0;          // PrePackWeight calls made by this session
+  size_t prepacked_weights = 0;      // (node, input) pairs packed, own or shared
+  size_t prepack_shared_hits = 0;    // packings taken from another session
+  size_t initializers_released = 0;  // initializers freed because every consumer packed them
+  size_t initializer_bytes_released = 0;
+};
 
 class Session {
  public:
@@ -26,12 +42,18 @@ class Session {
   const Model& model() const { return *model_; }
   const Graph& graph() const { return *model_->graph; }
   int threads() const { return threads_; }
+  const SessionStats& stats() const { return stats_; }
+  Env& env() const { return env_; }
 
   // Runs the model. `inputs[i]` feeds the graph input named `input_names[i]` (borrowed for the
-  // call). Returns the requested outputs (all graph outputs when `output_names` is empty).
+  // call; host or device memory). Returns the requested outputs (all graph outputs when
+  // `output_names` is empty). `bound[i]` (optional, may be shorter) is a tensor the caller
+  // wants output i written into, in any memory; the kernel writes straight into it when it
+  // lives where the output is produced. Unbound outputs come back in host memory.
   std::vector<ValuePtr> Run(const std::vector<std::string>& input_names,
                             const std::vector<const Value*>& inputs,
-                            const std::vector<std::string>& output_names) const;
+                            const std::vector<std::string>& output_names,
+                            const std::vector<Value*>& bound = {}) const;
 
   // Placement: the EPs in priority order, and which one runs each node (graph order).
   size_t ep_count() const { return eps_.size(); }
@@ -39,10 +61,26 @@ class Session {
   int node_ep(size_t node) const { return node_ep_[node]; }
 
  private:
+  // One step of the plan: run a node, or copy a value into another memory.
+  struct Step {
+    bool is_copy = false;
+    int index = 0;  // node index or copy index
+  };
+  struct Copy {
+    int src_slot = -1;
+    int dst_slot = -1;
+    const NxMemoryInfo* dst_memory = nullptr;
+  };
+
   void CreateEps(const SessionOptions& options);
   void AssignNodes();
   void CreateKernels();
+  void PrePackWeights(bool share);
+  void PlanMemory();
   void PlanLifetimes();
+  const NxMemoryInfo* KernelInputMemory(const Node& node, size_t input) const;
+  const NxMemoryInfo* KernelOutputMemory(const Node& node, size_t output) const;
+  BufferPool& ArenaFor(const NxMemoryInfo* memory) const;
   void CheckFeeds(const std::vector<std::string>& names, const std::vector<const Value*>& values,
                   std::vector<const Value*>& slots) const;
 
@@ -52,10 +90,27 @@ class Session {
   NxLogger logger_;
   int threads_ = 1;
   std::vector<std::unique_ptr<EpInstance>> eps_;
-  std::vector<int> node_ep_;                 // EP index per node
-  std::vector<NxKernel*> kernels_;           // kernel per node
-  std::vector<std::vector<int>> free_after_; // values whose last use is node i
-  std::shared_ptr<BufferPool> pool_;          // output buffers, reused across runs
+  std::vector<int> node_ep_;                    // EP index per node
+  std::vector<const KernelEntry*> entries_;     // kernel definition per node
+  std::vector<NxKernel*> kernels_;              // kernel per node
+  std::shared_ptr<BufferPool> pool_;            // host buffers, reused across runs
+  std::vector<std::shared_ptr<BufferPool>> ep_arena_;  // per EP: arena of its memory (host: pool_)
+  std::unique_ptr<ThreadPool> thread_pool_;
+  std::vector<std::unique_ptr<HostSideAllocator>> device_pack_allocators_;  // per EP, device memory
+  std::vector<std::shared_ptr<PackedWeight>> shared_packs_;  // packings this session uses
+
+  // ---- The plan ----
+  size_t num_slots_ = 0;                        // graph values, then copy destinations
+  std::vector<ValuePtr> constants_;             // per slot: initializer (or its upload), if any
+  std::vector<const NxMemoryInfo*> slot_memory_;  // per slot: where it lives (null = host)
+  std::vector<std::vector<int>> node_input_slots_;   // per node input: slot, -1 if omitted
+  std::vector<std::vector<char>> node_input_reusable_;  // per node input: last use, may be overwritten
+  std::vector<std::vector<char>> packed_inputs_;       // per node input: packed by the kernel
+  std::vector<Copy> copies_;
+  std::vector<Step> steps_;
+  std::vector<std::vector<int>> free_after_step_;  // slots whose last use is step i
+  std::vector<char> input_used_on_host_;          // per graph input slot: a host kernel reads it
+  SessionStats stats_;
 };
 
 }  // namespace nxrt

@@ -1,4 +1,5 @@
 // nxrt run MODEL [--input NAME=FILE.npy ...] [--output-dir DIR] [--threads N] [--repeat N]
+//                [--ep-library PATH ...] [--ep NAME ...]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -18,6 +19,8 @@ struct RunArgs {
   std::string output_dir;
   int threads = 0;
   int repeat = 1;
+  std::vector<std::string> ep_libraries;  // registered in order
+  std::vector<std::string> eps;           // appended in priority order, ahead of CPU
 };
 
 RunArgs ParseRunArgs(const std::vector<std::string>& args) {
@@ -35,6 +38,10 @@ RunArgs ParseRunArgs(const std::vector<std::string>& args) {
       r.threads = ParseInt(TakeValue(args, i, a), a, 1, 1024);
     } else if (a == "--repeat") {
       r.repeat = ParseInt(TakeValue(args, i, a), a, 1, 1000000);
+    } else if (a == "--ep-library") {
+      r.ep_libraries.push_back(TakeValue(args, i, a));
+    } else if (a == "--ep") {
+      r.eps.push_back(TakeValue(args, i, a));
     } else if (!a.empty() && a[0] == '-') {
       throw UsageError("unknown option '" + a + "'");
     } else if (r.model.empty()) {
@@ -67,8 +74,14 @@ double Ms(std::chrono::steady_clock::duration d) {
 int RunCommand(const std::vector<std::string>& args) {
   RunArgs r = ParseRunArgs(args);
   Env env(NX_LOG_WARNING);
+  for (size_t i = 0; i < r.ep_libraries.size(); ++i) {
+    // Registration names only need to be unique: the library's file stem, numbered.
+    std::string stem = std::filesystem::path(r.ep_libraries[i]).stem().string();
+    env.RegisterEpLibrary(stem + "#" + std::to_string(i), r.ep_libraries[i]);
+  }
   SessionOptions options;
   if (r.threads > 0) options.SetIntraOpThreads(r.threads);
+  for (const std::string& ep : r.eps) options.AppendEp(ep);
   auto t0 = std::chrono::steady_clock::now();
   Session session(env, r.model, &options);
   double create_ms = Ms(std::chrono::steady_clock::now() - t0);
@@ -141,6 +154,7 @@ int RunCommand(const std::vector<std::string>& args) {
     std::printf(" %s=%zu", session.ep_name(e).c_str(), session.ep_node_count(e));
   }
   std::printf(" nodes\n");
+  std::printf("copies: %lld\n", static_cast<long long>(session.statistic("copies")));
   std::printf("time: runs=%zu median_ms=%.3f min_ms=%.3f mean_ms=%.3f first_ms=%.3f create_ms=%.1f\n", times.size(),
               median, sorted.front(), mean, first_ms, create_ms);
   return 0;

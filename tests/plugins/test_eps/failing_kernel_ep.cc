@@ -9,6 +9,10 @@
 
 namespace {
 
+// Written as an ABI version 1 plugin (no pre-packing, memory or definition extras): the host must
+// read only the members version 1 had.
+constexpr uint32_t kAbiVersion1 = 1;
+
 const NxHostApi* g_host = nullptr;
 NxKernelRegistry* g_registry = nullptr;
 
@@ -47,7 +51,7 @@ NxStatus* Compute(NxKernel* self, NxKernelContext* ctx) {
 void Release(NxKernel* self) { delete reinterpret_cast<TestKernel*>(self); }
 
 NxStatus* Create(void* state, const NxKernelInfo*, NxKernel** out) {
-  auto* k = new (std::nothrow) TestKernel{{NXRT_EP_API_VERSION, Compute, Release}, *static_cast<Op*>(state)};
+  auto* k = new (std::nothrow) TestKernel{{kAbiVersion1, Compute, Release}, *static_cast<Op*>(state)};
   if (!k) return g_host->CreateStatus(NX_OUT_OF_MEMORY, "out of memory");
   *out = &k->base;
   return nullptr;
@@ -61,7 +65,7 @@ NxStatus* EpRegistry(NxEp*, const NxKernelRegistry** out) {
   *out = g_registry;
   return nullptr;
 }
-NxEp g_ep = {NXRT_EP_API_VERSION, EpName, nullptr, EpRegistry};
+NxEp g_ep = {kAbiVersion1, EpName, nullptr, EpRegistry};
 
 const char* Name(const NxEpFactory*) { return "Misbehaving"; }
 const char* Vendor(const NxEpFactory*) { return "test"; }
@@ -72,7 +76,7 @@ NxStatus* CreateEp(NxEpFactory*, const NxEpCreateArgs*, NxEp** out) {
   return nullptr;
 }
 void ReleaseEp(NxEpFactory*, NxEp*) {}
-NxEpFactory g_factory = {NXRT_EP_API_VERSION, Name, Vendor, Version, VendorId, CreateEp, ReleaseEp};
+NxEpFactory g_factory = {kAbiVersion1, Name, Vendor, Version, VendorId, CreateEp, ReleaseEp};
 
 }  // namespace
 
@@ -84,7 +88,7 @@ extern "C" NXRT_EXPORT NxStatus* NxrtCreateEpFactories(const NxHostApi* host, co
   int32_t zero = 0;
   NxTypeConstraint c = {"T", &f32, 1, &zero, 1, nullptr, 0};
   for (int i = 0; i < 3; ++i) {
-    NxKernelDef def = {NXRT_EP_API_VERSION, g_names[i], "", 1, 0, &c, 1, Create, &g_ops[i]};
+    NxKernelDef def = {kAbiVersion1, g_names[i], "", 1, 0, &c, 1, Create, &g_ops[i]};
     if (NxStatus* s = host->KernelRegistry_Add(g_registry, &def)) return s;
   }
   out[0] = &g_factory;

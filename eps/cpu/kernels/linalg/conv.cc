@@ -1,7 +1,10 @@
 // Conv (opsets 1, 11, 22) and the com.microsoft FusedConv, NhwcConv and NhwcFusedConv.
 //
-// float32 runs through oneDNN (conv_dnnl.h) with weights prepared once when they are constant;
-// float16/bfloat16 convert to float32 around the same path; double uses im2col + GEMM.
+// float32 runs through oneDNN (conv_dnnl.h); float16/bfloat16 convert to float32 around the same
+// path; double uses im2col + GEMM. A constant weight (input 1) and bias (input 2) of a float type
+// are pre-packed as float32 copies, each on its own (the host asks per input and may free either
+// initializer afterwards), shared between sessions when the host offers it; DnnlConv borrows the
+// packed weight and keeps its reordered layouts per kernel.
 #include <cstring>
 #include <nxrt/nxrt_ep.hpp>
 #include <optional>
@@ -17,6 +20,7 @@
 #include "kernels/linalg/float_convert.h"
 #include "kernels/linalg/kernel_setup.h"
 #include "kernels/linalg/linalg_kernels.h"
+#include "kernels/linalg/prepacked_weight.h"
 
 namespace nxrt::cpu::linalg {
 namespace {
@@ -69,72 +73,72 @@ std::vector<int64_t> ChannelsLast(std::span<const int64_t> d) {
   return out;
 }
 
-class Conv : public ep::Kernel {
+class Conv : public ep::PrePackingKernel {
  public:
   explicit Conv(const ep::KernelInfo& info, bool fused = false, bool channels_last = false)
       : attrs_(info),
         channels_last_(channels_last),
+        w_(info, 1),
+        b_(info, 2),
         dnnl_(ReadFusion(info, fused && info.has_input(3)), ConvStrategy::kAuto, channels_last) {
     WarmUpSgemm();  // pointwise convolutions run through sgemm
     has_sum_ = fused && info.has_input(3);
     has_fusion_ = has_sum_ || !info.attr_string("activation", "").empty();
-    auto w = info.constant_input(1);
-    std::optional<ep::ConstTensor> b;
-    bool bias_ok = true;
-    if (info.has_input(2)) {
-      b = info.constant_input(2);
-      bias_ok = b.has_value();
+    has_bias_ = info.has_input(2);
+    // With a static input shape the plan (primitive and reordered weights) is built as soon as
+    // the weights are packed, so the first run does not pay for it.
+    threads_ = SessionThreads(info);
+    x_shape_ = StaticInputShape(info, 0);
+  }
+
+  bool PrePack(const ep::ConstTensor& w, size_t input_index, ep::Allocator allocator,
+               const ep::PrePackCache& cache) override {
+    if ((input_index != 1 && input_index != 2) || !IsPackableFloat(w.type()) || w.size() == 0) {
+      return false;
     }
-    if (!w || !bias_ok) return;
-    const NxElementType wt = w->type();
-    if (wt != NX_TYPE_FLOAT && wt != NX_TYPE_FLOAT16 && wt != NX_TYPE_BFLOAT16) return;
-    w_shape_ = w->shape_vector();
-    NXRT_EP_ENFORCE(w_shape_.size() >= 3, attrs_.op + ": weight must have rank >= 3");
-    const int64_t m = w_shape_[0];
-    if (b) {
-      NXRT_EP_ENFORCE(b->type() == wt && b->rank() == 1 && b->dim(0) == m,
-                      attrs_.op + ": bias must be a 1-D tensor of " + std::to_string(m) +
-                          " elements, got " + ShapeToString(b->shape()));
+    if (input_index == 1) {
+      NXRT_EP_ENFORCE(w.rank() >= 3,
+                      attrs_.op + ": weight must have rank >= 3, got " + ShapeToString(w.shape()));
+      if (w_.StoreOrKeep(w, PackFloatBlock(w, allocator, /*transpose=*/false), cache)) UseWeights();
+    } else {
+      NXRT_EP_ENFORCE(w.rank() == 1,
+                      attrs_.op + ": bias B must be 1-D, got " + ShapeToString(w.shape()));
+      b_.StoreOrKeep(w, PackFloatBlock(w, allocator, /*transpose=*/false), cache);
     }
-    DispatchFloat(wt, [&]<class T>() {
-      if constexpr (std::is_same_v<T, double>) {
-        return;
-      } else {
-        std::vector<float> wf = ToFloatVector(w->data<T>(), w->size());
-        std::vector<float> bf;
-        if (b) bf = ToFloatVector(b->data<T>(), b->size());
-        dnnl_.SetConstantWeights(wf.data(), wf.size(), b ? bf.data() : nullptr, m);
-      }
-    });
-    // With a static input shape the primitive and the packed weights are built right now, so
-    // the first run does not pay for them.
-    const int threads = SessionThreads(info);
-    auto x_shape = StaticInputShape(info, 0);
-    if (threads > 0 && x_shape) {
-      try {
-        std::vector<int64_t> xs = channels_last_ ? ChannelsFirst(*x_shape) : *x_shape;
-        dnnl_.Prepare(ComputeConvGeometry(attrs_, xs, w_shape_), threads);
-      } catch (const std::exception&) {
-        // Not fatal here: Compute reports the problem with the actual input.
-      }
+    return true;
+  }
+
+  void UseSharedPrePacked(size_t input_index, std::span<const void* const> buffers,
+                          std::span<const size_t> sizes) override {
+    NXRT_EP_ENFORCE(input_index == 1 || input_index == 2,
+                    attrs_.op + ": no packing for input " + std::to_string(input_index));
+    if (input_index == 1) {
+      w_.Adopt(buffers, sizes, attrs_.op);
+      UseWeights();
+    } else {
+      b_.Adopt(buffers, sizes, attrs_.op);
     }
   }
 
   void Compute(ep::KernelContext& ctx) override {
     ep::ConstTensor x = ctx.input(0);
-    ep::ConstTensor w = ctx.input(1);
-    std::optional<ep::ConstTensor> b = ctx.optional_input(2);
     const NxElementType t = x.type();
-    NXRT_EP_ENFORCE(w.type() == t, attrs_.op + ": X is " + ep::ElementTypeName(t) + " but W is " +
-                                       ep::ElementTypeName(w.type()));
-    ConvGeometry g = channels_last_
-                         ? ComputeConvGeometry(attrs_, ChannelsFirst(x.shape()), w.shape())
-                         : ComputeConvGeometry(attrs_, x.shape(), w.shape());
-    if (b) {
-      NXRT_EP_ENFORCE(b->type() == t && b->rank() == 1 && b->dim(0) == g.out_channels,
-                      attrs_.op + ": bias B must be a 1-D tensor of " +
-                          std::to_string(g.out_channels) + " elements, got " +
-                          ShapeToString(b->shape()));
+    // Packed inputs are used on their own: the host may have freed the initializers.
+    const bool const_w = w_.packed();
+    ep::ConstTensor w = const_w ? ep::ConstTensor() : ctx.input(1);
+    const NxElementType wt = const_w ? w_.type() : w.type();
+    NXRT_EP_ENFORCE(wt == t, attrs_.op + ": X is " + ep::ElementTypeName(t) + " but W is " +
+                                 ep::ElementTypeName(wt));
+    ConvGeometry g =
+        Geometry(x.shape(), const_w ? std::span<const int64_t>(w_.shape()) : w.shape());
+    std::optional<ep::ConstTensor> b = b_.packed() ? std::nullopt : ctx.optional_input(2);
+    if (b_.packed() || b) {
+      const NxElementType bt = b ? b->type() : b_.type();
+      std::span<const int64_t> b_shape = b ? b->shape() : std::span<const int64_t>(b_.shape());
+      NXRT_EP_ENFORCE(bt == t && b_shape.size() == 1 && b_shape[0] == g.out_channels,
+                      attrs_.op + ": bias B must be a 1-D " + ep::ElementTypeName(t) +
+                          " tensor of " + std::to_string(g.out_channels) + " elements, got " +
+                          ep::ElementTypeName(bt) + ShapeToString(b_shape));
     }
     std::vector<int64_t> y_dims = channels_last_ ? ChannelsLast(g.output_dims()) : g.output_dims();
     std::optional<ep::ConstTensor> z;
@@ -148,13 +152,13 @@ class Conv : public ep::Kernel {
     ep::Tensor y = ctx.output(0, y_dims, t);
     if (ShapeSize(y_dims) == 0) return;
     const int threads = ctx.threads();
-    const bool const_w = dnnl_.has_constant_weights();
     const size_t y_count = static_cast<size_t>(ShapeSize(y_dims));
 
     switch (t) {
       case NX_TYPE_FLOAT: {
         OmpThreadScope scope(threads);
-        dnnl_.Run(g, x.data<float>(), w.data<float>(), b ? b->data<float>() : nullptr,
+        const float* bias = b_.packed() ? b_.data() : b ? b->data<float>() : nullptr;
+        dnnl_.Run(g, x.data<float>(), const_w ? nullptr : w.data<float>(), bias,
                   z ? z->data<float>() : nullptr, y.data<float>(), threads);
         return;
       }
@@ -166,15 +170,16 @@ class Conv : public ep::Kernel {
             const float* xf = ToFloatScratch(x.data<T>(), x.size(), kScratchA);
             const float* wf = const_w ? nullptr : ToFloatScratch(w.data<T>(), w.size(), kScratchB);
             std::vector<float> bf, zf;
-            if (b && !const_w) bf = ToFloatVector(b->data<T>(), b->size());
+            if (b) bf = ToFloatVector(b->data<T>(), b->size());
             if (z) zf = ToFloatVector(z->data<T>(), z->size());
+            const float* bias = b_.packed() ? b_.data() : b ? bf.data() : nullptr;
             float* yf = static_cast<float*>(ThreadScratch(kScratchC, y_count * sizeof(float)));
-            dnnl_.Run(g, xf, wf, bf.empty() ? nullptr : bf.data(), z ? zf.data() : nullptr, yf,
-                      threads);
+            dnnl_.Run(g, xf, wf, bias, z ? zf.data() : nullptr, yf, threads);
             FromFloat(yf, y_count, y.data<T>());
           }
         });
         return;
+      // Not packed (PrePack declines double), so W and B are inputs.
       case NX_TYPE_DOUBLE:
         NXRT_EP_ENFORCE(!has_fusion_ && !channels_last_,
                         attrs_.op + ": fused and channels-last convolutions need float input");
@@ -187,12 +192,32 @@ class Conv : public ep::Kernel {
   }
 
  private:
+  ConvGeometry Geometry(std::span<const int64_t> x_shape, std::span<const int64_t> w_shape) const {
+    return channels_last_ ? ComputeConvGeometry(attrs_, ChannelsFirst(x_shape), w_shape)
+                          : ComputeConvGeometry(attrs_, x_shape, w_shape);
+  }
+
+  // The weights are packed (owned or shared): hand them to DnnlConv and build the plan for a
+  // static input shape.
+  void UseWeights() {
+    dnnl_.SetConstantWeights(w_.data(), w_.size());
+    if (threads_ <= 0 || !x_shape_) return;
+    try {
+      dnnl_.Prepare(Geometry(*x_shape_, w_.shape()), threads_, has_bias_);
+    } catch (const std::exception&) {
+      // Not fatal here: Compute reports the problem with the actual input.
+    }
+  }
+
   ConvAttributes attrs_;
   bool channels_last_;
   bool has_sum_ = false;
   bool has_fusion_ = false;
-  std::vector<int64_t> w_shape_;
-  DnnlConv dnnl_;
+  bool has_bias_ = false;  // the node has input 2 (packed or not, Run receives a bias)
+  int threads_ = 0;
+  std::optional<std::vector<int64_t>> x_shape_;  // static X shape, if fully known
+  PackedFloatWeight w_, b_;                      // constant W and B as float32
+  DnnlConv dnnl_;                                // borrows w_ once it is packed
 };
 
 class FusedConv : public Conv {

@@ -88,11 +88,9 @@ void ApplyEltwise(const std::vector<ConvFusion::Eltwise>& ops, float* y, int64_t
   });
 }
 
-void DnnlConv::SetConstantWeights(const float* w, size_t num_weights, const float* bias,
-                                  int64_t bias_size) {
-  const_w_.assign(w, w + num_weights);
-  has_const_bias_ = bias != nullptr;
-  if (bias != nullptr) const_bias_.assign(bias, bias + bias_size);
+void DnnlConv::SetConstantWeights(const float* w, size_t num_weights) {
+  const_w_ = w;
+  const_w_count_ = num_weights;
 }
 
 std::shared_ptr<DnnlConv::Plan> DnnlConv::BuildPlan(const ConvGeometry& g, bool has_bias) {
@@ -175,21 +173,23 @@ std::shared_ptr<DnnlConv::Plan> DnnlConv::BuildPlan(const ConvGeometry& g, bool 
         dnnl::reorder(dnnl::reorder::primitive_desc(eng, plan->w_plain, eng, plan->w_conv));
   }
 
-  if (!const_w_.empty()) {
-    if (plan->w_plain.get_size() != const_w_.size() * sizeof(float)) {
+  if (const_w_ != nullptr) {
+    if (plan->w_plain.get_size() != const_w_count_ * sizeof(float)) {
       throw std::runtime_error("Conv: constant weight size does not match the geometry");
     }
     for (const auto& [md, mem] : packed_weights_) {
       if (md == plan->w_conv) plan->packed_w = mem;
     }
     if (!plan->packed_w) {
-      auto mem = std::make_shared<memory>(plan->w_conv, eng);
-      memory src(plan->w_plain, eng, const_w_.data());
+      std::shared_ptr<memory> mem;
       if (plan->reorder_w) {
+        mem = std::make_shared<memory>(plan->w_conv, eng);
+        memory src(plan->w_plain, eng, const_cast<float*>(const_w_));
         plan->w_reorder.execute(DnnlStream(), src, *mem);
         DnnlStream().wait();
       } else {
-        std::memcpy(mem->get_data_handle(), const_w_.data(), plan->w_bytes);
+        // The primitive reads the plain layout: use the borrowed weights, no second copy.
+        mem = std::make_shared<memory>(plan->w_conv, eng, const_cast<float*>(const_w_));
       }
       packed_weights_.emplace_back(plan->w_conv, mem);
       plan->packed_w = mem;
@@ -215,26 +215,24 @@ std::shared_ptr<DnnlConv::Plan> DnnlConv::GetPlan(const ConvGeometry& g, int thr
   return plan;
 }
 
-void DnnlConv::Prepare(const ConvGeometry& g, int threads) {
+void DnnlConv::Prepare(const ConvGeometry& g, int threads, bool has_bias) {
   OmpThreadScope scope(threads);
-  GetPlan(g, threads, has_const_bias_);
+  GetPlan(g, threads, has_bias);
 }
 
 void DnnlConv::Run(const ConvGeometry& g, const float* x, const float* w, const float* bias,
                    const float* z, float* y, int threads) {
   if (g.batch == 0 || g.out_size() == 0 || g.out_channels == 0) return;
-  const bool const_w = !const_w_.empty();
-  const float* b = const_w ? (has_const_bias_ ? const_bias_.data() : nullptr) : bias;
-  std::shared_ptr<Plan> plan = GetPlan(g, threads, b != nullptr);
+  if (const_w_ != nullptr) w = const_w_;
+  std::shared_ptr<Plan> plan = GetPlan(g, threads, bias != nullptr);
   if (plan->gemm) {
-    RunGemm(g, x, const_w ? const_w_.data() : w, b, fusion_.sum ? z : nullptr, y);
+    RunGemm(g, x, w, bias, fusion_.sum ? z : nullptr, y);
     ApplyEltwise(fusion_.eltwise, y, g.batch * g.out_channels * g.out_size(), threads);
   } else if (plan->depthwise) {
-    DepthwiseConvNchw(g, x, const_w ? const_w_.data() : w, b, fusion_.sum ? z : nullptr, y,
-                      threads);
+    DepthwiseConvNchw(g, x, w, bias, fusion_.sum ? z : nullptr, y, threads);
     ApplyEltwise(fusion_.eltwise, y, g.batch * g.out_channels * g.out_size(), threads);
   } else {
-    RunDnnl(*plan, x, w, b, z, y);
+    RunDnnl(*plan, x, w, bias, z, y);
   }
 }
 
@@ -287,7 +285,7 @@ void DnnlConv::RunGemm(const ConvGeometry& g, const float* x, const float* w, co
 
 void DnnlConv::RunDnnl(const Plan& plan, const float* x, const float* w, const float* b,
                        const float* z, float* y) {
-  const bool const_w = !const_w_.empty();
+  const bool const_w = const_w_ != nullptr;
   auto& eng = DnnlEngine();
   auto& strm = DnnlStream();
   memory src_user(plan.src_plain, eng, const_cast<float*>(x));

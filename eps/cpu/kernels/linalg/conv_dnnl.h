@@ -18,7 +18,8 @@
 // 4.2-5.8 for kBlocked. With channels_last (below) the same ResNet convs take 57 ms: the reorders
 // are the remaining cost, which only a graph kept in NHWC avoids.
 // Weights are reordered to the primitive's preferred layout once per distinct layout when they
-// are constant, on every run otherwise.
+// are constant (borrowed from the kernel's pre-packed float32 copy, which the plain-layout paths
+// read directly), on every run otherwise.
 //
 // Plans (primitive descriptor + primitives + packed weights) are cached per input geometry and
 // thread count; Run may be called from several threads at once.
@@ -60,17 +61,18 @@ class DnnlConv {
   DnnlConv(ConvFusion fusion, ConvStrategy strategy, bool channels_last = false)
       : fusion_(std::move(fusion)), strategy_(strategy), channels_last_(channels_last) {}
 
-  // Keeps a copy of constant weights [M, C/group, k...] and optional bias [M]; later Run calls
-  // pass nullptr for them. `num_weights` is the element count of w.
-  void SetConstantWeights(const float* w, size_t num_weights, const float* bias, int64_t bias_size);
-  bool has_constant_weights() const { return !const_w_.empty(); }
+  // Uses constant weights [M, C/group, k...] (`num_weights` floats, borrowed: they must outlive
+  // this object); later Run calls pass nullptr for w. Call before the first Prepare or Run.
+  void SetConstantWeights(const float* w, size_t num_weights);
+  bool has_constant_weights() const { return const_w_ != nullptr; }
 
-  // Builds and caches the plan for this geometry ahead of the first run (optional).
-  void Prepare(const ConvGeometry& g, int threads);
+  // Builds and caches the plan for this geometry ahead of the first run (optional); `has_bias`
+  // says whether Run will receive a bias.
+  void Prepare(const ConvGeometry& g, int threads, bool has_bias);
 
   // y = conv(x, w) + bias (+ z when fusion.sum), then the fused activations; plain layouts.
-  // w and bias are ignored when constant weights were set; bias may be nullptr. The caller sets
-  // OpenMP's thread count to `threads` (OmpThreadScope).
+  // w is ignored when constant weights were set; bias may be nullptr. The caller sets OpenMP's
+  // thread count to `threads` (OmpThreadScope).
   void Run(const ConvGeometry& g, const float* x, const float* w, const float* bias, const float* z,
            float* y, int threads);
 
@@ -86,13 +88,13 @@ class DnnlConv {
   ConvFusion fusion_;
   ConvStrategy strategy_;
   bool channels_last_;
-  std::vector<float> const_w_;
-  std::vector<float> const_bias_;
-  bool has_const_bias_ = false;
+  const float* const_w_ = nullptr;  // borrowed constant weights
+  size_t const_w_count_ = 0;
 
   std::mutex mu_;
   std::map<std::vector<int64_t>, std::shared_ptr<Plan>> plans_;
-  // Reordered constant weights, shared by the plans that want the same layout.
+  // Constant weights in the layouts the plans want (reordered copies, or the borrowed plain
+  // weights wrapped), shared by the plans that want the same layout.
   std::vector<std::pair<dnnl::memory::desc, std::shared_ptr<dnnl::memory>>> packed_weights_;
 };
 

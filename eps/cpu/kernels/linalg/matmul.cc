@@ -2,11 +2,11 @@
 // com.microsoft FusedMatMul: alpha * op(A) * op(B) with transA/transB on the last two dims (what a
 // graph optimiser produces when it folds a Transpose and a scalar Mul/Div into a MatMul).
 //
-// A constant 2-D weight B [K, N] is stored transposed ([N, K], converted to float32 for
-// float16/bfloat16) once at construction and multiplied through oneDNN's matmul primitive
-// (matmul_dnnl.h) as one GEMM over all rows of A. Other float32 products run through oneDNN's
-// sgemm (batched over broadcast batch entries); float16/bfloat16 compute in float32; double and
-// the integer types use the portable GEMM.
+// A constant 2-D weight B [K, N] is pre-packed transposed ([N, K], converted to float32 for
+// float16/bfloat16; shared between sessions when the host offers it) and multiplied through
+// oneDNN's matmul primitive (matmul_dnnl.h) as one GEMM over all rows of A. Other float32 products
+// run through oneDNN's sgemm (batched over broadcast batch entries); float16/bfloat16 compute in
+// float32; double and the integer types use the portable GEMM.
 #include <memory>
 #include <nxrt/nxrt_ep.hpp>
 #include <optional>
@@ -19,13 +19,15 @@
 #include "kernels/linalg/linalg_kernels.h"
 #include "kernels/linalg/matmul_core.h"
 #include "kernels/linalg/matmul_dnnl.h"
+#include "kernels/linalg/prepacked_weight.h"
 
 namespace nxrt::cpu::linalg {
 namespace {
 
-class MatMul : public ep::Kernel {
+class MatMul : public ep::PrePackingKernel {
  public:
-  explicit MatMul(const ep::KernelInfo& info, bool fused = false) : op_(info.describe()) {
+  explicit MatMul(const ep::KernelInfo& info, bool fused = false)
+      : op_(info.describe()), b_(info, 1) {
     WarmUpSgemm();
     if (fused) {
       alpha_ = info.attr_float("alpha", 1.0f);
@@ -34,70 +36,67 @@ class MatMul : public ep::Kernel {
       NXRT_EP_ENFORCE(info.attr_int("transBatchA", 0) == 0 && info.attr_int("transBatchB", 0) == 0,
                       op_ + ": transBatchA/transBatchB are not supported");
     }
-    auto b = info.constant_input(1);
-    if (!b || b->rank() != 2) return;
-    const NxElementType t = b->type();
-    if (t != NX_TYPE_FLOAT && t != NX_TYPE_FLOAT16 && t != NX_TYPE_BFLOAT16) return;
-    // Logical B is [K, N]; with transB it is stored [N, K] already.
-    const int64_t k = trans_b_ ? b->dim(1) : b->dim(0), n = trans_b_ ? b->dim(0) : b->dim(1);
-    std::vector<float> bf(static_cast<size_t>(k * n));
-    DispatchFloat(t, [&]<class T>() {
-      if constexpr (!std::is_same_v<T, double>) ToFloat(b->data<T>(), bf.size(), bf.data());
-    });
-    packed_type_ = t;
-    packed_shape_ = b->shape_vector();
-    if (trans_b_) {
-      packed_ = std::make_unique<DnnlPackedMatMul>(std::move(bf), k, n, alpha_);
-      Prepare(info);
-      return;
+    // With a static A the primitive for its row count is built as soon as B is packed, so the
+    // first run does not pay for it.
+    threads_ = SessionThreads(info);
+    if (auto a = StaticInputShape(info, 0); a && !a->empty() && !trans_a_) {
+      prepare_k_ = a->back();
+      prepare_rows_ = 1;
+      for (size_t i = 0; i + 1 < a->size(); ++i) prepare_rows_ *= (*a)[i];
     }
-    std::vector<float> w_nk(bf.size());
-    // Transpose in tiles so both sides stay cache-friendly for large weights.
-    constexpr int64_t kTile = 32;
-    for (int64_t k0 = 0; k0 < k; k0 += kTile)
-      for (int64_t n0 = 0; n0 < n; n0 += kTile)
-        for (int64_t kk = k0; kk < std::min(k, k0 + kTile); ++kk)
-          for (int64_t nn = n0; nn < std::min(n, n0 + kTile); ++nn)
-            w_nk[nn * k + kk] = bf[kk * n + nn];
-    packed_ = std::make_unique<DnnlPackedMatMul>(std::move(w_nk), k, n, alpha_);
-    Prepare(info);
   }
 
-  // Builds the primitive for a static A shape now, so the first run does not pay for it.
-  void Prepare(const ep::KernelInfo& info) {
-    const int threads = SessionThreads(info);
-    auto a = StaticInputShape(info, 0);
-    if (threads <= 0 || !a || a->empty() || trans_a_ || a->back() != packed_->k()) return;
-    int64_t rows = 1;
-    for (size_t i = 0; i + 1 < a->size(); ++i) rows *= (*a)[i];
-    packed_->Prepare(rows, threads);
+  // A constant 2-D float/float16/bfloat16 B is packed as float32 [N, K]: logical B is [K, N];
+  // with transB it is stored [N, K] already and is only converted.
+  bool PrePack(const ep::ConstTensor& w, size_t input_index, ep::Allocator allocator,
+               const ep::PrePackCache& cache) override {
+    if (input_index != 1 || w.rank() != 2 || !IsPackableFloat(w.type()) || w.size() == 0) {
+      return false;
+    }
+    ep::Block block = PackFloatBlock(w, allocator, /*transpose=*/!trans_b_);
+    if (b_.StoreOrKeep(w, std::move(block), cache)) UsePackedB();
+    return true;
+  }
+
+  void UseSharedPrePacked(size_t input_index, std::span<const void* const> buffers,
+                          std::span<const size_t> sizes) override {
+    NXRT_EP_ENFORCE(input_index == 1,
+                    op_ + ": no packing for input " + std::to_string(input_index));
+    b_.Adopt(buffers, sizes, op_);
+    UsePackedB();
   }
 
   void Compute(ep::KernelContext& ctx) override {
     ep::ConstTensor a = ctx.input(0);
-    ep::ConstTensor b = ctx.input(1);
     const NxElementType t = a.type();
-    NXRT_EP_ENFORCE(b.type() == t, op_ + ": A is " + ep::ElementTypeName(t) + " but B is " +
-                                       ep::ElementTypeName(b.type()));
+    // A packed B is used on its own: the host may have freed the initializer.
+    const bool packed = packed_ != nullptr;
+    ep::ConstTensor b = packed ? ep::ConstTensor() : ctx.input(1);
+    const NxElementType bt = packed ? b_.type() : b.type();
+    NXRT_EP_ENFORCE(
+        bt == t, op_ + ": A is " + ep::ElementTypeName(t) + " but B is " + ep::ElementTypeName(bt));
     CheckIntegerAlpha(t);
-    MatMulDims d = ComputeMatMulDims(a.shape(), b.shape(), op_, trans_a_, trans_b_);
+    MatMulDims d = packed ? ComputeMatMulDims(a.shape(), b_.shape(), op_, trans_a_, trans_b_)
+                          : ComputeMatMulDims(a.shape(), b.shape(), op_, trans_a_, trans_b_);
     ep::Tensor y = ctx.output(0, d.out_dims, t);
     const size_t y_count = static_cast<size_t>(ShapeSize(d.out_dims));
     if (y_count == 0) return;
     const int threads = ctx.threads();
-    // The packed weight applies when B is the constant it was made from (always, unless the
-    // host hands a different tensor) and the product folds into one GEMM.
-    const bool packed =
-        packed_ && packed_type_ == t && d.foldable && b.shape_vector() == packed_shape_;
+    // The primitive applies when the product folds into one GEMM (always with a 2-D B unless
+    // FusedMatMul transposes A); otherwise sgemm reads the packed [N, K] copy as a transposed B.
+    auto run_float = [&](const float* af, const float* bf, float* yf) {
+      if (packed && d.foldable) {
+        packed_->Run(af, d.batch * d.m, yf, threads);
+      } else if (packed) {
+        BatchedSgemm(d, af, b_.data(), /*trans_b=*/true, alpha_, yf, threads);
+      } else {
+        BatchedSgemm(d, af, bf, d.trans_b, alpha_, yf, threads);
+      }
+    };
     switch (t) {
       case NX_TYPE_FLOAT: {
         OmpThreadScope scope(threads);
-        if (packed) {
-          packed_->Run(a.data<float>(), d.batch * d.m, y.data<float>(), threads);
-        } else {
-          BatchedSgemm(d, a.data<float>(), b.data<float>(), d.trans_b, alpha_, y.data<float>(),
-                       threads);
-        }
+        run_float(a.data<float>(), packed ? nullptr : b.data<float>(), y.data<float>());
         return;
       }
       case NX_TYPE_FLOAT16:
@@ -107,16 +106,13 @@ class MatMul : public ep::Kernel {
             OmpThreadScope scope(threads);
             const float* af = ToFloatScratch(a.data<T>(), a.size(), kScratchA);
             float* yf = static_cast<float*>(ThreadScratch(kScratchC, y_count * sizeof(float)));
-            if (packed) {
-              packed_->Run(af, d.batch * d.m, yf, threads);
-            } else {
-              const float* bf = ToFloatScratch(b.data<T>(), b.size(), kScratchB);
-              BatchedSgemm(d, af, bf, d.trans_b, alpha_, yf, threads);
-            }
+            const float* bf = packed ? nullptr : ToFloatScratch(b.data<T>(), b.size(), kScratchB);
+            run_float(af, bf, yf);
             FromFloat(yf, y_count, y.data<T>());
           }
         });
         return;
+      // Not packed (PrePack declines these types), so B is an input.
       case NX_TYPE_DOUBLE:
         BatchedGemmRef<double>(d, a.data<double>(), b.data<double>(), y.data<double>(), threads);
         if (alpha_ != 1.0f) {
@@ -154,12 +150,22 @@ class MatMul : public ep::Kernel {
   }
 
  private:
+  // B is packed (owned or shared): multiply through the primitive from now on.
+  void UsePackedB() {
+    const auto& s = b_.shape();
+    const int64_t k = trans_b_ ? s[1] : s[0], n = trans_b_ ? s[0] : s[1];
+    packed_ = std::make_unique<DnnlPackedMatMul>(b_.data(), k, n, alpha_);
+    if (threads_ > 0 && prepare_rows_ > 0 && prepare_k_ == k)
+      packed_->Prepare(prepare_rows_, threads_);
+  }
+
   std::string op_;
   float alpha_ = 1.0f;
   bool trans_a_ = false, trans_b_ = false;
-  std::unique_ptr<DnnlPackedMatMul> packed_;  // constant 2-D B, float32, kept as [N, K]
-  NxElementType packed_type_ = NX_TYPE_UNDEFINED;
-  std::vector<int64_t> packed_shape_;
+  int threads_ = 0;
+  int64_t prepare_rows_ = 0, prepare_k_ = -1;  // from a static A shape
+  PackedFloatWeight b_;                        // constant 2-D B, float32, kept as [N, K]
+  std::unique_ptr<DnnlPackedMatMul> packed_;   // over b_ once it is packed
 };
 
 class FusedMatMul : public MatMul {

@@ -17,8 +17,8 @@ struct DnnlPackedMatMul::Plan {
   size_t scratch_bytes = 0;
 };
 
-DnnlPackedMatMul::DnnlPackedMatMul(std::vector<float> w_nk, int64_t k, int64_t n, float alpha)
-    : w_(std::move(w_nk)), k_(k), n_(n), alpha_(alpha) {}
+DnnlPackedMatMul::DnnlPackedMatMul(const float* w_nk, int64_t k, int64_t n, float alpha)
+    : w_(w_nk), k_(k), n_(n), alpha_(alpha) {}
 
 DnnlPackedMatMul::~DnnlPackedMatMul() = default;
 
@@ -65,7 +65,7 @@ void DnnlPackedMatMul::Run(const float* a, int64_t m, float* c, int threads) {
   auto& strm = DnnlStream();
   plan->prim.execute(
       strm, {{DNNL_ARG_SRC, memory(plan->src_md, eng, const_cast<float*>(a))},
-             {DNNL_ARG_WEIGHTS, memory(plan->w_md, eng, const_cast<float*>(w_.data()))},
+             {DNNL_ARG_WEIGHTS, memory(plan->w_md, eng, const_cast<float*>(w_))},
              {DNNL_ARG_DST, memory(plan->dst_md, eng, c)},
              {DNNL_ARG_SCRATCHPAD,
               memory(plan->scratch_md, eng, ThreadScratch(kScratchPad, plan->scratch_bytes))}});

@@ -6,7 +6,9 @@
 // dnnl_sgemm on the BERT shapes the primitive ties on one thread and is ~10% faster on two, and
 // it takes bias and activations as post-ops when a fused op needs them.
 //
-// Primitives are cached per row count and thread count; Run may be called concurrently.
+// The weight is borrowed (the kernel's pre-packed copy, possibly shared between sessions) and
+// must outlive this object. Primitives are cached per row count and thread count; Run may be
+// called concurrently.
 #pragma once
 
 #include <cstdint>
@@ -14,19 +16,18 @@
 #include <memory>
 #include <mutex>
 #include <utility>
-#include <vector>
 
 namespace nxrt::cpu::linalg {
 
 class DnnlPackedMatMul {
  public:
-  // `w_nk` is the weight transposed, [N, K] row-major. C = alpha * X * W.
-  DnnlPackedMatMul(std::vector<float> w_nk, int64_t k, int64_t n, float alpha);
+  // `w_nk` is the weight transposed, [N, K] row-major (borrowed). C = alpha * X * W.
+  DnnlPackedMatMul(const float* w_nk, int64_t k, int64_t n, float alpha);
   ~DnnlPackedMatMul();
 
   int64_t k() const { return k_; }
   int64_t n() const { return n_; }
-  const float* w_nk() const { return w_.data(); }
+  const float* w_nk() const { return w_; }
 
   // Builds the primitive for `m` rows ahead of the first run (optional).
   void Prepare(int64_t m, int threads);
@@ -38,7 +39,7 @@ class DnnlPackedMatMul {
   struct Plan;
   std::shared_ptr<Plan> GetPlan(int64_t m, int threads);
 
-  std::vector<float> w_;
+  const float* w_;
   int64_t k_, n_;
   float alpha_;
   std::mutex mu_;

@@ -1,0 +1,243 @@
+// sim_memory.h: the simulated device memory behind the SimDevice example EP, and the allocator
+// and data transfer over it.
+//
+// SimDevice memory is ordinary host memory that pretends not to be. The pointer the allocator
+// hands out is an opaque handle, not an address: the host and the CPU EP must never read or
+// write it, and if they try, the CPU faults on the spot instead of quietly reading the right
+// bytes (which is what would hide such a bug until the EP ran on a real accelerator). Only the
+// EP itself looks inside, and always through Memory::Resolve, which checks the block first.
+//
+// Layout of one block (one aligned_alloc each):
+//   [Header: tag, size, live | 64 bytes][payload: size bytes, rounded up to 64]
+//                                        ^ handle = payload address XOR kHandleKey
+#pragma once
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <new>
+#include <nxrt/nxrt_ep.hpp>
+#include <string>
+#include <unordered_set>
+
+namespace sim {
+
+// The memory SimDevice kernels read and write (NxEpFactory::GetMemoryInfo).
+inline constexpr NxMemoryInfo kMemory = {1, "SimDevice", NX_DEVICE_NPU, 0, 0, NX_MEMORY_DEVICE, 64};
+
+// User-space addresses on x86-64 have their top 17 bits clear. Setting some of the top 16 makes
+// the handle non-canonical (with 4- or 5-level paging), so any load or store through it raises
+// a fault (SIGSEGV) at once, whatever is mapped where; on AArch64 bits 48-55 are beyond every
+// address space too. The low bits are untouched, so a handle keeps the payload's 64-byte
+// alignment. 0x51DE ("SImDEvice") also makes handles easy to spot in a debugger.
+inline constexpr uintptr_t kHandleKey = uintptr_t{0x51DE} << 48;
+inline constexpr uintptr_t kHandleMask = uintptr_t{0xFFFF} << 48;
+inline constexpr uint64_t kLiveTag = 0x5349'4D44'4556'4943;  // "SIMDEVIC"
+
+struct alignas(64) Header {  // 64 bytes, so the payload after it stays 64-byte aligned
+  uint64_t tag;              // kLiveTag while the block is live; cleared when it is freed
+  size_t size;               // payload bytes the allocator was asked for
+  bool live;
+};
+
+// The one simulated device of the process: every SimDevice allocator and the data transfer
+// share it, so a handle from any of them resolves anywhere in the EP.
+class Memory {
+ public:
+  static Memory& Get() {
+    static Memory memory;
+    return memory;
+  }
+
+  // A handle to `size` bytes, or nullptr when out of memory (the NxAllocator contract).
+  void* Alloc(size_t size) {
+    if (size > (size_t{1} << 40)) return nullptr;  // a simulator has no business with 1 TiB
+    const size_t payload = (std::max<size_t>(size, 1) + 63) / 64 * 64;
+    void* raw = std::aligned_alloc(64, sizeof(Header) + payload);
+    if (raw == nullptr) return nullptr;
+    auto* header = new (raw) Header{kLiveTag, size, true};
+    // Device memory holds garbage: 0xFF bytes read as NaN, so unwritten outputs show up.
+    std::memset(header + 1, 0xFF, payload);
+    std::lock_guard<std::mutex> lock(mu_);
+    blocks_.insert(header);
+    ++live_;
+    return reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(header + 1) ^ kHandleKey);
+  }
+
+  // Frees a block. A bad free (not a handle, unknown block, double free) touches nothing: it is
+  // reported on stderr and counted, as the allocator ABI has no way to return an error.
+  void Free(void* handle) {
+    if (handle == nullptr) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    std::string error;
+    Header* header = Find(handle, 0, &error);
+    if (header == nullptr) {
+      ++bad_frees_;
+      std::fprintf(stderr, "SimDevice: Free ignored: %s\n", error.c_str());
+      return;
+    }
+    header->tag = 0;
+    header->live = false;
+    --live_;
+    // Freed blocks stay ours for a while, so a later use of the handle reads our own "freed"
+    // header (use-after-free is reported) rather than memory the C library handed to others.
+    quarantine_.push_back(header);
+    if (quarantine_.size() > kQuarantineBlocks) {
+      blocks_.erase(quarantine_.front());
+      std::free(quarantine_.front());
+      quarantine_.pop_front();
+    }
+  }
+
+  // The host address behind `handle`, after checking that it names a live block of at least
+  // `bytes` bytes. Throws NX_RUNTIME_ERROR naming the problem otherwise.
+  void* Resolve(const void* handle, size_t bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::string error;
+    Header* header = Find(handle, bytes, &error);
+    if (header == nullptr) nxrt::ep::Fail(NX_RUNTIME_ERROR, "SimDevice: " + error);
+    return header + 1;
+  }
+
+  size_t live_blocks() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return live_;
+  }
+  size_t bad_frees() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return bad_frees_;
+  }
+
+  ~Memory() {
+    for (Header* header : blocks_) std::free(header);
+  }
+
+ private:
+  static constexpr size_t kQuarantineBlocks = 256;
+
+  Memory() = default;
+
+  // The header of the block `handle` names, or nullptr with *error set. Reads a header only
+  // after the registry confirms the block is ours, so a wild handle never touches memory.
+  Header* Find(const void* handle, size_t bytes, std::string* error) const {
+    const auto bits = reinterpret_cast<uintptr_t>(handle);
+    char hex[32];
+    std::snprintf(hex, sizeof hex, "0x%016" PRIxPTR, bits);
+    if ((bits & kHandleMask) != kHandleKey) {
+      *error = std::string(hex) +
+               " is not a SimDevice handle (a host pointer, or a value in "
+               "another memory, reached a SimDevice kernel or copy)";
+      return nullptr;
+    }
+    auto* header = reinterpret_cast<Header*>(bits ^ kHandleKey) - 1;
+    if (blocks_.count(header) == 0) {
+      *error = "handle " + std::string(hex) +
+               " names no SimDevice block (never allocated, an "
+               "interior pointer, or freed long ago)";
+      return nullptr;
+    }
+    if (!header->live) {
+      *error = "use after free: handle " + std::string(hex) + " names a freed block";
+      return nullptr;
+    }
+    if (header->tag != kLiveTag) {
+      *error = "block " + std::string(hex) + " has a corrupted header (an out-of-bounds write?)";
+      return nullptr;
+    }
+    if (bytes > header->size) {
+      *error = "out of bounds: " + std::to_string(bytes) + " bytes wanted from block " + hex +
+               " of " + std::to_string(header->size) + " bytes";
+      return nullptr;
+    }
+    return header;
+  }
+
+  mutable std::mutex mu_;
+  std::unordered_set<Header*> blocks_;  // live and quarantined blocks
+  std::deque<Header*> quarantine_;
+  size_t live_ = 0;
+  size_t bad_frees_ = 0;
+};
+
+// Typed access to `bytes` bytes behind a handle.
+template <class T = void>
+T* Resolve(const void* handle, size_t bytes) {
+  return static_cast<T*>(Memory::Get().Resolve(handle, bytes));
+}
+
+// The data of a tensor in SimDevice memory, checked against the tensor's byte size.
+template <class T>
+const T* Data(const nxrt::ep::ConstTensor& t) {
+  return Resolve<const T>(t.raw(), t.bytes());
+}
+template <class T>
+T* Data(const nxrt::ep::Tensor& t) {
+  return Resolve<T>(t.raw(), t.bytes());
+}
+
+// ---- Memory services: the ABI objects the factory hands the host ----------------------------
+// The host asks the factory for one allocator (it keeps its own arena on top, so this one need
+// not cache) and one data transfer, which it uses for every copy into, out of and within
+// SimDevice memory.
+
+inline bool IsSimDevice(const NxMemoryInfo* m) {
+  return m != nullptr && nxrt::ep::Host().MemoryInfo_AreEqual(m, &kMemory);
+}
+inline bool IsHost(const NxMemoryInfo* m) {
+  return m != nullptr && m->device_type == NX_DEVICE_CPU && m->kind == NX_MEMORY_HOST_ACCESSIBLE;
+}
+
+// All state lives in Memory::Get(): the allocator object is only the ABI table.
+inline NxAllocator* NewAllocator() {
+  return new NxAllocator{
+      NXRT_EP_API_VERSION,
+      [](NxAllocator*, size_t size) { return Memory::Get().Alloc(size); },
+      [](NxAllocator*, void* block) { Memory::Get().Free(block); },
+      [](const NxAllocator*) { return &kMemory; },
+      [](NxAllocator* self) { delete self; },
+  };
+}
+
+// Where a tensor's bytes are: a checked address in SimDevice memory, the pointer itself in host
+// memory.
+inline void* TensorBytes(const nxrt::ep::ConstTensor& t) {
+  if (IsSimDevice(t.memory())) return Resolve(t.raw(), t.bytes());
+  if (!IsHost(t.memory())) {
+    nxrt::ep::Fail(NX_RUNTIME_ERROR,
+                   "SimDevice copy: a tensor in neither host nor SimDevice memory");
+  }
+  return const_cast<void*>(t.raw());
+}
+
+inline NxDataTransfer* NewDataTransfer() {
+  return new NxDataTransfer{
+      NXRT_EP_API_VERSION,
+      // CanCopy: host -> SimDevice, SimDevice -> host, SimDevice -> SimDevice.
+      [](const NxDataTransfer*, const NxMemoryInfo* src, const NxMemoryInfo* dst) {
+        return (IsSimDevice(src) && (IsSimDevice(dst) || IsHost(dst))) ||
+               (IsHost(src) && IsSimDevice(dst));
+      },
+      // CopyTensors: synchronous, so a plain memcpy between resolved addresses.
+      [](NxDataTransfer*, const NxValue* const* src, NxValue* const* dst, size_t count) {
+        return nxrt::ep::Guard([&] {
+          for (size_t i = 0; i < count; ++i) {
+            nxrt::ep::ConstTensor from(src[i]), to(dst[i]);
+            if (from.bytes() != to.bytes()) {
+              nxrt::ep::Fail(NX_INVALID_ARGUMENT,
+                             "SimDevice copy: " + std::to_string(from.bytes()) + " bytes into " +
+                                 std::to_string(to.bytes()));
+            }
+            if (from.bytes() > 0) std::memcpy(TensorBytes(to), TensorBytes(from), from.bytes());
+          }
+        });
+      },
+      [](NxDataTransfer* self) { delete self; },
+  };
+}
+
+}  // namespace sim

@@ -1,0 +1,77 @@
+#include "base/memory_info.h"
+
+#include <deque>
+#include <mutex>
+
+#include "base/error.h"
+
+namespace nxrt {
+namespace {
+
+struct Interned {
+  std::string name;
+  NxMemoryInfo info;
+};
+
+std::mutex& InternMutex() {
+  static std::mutex mu;
+  return mu;
+}
+// A deque never moves its elements, so the pointers handed out stay valid.
+std::deque<Interned>& InternTable() {
+  static std::deque<Interned> table;
+  return table;
+}
+
+const char* DeviceTypeName(NxDeviceType t) {
+  switch (t) {
+    case NX_DEVICE_CPU: return "cpu";
+    case NX_DEVICE_GPU: return "gpu";
+    case NX_DEVICE_NPU: return "npu";
+    case NX_DEVICE_FPGA: return "fpga";
+    default: return "other";
+  }
+}
+
+}  // namespace
+
+const NxMemoryInfo* HostMemory() {
+  static const NxMemoryInfo* host = InternMemoryInfo(
+      NxMemoryInfo{1, "Cpu", NX_DEVICE_CPU, 0, 0, NX_MEMORY_HOST_ACCESSIBLE, 64});
+  return host;
+}
+
+bool SameMemory(const NxMemoryInfo* a, const NxMemoryInfo* b) {
+  if (a == nullptr) a = HostMemory();
+  if (b == nullptr) b = HostMemory();
+  return a == b || (a->device_type == b->device_type && a->vendor_id == b->vendor_id &&
+                    a->device_id == b->device_id && a->kind == b->kind);
+}
+
+const NxMemoryInfo* InternMemoryInfo(const NxMemoryInfo& info) {
+  NXRT_CHECK(info.device_type >= NX_DEVICE_CPU && info.device_type <= NX_DEVICE_OTHER,
+             NX_INVALID_ARGUMENT, "memory description has an unknown device type");
+  NXRT_CHECK(info.kind == NX_MEMORY_DEVICE || info.kind == NX_MEMORY_HOST_ACCESSIBLE,
+             NX_INVALID_ARGUMENT, "memory description has an unknown memory kind");
+  NXRT_CHECK(info.alignment == 0 || (info.alignment & (info.alignment - 1)) == 0, NX_INVALID_ARGUMENT,
+             "memory alignment " + std::to_string(info.alignment) + " is not a power of two");
+  std::lock_guard<std::mutex> lock(InternMutex());
+  for (const Interned& e : InternTable()) {
+    if (SameMemory(&e.info, &info)) return &e.info;
+  }
+  Interned& e = InternTable().emplace_back();
+  e.name = info.name ? info.name : "";
+  e.info = info;
+  e.info.version = 1;
+  e.info.name = e.name.c_str();
+  if (e.info.alignment == 0) e.info.alignment = 64;
+  return &e.info;
+}
+
+std::string DescribeMemory(const NxMemoryInfo* m) {
+  if (m == nullptr) m = HostMemory();
+  return std::string(m->name) + " (" + DeviceTypeName(m->device_type) + " " + std::to_string(m->device_id) +
+         (m->kind == NX_MEMORY_DEVICE ? ", device memory)" : ", host-accessible memory)");
+}
+
+}  // namespace nxrt
