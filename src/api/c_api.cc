@@ -1,6 +1,4 @@
 // The application C API: thin translations to Env, Session and Value.
-#include "nxrt/nxrt_c_api.h"
-
 #include <strings.h>
 
 #include <cstring>
@@ -9,6 +7,7 @@
 #include "base/error.h"
 #include "base/memory_info.h"
 #include "model/tensor_proto.h"
+#include "nxrt/nxrt_c_api.h"
 #include "session/env.h"
 #include "session/session.h"
 
@@ -31,7 +30,8 @@ using nxrt::MakeStatus;
 namespace {
 
 #define NX_REQUIRE(ptr) \
-  if ((ptr) == nullptr) return MakeStatus(NX_INVALID_ARGUMENT, std::string(__func__) + ": " #ptr " is null")
+  if ((ptr) == nullptr) \
+  return MakeStatus(NX_INVALID_ARGUMENT, std::string(__func__) + ": " #ptr " is null")
 
 NxSession* WrapSession(std::unique_ptr<nxrt::Session> s) {
   auto* out = new NxSession{std::move(s), {}};
@@ -56,7 +56,9 @@ NxStatus* FillTypeInfo(const nxrt::ValueDef& def, NxTypeInfo* info) {
 extern "C" {
 
 NxStatusCode NxStatus_GetCode(const NxStatus* status) { return status ? status->code : NX_OK; }
-const char* NxStatus_GetMessage(const NxStatus* status) { return status ? status->message.c_str() : ""; }
+const char* NxStatus_GetMessage(const NxStatus* status) {
+  return status ? status->message.c_str() : "";
+}
 void NxStatus_Release(NxStatus* status) { delete status; }
 const char* Nx_GetVersionString(void) { return "0.1.0"; }
 const char* Nx_ElementTypeName(NxElementType type) { return nxrt::ElementTypeName(type); }
@@ -67,7 +69,9 @@ NxStatus* NxEnv_Create(NxLogLevel level, NxLogFn log_fn, void* log_user, NxEnv**
   return CatchAsStatus([&] {
     nxrt::Logger::Sink sink = nxrt::Logger::StderrSink();
     if (log_fn != nullptr) {
-      sink = [log_fn, log_user](NxLogLevel l, const std::string& m) { log_fn(log_user, l, m.c_str()); };
+      sink = [log_fn, log_user](NxLogLevel l, const std::string& m) {
+        log_fn(log_user, l, m.c_str());
+      };
     }
     *env = new NxEnv{std::make_unique<nxrt::Env>(nxrt::Logger(level, sink))};
   });
@@ -93,23 +97,27 @@ NxStatus* NxSessionOptions_Create(NxSessionOptions** options) {
 void NxSessionOptions_Release(NxSessionOptions* options) { delete options; }
 NxStatus* NxSessionOptions_SetIntraOpThreads(NxSessionOptions* options, int threads) {
   NX_REQUIRE(options);
-  if (threads < 0 || threads > 1024) return MakeStatus(NX_INVALID_ARGUMENT, "thread count must be in [0, 1024]");
+  if (threads < 0 || threads > 1024)
+    return MakeStatus(NX_INVALID_ARGUMENT, "thread count must be in [0, 1024]");
   options->options.intra_op_threads = threads;
   return nullptr;
 }
 NxStatus* NxSessionOptions_SetLogLevel(NxSessionOptions* options, NxLogLevel level) {
   NX_REQUIRE(options);
-  if (level < NX_LOG_VERBOSE || level > NX_LOG_FATAL) return MakeStatus(NX_INVALID_ARGUMENT, "unknown log level");
+  if (level < NX_LOG_VERBOSE || level > NX_LOG_FATAL)
+    return MakeStatus(NX_INVALID_ARGUMENT, "unknown log level");
   options->options.log_level = level;
   return nullptr;
 }
 NxStatus* NxSessionOptions_SetOptimizationLevel(NxSessionOptions* options, int level) {
   NX_REQUIRE(options);
-  if (level < 0 || level > 2) return MakeStatus(NX_INVALID_ARGUMENT, "optimization level must be 0, 1 or 2");
+  if (level < 0 || level > 2)
+    return MakeStatus(NX_INVALID_ARGUMENT, "optimization level must be 0, 1 or 2");
   options->options.optimization_level = level;
   return nullptr;
 }
-NxStatus* NxSessionOptions_SetConfig(NxSessionOptions* options, const char* key, const char* value) {
+NxStatus* NxSessionOptions_SetConfig(NxSessionOptions* options, const char* key,
+                                     const char* value) {
   NX_REQUIRE(options);
   NX_REQUIRE(key);
   NX_REQUIRE(value);
@@ -119,7 +127,8 @@ NxStatus* NxSessionOptions_AppendEp(NxSessionOptions* options, const char* ep_na
                                     const char* const* keys, const char* const* values, size_t n) {
   NX_REQUIRE(options);
   NX_REQUIRE(ep_name);
-  if (n > 0 && (keys == nullptr || values == nullptr)) return MakeStatus(NX_INVALID_ARGUMENT, "EP option keys/values are null");
+  if (n > 0 && (keys == nullptr || values == nullptr))
+    return MakeStatus(NX_INVALID_ARGUMENT, "EP option keys/values are null");
   return CatchAsStatus([&] {
     nxrt::EpRequest req;
     req.name = ep_name;
@@ -132,32 +141,38 @@ NxStatus* NxSessionOptions_AppendEp(NxSessionOptions* options, const char* ep_na
 }
 
 // ---- Sessions ----
-NxStatus* NxSession_CreateFromFile(NxEnv* env, const char* model_path, const NxSessionOptions* options,
-                                   NxSession** session) {
+NxStatus* NxSession_CreateFromFile(NxEnv* env, const char* model_path,
+                                   const NxSessionOptions* options, NxSession** session) {
   NX_REQUIRE(env);
   NX_REQUIRE(model_path);
   NX_REQUIRE(session);
   return CatchAsStatus([&] {
     nxrt::SessionOptions defaults;
     auto model = nxrt::LoadModelFromFile(model_path);
-    *session = WrapSession(std::make_unique<nxrt::Session>(*env->env, model, options ? options->options : defaults));
+    *session = WrapSession(
+        std::make_unique<nxrt::Session>(*env->env, model, options ? options->options : defaults));
   });
 }
-NxStatus* NxSession_CreateFromBuffer(NxEnv* env, const void* data, size_t size, const NxSessionOptions* options,
-                                     NxSession** session) {
+NxStatus* NxSession_CreateFromBuffer(NxEnv* env, const void* data, size_t size,
+                                     const NxSessionOptions* options, NxSession** session) {
   NX_REQUIRE(env);
   NX_REQUIRE(data);
   NX_REQUIRE(session);
   return CatchAsStatus([&] {
     nxrt::SessionOptions defaults;
     auto model = nxrt::LoadModelFromBuffer(data, size);
-    *session = WrapSession(std::make_unique<nxrt::Session>(*env->env, model, options ? options->options : defaults));
+    *session = WrapSession(
+        std::make_unique<nxrt::Session>(*env->env, model, options ? options->options : defaults));
   });
 }
 void NxSession_Release(NxSession* session) { delete session; }
 
-size_t NxSession_GetInputCount(const NxSession* s) { return s ? s->session->graph().inputs.size() : 0; }
-size_t NxSession_GetOutputCount(const NxSession* s) { return s ? s->session->graph().outputs.size() : 0; }
+size_t NxSession_GetInputCount(const NxSession* s) {
+  return s ? s->session->graph().inputs.size() : 0;
+}
+size_t NxSession_GetOutputCount(const NxSession* s) {
+  return s ? s->session->graph().outputs.size() : 0;
+}
 const char* NxSession_GetInputName(const NxSession* s, size_t i) {
   if (!s || i >= s->session->graph().inputs.size()) return nullptr;
   return s->session->graph().value(s->session->graph().inputs[i]).name.c_str();
@@ -186,20 +201,22 @@ const char* NxSession_GetInputDimName(const NxSession* s, size_t i, size_t dim) 
   return dim < params.size() ? params[dim].c_str() : "";
 }
 
-NxStatus* NxSession_Run(NxSession* session, const char* const* input_names, const NxValue* const* inputs,
-                        size_t num_inputs, const char* const* output_names, size_t num_outputs,
-                        NxValue** outputs) {
+NxStatus* NxSession_Run(NxSession* session, const char* const* input_names,
+                        const NxValue* const* inputs, size_t num_inputs,
+                        const char* const* output_names, size_t num_outputs, NxValue** outputs) {
   NX_REQUIRE(session);
   if (num_inputs > 0 && (input_names == nullptr || inputs == nullptr)) {
     return MakeStatus(NX_INVALID_ARGUMENT, "NxSession_Run: input names or values are null");
   }
-  if (num_outputs > 0 && outputs == nullptr) return MakeStatus(NX_INVALID_ARGUMENT, "NxSession_Run: outputs is null");
+  if (num_outputs > 0 && outputs == nullptr)
+    return MakeStatus(NX_INVALID_ARGUMENT, "NxSession_Run: outputs is null");
   return CatchAsStatus([&] {
     const auto& g = session->session->graph();
     std::vector<std::string> in_names;
     std::vector<const nxrt::Value*> in_values;
     for (size_t i = 0; i < num_inputs; ++i) {
-      NXRT_CHECK(input_names[i] != nullptr, NX_INVALID_ARGUMENT, "input name " + std::to_string(i) + " is null");
+      NXRT_CHECK(input_names[i] != nullptr, NX_INVALID_ARGUMENT,
+                 "input name " + std::to_string(i) + " is null");
       in_names.emplace_back(input_names[i]);
       in_values.push_back(inputs[i]);
     }
@@ -211,7 +228,8 @@ NxStatus* NxSession_Run(NxSession* session, const char* const* input_names, cons
       for (int o : g.outputs) out_names.push_back(g.value(o).name);
     } else {
       for (size_t i = 0; i < num_outputs; ++i) {
-        NXRT_CHECK(output_names[i] != nullptr, NX_INVALID_ARGUMENT, "output name " + std::to_string(i) + " is null");
+        NXRT_CHECK(output_names[i] != nullptr, NX_INVALID_ARGUMENT,
+                   "output name " + std::to_string(i) + " is null");
         out_names.emplace_back(output_names[i]);
       }
     }
@@ -264,10 +282,14 @@ NxStatus* NxEnv_GetStatistic(const NxEnv* env, const char* key, int64_t* value) 
   NX_REQUIRE(value);
   nxrt::Env& e = *env->env;
   std::string k = key;
-  if (k == "prepack.shared_weights") *value = static_cast<int64_t>(e.prepack_store().entries());
-  else if (k == "prepack.shared_bytes") *value = static_cast<int64_t>(e.prepack_store().bytes());
-  else if (k == "prepack.bytes_in_use") *value = static_cast<int64_t>(e.prepack_allocator()->bytes_in_use());
-  else return MakeStatus(NX_NOT_FOUND, "unknown env statistic '" + k + "'");
+  if (k == "prepack.shared_weights")
+    *value = static_cast<int64_t>(e.prepack_store().entries());
+  else if (k == "prepack.shared_bytes")
+    *value = static_cast<int64_t>(e.prepack_store().bytes());
+  else if (k == "prepack.bytes_in_use")
+    *value = static_cast<int64_t>(e.prepack_allocator()->bytes_in_use());
+  else
+    return MakeStatus(NX_NOT_FOUND, "unknown env statistic '" + k + "'");
   return nullptr;
 }
 
@@ -294,14 +316,17 @@ NxStatus* NxEnv_CreateTensorInMemory(NxEnv* env, const NxMemoryInfo* memory, NxE
   if (rank > 0 && dims == nullptr) return MakeStatus(NX_INVALID_ARGUMENT, "dims is null");
   return CatchAsStatus([&] {
     NXRT_CHECK(nxrt::IsKnownElementType(type), NX_INVALID_ARGUMENT, "unknown element type");
-    auto v = env->env->AllocateTensor(type, std::span<const int64_t>(dims, rank), nxrt::InternMemoryInfo(*memory));
+    auto v = env->env->AllocateTensor(type, std::span<const int64_t>(dims, rank),
+                                      nxrt::InternMemoryInfo(*memory));
     *value = new NxValue(*v);
   });
 }
 
-NxStatus* NxEnv_CopyTensors(NxEnv* env, const NxValue* const* src, NxValue* const* dst, size_t count) {
+NxStatus* NxEnv_CopyTensors(NxEnv* env, const NxValue* const* src, NxValue* const* dst,
+                            size_t count) {
   NX_REQUIRE(env);
-  if (count > 0 && (src == nullptr || dst == nullptr)) return MakeStatus(NX_INVALID_ARGUMENT, "NxEnv_CopyTensors: null array");
+  if (count > 0 && (src == nullptr || dst == nullptr))
+    return MakeStatus(NX_INVALID_ARGUMENT, "NxEnv_CopyTensors: null array");
   return CatchAsStatus([&] {
     for (size_t i = 0; i < count; ++i) {
       NXRT_CHECK(src[i] != nullptr && dst[i] != nullptr, NX_INVALID_ARGUMENT,
@@ -316,7 +341,8 @@ const NxMemoryInfo* NxValue_GetMemoryInfo(const NxValue* value) {
 }
 
 // ---- Values ----
-NxStatus* NxValue_CreateTensor(NxElementType type, const int64_t* dims, size_t rank, NxValue** value) {
+NxStatus* NxValue_CreateTensor(NxElementType type, const int64_t* dims, size_t rank,
+                               NxValue** value) {
   NX_REQUIRE(value);
   if (rank > 0 && dims == nullptr) return MakeStatus(NX_INVALID_ARGUMENT, "dims is null");
   return CatchAsStatus([&] {
@@ -324,22 +350,24 @@ NxStatus* NxValue_CreateTensor(NxElementType type, const int64_t* dims, size_t r
     *value = new NxValue(*v);
   });
 }
-NxStatus* NxValue_CreateTensorWithData(NxElementType type, const int64_t* dims, size_t rank, void* data,
-                                       size_t size, NxValue** value) {
+NxStatus* NxValue_CreateTensorWithData(NxElementType type, const int64_t* dims, size_t rank,
+                                       void* data, size_t size, NxValue** value) {
   NX_REQUIRE(value);
   if (rank > 0 && dims == nullptr) return MakeStatus(NX_INVALID_ARGUMENT, "dims is null");
   return CatchAsStatus([&] {
     NXRT_CHECK(nxrt::IsKnownElementType(type), NX_INVALID_ARGUMENT, "unknown element type");
     std::span<const int64_t> shape(dims, rank);
     size_t need = nxrt::StorageBytes(type, nxrt::ElementCount(shape));
-    NXRT_CHECK(size >= need, NX_INVALID_ARGUMENT,
-               "buffer has " + std::to_string(size) + " bytes, the tensor needs " + std::to_string(need));
+    NXRT_CHECK(
+        size >= need, NX_INVALID_ARGUMENT,
+        "buffer has " + std::to_string(size) + " bytes, the tensor needs " + std::to_string(need));
     NXRT_CHECK(data != nullptr || need == 0, NX_INVALID_ARGUMENT, "data is null");
     auto v = nxrt::WrapTensor(type, shape, data, nullptr);
     *value = new NxValue(*v);
   });
 }
-NxStatus* NxValue_CreateFromProto(NxValueKind kind, const void* data, size_t size, NxValue** value) {
+NxStatus* NxValue_CreateFromProto(NxValueKind kind, const void* data, size_t size,
+                                  NxValue** value) {
   NX_REQUIRE(value);
   if (size > 0) NX_REQUIRE(data);
   return CatchAsStatus([&] { *value = new NxValue(*nxrt::ValueFromProtoBytes(kind, data, size)); });
@@ -357,7 +385,9 @@ void NxValue_GetShape(const NxValue* v, const int64_t** dims, size_t* rank) {
 }
 size_t NxValue_GetElementCount(const NxValue* v) { return v ? v->count : 0; }
 void* NxValue_GetData(NxValue* v) { return v && v->type != NX_TYPE_STRING ? v->data : nullptr; }
-const void* NxValue_GetConstData(const NxValue* v) { return v && v->type != NX_TYPE_STRING ? v->data : nullptr; }
+const void* NxValue_GetConstData(const NxValue* v) {
+  return v && v->type != NX_TYPE_STRING ? v->data : nullptr;
+}
 const char* NxValue_GetString(const NxValue* v, size_t i, size_t* size) {
   if (!v || v->type != NX_TYPE_STRING || i >= v->strings.size()) {
     if (size) *size = 0;
@@ -377,9 +407,12 @@ size_t NxValue_GetSequenceLength(const NxValue* v) {
   return v && v->kind == NX_VALUE_SEQUENCE ? v->elements.size() : 0;
 }
 const NxValue* NxValue_GetSequenceElement(const NxValue* v, size_t i) {
-  return v && v->kind == NX_VALUE_SEQUENCE && i < v->elements.size() ? v->elements[i].get() : nullptr;
+  return v && v->kind == NX_VALUE_SEQUENCE && i < v->elements.size() ? v->elements[i].get()
+                                                                     : nullptr;
 }
-bool NxValue_OptionalHasValue(const NxValue* v) { return v && v->kind == NX_VALUE_OPTIONAL && v->contained; }
+bool NxValue_OptionalHasValue(const NxValue* v) {
+  return v && v->kind == NX_VALUE_OPTIONAL && v->contained;
+}
 const NxValue* NxValue_GetOptionalValue(const NxValue* v) {
   return v && v->kind == NX_VALUE_OPTIONAL ? v->contained.get() : nullptr;
 }

@@ -13,7 +13,8 @@ namespace nxrt {
 void* HostAllocator::Alloc(size_t bytes) {
   size_t padded = bytes == 0 ? 64 : (bytes + 63) / 64 * 64;
   void* p = std::aligned_alloc(64, padded);
-  if (p == nullptr) Throw(NX_OUT_OF_MEMORY, "cannot allocate " + std::to_string(bytes) + " bytes of host memory");
+  if (p == nullptr)
+    Throw(NX_OUT_OF_MEMORY, "cannot allocate " + std::to_string(bytes) + " bytes of host memory");
   ++live_;
   return p;
 }
@@ -33,8 +34,8 @@ std::shared_ptr<RawAllocator> HostRawAllocator() {
 
 PluginAllocator::PluginAllocator(NxAllocator* raw, const NxMemoryInfo* memory, std::string owner)
     : raw_(raw), memory_(memory), owner_(std::move(owner)) {
-  NXRT_CHECK(raw_ != nullptr && raw_->version >= 1 && raw_->Alloc != nullptr && raw_->Free != nullptr &&
-                 raw_->Release != nullptr,
+  NXRT_CHECK(raw_ != nullptr && raw_->version >= 1 && raw_->Alloc != nullptr &&
+                 raw_->Free != nullptr && raw_->Release != nullptr,
              NX_INVALID_PLUGIN, owner_ + " returned an incomplete allocator");
 }
 

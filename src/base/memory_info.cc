@@ -25,19 +25,24 @@ std::deque<Interned>& InternTable() {
 
 const char* DeviceTypeName(NxDeviceType t) {
   switch (t) {
-    case NX_DEVICE_CPU: return "cpu";
-    case NX_DEVICE_GPU: return "gpu";
-    case NX_DEVICE_NPU: return "npu";
-    case NX_DEVICE_FPGA: return "fpga";
-    default: return "other";
+    case NX_DEVICE_CPU:
+      return "cpu";
+    case NX_DEVICE_GPU:
+      return "gpu";
+    case NX_DEVICE_NPU:
+      return "npu";
+    case NX_DEVICE_FPGA:
+      return "fpga";
+    default:
+      return "other";
   }
 }
 
 }  // namespace
 
 const NxMemoryInfo* HostMemory() {
-  static const NxMemoryInfo* host = InternMemoryInfo(
-      NxMemoryInfo{1, "Cpu", NX_DEVICE_CPU, 0, 0, NX_MEMORY_HOST_ACCESSIBLE, 64});
+  static const NxMemoryInfo* host =
+      InternMemoryInfo(NxMemoryInfo{1, "Cpu", NX_DEVICE_CPU, 0, 0, NX_MEMORY_HOST_ACCESSIBLE, 64});
   return host;
 }
 
@@ -53,7 +58,8 @@ const NxMemoryInfo* InternMemoryInfo(const NxMemoryInfo& info) {
              NX_INVALID_ARGUMENT, "memory description has an unknown device type");
   NXRT_CHECK(info.kind == NX_MEMORY_DEVICE || info.kind == NX_MEMORY_HOST_ACCESSIBLE,
              NX_INVALID_ARGUMENT, "memory description has an unknown memory kind");
-  NXRT_CHECK(info.alignment == 0 || (info.alignment & (info.alignment - 1)) == 0, NX_INVALID_ARGUMENT,
+  NXRT_CHECK(info.alignment == 0 || (info.alignment & (info.alignment - 1)) == 0,
+             NX_INVALID_ARGUMENT,
              "memory alignment " + std::to_string(info.alignment) + " is not a power of two");
   std::lock_guard<std::mutex> lock(InternMutex());
   for (const Interned& e : InternTable()) {
@@ -70,7 +76,8 @@ const NxMemoryInfo* InternMemoryInfo(const NxMemoryInfo& info) {
 
 std::string DescribeMemory(const NxMemoryInfo* m) {
   if (m == nullptr) m = HostMemory();
-  return std::string(m->name) + " (" + DeviceTypeName(m->device_type) + " " + std::to_string(m->device_id) +
+  return std::string(m->name) + " (" + DeviceTypeName(m->device_type) + " " +
+         std::to_string(m->device_id) +
          (m->kind == NX_MEMORY_DEVICE ? ", device memory)" : ", host-accessible memory)");
 }
 

@@ -63,14 +63,20 @@ void FillFromTypedFields(const onnx::TensorProto& proto, Value& v) {
       CheckCount(proto, proto.int32_data(), n, "int32_data");
       CopyTyped<int32_t>(proto.int32_data(), v.data);
       break;
-    case NX_TYPE_INT16: CheckCount(proto, proto.int32_data(), n, "int32_data"); CopyTyped<int16_t>(proto.int32_data(), v.data); break;
+    case NX_TYPE_INT16:
+      CheckCount(proto, proto.int32_data(), n, "int32_data");
+      CopyTyped<int16_t>(proto.int32_data(), v.data);
+      break;
     case NX_TYPE_UINT16:
     case NX_TYPE_FLOAT16:
     case NX_TYPE_BFLOAT16:
       CheckCount(proto, proto.int32_data(), n, "int32_data");
       CopyTyped<uint16_t>(proto.int32_data(), v.data);
       break;
-    case NX_TYPE_INT8: CheckCount(proto, proto.int32_data(), n, "int32_data"); CopyTyped<int8_t>(proto.int32_data(), v.data); break;
+    case NX_TYPE_INT8:
+      CheckCount(proto, proto.int32_data(), n, "int32_data");
+      CopyTyped<int8_t>(proto.int32_data(), v.data);
+      break;
     case NX_TYPE_UINT8:
     case NX_TYPE_BOOL:
     case NX_TYPE_FLOAT8E4M3FN:
@@ -111,7 +117,8 @@ ValuePtr TensorFromProto(const onnx::TensorProto& proto, ExternalDataResolver* e
   }
 
   if (type == NX_TYPE_STRING) {
-    if (proto.data_location() == onnx::TensorProto::EXTERNAL) Bad(proto, "string tensors cannot be external");
+    if (proto.data_location() == onnx::TensorProto::EXTERNAL)
+      Bad(proto, "string tensors cannot be external");
     CheckCount(proto, proto.string_data(), count, "string_data");
     ValuePtr v = MakeTensor(type, dims);
     for (size_t i = 0; i < count; ++i) v->strings[i] = proto.string_data(static_cast<int>(i));
@@ -124,9 +131,12 @@ ValuePtr TensorFromProto(const onnx::TensorProto& proto, ExternalDataResolver* e
     int64_t offset = 0, length = -1;
     for (const auto& kv : proto.external_data()) {
       try {
-        if (kv.key() == "location") location = kv.value();
-        else if (kv.key() == "offset") offset = std::stoll(kv.value());
-        else if (kv.key() == "length") length = std::stoll(kv.value());
+        if (kv.key() == "location")
+          location = kv.value();
+        else if (kv.key() == "offset")
+          offset = std::stoll(kv.value());
+        else if (kv.key() == "length")
+          length = std::stoll(kv.value());
       } catch (const std::exception&) {
         Bad(proto, "external data entry '" + kv.key() + "' is not a number: '" + kv.value() + "'");
       }
@@ -171,8 +181,8 @@ ValuePtr TensorFromProto(const onnx::TensorProto& proto, ExternalDataResolver* e
 ValuePtr TensorTakingProtoData(onnx::TensorProto& proto, ExternalDataResolver* external) {
   const bool movable = proto.has_data_type() && IsKnownElementType(proto.data_type()) &&
                        proto.data_type() != NX_TYPE_STRING &&
-                       proto.data_location() != onnx::TensorProto::EXTERNAL && proto.has_raw_data() &&
-                       proto.raw_data().size() >= 4096;
+                       proto.data_location() != onnx::TensorProto::EXTERNAL &&
+                       proto.has_raw_data() && proto.raw_data().size() >= 4096;
   if (!movable) return TensorFromProto(proto, external, nullptr);
   // Validate on the proto as it is (the same checks and messages), then take the bytes.
   ValuePtr checked = TensorFromProto(proto, external, std::make_shared<int>(0));
@@ -189,7 +199,8 @@ ValuePtr SequenceFromProto(const onnx::SequenceProto& proto) {
   switch (proto.elem_type()) {
     case onnx::SequenceProto::TENSOR:
     case onnx::SequenceProto::UNDEFINED:
-      for (const auto& t : proto.tensor_values()) v->elements.push_back(TensorFromProto(t, nullptr, nullptr));
+      for (const auto& t : proto.tensor_values())
+        v->elements.push_back(TensorFromProto(t, nullptr, nullptr));
       if (!v->elements.empty()) v->sequence_type = v->elements.front()->type;
       break;
     case onnx::SequenceProto::SEQUENCE:
@@ -209,7 +220,8 @@ ValuePtr OptionalFromProto(const onnx::OptionalProto& proto) {
   auto v = std::make_shared<Value>();
   v->kind = NX_VALUE_OPTIONAL;
   switch (proto.elem_type()) {
-    case onnx::OptionalProto::UNDEFINED: break;
+    case onnx::OptionalProto::UNDEFINED:
+      break;
     case onnx::OptionalProto::TENSOR:
       v->contained = TensorFromProto(proto.tensor_value(), nullptr, nullptr);
       break;
@@ -227,7 +239,8 @@ ValuePtr OptionalFromProto(const onnx::OptionalProto& proto) {
 }
 
 ValuePtr ValueFromProtoBytes(NxValueKind kind, const void* data, size_t size) {
-  NXRT_CHECK(size <= static_cast<size_t>(INT32_MAX), NX_INVALID_ARGUMENT, "proto larger than 2 GiB");
+  NXRT_CHECK(size <= static_cast<size_t>(INT32_MAX), NX_INVALID_ARGUMENT,
+             "proto larger than 2 GiB");
   const int n = static_cast<int>(size);
   switch (kind) {
     case NX_VALUE_TENSOR: {
@@ -237,12 +250,14 @@ ValuePtr ValueFromProtoBytes(NxValueKind kind, const void* data, size_t size) {
     }
     case NX_VALUE_SEQUENCE: {
       onnx::SequenceProto proto;
-      NXRT_CHECK(proto.ParseFromArray(data, n), NX_INVALID_ARGUMENT, "bytes are not a SequenceProto");
+      NXRT_CHECK(proto.ParseFromArray(data, n), NX_INVALID_ARGUMENT,
+                 "bytes are not a SequenceProto");
       return SequenceFromProto(proto);
     }
     case NX_VALUE_OPTIONAL: {
       onnx::OptionalProto proto;
-      NXRT_CHECK(proto.ParseFromArray(data, n), NX_INVALID_ARGUMENT, "bytes are not an OptionalProto");
+      NXRT_CHECK(proto.ParseFromArray(data, n), NX_INVALID_ARGUMENT,
+                 "bytes are not an OptionalProto");
       return OptionalFromProto(proto);
     }
   }

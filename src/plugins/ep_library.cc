@@ -17,7 +17,8 @@ constexpr size_t kMaxFactories = 8;
 EpFactory Inspect(NxEpFactory* raw, const std::string& path, EpLibrary* library) {
   NXRT_CHECK(raw != nullptr, NX_INVALID_PLUGIN, path + ": returned a null factory");
   if (raw->version > NXRT_EP_API_VERSION) {
-    Throw(NX_INVALID_PLUGIN, path + ": built for plugin ABI version " + std::to_string(raw->version) +
+    Throw(NX_INVALID_PLUGIN, path + ": built for plugin ABI version " +
+                                 std::to_string(raw->version) +
                                  ", newer than this runtime's version " +
                                  std::to_string(NXRT_EP_API_VERSION) + "; upgrade nxrt");
   }
@@ -45,11 +46,14 @@ void SetUpMemory(EpFactory& f, const std::string& path) {
   if (raw->version < 2) return;
   if (raw->CreateDataTransfer != nullptr) {
     NxDataTransfer* t = nullptr;
-    ThrowIfStatus(raw->CreateDataTransfer(raw, &t), path + ": EP '" + f.name + "' CreateDataTransfer failed");
+    ThrowIfStatus(raw->CreateDataTransfer(raw, &t),
+                  path + ": EP '" + f.name + "' CreateDataTransfer failed");
     if (t != nullptr) {
-      if (t->version < 1 || t->CanCopy == nullptr || t->CopyTensors == nullptr || t->Release == nullptr) {
+      if (t->version < 1 || t->CanCopy == nullptr || t->CopyTensors == nullptr ||
+          t->Release == nullptr) {
         if (t->Release) t->Release(t);
-        Throw(NX_INVALID_PLUGIN, path + ": EP '" + f.name + "' returned an incomplete data transfer");
+        Throw(NX_INVALID_PLUGIN,
+              path + ": EP '" + f.name + "' returned an incomplete data transfer");
       }
       f.transfer = t;
     }
@@ -66,8 +70,10 @@ void SetUpMemory(EpFactory& f, const std::string& path) {
              path + ": EP '" + f.name + "' names its own memory " + DescribeMemory(interned) +
                  " but has no data transfer to move values in and out of it");
   NxAllocator* a = nullptr;
-  ThrowIfStatus(raw->CreateAllocator(raw, m, &a), path + ": EP '" + f.name + "' CreateAllocator failed");
-  NXRT_CHECK(a != nullptr, NX_INVALID_PLUGIN, path + ": EP '" + f.name + "' CreateAllocator returned no allocator");
+  ThrowIfStatus(raw->CreateAllocator(raw, m, &a),
+                path + ": EP '" + f.name + "' CreateAllocator failed");
+  NXRT_CHECK(a != nullptr, NX_INVALID_PLUGIN,
+             path + ": EP '" + f.name + "' CreateAllocator returned no allocator");
   f.allocator = std::make_shared<PluginAllocator>(a, interned, "EP '" + f.name + "' allocator");
   // Up to 256 MiB of freed device blocks are kept for reuse.
   f.arena = std::make_shared<BufferPool>(size_t{256} << 20, f.allocator);
@@ -82,7 +88,8 @@ void TearDownMemory(EpFactory& f) {
 
 }  // namespace
 
-std::unique_ptr<EpLibrary> EpLibrary::Load(const std::string& path, const std::string& registration_name) {
+std::unique_ptr<EpLibrary> EpLibrary::Load(const std::string& path,
+                                           const std::string& registration_name) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) Throw(NX_NOT_FOUND, path + ": no such EP library");
   std::unique_ptr<EpLibrary> lib(new EpLibrary());
@@ -93,7 +100,8 @@ std::unique_ptr<EpLibrary> EpLibrary::Load(const std::string& path, const std::s
     const char* err = dlerror();
     Throw(NX_INVALID_PLUGIN, path + ": cannot load EP library: " + (err ? err : "unknown error"));
   }
-  auto create = reinterpret_cast<NxCreateEpFactoriesFn>(dlsym(lib->handle_, NXRT_EP_CREATE_FACTORIES_SYMBOL));
+  auto create =
+      reinterpret_cast<NxCreateEpFactoriesFn>(dlsym(lib->handle_, NXRT_EP_CREATE_FACTORIES_SYMBOL));
   lib->release_factory_ =
       reinterpret_cast<NxReleaseEpFactoryFn>(dlsym(lib->handle_, NXRT_EP_RELEASE_FACTORY_SYMBOL));
   if (create == nullptr || lib->release_factory_ == nullptr) {

@@ -6,11 +6,11 @@
 #include "base/element_type.h"
 #include "base/error.h"
 #include "base/memory_info.h"
-#include "session/prepack_store.h"
-#include "session/thread_pool.h"
 #include "graph/op_since_version.h"
 #include "plugins/host_objects.h"
 #include "plugins/kernel_registry.h"
+#include "session/prepack_store.h"
+#include "session/thread_pool.h"
 
 namespace nxrt {
 namespace {
@@ -65,7 +65,9 @@ const char* NodeGetName(const NxNode* n) { return N(n)->name.c_str(); }
 const char* NodeGetOpType(const NxNode* n) { return N(n)->op_type.c_str(); }
 const char* NodeGetDomain(const NxNode* n) { return N(n)->domain.c_str(); }
 int32_t NodeGetOpsetVersion(const NxNode* n) { return N(n)->opset; }
-int32_t NodeGetSinceVersion(const NxNode* n) { return OpSinceVersion(N(n)->domain, N(n)->op_type, N(n)->opset); }
+int32_t NodeGetSinceVersion(const NxNode* n) {
+  return OpSinceVersion(N(n)->domain, N(n)->op_type, N(n)->opset);
+}
 size_t NodeGetInputCount(const NxNode* n) { return N(n)->inputs.size(); }
 const NxValueInfo* NodeGetInput(const NxNode* n, size_t i) {
   return i < N(n)->inputs.size() ? VI(N(n)->owner, N(n)->inputs[i]) : nullptr;
@@ -76,7 +78,8 @@ const NxValueInfo* NodeGetOutput(const NxNode* n, size_t i) {
 }
 size_t NodeGetAttributeCount(const NxNode* n) { return N(n)->attributes.size(); }
 const NxAttribute* NodeGetAttributeAt(const NxNode* n, size_t i) {
-  return i < N(n)->attributes.size() ? reinterpret_cast<const NxAttribute*>(&N(n)->attributes[i]) : nullptr;
+  return i < N(n)->attributes.size() ? reinterpret_cast<const NxAttribute*>(&N(n)->attributes[i])
+                                     : nullptr;
 }
 const NxAttribute* NodeGetAttribute(const NxNode* n, const char* name) {
   if (!name) return nullptr;
@@ -96,7 +99,9 @@ bool ValueInfoGetShape(const NxValueInfo* v, const int64_t** dims, size_t* rank)
 const NxValue* ValueInfoGetConstant(const NxValueInfo* v) { return V(v)->initializer.get(); }
 
 const char* AttributeGetName(const NxAttribute* a) { return A(a)->name.c_str(); }
-NxAttributeType AttributeGetType(const NxAttribute* a) { return static_cast<NxAttributeType>(A(a)->type); }
+NxAttributeType AttributeGetType(const NxAttribute* a) {
+  return static_cast<NxAttributeType>(A(a)->type);
+}
 int64_t AttributeGetInt(const NxAttribute* a) { return A(a)->i; }
 float AttributeGetFloat(const NxAttribute* a) { return A(a)->f; }
 const char* AttributeGetString(const NxAttribute* a, size_t* size) {
@@ -131,7 +136,8 @@ const NxValue* AttributeGetTensorAt(const NxAttribute* a, size_t i) {
 }
 size_t AttributeGetGraphCount(const NxAttribute* a) { return a ? A(a)->graphs.size() : 0; }
 const NxGraph* AttributeGetGraphAt(const NxAttribute* a, size_t i) {
-  return a && i < A(a)->graphs.size() ? reinterpret_cast<const NxGraph*>(A(a)->graphs[i].get()) : nullptr;
+  return a && i < A(a)->graphs.size() ? reinterpret_cast<const NxGraph*>(A(a)->graphs[i].get())
+                                      : nullptr;
 }
 
 // ---- Capability ----
@@ -160,7 +166,8 @@ bool KernelRegistryHasKernel(const NxKernelRegistry* r, const NxNode* node, cons
   return e != nullptr;
 }
 void ReleaseKernelRegistry(NxKernelRegistry* r) { delete r; }
-const NxKernelDef* KernelRegistryFindKernel(const NxKernelRegistry* r, const NxNode* node, const char** reason) {
+const NxKernelDef* KernelRegistryFindKernel(const NxKernelRegistry* r, const NxNode* node,
+                                            const char** reason) {
   thread_local std::string last_reason;
   if (!r || !node) return nullptr;
   const KernelEntry* e = r->Find(*N(node), &last_reason);
@@ -195,24 +202,28 @@ ValuePtr ShareBuffer(const Value& src, NxElementType type, const std::vector<int
 }
 
 // Whether output `index` may take over input `in`'s buffer.
-bool CanTakeBuffer(const NxKernelContext& c, int in, NxElementType type, const std::vector<int64_t>& shape,
-                   const NxMemoryInfo* memory, bool must_be_reusable) {
+bool CanTakeBuffer(const NxKernelContext& c, int in, NxElementType type,
+                   const std::vector<int64_t>& shape, const NxMemoryInfo* memory,
+                   bool must_be_reusable) {
   if (in < 0 || static_cast<size_t>(in) >= c.num_inputs || c.inputs[in] == nullptr) return false;
   const Value& src = *c.inputs[in];
-  if (src.kind != NX_VALUE_TENSOR || src.type == NX_TYPE_STRING || type == NX_TYPE_STRING) return false;
-  if (!src.storage || !SameMemory(MemoryOf(src), memory)) return false;  // only runtime-held buffers
+  if (src.kind != NX_VALUE_TENSOR || src.type == NX_TYPE_STRING || type == NX_TYPE_STRING)
+    return false;
+  if (!src.storage || !SameMemory(MemoryOf(src), memory))
+    return false;  // only runtime-held buffers
   if (StorageBytes(src.type, src.count) != StorageBytes(type, ElementCount(shape))) return false;
   if (must_be_reusable) {
     if (c.input_reusable == nullptr || !c.input_reusable[in]) return false;
     if (src.storage.use_count() != 1) return false;  // another value shares the buffer
-    for (size_t o = 0; o < c.num_outputs; ++o) {       // another output took it already
+    for (size_t o = 0; o < c.num_outputs; ++o) {     // another output took it already
       if (c.outputs[o] && c.outputs[o]->data == src.data) return false;
     }
   }
   return true;
 }
 
-ValuePtr MakeOutput(NxKernelContext& c, size_t index, NxElementType type, const std::vector<int64_t>& shape) {
+ValuePtr MakeOutput(NxKernelContext& c, size_t index, NxElementType type,
+                    const std::vector<int64_t>& shape) {
   const KernelEntry* e = c.entry;
   const bool on_host = e != nullptr && e->OutputOnHost(index);
   BufferPool* pool = on_host ? c.host_pool : c.pool;
@@ -262,9 +273,9 @@ NxStatus* ContextAllocateOutput(NxKernelContext* c, size_t index, NxElementType 
                node.Describe() + ": the type of output " + std::to_string(index) +
                    " is not declared by the model and the kernel did not give one");
     if (declared != NX_TYPE_UNDEFINED && actual != declared) {
-      Throw(NX_RUNTIME_ERROR, node.Describe() + ": kernel produced output " + std::to_string(index) +
-                                  " as " + ElementTypeName(actual) + " but the model declares " +
-                                  ElementTypeName(declared));
+      Throw(NX_RUNTIME_ERROR, node.Describe() + ": kernel produced output " +
+                                  std::to_string(index) + " as " + ElementTypeName(actual) +
+                                  " but the model declares " + ElementTypeName(declared));
     }
     std::vector<int64_t> shape(dims, dims + rank);
     for (int64_t d : shape) {
@@ -278,7 +289,8 @@ NxStatus* ContextAllocateOutput(NxKernelContext* c, size_t index, NxElementType 
 }
 int32_t ContextGetThreadCount(const NxKernelContext* c) { return c->threads; }
 NxStatus* ContextGetScratch(NxKernelContext* c, size_t size, bool host, void** memory) {
-  if (!c || !memory) return CreateStatus(NX_INVALID_ARGUMENT, "KernelContext_GetScratch: null argument");
+  if (!c || !memory)
+    return CreateStatus(NX_INVALID_ARGUMENT, "KernelContext_GetScratch: null argument");
   return CatchAsStatus([&] {
     BufferPool* pool = host ? c->host_pool : c->pool;
     std::shared_ptr<void> block;
@@ -294,11 +306,14 @@ NxStatus* ContextGetScratch(NxKernelContext* c, size_t size, bool host, void** m
 }
 NxStatus* ContextParallelFor(NxKernelContext* c, size_t total, size_t grain,
                              void (*fn)(void* user, size_t begin, size_t end), void* user) {
-  if (!c || !fn) return CreateStatus(NX_INVALID_ARGUMENT, "KernelContext_ParallelFor: null argument");
+  if (!c || !fn)
+    return CreateStatus(NX_INVALID_ARGUMENT, "KernelContext_ParallelFor: null argument");
   return CatchAsStatus([&] {
     std::function<void(size_t, size_t)> job = [&](size_t b, size_t e) { fn(user, b, e); };
-    if (c->thread_pool == nullptr) job(0, total);
-    else c->thread_pool->ParallelFor(total, grain, job);
+    if (c->thread_pool == nullptr)
+      job(0, total);
+    else
+      c->thread_pool->ParallelFor(total, grain, job);
   });
 }
 
@@ -310,10 +325,12 @@ const NxMemoryInfo* ValueGetMemoryInfo(const NxValue* v) { return v ? MemoryOf(*
 bool MemoryInfoAreEqual(const NxMemoryInfo* a, const NxMemoryInfo* b) {
   return a != nullptr && b != nullptr && SameMemory(a, b);
 }
-NxStatus* PrePackCacheStore(NxPrePackCache* cache, void* const* buffers, const size_t* sizes, size_t count) {
+NxStatus* PrePackCacheStore(NxPrePackCache* cache, void* const* buffers, const size_t* sizes,
+                            size_t count) {
   if (!cache) return CreateStatus(NX_INVALID_ARGUMENT, "PrePackCache_Store: cache is null");
   if (count == 0 || !buffers || !sizes) {
-    return CreateStatus(NX_INVALID_ARGUMENT, "PrePackCache_Store: needs at least one buffer with its size");
+    return CreateStatus(NX_INVALID_ARGUMENT,
+                        "PrePackCache_Store: needs at least one buffer with its size");
   }
   return CatchAsStatus([&] {
     std::vector<void*> b(buffers, buffers + count);
@@ -348,9 +365,12 @@ const char* ValueGetString(const NxValue* v, size_t i, size_t* size) {
   return v->strings[i].data();
 }
 NxStatus* ValueSetString(NxValue* v, size_t i, const char* data, size_t size) {
-  if (v->type != NX_TYPE_STRING) return CreateStatus(NX_INVALID_ARGUMENT, "Value_SetString: not a string tensor");
-  if (i >= v->strings.size()) return CreateStatus(NX_INVALID_ARGUMENT, "Value_SetString: index out of range");
-  if (size > 0 && data == nullptr) return CreateStatus(NX_INVALID_ARGUMENT, "Value_SetString: data is null");
+  if (v->type != NX_TYPE_STRING)
+    return CreateStatus(NX_INVALID_ARGUMENT, "Value_SetString: not a string tensor");
+  if (i >= v->strings.size())
+    return CreateStatus(NX_INVALID_ARGUMENT, "Value_SetString: index out of range");
+  if (size > 0 && data == nullptr)
+    return CreateStatus(NX_INVALID_ARGUMENT, "Value_SetString: data is null");
   return CatchAsStatus([&] { v->strings[i].assign(data ? data : "", size); });
 }
 

@@ -32,14 +32,14 @@ class ThreadPool;
 
 struct NxKernelContext {
   const nxrt::Node* node = nullptr;
-  const nxrt::KernelEntry* entry = nullptr;     // host outputs, aliases, in-place hints (may be null)
+  const nxrt::KernelEntry* entry = nullptr;  // host outputs, aliases, in-place hints (may be null)
   const nxrt::Value* const* inputs = nullptr;  // null entries for omitted (or packed) inputs
   size_t num_inputs = 0;
-  nxrt::ValuePtr* outputs = nullptr;           // filled by AllocateOutput
+  nxrt::ValuePtr* outputs = nullptr;  // filled by AllocateOutput
   size_t num_outputs = 0;
   int threads = 1;
-  nxrt::BufferPool* pool = nullptr;            // where output buffers come from (kernel memory)
-  nxrt::BufferPool* host_pool = nullptr;       // host buffers (host outputs, host scratch)
+  nxrt::BufferPool* pool = nullptr;       // where output buffers come from (kernel memory)
+  nxrt::BufferPool* host_pool = nullptr;  // host buffers (host outputs, host scratch)
   // Optional planning facts, per input: may the buffer be overwritten (last use, runtime-owned).
   const char* input_reusable = nullptr;
   // Optional, per output: a caller-bound tensor to write into when it matches.

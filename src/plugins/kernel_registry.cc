@@ -96,8 +96,9 @@ void KernelRegistry::Add(const NxKernelDef& def) {
   KernelEntry& stored = entries_.emplace_back(std::move(e));
   // The ABI view, pointing into the stored entry (its address never changes).
   for (const KernelTypeConstraint& c : stored.constraints) {
-    stored.abi_constraints.push_back({c.name.c_str(), c.allowed.data(), c.allowed.size(), c.inputs.data(),
-                                      c.inputs.size(), c.outputs.data(), c.outputs.size()});
+    stored.abi_constraints.push_back({c.name.c_str(), c.allowed.data(), c.allowed.size(),
+                                      c.inputs.data(), c.inputs.size(), c.outputs.data(),
+                                      c.outputs.size()});
   }
   NxKernelDef& a = stored.abi;
   a.version = NXRT_EP_API_VERSION;
@@ -171,7 +172,8 @@ const KernelEntry* KernelRegistry::Find(const Node& node, std::string* reason) c
     if (ok) return &e;
   }
   if (reason) {
-    if (!type_reason.empty()) *reason = "type constraint not met: " + type_reason;
+    if (!type_reason.empty())
+      *reason = "type constraint not met: " + type_reason;
     else
       *reason = "no kernel for " + node.op_type + " at opset " + std::to_string(node.opset) +
                 " (registered versions: " + ranges + ")";

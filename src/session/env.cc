@@ -35,7 +35,8 @@ EpFactory* Env::FactoryForMemory(const NxMemoryInfo* memory) {
   return nullptr;
 }
 
-ValuePtr Env::AllocateTensor(NxElementType type, std::span<const int64_t> dims, const NxMemoryInfo* memory) {
+ValuePtr Env::AllocateTensor(NxElementType type, std::span<const int64_t> dims,
+                             const NxMemoryInfo* memory) {
   if (HostAccessible(memory) && SameMemory(memory, HostMemory())) return MakeTensor(type, dims);
   NXRT_CHECK(type != NX_TYPE_STRING, NX_INVALID_ARGUMENT,
              "string tensors live in host memory only, not in " + DescribeMemory(memory));
@@ -63,12 +64,14 @@ void Env::CopyWithTransfer(const Value& src, Value& dst) {
     const NxValue* s = &src;
     NxValue* d = &dst;
     ThrowIfStatus(t->CopyTensors(t, &s, &d, 1), "EP '" + name + "' could not copy a tensor from " +
-                                                    DescribeMemory(from) + " to " + DescribeMemory(to));
+                                                    DescribeMemory(from) + " to " +
+                                                    DescribeMemory(to));
     return;
   }
   // No direct route: through host memory, when both legs exist.
   NXRT_CHECK(!HostAccessible(from) && !HostAccessible(to), NX_NOT_IMPLEMENTED,
-             "no registered EP can copy tensors from " + DescribeMemory(from) + " to " + DescribeMemory(to));
+             "no registered EP can copy tensors from " + DescribeMemory(from) + " to " +
+                 DescribeMemory(to));
   ValuePtr staging = MakeTensor(src.type, src.dims);
   CopyWithTransfer(src, *staging);
   CopyWithTransfer(*staging, dst);
@@ -77,13 +80,15 @@ void Env::CopyWithTransfer(const Value& src, Value& dst) {
 void Env::CopyTensor(const Value& src, Value& dst) {
   NXRT_CHECK(src.kind == NX_VALUE_TENSOR && dst.kind == NX_VALUE_TENSOR && src.type == dst.type &&
                  src.dims == dst.dims,
-             NX_INVALID_ARGUMENT, "cannot copy " + DescribeTensor(src) + " into " + DescribeTensor(dst));
+             NX_INVALID_ARGUMENT,
+             "cannot copy " + DescribeTensor(src) + " into " + DescribeTensor(dst));
   if (src.type == NX_TYPE_STRING) {
     dst.strings = src.strings;
     return;
   }
   if (IsHostReadable(src) && IsHostReadable(dst)) {
-    if (TensorBytes(src) > 0 && src.data != dst.data) std::memcpy(dst.data, src.data, TensorBytes(src));
+    if (TensorBytes(src) > 0 && src.data != dst.data)
+      std::memcpy(dst.data, src.data, TensorBytes(src));
     return;
   }
   if (TensorBytes(src) == 0) return;
@@ -117,8 +122,8 @@ void Env::RegisterLibrary(const std::string& name, const std::string& path) {
   NXRT_CHECK(libraries_.find(name) == libraries_.end(), NX_INVALID_ARGUMENT,
              "an EP library is already registered as '" + name + "'");
   for (auto& f : lib->factories()) {
-    logger_.Log(NX_LOG_INFO, "registered EP '" + f.name + "' (" + f.vendor + " " + f.version +
-                                 ") from " + path);
+    logger_.Log(NX_LOG_INFO,
+                "registered EP '" + f.name + "' (" + f.vendor + " " + f.version + ") from " + path);
   }
   libraries_.emplace(name, std::move(lib));
 }
@@ -128,7 +133,8 @@ void Env::UnregisterLibrary(const std::string& name) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = libraries_.find(name);
-    NXRT_CHECK(it != libraries_.end(), NX_NOT_FOUND, "no EP library is registered as '" + name + "'");
+    NXRT_CHECK(it != libraries_.end(), NX_NOT_FOUND,
+               "no EP library is registered as '" + name + "'");
     auto use = uses_.find(it->second.get());
     if (use != uses_.end() && use->second > 0) {
       Throw(NX_INVALID_ARGUMENT, "EP library '" + name + "' is still used by " +

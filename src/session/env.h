@@ -46,7 +46,8 @@ class Env {
   // The factory (of any registered library) whose EPs work in `memory`, or nullptr.
   EpFactory* FactoryForMemory(const NxMemoryInfo* memory);
   // A tensor in `memory` (host memory: zero-filled; device memory: uninitialised).
-  ValuePtr AllocateTensor(NxElementType type, std::span<const int64_t> dims, const NxMemoryInfo* memory);
+  ValuePtr AllocateTensor(NxElementType type, std::span<const int64_t> dims,
+                          const NxMemoryInfo* memory);
   // Copies `src` into `dst` (same element type and shape, any memories): a memcpy between
   // host-accessible memories, otherwise a registered data transfer that accepts the pair, or
   // two transfers through host memory.
@@ -64,7 +65,8 @@ class Env {
 
   Logger logger_;
   PrePackStore prepack_store_;
-  std::shared_ptr<HostSideAllocator> prepack_allocator_ = std::make_shared<HostSideAllocator>(HostRawAllocator());
+  std::shared_ptr<HostSideAllocator> prepack_allocator_ =
+      std::make_shared<HostSideAllocator>(HostRawAllocator());
   std::mutex mutex_;
   std::map<std::string, std::unique_ptr<EpLibrary>> libraries_;  // by registration name
   std::map<EpLibrary*, int> uses_;

@@ -38,7 +38,8 @@ std::vector<ValuePtr> Session::Run(const std::vector<std::string>& input_names,
   // An input handed over in device memory that a host kernel reads comes to the host first.
   for (int in : g.inputs) {
     const Value* v = slots[static_cast<size_t>(in)];
-    if (v && v->kind == NX_VALUE_TENSOR && !IsHostReadable(*v) && input_used_on_host_[static_cast<size_t>(in)]) {
+    if (v && v->kind == NX_VALUE_TENSOR && !IsHostReadable(*v) &&
+        input_used_on_host_[static_cast<size_t>(in)]) {
       owned[static_cast<size_t>(in)] = env_.CopyToMemory(*v, HostMemory());
       slots[static_cast<size_t>(in)] = owned[static_cast<size_t>(in)].get();
     }
@@ -55,11 +56,13 @@ std::vector<ValuePtr> Session::Run(const std::vector<std::string>& input_names,
       int index = g.FindValue(name);
       bool is_output = false;
       for (int o : g.outputs) is_output = is_output || o == index;
-      NXRT_CHECK(index >= 0 && is_output, NX_INVALID_ARGUMENT, "'" + name + "' is not an output of the model");
+      NXRT_CHECK(index >= 0 && is_output, NX_INVALID_ARGUMENT,
+                 "'" + name + "' is not an output of the model");
       wanted.push_back(index);
     }
   }
-  NXRT_CHECK(bound.size() <= wanted.size(), NX_INVALID_ARGUMENT, "more bound outputs than requested outputs");
+  NXRT_CHECK(bound.size() <= wanted.size(), NX_INVALID_ARGUMENT,
+             "more bound outputs than requested outputs");
   std::vector<Value*> bound_by_value(num_values, nullptr);
   for (size_t i = 0; i < bound.size(); ++i) {
     if (bound[i] != nullptr) bound_by_value[static_cast<size_t>(wanted[i])] = bound[i];
@@ -74,14 +77,18 @@ std::vector<ValuePtr> Session::Run(const std::vector<std::string>& input_names,
     if (step.is_copy) {
       const Copy& c = copies_[static_cast<size_t>(step.index)];
       const Value* src = slots[static_cast<size_t>(c.src_slot)];
-      NXRT_CHECK(src != nullptr, NX_RUNTIME_ERROR, "value '" + g.value(c.src_slot).name + "' was not produced");
+      NXRT_CHECK(src != nullptr, NX_RUNTIME_ERROR,
+                 "value '" + g.value(c.src_slot).name + "' was not produced");
       if (src->kind == NX_VALUE_TENSOR && SameMemory(MemoryOf(*src), c.dst_memory)) {
-        slots[static_cast<size_t>(c.dst_slot)] = src;  // already there (an input given in that memory)
+        slots[static_cast<size_t>(c.dst_slot)] =
+            src;  // already there (an input given in that memory)
       } else {
         NXRT_CHECK(src->kind == NX_VALUE_TENSOR, NX_NOT_IMPLEMENTED,
-                   "value '" + g.value(c.src_slot).name + "' is a sequence or optional; only tensors move between memories");
-        ValuePtr dst = src->type == NX_TYPE_STRING ? MakeTensor(src->type, src->dims)
-                                                   : MakeTensorFromPool(src->type, src->dims, ArenaFor(c.dst_memory));
+                   "value '" + g.value(c.src_slot).name +
+                       "' is a sequence or optional; only tensors move between memories");
+        ValuePtr dst = src->type == NX_TYPE_STRING
+                           ? MakeTensor(src->type, src->dims)
+                           : MakeTensorFromPool(src->type, src->dims, ArenaFor(c.dst_memory));
         env_.CopyTensor(*src, *dst);
         owned[static_cast<size_t>(c.dst_slot)] = std::move(dst);
         slots[static_cast<size_t>(c.dst_slot)] = owned[static_cast<size_t>(c.dst_slot)].get();
@@ -98,13 +105,15 @@ std::vector<ValuePtr> Session::Run(const std::vector<std::string>& input_names,
       // step that passed a caller's tensor through does not make it ours).
       node_reusable.assign(node.inputs.size(), 0);
       for (size_t i = 0; i < node.inputs.size(); ++i) {
-        node_reusable[i] = node_input_reusable_[n][i] && in_slots[i] >= 0 && owned[static_cast<size_t>(in_slots[i])] &&
+        node_reusable[i] = node_input_reusable_[n][i] && in_slots[i] >= 0 &&
+                           owned[static_cast<size_t>(in_slots[i])] &&
                            owned[static_cast<size_t>(in_slots[i])].get() == node_inputs[i];
       }
       node_outputs.assign(node.outputs.size(), nullptr);
       node_bound.assign(node.outputs.size(), nullptr);
       for (size_t o = 0; o < node.outputs.size(); ++o) {
-        if (node.outputs[o] >= 0) node_bound[o] = bound_by_value[static_cast<size_t>(node.outputs[o])];
+        if (node.outputs[o] >= 0)
+          node_bound[o] = bound_by_value[static_cast<size_t>(node.outputs[o])];
       }
       const size_t e = static_cast<size_t>(node_ep_[n]);
       NxKernelContext ctx;
@@ -121,13 +130,14 @@ std::vector<ValuePtr> Session::Run(const std::vector<std::string>& input_names,
       ctx.bound_outputs = node_bound.data();
       ctx.thread_pool = thread_pool_.get();
       NxKernel* kernel = kernels_[n];
-      ThrowIfStatus(kernel->Compute(kernel, &ctx), node.Describe() + " (EP " + eps_[e]->name() + ") failed");
+      ThrowIfStatus(kernel->Compute(kernel, &ctx),
+                    node.Describe() + " (EP " + eps_[e]->name() + ") failed");
       for (size_t o = 0; o < node.outputs.size(); ++o) {
         int v = node.outputs[o];
         if (v < 0) continue;
         NXRT_CHECK(node_outputs[o] != nullptr, NX_RUNTIME_ERROR,
-                   node.Describe() + ": the kernel did not produce output " + std::to_string(o) + " ('" +
-                       g.value(v).name + "')");
+                   node.Describe() + ": the kernel did not produce output " + std::to_string(o) +
+                       " ('" + g.value(v).name + "')");
         owned[static_cast<size_t>(v)] = std::move(node_outputs[o]);
         slots[static_cast<size_t>(v)] = owned[static_cast<size_t>(v)].get();
       }
@@ -143,12 +153,13 @@ std::vector<ValuePtr> Session::Run(const std::vector<std::string>& input_names,
   for (size_t i = 0; i < wanted.size(); ++i) {
     const int v = wanted[i];
     const Value* value = slots[static_cast<size_t>(v)];
-    NXRT_CHECK(value != nullptr, NX_RUNTIME_ERROR, "output '" + g.value(v).name + "' was not produced");
+    NXRT_CHECK(value != nullptr, NX_RUNTIME_ERROR,
+               "output '" + g.value(v).name + "' was not produced");
     Value* target = i < bound.size() ? bound[i] : nullptr;
     if (target != nullptr) {
       // Written in place by the producing kernel, or copied now (across memories if need be).
-      if (!(value->kind == NX_VALUE_TENSOR && value->type != NX_TYPE_STRING && value->data == target->data &&
-            value->dims == target->dims)) {
+      if (!(value->kind == NX_VALUE_TENSOR && value->type != NX_TYPE_STRING &&
+            value->data == target->data && value->dims == target->dims)) {
         NXRT_CHECK(value->kind == NX_VALUE_TENSOR && target->kind == NX_VALUE_TENSOR &&
                        value->type == target->type && value->dims == target->dims,
                    NX_INVALID_ARGUMENT,

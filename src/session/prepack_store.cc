@@ -20,7 +20,8 @@ struct Hash128 {
     h ^= h >> 33;
     return h;
   }
-  uint64_t lane[4] = {0x9e3779b97f4a7c15ull, 0xbf58476d1ce4e5b9ull, 0x94d049bb133111ebull, 0x2545f4914f6cdd1dull};
+  uint64_t lane[4] = {0x9e3779b97f4a7c15ull, 0xbf58476d1ce4e5b9ull, 0x94d049bb133111ebull,
+                      0x2545f4914f6cdd1dull};
   uint64_t length = 0;
 
   void Add(const void* data, size_t n) {
@@ -33,7 +34,8 @@ struct Hash128 {
         lane[k] = Rotl(lane[k] + w * 0xc2b2ae3d27d4eb4full, 31) * 0x9e3779b185ebca87ull;
       }
     }
-    for (; i < n; ++i) lane[i & 3] = Rotl(lane[i & 3] ^ (p[i] * 0x165667b19e3779f9ull), 23) * 0x85ebca77c2b2ae63ull;
+    for (; i < n; ++i)
+      lane[i & 3] = Rotl(lane[i & 3] ^ (p[i] * 0x165667b19e3779f9ull), 23) * 0x85ebca77c2b2ae63ull;
     length += n;
   }
   std::string Hex() const {
@@ -73,7 +75,8 @@ std::string DescribeAttribute(const Attribute& a) {
   if (a.tensor) s += tensor_hash(a.tensor);
   for (const auto& t : a.tensors) s += tensor_hash(t);
   // Graph attributes make a node unique enough that sharing is not worth a deep comparison.
-  if (a.graph || !a.graphs.empty()) s += "graph@" + std::to_string(reinterpret_cast<uintptr_t>(a.graph.get()));
+  if (a.graph || !a.graphs.empty())
+    s += "graph@" + std::to_string(reinterpret_cast<uintptr_t>(a.graph.get()));
   return s;
 }
 
@@ -89,7 +92,8 @@ PackedWeight::~PackedWeight() {
   for (void* b : buffers) allocator->FreeBlock(b);
 }
 
-std::string PrePackStore::Key(const std::string& ep, const Node& node, size_t input, const Value& weight) {
+std::string PrePackStore::Key(const std::string& ep, const Node& node, size_t input,
+                              const Value& weight) {
   std::string key = ep + "|" + node.domain + ":" + node.op_type + "@" + std::to_string(node.opset) +
                     "|in" + std::to_string(input) + "|";
   for (const Attribute& a : node.attributes) key += DescribeAttribute(a) + "|";
@@ -99,7 +103,8 @@ std::string PrePackStore::Key(const std::string& ep, const Node& node, size_t in
       continue;
     }
     const TypeInfo& t = node.owner->value(v).type;
-    key += std::to_string(t.elem_type) + (t.has_shape ? ShapeString(t.dims) : std::string("?")) + "|";
+    key +=
+        std::to_string(t.elem_type) + (t.has_shape ? ShapeString(t.dims) : std::string("?")) + "|";
   }
   Hash128 h;
   h.Add(weight.data, TensorBytes(weight));
@@ -115,7 +120,8 @@ std::shared_ptr<PackedWeight> PrePackStore::Find(const std::string& key) {
   return entry;
 }
 
-std::shared_ptr<PackedWeight> PrePackStore::Insert(const std::string& key, std::shared_ptr<PackedWeight> packed) {
+std::shared_ptr<PackedWeight> PrePackStore::Insert(const std::string& key,
+                                                   std::shared_ptr<PackedWeight> packed) {
   std::lock_guard<std::mutex> lock(mu_);
   auto& slot = entries_[key];
   if (auto existing = slot.lock()) return existing;

@@ -30,11 +30,13 @@ class PrePackStore {
   // The key a packing of input `input` of `node` by EP `ep` is shared under: the EP, the op and
   // its opset, the node's attributes, the element types and static shapes of all its inputs,
   // and a 128-bit hash of the weight's bytes.
-  static std::string Key(const std::string& ep, const Node& node, size_t input, const Value& weight);
+  static std::string Key(const std::string& ep, const Node& node, size_t input,
+                         const Value& weight);
 
   std::shared_ptr<PackedWeight> Find(const std::string& key);
   // Stores `packed` unless an entry for `key` appeared meanwhile; returns the entry to use.
-  std::shared_ptr<PackedWeight> Insert(const std::string& key, std::shared_ptr<PackedWeight> packed);
+  std::shared_ptr<PackedWeight> Insert(const std::string& key,
+                                       std::shared_ptr<PackedWeight> packed);
 
   // Live shared entries and their bytes (each counted once however many sessions use it).
   size_t entries() const;

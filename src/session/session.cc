@@ -52,7 +52,8 @@ Session::Session(Env& env, std::shared_ptr<Model> model, const SessionOptions& o
     if (options.optimization_level >= 1) {
       FuseNodes(*model_->graph, eps_, logger_.logger);
       node_ep_.resize(graph().nodes.size());
-      for (const Node& node : graph().nodes) node_ep_[static_cast<size_t>(node.index)] = node.assigned_ep;
+      for (const Node& node : graph().nodes)
+        node_ep_[static_cast<size_t>(node.index)] = node.assigned_ep;
     }
     CreateKernels();
     PrePackWeights(share == nullptr || *share != "0");
@@ -79,7 +80,8 @@ Session::~Session() {
 
 void Session::CreateEps(const SessionOptions& options) {
   for (const EpRequest& req : options.eps) {
-    for (const auto& [key, value] : req.options) config_.entries["ep." + Lower(req.name) + "." + key] = value;
+    for (const auto& [key, value] : req.options)
+      config_.entries["ep." + Lower(req.name) + "." + key] = value;
   }
   for (const EpRequest& req : options.eps) {
     EpFactory* factory = env_.FindFactory(req.name);
@@ -87,7 +89,8 @@ void Session::CreateEps(const SessionOptions& options) {
                "no registered EP library provides an EP named '" + req.name + "'");
     bool duplicate = false;
     for (auto& ep : eps_) duplicate = duplicate || Lower(ep->name()) == Lower(factory->name);
-    if (!duplicate) eps_.push_back(std::make_unique<EpInstance>(env_, *factory, &config_, &logger_));
+    if (!duplicate)
+      eps_.push_back(std::make_unique<EpInstance>(env_, *factory, &config_, &logger_));
   }
   EpFactory* cpu = env_.DefaultCpuFactory();
   bool have_cpu = false;
@@ -105,10 +108,12 @@ void Session::CreateEps(const SessionOptions& options) {
     NxEp* raw = ep->raw();
     NxAllocator* own = nullptr;
     if (raw->version >= 2 && raw->CreateAllocator != nullptr) {
-      ThrowIfStatus(raw->CreateAllocator(raw, m, &own), "EP '" + ep->name() + "' CreateAllocator failed");
+      ThrowIfStatus(raw->CreateAllocator(raw, m, &own),
+                    "EP '" + ep->name() + "' CreateAllocator failed");
     }
     if (own != nullptr) {
-      auto alloc = std::make_shared<PluginAllocator>(own, m, "EP '" + ep->name() + "' session allocator");
+      auto alloc =
+          std::make_shared<PluginAllocator>(own, m, "EP '" + ep->name() + "' session allocator");
       ep_arena_.push_back(std::make_shared<BufferPool>(size_t{256} << 20, alloc));
     } else {
       ep_arena_.push_back(ep->factory().arena);
@@ -128,15 +133,19 @@ void Session::AssignNodes() {
     if (raw->GetCapability != nullptr) {
       NxStatus* st = raw->GetCapability(raw, reinterpret_cast<const NxGraph*>(&g), &cap);
       if (st != nullptr) {
-        logger_.logger.Log(NX_LOG_WARNING, "EP '" + ep.name() + "' GetCapability failed (it claims no node): " + st->message);
+        logger_.logger.Log(
+            NX_LOG_WARNING,
+            "EP '" + ep.name() + "' GetCapability failed (it claims no node): " + st->message);
         delete st;
         cap.claimed.clear();
       }
     } else if (ep.registry() != nullptr) {
       for (const Node& node : g.nodes) {
         std::string why;
-        if (ep.registry()->Find(node, &why)) cap.claimed.push_back(&node);
-        else if (node_ep_[node.index] < 0) reasons[node.index] += "\n  " + ep.name() + ": " + why;
+        if (ep.registry()->Find(node, &why))
+          cap.claimed.push_back(&node);
+        else if (node_ep_[node.index] < 0)
+          reasons[node.index] += "\n  " + ep.name() + ": " + why;
       }
     }
     for (const Node* node : cap.claimed) {
@@ -148,19 +157,21 @@ void Session::AssignNodes() {
       node_ep_[node->index] = static_cast<int>(e);
     }
   }
-  for (Node& node : model_->graph->nodes) node.assigned_ep = node_ep_[static_cast<size_t>(node.index)];
+  for (Node& node : model_->graph->nodes)
+    node.assigned_ep = node_ep_[static_cast<size_t>(node.index)];
   for (const Node& node : g.nodes) {
     if (node_ep_[node.index] < 0) {
       Throw(NX_NOT_IMPLEMENTED, g.source + ": no EP can run " + node.Describe() + " (op " +
                                     (node.domain.empty() ? "" : node.domain + ".") + node.op_type +
-                                    ", opset " + std::to_string(node.opset) + "):" + reasons[node.index]);
+                                    ", opset " + std::to_string(node.opset) +
+                                    "):" + reasons[node.index]);
     }
   }
   std::vector<size_t> counts(eps_.size(), 0);
   for (int e : node_ep_) ++counts[static_cast<size_t>(e)];
   for (size_t e = 0; e < eps_.size(); ++e) {
-    logger_.logger.Log(NX_LOG_INFO, "EP " + eps_[e]->name() + ": " + std::to_string(counts[e]) + " of " +
-                                        std::to_string(g.nodes.size()) + " nodes");
+    logger_.logger.Log(NX_LOG_INFO, "EP " + eps_[e]->name() + ": " + std::to_string(counts[e]) +
+                                        " of " + std::to_string(g.nodes.size()) + " nodes");
   }
 }
 
@@ -176,8 +187,9 @@ void Session::CreateKernels() {
     NXRT_CHECK(entry != nullptr, NX_NOT_IMPLEMENTED, node.Describe() + ": " + why);
     NxKernelInfo info{&node, &config_, ep.raw(), ep.memory() ? ep.memory() : HostMemory()};
     NxKernel* kernel = nullptr;
-    ThrowIfStatus(entry->create(entry->create_state, &info, &kernel),
-                  g.source + ": " + node.Describe() + " on EP " + ep.name() + ": cannot create kernel");
+    ThrowIfStatus(
+        entry->create(entry->create_state, &info, &kernel),
+        g.source + ": " + node.Describe() + " on EP " + ep.name() + ": cannot create kernel");
     NXRT_CHECK(kernel != nullptr, NX_INVALID_PLUGIN,
                node.Describe() + ": EP " + ep.name() + " returned no kernel");
     kernels_[node.index] = kernel;  // owned from here on, even if incomplete
@@ -218,9 +230,10 @@ void Session::PrePackWeights(bool share) {
       if (share && host_kernel && k->UseSharedPrePackedWeight != nullptr) {
         key = PrePackStore::Key(ep.name(), node, i, weight);
         if (auto hit = env_.prepack_store().Find(key)) {
-          ThrowIfStatus(k->UseSharedPrePackedWeight(k, i, const_cast<const void* const*>(hit->buffers.data()),
-                                                    hit->sizes.data(), hit->buffers.size()),
-                        where + ": UseSharedPrePackedWeight failed for input " + std::to_string(i));
+          ThrowIfStatus(
+              k->UseSharedPrePackedWeight(k, i, const_cast<const void* const*>(hit->buffers.data()),
+                                          hit->sizes.data(), hit->buffers.size()),
+              where + ": UseSharedPrePackedWeight failed for input " + std::to_string(i));
           shared_packs_.push_back(std::move(hit));
           packed_inputs_[node.index][i] = 1;
           ++stats_.prepack_shared_hits;
@@ -232,21 +245,26 @@ void Session::PrePackWeights(bool share) {
       cache.allocator = allocator;
       bool packed = false;
       ++stats_.prepack_calls;
-      ThrowIfStatus(k->PrePackWeight(k, &weight, i, allocator, key.empty() ? nullptr : &cache, &packed),
-                    where + ": PrePackWeight failed for input " + std::to_string(i));
+      ThrowIfStatus(
+          k->PrePackWeight(k, &weight, i, allocator, key.empty() ? nullptr : &cache, &packed),
+          where + ": PrePackWeight failed for input " + std::to_string(i));
       if (cache.stored) {
         auto entry = std::make_shared<PackedWeight>();
         cache.Release(entry->buffers, entry->sizes);
         entry->allocator = env_.prepack_allocator();
-        NXRT_CHECK(packed, NX_INVALID_PLUGIN,
-                   where + ": the kernel stored a packed weight for sharing but said it did not pack input " +
-                       std::to_string(i));
-        NXRT_CHECK(k->UseSharedPrePackedWeight != nullptr, NX_INVALID_PLUGIN,
-                   where + ": the kernel shares packed weights but has no UseSharedPrePackedWeight");
+        NXRT_CHECK(
+            packed, NX_INVALID_PLUGIN,
+            where +
+                ": the kernel stored a packed weight for sharing but said it did not pack input " +
+                std::to_string(i));
+        NXRT_CHECK(
+            k->UseSharedPrePackedWeight != nullptr, NX_INVALID_PLUGIN,
+            where + ": the kernel shares packed weights but has no UseSharedPrePackedWeight");
         entry = env_.prepack_store().Insert(key, std::move(entry));
-        ThrowIfStatus(k->UseSharedPrePackedWeight(k, i, const_cast<const void* const*>(entry->buffers.data()),
-                                                  entry->sizes.data(), entry->buffers.size()),
-                      where + ": UseSharedPrePackedWeight failed for input " + std::to_string(i));
+        ThrowIfStatus(
+            k->UseSharedPrePackedWeight(k, i, const_cast<const void* const*>(entry->buffers.data()),
+                                        entry->sizes.data(), entry->buffers.size()),
+            where + ": UseSharedPrePackedWeight failed for input " + std::to_string(i));
         shared_packs_.push_back(std::move(entry));
       }
       if (packed) {
@@ -265,13 +283,15 @@ void Session::PrePackWeights(bool share) {
     bool all_packed = true;
     for (const Node& node : g.nodes) {
       for (size_t i = 0; i < node.inputs.size(); ++i) {
-        if (node.inputs[i] == static_cast<int>(v) && !packed_inputs_[node.index][i]) all_packed = false;
+        if (node.inputs[i] == static_cast<int>(v) && !packed_inputs_[node.index][i])
+          all_packed = false;
       }
     }
     if (!all_packed) continue;
     ++stats_.initializers_released;
     // Bytes only count when this was the last holder of the memory (not a shared file mapping).
-    if (def.initializer->storage && def.initializer->storage.use_count() == 1 && def.initializer.use_count() == 1) {
+    if (def.initializer->storage && def.initializer->storage.use_count() == 1 &&
+        def.initializer.use_count() == 1) {
       stats_.initializer_bytes_released += TensorBytes(*def.initializer);
     }
     def.initializer.reset();
@@ -307,11 +327,13 @@ void Session::PlanMemory() {
   for (size_t v = 0; v < num_values; ++v) constants_[v] = g.values[v].initializer;
   for (const Node& node : g.nodes) {
     for (size_t o = 0; o < node.outputs.size(); ++o) {
-      if (node.outputs[o] >= 0) slot_memory_[static_cast<size_t>(node.outputs[o])] = KernelOutputMemory(node, o);
+      if (node.outputs[o] >= 0)
+        slot_memory_[static_cast<size_t>(node.outputs[o])] = KernelOutputMemory(node, o);
     }
   }
 
-  std::map<std::pair<int, const NxMemoryInfo*>, int> moved;  // (slot, memory) -> slot holding it there
+  std::map<std::pair<int, const NxMemoryInfo*>, int>
+      moved;  // (slot, memory) -> slot holding it there
   node_input_slots_.assign(g.nodes.size(), {});
   steps_.clear();
   copies_.clear();
@@ -329,7 +351,8 @@ void Session::PlanMemory() {
       const bool is_constant = def.initializer != nullptr;
       if (Reachable(slot_memory_[static_cast<size_t>(v)], need)) {
         slots[i] = v;
-        if (def.is_graph_input && SameMemory(need, HostMemory())) input_used_on_host_[static_cast<size_t>(v)] = 1;
+        if (def.is_graph_input && SameMemory(need, HostMemory()))
+          input_used_on_host_[static_cast<size_t>(v)] = 1;
         continue;
       }
       auto key = std::make_pair(v, InternMemoryInfo(*need));
@@ -368,22 +391,27 @@ void Session::PlanLifetimes() {
   for (size_t s = 0; s < steps_.size(); ++s) {
     const Step& step = steps_[s];
     if (step.is_copy) {
-      last_step[static_cast<size_t>(copies_[static_cast<size_t>(step.index)].src_slot)] = static_cast<int>(s);
-      last_step[static_cast<size_t>(copies_[static_cast<size_t>(step.index)].dst_slot)] = static_cast<int>(s);
+      last_step[static_cast<size_t>(copies_[static_cast<size_t>(step.index)].src_slot)] =
+          static_cast<int>(s);
+      last_step[static_cast<size_t>(copies_[static_cast<size_t>(step.index)].dst_slot)] =
+          static_cast<int>(s);
       continue;
     }
     const Node& node = g.nodes[static_cast<size_t>(step.index)];
     for (int slot : node_input_slots_[node.index])
       if (slot >= 0) last_step[static_cast<size_t>(slot)] = static_cast<int>(s);
     for (int v : node.outputs)
-      if (v >= 0) last_step[static_cast<size_t>(v)] = std::max(last_step[static_cast<size_t>(v)], static_cast<int>(s));
+      if (v >= 0)
+        last_step[static_cast<size_t>(v)] =
+            std::max(last_step[static_cast<size_t>(v)], static_cast<int>(s));
   }
   free_after_step_.assign(steps_.size(), {});
   for (size_t slot = 0; slot < num_slots_; ++slot) {
     if (constants_[slot] || last_step[slot] < 0) continue;
     if (slot < g.values.size()) {
       const ValueDef& def = g.values[slot];
-      if (def.is_graph_output || def.is_graph_input || def.initializer || def.producer < 0) continue;
+      if (def.is_graph_output || def.is_graph_input || def.initializer || def.producer < 0)
+        continue;
     }
     free_after_step_[static_cast<size_t>(last_step[slot])].push_back(static_cast<int>(slot));
   }
@@ -398,7 +426,9 @@ void Session::PlanLifetimes() {
     reusable.assign(slots.size(), 0);
     for (size_t i = 0; i < slots.size(); ++i) {
       const int slot = slots[i];
-      if (slot < 0 || constants_[static_cast<size_t>(slot)] || last_step[static_cast<size_t>(slot)] != static_cast<int>(s)) continue;
+      if (slot < 0 || constants_[static_cast<size_t>(slot)] ||
+          last_step[static_cast<size_t>(slot)] != static_cast<int>(s))
+        continue;
       if (static_cast<size_t>(slot) < g.values.size()) {
         const ValueDef& def = g.values[static_cast<size_t>(slot)];
         if (def.is_graph_output || def.is_graph_input || def.producer < 0) continue;
@@ -408,10 +438,12 @@ void Session::PlanLifetimes() {
     }
   }
 }
-void Session::CheckFeeds(const std::vector<std::string>& names, const std::vector<const Value*>& values,
+void Session::CheckFeeds(const std::vector<std::string>& names,
+                         const std::vector<const Value*>& values,
                          std::vector<const Value*>& slots) const {
   const Graph& g = graph();
-  NXRT_CHECK(names.size() == values.size(), NX_INVALID_ARGUMENT, "input names and values differ in number");
+  NXRT_CHECK(names.size() == values.size(), NX_INVALID_ARGUMENT,
+             "input names and values differ in number");
   for (size_t i = 0; i < names.size(); ++i) {
     int index = g.FindValue(names[i]);
     NXRT_CHECK(index >= 0 && g.value(index).is_graph_input, NX_INVALID_ARGUMENT,
@@ -421,22 +453,25 @@ void Session::CheckFeeds(const std::vector<std::string>& names, const std::vecto
                "input '" + names[i] + "' is given twice");
     const TypeInfo& t = g.value(index).type;
     const Value& v = *values[i];
-    NXRT_CHECK(v.kind == t.kind, NX_INVALID_ARGUMENT,
-               "input '" + names[i] + "' has the wrong kind of value (tensor, sequence or optional)");
+    NXRT_CHECK(
+        v.kind == t.kind, NX_INVALID_ARGUMENT,
+        "input '" + names[i] + "' has the wrong kind of value (tensor, sequence or optional)");
     if (v.kind == NX_VALUE_TENSOR) {
       if (t.elem_type != NX_TYPE_UNDEFINED && v.type != t.elem_type) {
         Throw(NX_INVALID_ARGUMENT, "input '" + names[i] + "' has element type " +
-                                       std::string(ElementTypeName(v.type)) + ", the model expects " +
-                                       ElementTypeName(t.elem_type));
+                                       std::string(ElementTypeName(v.type)) +
+                                       ", the model expects " + ElementTypeName(t.elem_type));
       }
       if (t.has_shape) {
         bool ok = v.dims.size() == t.dims.size();
-        for (size_t d = 0; ok && d < t.dims.size(); ++d) ok = t.dims[d] < 0 || t.dims[d] == v.dims[d];
+        for (size_t d = 0; ok && d < t.dims.size(); ++d)
+          ok = t.dims[d] < 0 || t.dims[d] == v.dims[d];
         if (!ok) {
           std::string expected = "[";
           for (size_t d = 0; d < t.dims.size(); ++d) {
-            expected += (d ? "," : "") + (t.dims[d] >= 0 ? std::to_string(t.dims[d])
-                                                         : (t.dim_params[d].empty() ? "?" : t.dim_params[d]));
+            expected += (d ? "," : "") + (t.dims[d] >= 0
+                                              ? std::to_string(t.dims[d])
+                                              : (t.dim_params[d].empty() ? "?" : t.dim_params[d]));
           }
           Throw(NX_INVALID_ARGUMENT, "input '" + names[i] + "' has shape " + ShapeString(v.dims) +
                                          ", the model expects " + expected + "]");

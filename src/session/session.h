@@ -90,26 +90,27 @@ class Session {
   NxLogger logger_;
   int threads_ = 1;
   std::vector<std::unique_ptr<EpInstance>> eps_;
-  std::vector<int> node_ep_;                    // EP index per node
-  std::vector<const KernelEntry*> entries_;     // kernel definition per node
-  std::vector<NxKernel*> kernels_;              // kernel per node
-  std::shared_ptr<BufferPool> pool_;            // host buffers, reused across runs
+  std::vector<int> node_ep_;                           // EP index per node
+  std::vector<const KernelEntry*> entries_;            // kernel definition per node
+  std::vector<NxKernel*> kernels_;                     // kernel per node
+  std::shared_ptr<BufferPool> pool_;                   // host buffers, reused across runs
   std::vector<std::shared_ptr<BufferPool>> ep_arena_;  // per EP: arena of its memory (host: pool_)
   std::unique_ptr<ThreadPool> thread_pool_;
   std::vector<std::unique_ptr<HostSideAllocator>> device_pack_allocators_;  // per EP, device memory
   std::vector<std::shared_ptr<PackedWeight>> shared_packs_;  // packings this session uses
 
   // ---- The plan ----
-  size_t num_slots_ = 0;                        // graph values, then copy destinations
-  std::vector<ValuePtr> constants_;             // per slot: initializer (or its upload), if any
-  std::vector<const NxMemoryInfo*> slot_memory_;  // per slot: where it lives (null = host)
-  std::vector<std::vector<int>> node_input_slots_;   // per node input: slot, -1 if omitted
-  std::vector<std::vector<char>> node_input_reusable_;  // per node input: last use, may be overwritten
-  std::vector<std::vector<char>> packed_inputs_;       // per node input: packed by the kernel
+  size_t num_slots_ = 0;                            // graph values, then copy destinations
+  std::vector<ValuePtr> constants_;                 // per slot: initializer (or its upload), if any
+  std::vector<const NxMemoryInfo*> slot_memory_;    // per slot: where it lives (null = host)
+  std::vector<std::vector<int>> node_input_slots_;  // per node input: slot, -1 if omitted
+  std::vector<std::vector<char>>
+      node_input_reusable_;                       // per node input: last use, may be overwritten
+  std::vector<std::vector<char>> packed_inputs_;  // per node input: packed by the kernel
   std::vector<Copy> copies_;
   std::vector<Step> steps_;
   std::vector<std::vector<int>> free_after_step_;  // slots whose last use is step i
-  std::vector<char> input_used_on_host_;          // per graph input slot: a host kernel reads it
+  std::vector<char> input_used_on_host_;           // per graph input slot: a host kernel reads it
   SessionStats stats_;
 };
 

@@ -49,7 +49,8 @@ void ThreadPool::WorkerLoop() {
   }
 }
 
-void ThreadPool::ParallelFor(size_t total, size_t grain, const std::function<void(size_t, size_t)>& fn) {
+void ThreadPool::ParallelFor(size_t total, size_t grain,
+                             const std::function<void(size_t, size_t)>& fn) {
   if (total == 0) return;
   grain = std::max<size_t>(grain, 1);
   size_t chunks = (total + grain - 1) / grain;
@@ -64,7 +65,8 @@ void ThreadPool::ParallelFor(size_t total, size_t grain, const std::function<voi
     job_ = &fn;
     total_ = total;
     // About four chunks per thread balance uneven work without much locking.
-    chunk_ = std::max(grain, (total + static_cast<size_t>(threads_) * 4 - 1) / (static_cast<size_t>(threads_) * 4));
+    chunk_ = std::max(grain, (total + static_cast<size_t>(threads_) * 4 - 1) /
+                                 (static_cast<size_t>(threads_) * 4));
     next_ = 0;
     ++generation_;
   }

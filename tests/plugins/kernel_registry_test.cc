@@ -1,12 +1,13 @@
 // Kernel lookup: opset ranges (just inside and just outside each end), type constraints with
 // several allowed types, variadic constraints, and the version-2 definition fields (host
 // memory types, aliases, in-place hints) as FindKernel reports them.
+#include "plugins/kernel_registry.h"
+
 #include <gtest/gtest.h>
 
 #include "base/error.h"
 #include "model/model.h"
 #include "plugins/host_objects.h"
-#include "plugins/kernel_registry.h"
 #include "test_util.h"
 
 namespace {
@@ -16,12 +17,14 @@ using nxrt::test::MakeNode;
 NxStatus* DummyCreate(void*, const NxKernelInfo*, NxKernel**) { return nullptr; }
 
 // A model with one node `op` at `opset` whose inputs and output have element type `type`.
-std::shared_ptr<nxrt::Model> OneNode(const std::string& op, int opset, onnx::TensorProto::DataType type,
-                                     int inputs = 2) {
+std::shared_ptr<nxrt::Model> OneNode(const std::string& op, int opset,
+                                     onnx::TensorProto::DataType type, int inputs = 2) {
   std::vector<std::string> names = {"a", "b", "c"};
   names.resize(static_cast<size_t>(inputs));
-  onnx::ModelProto m = nxrt::test::MakeModel({MakeNode(op, names, {"y"})}, names, {"y"}, {2}, opset);
-  for (auto& vi : *m.mutable_graph()->mutable_input()) vi.mutable_type()->mutable_tensor_type()->set_elem_type(type);
+  onnx::ModelProto m =
+      nxrt::test::MakeModel({MakeNode(op, names, {"y"})}, names, {"y"}, {2}, opset);
+  for (auto& vi : *m.mutable_graph()->mutable_input())
+    vi.mutable_type()->mutable_tensor_type()->set_elem_type(type);
   m.mutable_graph()->mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(type);
   std::string bytes = nxrt::test::Serialize(m);
   return nxrt::LoadModelFromBuffer(bytes.data(), bytes.size());
@@ -36,7 +39,8 @@ struct Def {
 
 void Add(nxrt::KernelRegistry& r, const Def& d) {
   std::vector<int32_t> outputs = {0};
-  NxTypeConstraint c{"T", d.types.data(), d.types.size(), d.inputs.data(), d.inputs.size(), outputs.data(), 1};
+  NxTypeConstraint c{
+      "T", d.types.data(), d.types.size(), d.inputs.data(), d.inputs.size(), outputs.data(), 1};
   NxKernelDef def{};
   def.version = NXRT_EP_API_VERSION;
   def.op_type = d.op;
@@ -50,7 +54,8 @@ void Add(nxrt::KernelRegistry& r, const Def& d) {
 }
 
 bool Finds(const nxrt::KernelRegistry& r, const std::string& op, int opset,
-           onnx::TensorProto::DataType type = onnx::TensorProto::FLOAT, std::string* why = nullptr) {
+           onnx::TensorProto::DataType type = onnx::TensorProto::FLOAT,
+           std::string* why = nullptr) {
   auto model = OneNode(op, opset, type);
   return r.Find(model->graph->nodes[0], why) != nullptr;
 }
@@ -59,14 +64,14 @@ TEST(KernelRegistry, OpsetRangesAreInclusiveAtBothEnds) {
   nxrt::KernelRegistry r;
   Add(r, {"Add", 7, 12, {NX_TYPE_FLOAT}});
   Add(r, {"Add", 14, INT32_MAX, {NX_TYPE_FLOAT}});
-  EXPECT_FALSE(Finds(r, "Add", 6));   // just below the first range
-  EXPECT_TRUE(Finds(r, "Add", 7));    // first range, start
-  EXPECT_TRUE(Finds(r, "Add", 12));   // first range, end
+  EXPECT_FALSE(Finds(r, "Add", 6));  // just below the first range
+  EXPECT_TRUE(Finds(r, "Add", 7));   // first range, start
+  EXPECT_TRUE(Finds(r, "Add", 12));  // first range, end
   std::string why;
   EXPECT_FALSE(Finds(r, "Add", 13, onnx::TensorProto::FLOAT, &why));  // the gap
   EXPECT_NE(why.find("opset 13"), std::string::npos) << why;
   EXPECT_NE(why.find("7-12"), std::string::npos) << why;
-  EXPECT_TRUE(Finds(r, "Add", 14));   // open-ended range
+  EXPECT_TRUE(Finds(r, "Add", 14));  // open-ended range
   EXPECT_TRUE(Finds(r, "Add", 21));
   EXPECT_FALSE(Finds(r, "Sub", 14, onnx::TensorProto::FLOAT, &why));
   EXPECT_NE(why.find("no kernel for op Sub"), std::string::npos) << why;
@@ -127,7 +132,8 @@ TEST(KernelRegistry, FindKernelReportsMemoryTypesAliasesAndInplaceHints) {
   const NxHostApi* host = nxrt::GetHostApi();
   const char* why = nullptr;
   const NxKernelDef* found = host->KernelRegistry_FindKernel(
-      reinterpret_cast<const NxKernelRegistry*>(&r), reinterpret_cast<const NxNode*>(&model->graph->nodes[0]), &why);
+      reinterpret_cast<const NxKernelRegistry*>(&r),
+      reinterpret_cast<const NxNode*>(&model->graph->nodes[0]), &why);
   ASSERT_NE(found, nullptr) << (why ? why : "");
   EXPECT_STREQ(found->op_type, "Reshape");
   EXPECT_EQ(found->since_version_start, 5);
@@ -141,9 +147,10 @@ TEST(KernelRegistry, FindKernelReportsMemoryTypesAliasesAndInplaceHints) {
   EXPECT_STREQ(found->type_constraints[0].name, "T");
 
   auto old = OneNode("Reshape", 4, onnx::TensorProto::FLOAT);
-  EXPECT_EQ(host->KernelRegistry_FindKernel(reinterpret_cast<const NxKernelRegistry*>(&r),
-                                            reinterpret_cast<const NxNode*>(&old->graph->nodes[0]), &why),
-            nullptr);
+  EXPECT_EQ(
+      host->KernelRegistry_FindKernel(reinterpret_cast<const NxKernelRegistry*>(&r),
+                                      reinterpret_cast<const NxNode*>(&old->graph->nodes[0]), &why),
+      nullptr);
   EXPECT_NE(std::string(why).find("opset 4"), std::string::npos) << why;
 }
 

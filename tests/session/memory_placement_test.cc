@@ -5,10 +5,9 @@
 
 #include <cmath>
 #include <map>
+#include <nxrt/nxrt.hpp>
 #include <random>
 #include <set>
-
-#include <nxrt/nxrt.hpp>
 
 #include "test_util.h"
 
@@ -50,8 +49,8 @@ struct Result {
   size_t sim_nodes = 0;
 };
 
-Result RunModel(nxrt::Env& env, const std::string& bytes, bool with_sim, const std::vector<float>& x,
-                const std::vector<int64_t>& dims) {
+Result RunModel(nxrt::Env& env, const std::string& bytes, bool with_sim,
+                const std::vector<float>& x, const std::vector<int64_t>& dims) {
   nxrt::SessionOptions opts;
   opts.SetIntraOpThreads(2);
   if (with_sim) opts.AppendEp("SimDevice");
@@ -59,7 +58,8 @@ Result RunModel(nxrt::Env& env, const std::string& bytes, bool with_sim, const s
   std::vector<float> xin = x;
   auto in = nxrt::Value::WrapTensor(NX_TYPE_FLOAT, dims, xin.data(), xin.size() * 4);
   Result r;
-  for (auto& v : s.Run({"x"}, {&in})) r.outputs.emplace_back(v.data<float>(), v.data<float>() + v.size());
+  for (auto& v : s.Run({"x"}, {&in}))
+    r.outputs.emplace_back(v.data<float>(), v.data<float>() + v.size());
   r.copies = s.statistic("copies");
   for (size_t e = 0; e < s.ep_count(); ++e)
     if (s.ep_name(e) == "SimDevice") r.sim_nodes = s.ep_node_count(e);
@@ -70,7 +70,8 @@ void ExpectSameOutputs(const Result& a, const Result& b) {
   ASSERT_EQ(a.outputs.size(), b.outputs.size());
   for (size_t o = 0; o < a.outputs.size(); ++o) {
     ASSERT_EQ(a.outputs[o].size(), b.outputs[o].size());
-    for (size_t i = 0; i < a.outputs[o].size(); ++i) EXPECT_NEAR(a.outputs[o][i], b.outputs[o][i], 1e-5f) << o << "/" << i;
+    for (size_t i = 0; i < a.outputs[o].size(); ++i)
+      EXPECT_NEAR(a.outputs[o][i], b.outputs[o][i], 1e-5f) << o << "/" << i;
   }
 }
 
@@ -91,8 +92,9 @@ class MemoryPlacement : public ::testing::Test {
 // x -> MatMul(w) -> Add(b) -> Relu -> Sigmoid (CPU) -> Mul(x) -> Reshape(shape) -> y
 TEST_F(MemoryPlacement, MixedChainMatchesCpuWithCopiesAtEachBoundary) {
   onnx::ModelProto m = nxrt::test::MakeModel(
-      {MakeNode("MatMul", {"x", "w"}, {"mm"}), MakeNode("Add", {"mm", "b"}, {"a"}), MakeNode("Relu", {"a"}, {"r"}),
-       MakeNode("Sigmoid", {"r"}, {"s"}), MakeNode("Mul", {"s", "r"}, {"p"}), MakeNode("Reshape", {"p", "shape"}, {"y"})},
+      {MakeNode("MatMul", {"x", "w"}, {"mm"}), MakeNode("Add", {"mm", "b"}, {"a"}),
+       MakeNode("Relu", {"a"}, {"r"}), MakeNode("Sigmoid", {"r"}, {"s"}),
+       MakeNode("Mul", {"s", "r"}, {"p"}), MakeNode("Reshape", {"p", "shape"}, {"y"})},
       {"x"}, {"y"}, {6, 4});
   auto* g = m.mutable_graph();
   g->mutable_output(0)->mutable_type()->mutable_tensor_type()->clear_shape();
@@ -118,7 +120,8 @@ TEST_F(MemoryPlacement, MixedChainMatchesCpuWithCopiesAtEachBoundary) {
 }
 
 TEST_F(MemoryPlacement, RandomGraphsCopyExactlyAtBoundaries) {
-  const std::vector<std::string> ops = {"Add", "Mul", "Sub", "Relu", "Sigmoid", "Tanh", "Neg", "Abs"};
+  const std::vector<std::string> ops = {"Add",     "Mul",  "Sub", "Relu",
+                                        "Sigmoid", "Tanh", "Neg", "Abs"};
   const std::set<std::string> binary = {"Add", "Mul", "Sub"};
   std::mt19937 rng(1234);
   for (int trial = 0; trial < 25; ++trial) {
@@ -137,7 +140,8 @@ TEST_F(MemoryPlacement, RandomGraphsCopyExactlyAtBoundaries) {
     std::vector<std::string> outputs = {values.back()};
     if (values.size() > 4 && rng() % 2) outputs.push_back(values[2 + rng() % (values.size() - 3)]);
     onnx::ModelProto m = nxrt::test::MakeModel(nodes, {"x"}, outputs, {3, 5});
-    *m.mutable_graph()->add_initializer() = nxrt::test::MakeFloatTensor("c", {3, 5}, Random(15, trial + 100));
+    *m.mutable_graph()->add_initializer() =
+        nxrt::test::MakeFloatTensor("c", {3, 5}, Random(15, trial + 100));
     const std::string bytes = nxrt::test::Serialize(m);
     const auto x = Random(15, trial);
     Result cpu = RunModel(env_, bytes, false, x, {3, 5});
@@ -149,8 +153,8 @@ TEST_F(MemoryPlacement, RandomGraphsCopyExactlyAtBoundaries) {
 }
 
 onnx::ModelProto AddReluModel() {
-  onnx::ModelProto m = nxrt::test::MakeModel({MakeNode("Add", {"x", "c"}, {"a"}), MakeNode("Relu", {"a"}, {"y"})},
-                                             {"x"}, {"y"}, {2, 8});
+  onnx::ModelProto m = nxrt::test::MakeModel(
+      {MakeNode("Add", {"x", "c"}, {"a"}), MakeNode("Relu", {"a"}, {"y"})}, {"x"}, {"y"}, {2, 8});
   *m.mutable_graph()->add_initializer() = nxrt::test::MakeFloatTensor("c", {2, 8}, Random(16, 9));
   return m;
 }
@@ -201,11 +205,13 @@ TEST_F(MemoryPlacement, InputsAndOutputsCanLiveOnTheDevice) {
   for (size_t i = 0; i < 16; ++i) EXPECT_NEAR(mine[i], cpu.outputs[0][i], 1e-6f);
 
   // A device input read by a CPU-only graph is brought to the host.
-  onnx::ModelProto cpu_only = nxrt::test::MakeModel({MakeNode("Sigmoid", {"x"}, {"y"})}, {"x"}, {"y"}, {2, 8});
+  onnx::ModelProto cpu_only =
+      nxrt::test::MakeModel({MakeNode("Sigmoid", {"x"}, {"y"})}, {"x"}, {"y"}, {2, 8});
   const std::string cpu_bytes = nxrt::test::Serialize(cpu_only);
   nxrt::Session c(env_, cpu_bytes.data(), cpu_bytes.size(), &opts);
   auto sig = c.Run({"x"}, {&dev_x});
-  for (size_t i = 0; i < 16; ++i) EXPECT_NEAR(sig[0].data<float>()[i], 1.0f / (1.0f + std::exp(-x[i])), 1e-6f);
+  for (size_t i = 0; i < 16; ++i)
+    EXPECT_NEAR(sig[0].data<float>()[i], 1.0f / (1.0f + std::exp(-x[i])), 1e-6f);
 }
 
 TEST_F(MemoryPlacement, WrongBoundOutputAndLiveDeviceTensorsGiveClearErrors) {

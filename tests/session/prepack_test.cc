@@ -4,9 +4,8 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
-#include <random>
-
 #include <nxrt/nxrt.hpp>
+#include <random>
 
 #include "test_util.h"
 
@@ -29,9 +28,15 @@ long long Counter(const char* name) {
 
 // y = x[2,4] @ w[4,3] (and, with `twice`, z = x @ w through a second MatMul node).
 std::string MatMulModel(const std::vector<float>& w, bool twice) {
-  onnx::ModelProto m = nxrt::test::MakeModel({MakeNode("MatMul", {"x", "w"}, {"y"}, "mm")}, {"x"}, {"y"}, {2, 4});
+  onnx::ModelProto m =
+      nxrt::test::MakeModel({MakeNode("MatMul", {"x", "w"}, {"y"}, "mm")}, {"x"}, {"y"}, {2, 4});
   auto* g = m.mutable_graph();
-  g->mutable_output(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(1)->set_dim_value(3);
+  g->mutable_output(0)
+      ->mutable_type()
+      ->mutable_tensor_type()
+      ->mutable_shape()
+      ->mutable_dim(1)
+      ->set_dim_value(3);
   *g->add_initializer() = nxrt::test::MakeFloatTensor("w", {4, 3}, w);
   if (twice) {
     *g->add_node() = MakeNode("MatMul", {"x", "w"}, {"z"}, "mm2");
@@ -144,7 +149,8 @@ TEST(PrePack, WithoutSharingEachSessionOwnsItsPacking) {
 TEST(PrePack, NonConstantWeightsAreNotPacked) {
   nxrt::Env env;
   env.RegisterEpLibrary("packing", PackingLib());
-  onnx::ModelProto m = nxrt::test::MakeModel({MakeNode("MatMul", {"x", "w"}, {"y"})}, {"x", "w"}, {"y"}, {2, 2});
+  onnx::ModelProto m =
+      nxrt::test::MakeModel({MakeNode("MatMul", {"x", "w"}, {"y"})}, {"x", "w"}, {"y"}, {2, 2});
   const std::string bytes = nxrt::test::Serialize(m);
   auto opts = PackingOptions();
   nxrt::Session s(env, bytes.data(), bytes.size(), &opts);
@@ -162,7 +168,8 @@ TEST(KernelHints, InPlaceAndAliasOutputsReuseBuffers) {
   nxrt::Env env;
   env.RegisterEpLibrary("packing", PackingLib());
   onnx::ModelProto m = nxrt::test::MakeModel(
-      {MakeNode("Add", {"x", "c"}, {"t1"}), MakeNode("Add", {"t1", "c"}, {"t2"}), MakeNode("Identity", {"t2"}, {"y"})},
+      {MakeNode("Add", {"x", "c"}, {"t1"}), MakeNode("Add", {"t1", "c"}, {"t2"}),
+       MakeNode("Identity", {"t2"}, {"y"})},
       {"x"}, {"y"}, {4, 8});
   std::vector<float> c(32);
   for (int i = 0; i < 32; ++i) c[i] = 0.25f * i;

@@ -30,7 +30,8 @@ RunArgs ParseRunArgs(const std::vector<std::string>& args) {
     if (a == "--input") {
       std::string spec = TakeValue(args, i, a);
       size_t eq = spec.find('=');
-      if (eq == std::string::npos || eq == 0) throw UsageError("--input expects NAME=FILE.npy, got '" + spec + "'");
+      if (eq == std::string::npos || eq == 0)
+        throw UsageError("--input expects NAME=FILE.npy, got '" + spec + "'");
       r.inputs.emplace_back(spec.substr(0, eq), spec.substr(eq + 1));
     } else if (a == "--output-dir") {
       r.output_dir = TakeValue(args, i, a);
@@ -58,8 +59,8 @@ RunArgs ParseRunArgs(const std::vector<std::string>& args) {
 std::string SanitizeFileName(const std::string& name) {
   std::string out = name;
   for (char& c : out) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-              c == '_' || c == '.';
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '-' || c == '_' || c == '.';
     if (!ok) c = '_';
   }
   return out;
@@ -90,7 +91,8 @@ int RunCommand(const std::vector<std::string>& args) {
   if (given.size() != r.inputs.size()) throw UsageError("an input is given twice");
   for (const auto& [name, path] : given) {
     bool known = false;
-    for (size_t i = 0; i < session.input_count(); ++i) known = known || session.input_name(i) == name;
+    for (size_t i = 0; i < session.input_count(); ++i)
+      known = known || session.input_name(i) == name;
     if (!known) throw UsageError("the model has no input named '" + name + "'");
   }
 
@@ -102,13 +104,16 @@ int RunCommand(const std::vector<std::string>& args) {
     auto it = given.find(name);
     if (it != given.end()) {
       values.push_back(ReadNpy(it->second));
-      std::printf("input %s: %s from %s\n", name.c_str(), Describe(values.back()).c_str(), it->second.c_str());
+      std::printf("input %s: %s from %s\n", name.c_str(), Describe(values.back()).c_str(),
+                  it->second.c_str());
     } else {
       NxTypeInfo info = session.input_type(i);
-      if (info.kind != NX_VALUE_TENSOR) throw UsageError("input '" + name + "' is not a tensor; give it with --input");
+      if (info.kind != NX_VALUE_TENSOR)
+        throw UsageError("input '" + name + "' is not a tensor; give it with --input");
       std::vector<int64_t> dims;
       for (size_t d = 0; d < info.rank; ++d) dims.push_back(info.dims[d] < 0 ? 1 : info.dims[d]);
-      NxElementType type = info.element_type == NX_TYPE_UNDEFINED ? NX_TYPE_FLOAT : info.element_type;
+      NxElementType type =
+          info.element_type == NX_TYPE_UNDEFINED ? NX_TYPE_FLOAT : info.element_type;
       values.push_back(RandomTensor(type, dims, 1234 + i));
       std::printf("input %s: %s (random)\n", name.c_str(), Describe(values.back()).c_str());
     }
@@ -138,14 +143,17 @@ int RunCommand(const std::vector<std::string>& args) {
   if (!r.output_dir.empty()) {
     std::filesystem::create_directories(r.output_dir);
     for (size_t i = 0; i < outputs.size(); ++i) {
-      std::string path = (std::filesystem::path(r.output_dir) / (SanitizeFileName(session.output_name(i)) + ".npy")).string();
+      std::string path = (std::filesystem::path(r.output_dir) /
+                          (SanitizeFileName(session.output_name(i)) + ".npy"))
+                             .string();
       WriteNpy(path, outputs[i]);
     }
   }
   std::vector<double> sorted = times;
   std::sort(sorted.begin(), sorted.end());
-  double median = sorted.size() % 2 ? sorted[sorted.size() / 2]
-                                    : 0.5 * (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]);
+  double median = sorted.size() % 2
+                      ? sorted[sorted.size() / 2]
+                      : 0.5 * (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]);
   double mean = 0;
   for (double t : times) mean += t;
   mean /= static_cast<double>(times.size());
@@ -155,8 +163,9 @@ int RunCommand(const std::vector<std::string>& args) {
   }
   std::printf(" nodes\n");
   std::printf("copies: %lld\n", static_cast<long long>(session.statistic("copies")));
-  std::printf("time: runs=%zu median_ms=%.3f min_ms=%.3f mean_ms=%.3f first_ms=%.3f create_ms=%.1f\n", times.size(),
-              median, sorted.front(), mean, first_ms, create_ms);
+  std::printf(
+      "time: runs=%zu median_ms=%.3f min_ms=%.3f mean_ms=%.3f first_ms=%.3f create_ms=%.1f\n",
+      times.size(), median, sorted.front(), mean, first_ms, create_ms);
   return 0;
 }
 

@@ -8,9 +8,8 @@
 #include <atomic>
 #include <cstring>
 #include <memory>
-#include <string>
-
 #include <nxrt/nxrt_ep.hpp>
+#include <string>
 
 namespace {
 
@@ -30,7 +29,8 @@ class MatMulKernel : public PrePackingKernel {
     }
   }
 
-  bool PrePack(const ConstTensor& w, size_t input, Allocator allocator, const PrePackCache& cache) override {
+  bool PrePack(const ConstTensor& w, size_t input, Allocator allocator,
+               const PrePackCache& cache) override {
     ++g_prepack_calls;
     if (input != 1 || w.type() != NX_TYPE_FLOAT || w.rank() != 2) return false;
     k_ = w.dim(0);
@@ -49,9 +49,11 @@ class MatMulKernel : public PrePackingKernel {
     return true;
   }
 
-  void UseSharedPrePacked(size_t input, std::span<const void* const> buffers, std::span<const size_t> sizes) override {
+  void UseSharedPrePacked(size_t input, std::span<const void* const> buffers,
+                          std::span<const size_t> sizes) override {
     ++g_shared_calls;
-    NXRT_EP_ENFORCE(input == 1 && buffers.size() == 1 && sizes[0] == static_cast<size_t>(k_ * n_) * sizeof(float),
+    NXRT_EP_ENFORCE(input == 1 && buffers.size() == 1 &&
+                        sizes[0] == static_cast<size_t>(k_ * n_) * sizeof(float),
                     op_ + ": unexpected shared packing");
     packed_ = static_cast<const float*>(buffers[0]);
   }
@@ -70,7 +72,8 @@ class MatMulKernel : public PrePackingKernel {
         for (int64_t j = 0; j < n; ++j) transposed[j * k + i] = b.data<float>()[i * n + j];
       bt = transposed.data();
     } else {
-      NXRT_EP_ENFORCE(!ctx.has_input(1), op_ + ": the host passed B although it was packed and released");
+      NXRT_EP_ENFORCE(!ctx.has_input(1),
+                      op_ + ": the host passed B although it was packed and released");
     }
     NXRT_EP_ENFORCE(a.rank() == 2 && a.dim(1) == k, op_ + ": shape mismatch");
     const int64_t m = a.dim(0);
@@ -98,7 +101,8 @@ class AddKernel : public Kernel {
     NXRT_EP_ENFORCE(a.size() == b.size(), "Add: shapes differ");
     Tensor y = ctx.output(0, a.shape());
     if (y.raw() == a.raw()) ++g_inplace_hits;
-    for (size_t i = 0; i < a.size(); ++i) y.data<float>()[i] = a.data<float>()[i] + b.data<float>()[i];
+    for (size_t i = 0; i < a.size(); ++i)
+      y.data<float>()[i] = a.data<float>()[i] + b.data<float>()[i];
   }
 };
 
@@ -131,20 +135,31 @@ NxStatus* CreateEp(NxEpFactory*, const NxEpCreateArgs*, NxEp** out) {
   return nullptr;
 }
 void ReleaseEp(NxEpFactory*, NxEp*) {}
-NxEpFactory g_factory = {NXRT_EP_API_VERSION, Name, Vendor, Version, VendorId, CreateEp, ReleaseEp,
-                         nullptr, nullptr, nullptr};
+NxEpFactory g_factory = {NXRT_EP_API_VERSION, Name,    Vendor,  Version, VendorId, CreateEp,
+                         ReleaseEp,           nullptr, nullptr, nullptr};
 
 }  // namespace
 
-extern "C" NXRT_EXPORT NxStatus* NxrtCreateEpFactories(const NxHostApi* host, const char*, NxEpFactory** out,
-                                                       size_t, size_t* n) {
+extern "C" NXRT_EXPORT NxStatus* NxrtCreateEpFactories(const NxHostApi* host, const char*,
+                                                       NxEpFactory** out, size_t, size_t* n) {
   SetHost(host);
   return Guard([&] {
     ThrowIfError(host->CreateKernelRegistry(&g_registry));
     const std::vector<NxElementType> f32 = {NX_TYPE_FLOAT};
-    KernelDefBuilder("MatMul").Versions(1).Constraint("T", f32, {-1}, {0}).Build<MatMulKernel>(g_registry);
-    KernelDefBuilder("Add").Versions(7).Constraint("T", f32, {-1}, {0}).MayInplace(0, 0).Build<AddKernel>(g_registry);
-    KernelDefBuilder("Identity").Versions(1).Constraint("T", f32, {0}, {0}).Alias(0, 0).Build<IdentityKernel>(g_registry);
+    KernelDefBuilder("MatMul")
+        .Versions(1)
+        .Constraint("T", f32, {-1}, {0})
+        .Build<MatMulKernel>(g_registry);
+    KernelDefBuilder("Add")
+        .Versions(7)
+        .Constraint("T", f32, {-1}, {0})
+        .MayInplace(0, 0)
+        .Build<AddKernel>(g_registry);
+    KernelDefBuilder("Identity")
+        .Versions(1)
+        .Constraint("T", f32, {0}, {0})
+        .Alias(0, 0)
+        .Build<IdentityKernel>(g_registry);
     out[0] = &g_factory;
     *n = 1;
   });
