@@ -47,6 +47,32 @@ NXRT_EXPORT NxStatus* NxEnv_RegisterEpLibrary(NxEnv* env, const char* name, cons
 /* Fails while a live session uses one of the library's EPs. */
 NXRT_EXPORT NxStatus* NxEnv_UnregisterEpLibrary(NxEnv* env, const char* name);
 
+/* ---- Hardware devices -------------------------------------------------------------------- */
+/* The machine's devices, discovered once per process: the CPU first (vendor and model from
+ * CPUID, ISA features, cores and threads), then GPUs and accelerators from Linux sysfs (DRM
+ * cards, /sys/class/accel, PCI display controllers and processing accelerators) ordered by type
+ * and PCI bus id. NXRT_SYSFS_ROOT replaces /sys (for tests). Devices are borrowed for the
+ * process lifetime. */
+NXRT_EXPORT size_t Nx_GetHardwareDeviceCount(void);
+/* NULL when `index` is out of range. */
+NXRT_EXPORT const NxHardwareDevice* Nx_GetHardwareDevice(size_t index);
+NXRT_EXPORT NxDeviceType NxHardwareDevice_GetType(const NxHardwareDevice* device);
+/* Vendor name ("GenuineIntel", "NVIDIA", "unknown"); borrowed like the device. */
+NXRT_EXPORT const char* NxHardwareDevice_GetVendor(const NxHardwareDevice* device);
+/* PCI vendor id (0x8086, 0x10de, ...), 0 if unknown. */
+NXRT_EXPORT uint32_t NxHardwareDevice_GetVendorId(const NxHardwareDevice* device);
+/* PCI device id; for CPUs (family << 8) | model. */
+NXRT_EXPORT uint32_t NxHardwareDevice_GetDeviceId(const NxHardwareDevice* device);
+/* Metadata entries in a stable order ("discovered_by", "pci_bus_id", "driver", "discrete",
+ * "model_name", "isa", "cores", "threads", ...). Key and value are borrowed like the device;
+ * false when `index` is out of range. */
+NXRT_EXPORT size_t NxHardwareDevice_GetMetadataCount(const NxHardwareDevice* device);
+NXRT_EXPORT bool NxHardwareDevice_GetMetadata(const NxHardwareDevice* device, size_t index,
+                                              const char** key, const char** value);
+/* The value of `key`, or NULL if the device has no such entry. */
+NXRT_EXPORT const char* NxHardwareDevice_GetMetadataValue(const NxHardwareDevice* device,
+                                                          const char* key);
+
 /* ---- Session options --------------------------------------------------------------------- */
 NXRT_EXPORT NxStatus* NxSessionOptions_Create(NxSessionOptions** options);
 NXRT_EXPORT void NxSessionOptions_Release(NxSessionOptions* options);

@@ -116,6 +116,10 @@ typedef struct NxMemoryInfo {
   size_t alignment;         /* minimum alignment of blocks in bytes; 0 = 64 */
 } NxMemoryInfo;
 
+/* A hardware device the runtime discovered (the CPU, a GPU, an NPU). Opaque; owned by the
+ * runtime. */
+typedef struct NxHardwareDevice NxHardwareDevice;
+
 /* A value passed between the application, the runtime and EPs: a tensor (element type, shape,
  * data), a sequence of values, or an optional value. Opaque. */
 typedef struct NxValue NxValue;

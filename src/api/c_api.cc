@@ -6,6 +6,7 @@
 #include "base/element_type.h"
 #include "base/error.h"
 #include "base/memory_info.h"
+#include "devices/hardware_device.h"
 #include "model/tensor_proto.h"
 #include "nxrt/nxrt_c_api.h"
 #include "session/env.h"
@@ -273,6 +274,43 @@ const char* NxSession_GetEpName(const NxSession* s, size_t i) {
 }
 size_t NxSession_GetEpNodeCount(const NxSession* s, size_t i) {
   return s && i < s->ep_node_counts.size() ? s->ep_node_counts[i] : 0;
+}
+
+// ---- Hardware devices ----
+size_t Nx_GetHardwareDeviceCount(void) {
+  try {
+    return nxrt::ProcessHardware().size();
+  } catch (...) {
+    return 0;
+  }
+}
+const NxHardwareDevice* Nx_GetHardwareDevice(size_t index) {
+  const auto& all = nxrt::ProcessHardware();
+  return index < all.size() ? &all[index] : nullptr;
+}
+NxDeviceType NxHardwareDevice_GetType(const NxHardwareDevice* d) {
+  return d ? d->type : NX_DEVICE_OTHER;
+}
+const char* NxHardwareDevice_GetVendor(const NxHardwareDevice* d) {
+  return d ? d->vendor.c_str() : "";
+}
+uint32_t NxHardwareDevice_GetVendorId(const NxHardwareDevice* d) { return d ? d->vendor_id : 0; }
+uint32_t NxHardwareDevice_GetDeviceId(const NxHardwareDevice* d) { return d ? d->device_id : 0; }
+size_t NxHardwareDevice_GetMetadataCount(const NxHardwareDevice* d) {
+  return d ? d->metadata.size() : 0;
+}
+bool NxHardwareDevice_GetMetadata(const NxHardwareDevice* d, size_t index, const char** key,
+                                  const char** value) {
+  if (d == nullptr || index >= d->metadata.size()) return false;
+  if (key) *key = d->metadata[index].first.c_str();
+  if (value) *value = d->metadata[index].second.c_str();
+  return true;
+}
+const char* NxHardwareDevice_GetMetadataValue(const NxHardwareDevice* d, const char* key) {
+  if (d == nullptr || key == nullptr) return nullptr;
+  for (const auto& [k, v] : d->metadata)
+    if (k == key) return v.c_str();
+  return nullptr;
 }
 
 // ---- Memory ----

@@ -23,21 +23,6 @@ std::deque<Interned>& InternTable() {
   return table;
 }
 
-const char* DeviceTypeName(NxDeviceType t) {
-  switch (t) {
-    case NX_DEVICE_CPU:
-      return "cpu";
-    case NX_DEVICE_GPU:
-      return "gpu";
-    case NX_DEVICE_NPU:
-      return "npu";
-    case NX_DEVICE_FPGA:
-      return "fpga";
-    default:
-      return "other";
-  }
-}
-
 }  // namespace
 
 const NxMemoryInfo* HostMemory() {
@@ -73,6 +58,22 @@ const NxMemoryInfo* InternMemoryInfo(const NxMemoryInfo& info) {
   if (e.info.alignment == 0) e.info.alignment = 64;
   return &e.info;
 }
+
+const char* DeviceTypeName(NxDeviceType t) {
+  switch (t) {
+    case NX_DEVICE_CPU:
+      return "cpu";
+    case NX_DEVICE_GPU:
+      return "gpu";
+    case NX_DEVICE_NPU:
+      return "npu";
+    case NX_DEVICE_FPGA:
+      return "fpga";
+    default:
+      return "other";
+  }
+}
+
 
 std::string DescribeMemory(const NxMemoryInfo* m) {
   if (m == nullptr) m = HostMemory();

@@ -24,6 +24,9 @@ inline bool HostAccessible(const NxMemoryInfo* m) {
   return m == nullptr || m->kind == NX_MEMORY_HOST_ACCESSIBLE;
 }
 
+// "cpu", "gpu", "npu", "fpga" or "other".
+const char* DeviceTypeName(NxDeviceType type);
+
 // "SimDevice (npu 0, device memory)" for messages.
 std::string DescribeMemory(const NxMemoryInfo* m);
 

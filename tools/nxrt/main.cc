@@ -23,6 +23,8 @@ constexpr const char* kUsage =
     "      inputs, outputs, opsets and operator counts of a model\n"
     "  conformance DIR... [--verbose] [--expect FILE] [--write-passing FILE] [--threads N]\n"
     "      run ONNX backend test case folders and compare with their expected outputs\n"
+    "  devices [--json]\n"
+    "      the hardware devices nxrt discovers (CPU with ISA features, GPUs, NPUs)\n"
     "  version\n";
 
 }  // namespace
@@ -39,6 +41,7 @@ int main(int argc, char** argv) {
     if (command == "run") return nxrt::cli::RunCommand(args);
     if (command == "info") return nxrt::cli::InfoCommand(args);
     if (command == "conformance") return nxrt::cli::ConformanceCommand(args);
+    if (command == "devices") return nxrt::cli::DevicesCommand(args);
     if (command == "version" || command == "--version") {
       std::printf("nxrt %s\n", Nx_GetVersionString());
       return 0;
