@@ -17,7 +17,8 @@ namespace nxrt {
 
 class Exception : public std::runtime_error {
  public:
-  Exception(NxStatusCode code, const std::string& message) : std::runtime_error(message), code_(code) {}
+  Exception(NxStatusCode code, const std::string& message)
+      : std::runtime_error(message), code_(code) {}
   NxStatusCode code() const { return code_; }
 
  private:
@@ -64,6 +65,84 @@ class Handle {
 };
 }  // namespace detail
 
+using KeyValueList = std::vector<std::pair<std::string, std::string>>;
+
+namespace detail {
+template <class D, size_t (*CountFn)(const D*),
+          bool (*GetFn)(const D*, size_t, const char**, const char**)>
+KeyValueList Pairs(const D* d) {
+  KeyValueList out;
+  for (size_t i = 0; i < CountFn(d); ++i) {
+    const char* k = nullptr;
+    const char* v = nullptr;
+    if (GetFn(d, i, &k, &v)) out.emplace_back(k, v);
+  }
+  return out;
+}
+}  // namespace detail
+
+// A hardware device (borrowed view): discovered (Nx_GetHardwareDevice) or virtual.
+class HardwareDevice {
+ public:
+  explicit HardwareDevice(const NxHardwareDevice* d) : d_(d) {}
+  // Every device of this process, discovered once.
+  static std::vector<HardwareDevice> All() {
+    std::vector<HardwareDevice> out;
+    for (size_t i = 0; i < Nx_GetHardwareDeviceCount(); ++i)
+      out.emplace_back(Nx_GetHardwareDevice(i));
+    return out;
+  }
+  const NxHardwareDevice* get() const { return d_; }
+  NxDeviceType type() const { return NxHardwareDevice_GetType(d_); }
+  std::string vendor() const { return NxHardwareDevice_GetVendor(d_); }
+  uint32_t vendor_id() const { return NxHardwareDevice_GetVendorId(d_); }
+  uint32_t device_id() const { return NxHardwareDevice_GetDeviceId(d_); }
+  KeyValueList metadata() const {
+    return detail::Pairs<NxHardwareDevice, NxHardwareDevice_GetMetadataCount,
+                         NxHardwareDevice_GetMetadata>(d_);
+  }
+  // The value of `key`, or "" when absent.
+  std::string metadata(const std::string& key) const {
+    const char* v = NxHardwareDevice_GetMetadataValue(d_, key.c_str());
+    return v ? v : "";
+  }
+  bool is_virtual() const { return metadata("is_virtual") == "1"; }
+
+ private:
+  const NxHardwareDevice* d_;
+};
+
+// An EP device (borrowed view; valid until its library is unregistered).
+class EpDevice {
+ public:
+  explicit EpDevice(const NxEpDevice* d) : d_(d) {}
+  const NxEpDevice* get() const { return d_; }
+  std::string ep_name() const { return NxEpDevice_GetEpName(d_); }
+  std::string ep_vendor() const { return NxEpDevice_GetEpVendor(d_); }
+  std::string library() const { return NxEpDevice_GetLibraryName(d_); }
+  HardwareDevice hardware() const { return HardwareDevice(NxEpDevice_GetHardwareDevice(d_)); }
+  KeyValueList metadata() const {
+    return detail::Pairs<NxEpDevice, NxEpDevice_GetMetadataCount, NxEpDevice_GetMetadata>(d_);
+  }
+  std::string metadata(const std::string& key) const {
+    const char* v = NxEpDevice_GetMetadataValue(d_, key.c_str());
+    return v ? v : "";
+  }
+  KeyValueList options() const {
+    return detail::Pairs<NxEpDevice, NxEpDevice_GetOptionCount, NxEpDevice_GetOption>(d_);
+  }
+  const NxMemoryInfo* memory() const { return NxEpDevice_GetMemoryInfo(d_); }
+
+ private:
+  const NxEpDevice* d_;
+};
+
+// A request for virtual devices of `type` with target options (see NxVirtualDeviceRequest).
+struct VirtualDeviceRequest {
+  NxDeviceType type = NX_DEVICE_NPU;
+  KeyValueList options;
+};
+
 class Env : public detail::Handle<NxEnv, NxEnv_Release> {
  public:
   explicit Env(NxLogLevel level = NX_LOG_WARNING, NxLogFn log_fn = nullptr, void* user = nullptr) {
@@ -73,6 +152,26 @@ class Env : public detail::Handle<NxEnv, NxEnv_Release> {
   }
   void RegisterEpLibrary(const std::string& name, const std::string& path) {
     Check(NxEnv_RegisterEpLibrary(get(), name.c_str(), path.c_str()));
+  }
+  // Registers a library and asks its factories for virtual devices.
+  void RegisterEpLibrary(const std::string& name, const std::string& path,
+                         const std::vector<VirtualDeviceRequest>& requests) {
+    std::vector<std::vector<NxKeyValue>> kv(requests.size());
+    std::vector<NxVirtualDeviceRequest> raw;
+    for (size_t i = 0; i < requests.size(); ++i) {
+      for (const auto& [k, v] : requests[i].options) kv[i].push_back({k.c_str(), v.c_str()});
+      raw.push_back({requests[i].type, kv[i].data(), kv[i].size()});
+    }
+    Check(NxEnv_RegisterEpLibraryWithVirtualDevices(get(), name.c_str(), path.c_str(), raw.data(),
+                                                    raw.size()));
+  }
+  // Every EP device of the env (registered libraries, then the default CPU EP).
+  std::vector<EpDevice> ep_devices() const {
+    size_t n = 0;
+    Check(NxEnv_GetEpDeviceCount(get(), &n));
+    std::vector<EpDevice> out;
+    for (size_t i = 0; i < n; ++i) out.emplace_back(NxEnv_GetEpDevice(get(), i));
+    return out;
   }
   void UnregisterEpLibrary(const std::string& name) {
     Check(NxEnv_UnregisterEpLibrary(get(), name.c_str()));
@@ -127,6 +226,28 @@ class SessionOptions : public detail::Handle<NxSessionOptions, NxSessionOptions_
     Check(NxSessionOptions_AppendEp(get(), name.c_str(), keys.data(), values.data(), keys.size()));
     return *this;
   }
+  // One EP for some of its EP devices; `options` override the devices' defaults.
+  SessionOptions& AppendEpDevices(const std::vector<EpDevice>& devices,
+                                  const KeyValueList& options = {}) {
+    std::vector<const NxEpDevice*> raw;
+    for (const EpDevice& d : devices) raw.push_back(d.get());
+    std::vector<NxKeyValue> kv;
+    for (const auto& [k, v] : options) kv.push_back({k.c_str(), v.c_str()});
+    Check(NxSessionOptions_AppendEpDevices(get(), raw.data(), raw.size(), kv.data(), kv.size()));
+    return *this;
+  }
+  SessionOptions& SetEpSelectionPolicy(NxEpSelectionPolicy policy) {
+    Check(NxSessionOptions_SetEpSelectionPolicy(get(), policy));
+    return *this;
+  }
+  SessionOptions& SetEpSelectionCallback(NxEpSelectionFn fn, void* user) {
+    Check(NxSessionOptions_SetEpSelectionCallback(get(), fn, user));
+    return *this;
+  }
+  SessionOptions& SetFallback(NxFallbackMode mode) {
+    Check(NxSessionOptions_SetFallback(get(), mode));
+    return *this;
+  }
 
  private:
   explicit SessionOptions(NxSessionOptions* o) : Handle(o) {}
@@ -143,7 +264,8 @@ class Value : public detail::Handle<NxValue, NxValue_Release> {
     return Value(v);
   }
   // Wraps `data` without copying; the buffer must outlive the value.
-  static Value WrapTensor(NxElementType type, std::span<const int64_t> dims, void* data, size_t bytes) {
+  static Value WrapTensor(NxElementType type, std::span<const int64_t> dims, void* data,
+                          size_t bytes) {
     NxValue* v = nullptr;
     Check(NxValue_CreateTensorWithData(type, dims.data(), dims.size(), data, bytes, &v));
     return Value(v);
@@ -182,19 +304,23 @@ class Value : public detail::Handle<NxValue, NxValue_Release> {
     const char* p = NxValue_GetString(get(), i, &n);
     return {p ? p : "", n};
   }
-  void set_string(size_t i, std::string_view s) { Check(NxValue_SetString(get(), i, s.data(), s.size())); }
+  void set_string(size_t i, std::string_view s) {
+    Check(NxValue_SetString(get(), i, s.data(), s.size()));
+  }
 };
 
 class Session : public detail::Handle<NxSession, NxSession_Release> {
  public:
   Session(Env& env, const std::string& path, const SessionOptions* options = nullptr) {
     NxSession* s = nullptr;
-    Check(NxSession_CreateFromFile(env.get(), path.c_str(), options ? options->get() : nullptr, &s));
+    Check(
+        NxSession_CreateFromFile(env.get(), path.c_str(), options ? options->get() : nullptr, &s));
     *this = Session(s);
   }
   Session(Env& env, const void* data, size_t size, const SessionOptions* options = nullptr) {
     NxSession* s = nullptr;
-    Check(NxSession_CreateFromBuffer(env.get(), data, size, options ? options->get() : nullptr, &s));
+    Check(
+        NxSession_CreateFromBuffer(env.get(), data, size, options ? options->get() : nullptr, &s));
     *this = Session(s);
   }
 
@@ -212,10 +338,13 @@ class Session : public detail::Handle<NxSession, NxSession_Release> {
     Check(NxSession_GetOutputTypeInfo(get(), i, &info));
     return info;
   }
-  std::string input_dim_name(size_t i, size_t dim) const { return NxSession_GetInputDimName(get(), i, dim); }
+  std::string input_dim_name(size_t i, size_t dim) const {
+    return NxSession_GetInputDimName(get(), i, dim);
+  }
 
   // Runs with named inputs; returns the named outputs (all outputs when `outputs` is empty).
-  std::vector<Value> Run(const std::vector<std::string>& input_names, const std::vector<const Value*>& inputs,
+  std::vector<Value> Run(const std::vector<std::string>& input_names,
+                         const std::vector<const Value*>& inputs,
                          std::vector<std::string> outputs = {}) {
     if (outputs.empty())
       for (size_t i = 0; i < output_count(); ++i) outputs.push_back(output_name(i));
@@ -227,8 +356,8 @@ class Session : public detail::Handle<NxSession, NxSession_Release> {
     }
     for (const auto& n : outputs) out_names.push_back(n.c_str());
     std::vector<NxValue*> raw(outputs.size(), nullptr);
-    Check(NxSession_Run(get(), in_names.data(), in_values.data(), in_values.size(), out_names.data(),
-                        out_names.size(), raw.data()));
+    Check(NxSession_Run(get(), in_names.data(), in_values.data(), in_values.size(),
+                        out_names.data(), out_names.size(), raw.data()));
     std::vector<Value> result;
     for (NxValue* v : raw) result.emplace_back(v);
     return result;
@@ -248,8 +377,8 @@ class Session : public detail::Handle<NxSession, NxSession_Release> {
     outputs.resize(output_names.size());
     std::vector<NxValue*> raw;
     for (Value& v : outputs) raw.push_back(v.get());
-    Check(NxSession_Run(get(), in_names.data(), in_values.data(), in_values.size(), out_names.data(),
-                        out_names.size(), raw.data()));
+    Check(NxSession_Run(get(), in_names.data(), in_values.data(), in_values.size(),
+                        out_names.data(), out_names.size(), raw.data()));
     for (size_t i = 0; i < outputs.size(); ++i)
       if (!outputs[i]) outputs[i] = Value(raw[i]);
   }
@@ -257,6 +386,13 @@ class Session : public detail::Handle<NxSession, NxSession_Release> {
   size_t ep_count() const { return NxSession_GetEpCount(get()); }
   std::string ep_name(size_t i) const { return NxSession_GetEpName(get(), i); }
   size_t ep_node_count(size_t i) const { return NxSession_GetEpNodeCount(get(), i); }
+  // The EP devices EP `i` runs on.
+  std::vector<EpDevice> ep_devices(size_t i) const {
+    std::vector<EpDevice> out;
+    for (size_t d = 0; d < NxSession_GetEpDeviceCount(get(), i); ++d)
+      out.emplace_back(NxSession_GetEpDevice(get(), i, d));
+    return out;
+  }
   // A set-up counter by name (see NxSession_GetStatistic), e.g. "copies".
   int64_t statistic(const std::string& key) const {
     int64_t v = 0;
@@ -269,7 +405,7 @@ class Session : public detail::Handle<NxSession, NxSession_Release> {
 };
 
 inline Value Value::InMemory(Env& env, const NxMemoryInfo* memory, NxElementType type,
-                            std::span<const int64_t> dims) {
+                             std::span<const int64_t> dims) {
   NxValue* v = nullptr;
   Check(NxEnv_CreateTensorInMemory(env.get(), memory, type, dims.data(), dims.size(), &v));
   return Value(v);

@@ -19,7 +19,7 @@
 extern "C" {
 #endif
 
-#define NXRT_C_API_VERSION 1
+#define NXRT_C_API_VERSION 2
 
 typedef struct NxEnv NxEnv;
 typedef struct NxSessionOptions NxSessionOptions;
@@ -30,6 +30,9 @@ NXRT_EXPORT NxStatusCode NxStatus_GetCode(const NxStatus* status);
 /* Borrowed until the status is released. */
 NXRT_EXPORT const char* NxStatus_GetMessage(const NxStatus* status);
 NXRT_EXPORT void NxStatus_Release(NxStatus* status);
+/* A new status (the message is copied), for application callbacks that report an error
+ * (NxEpSelectionFn). NULL only when out of memory. */
+NXRT_EXPORT NxStatus* NxStatus_Create(NxStatusCode code, const char* message);
 
 /* The runtime's version string, e.g. "0.1.0" (static). */
 NXRT_EXPORT const char* Nx_GetVersionString(void);
@@ -44,8 +47,55 @@ NXRT_EXPORT NxStatus* NxEnv_Create(NxLogLevel level, NxLogFn log_fn, void* log_u
 NXRT_EXPORT void NxEnv_Release(NxEnv* env);
 /* Loads an EP library (a shared object exporting NxrtCreateEpFactories) under `name`. */
 NXRT_EXPORT NxStatus* NxEnv_RegisterEpLibrary(NxEnv* env, const char* name, const char* path);
-/* Fails while a live session uses one of the library's EPs. */
+/* Fails while a live session uses one of the library's EPs (or a tensor lives in its memory).
+ * Releases the library's EP devices and the virtual devices it created. */
 NXRT_EXPORT NxStatus* NxEnv_UnregisterEpLibrary(NxEnv* env, const char* name);
+
+/* A request for virtual devices: hardware of `type` that need not be present (to compile for
+ * it, or to run on a simulator of it), with target options such as {"arch", "nx2"}. */
+typedef struct NxVirtualDeviceRequest {
+  NxDeviceType type;
+  const NxKeyValue* options;
+  size_t num_options;
+} NxVirtualDeviceRequest;
+/* Like NxEnv_RegisterEpLibrary, and asks the library's factories for virtual devices: each
+ * factory sees each request and creates the devices it can target (possibly none). The runtime
+ * marks them is_virtual = "1" and discovered_by = <EP name>, offers them only to the factory
+ * that made them, and releases them when the library is unregistered. Their EP devices are
+ * listed by NxEnv_GetEpDevice like any other. A factory that rejects a request's options fails
+ * the registration. */
+NXRT_EXPORT NxStatus* NxEnv_RegisterEpLibraryWithVirtualDevices(
+    NxEnv* env, const char* name, const char* path, const NxVirtualDeviceRequest* requests,
+    size_t num_requests);
+
+/* ---- EP devices -------------------------------------------------------------------------- */
+/* The EP devices of every registered library, in registration order (each library's factories
+ * in order, each factory's devices in the order it added them), then the default CPU EP's
+ * (loaded by this call if needed, hence the status). An EP device is borrowed until its
+ * library is unregistered (the default CPU EP's: until the env is released). */
+NXRT_EXPORT NxStatus* NxEnv_GetEpDeviceCount(NxEnv* env, size_t* count);
+/* NULL when `index` is out of range. */
+NXRT_EXPORT const NxEpDevice* NxEnv_GetEpDevice(NxEnv* env, size_t index);
+/* Name, vendor and the registration name of the EP's library ("cpu" for the default CPU EP);
+ * borrowed like the EP device. */
+NXRT_EXPORT const char* NxEpDevice_GetEpName(const NxEpDevice* device);
+NXRT_EXPORT const char* NxEpDevice_GetEpVendor(const NxEpDevice* device);
+NXRT_EXPORT const char* NxEpDevice_GetLibraryName(const NxEpDevice* device);
+/* The hardware device (discovered or virtual: check its "is_virtual" metadata). */
+NXRT_EXPORT const NxHardwareDevice* NxEpDevice_GetHardwareDevice(const NxEpDevice* device);
+/* The EP's metadata about this device ("version", "library_path", "performance_hint",
+ * "power_hint", EP-specific keys) and its default options (overridden by the options given at
+ * selection). Same conventions as the hardware-device metadata calls. */
+NXRT_EXPORT size_t NxEpDevice_GetMetadataCount(const NxEpDevice* device);
+NXRT_EXPORT bool NxEpDevice_GetMetadata(const NxEpDevice* device, size_t index, const char** key,
+                                        const char** value);
+NXRT_EXPORT const char* NxEpDevice_GetMetadataValue(const NxEpDevice* device, const char* key);
+NXRT_EXPORT size_t NxEpDevice_GetOptionCount(const NxEpDevice* device);
+NXRT_EXPORT bool NxEpDevice_GetOption(const NxEpDevice* device, size_t index, const char** key,
+                                      const char** value);
+/* The memory the EP computes in on this device (host memory for CPU-like EPs); borrowed for the
+ * process lifetime. */
+NXRT_EXPORT const NxMemoryInfo* NxEpDevice_GetMemoryInfo(const NxEpDevice* device);
 
 /* ---- Hardware devices -------------------------------------------------------------------- */
 /* The machine's devices, discovered once per process: the CPU first (vendor and model from
@@ -63,9 +113,10 @@ NXRT_EXPORT const char* NxHardwareDevice_GetVendor(const NxHardwareDevice* devic
 NXRT_EXPORT uint32_t NxHardwareDevice_GetVendorId(const NxHardwareDevice* device);
 /* PCI device id; for CPUs (family << 8) | model. */
 NXRT_EXPORT uint32_t NxHardwareDevice_GetDeviceId(const NxHardwareDevice* device);
-/* Metadata entries in a stable order ("discovered_by", "pci_bus_id", "driver", "discrete",
- * "model_name", "isa", "cores", "threads", ...). Key and value are borrowed like the device;
- * false when `index` is out of range. */
+/* Metadata entries in a stable order (CPU: "model_name", "architecture", "cores", "threads",
+ * "isa", "discovered_by"; GPU/NPU: "pci_bus_id", "pci_class", "driver", "discrete", ...,
+ * "discovered_by"; virtual devices: the EP's keys, "is_virtual", "discovered_by"). Key and value
+ * are borrowed like the device; false when `index` is out of range. */
 NXRT_EXPORT size_t NxHardwareDevice_GetMetadataCount(const NxHardwareDevice* device);
 NXRT_EXPORT bool NxHardwareDevice_GetMetadata(const NxHardwareDevice* device, size_t index,
                                               const char** key, const char** value);
@@ -85,11 +136,81 @@ NXRT_EXPORT NxStatus* NxSessionOptions_SetOptimizationLevel(NxSessionOptions* op
 /* A free-form configuration entry ("session.*" keys; EPs read them too). */
 NXRT_EXPORT NxStatus* NxSessionOptions_SetConfig(NxSessionOptions* options, const char* key,
                                                  const char* value);
-/* Appends the EP named `ep_name` (from a registered library) with options, in priority order
- * ahead of the default CPU EP. Keys/values are copied. */
+/* Appends the EP named `ep_name` (from a registered library, or "CPU") with options, in
+ * priority order, for all of its EP devices (virtual ones included; none for a factory without
+ * EP devices). Options override the EP devices' defaults. Keys/values are copied. */
 NXRT_EXPORT NxStatus* NxSessionOptions_AppendEp(NxSessionOptions* options, const char* ep_name,
                                                 const char* const* keys, const char* const* values,
                                                 size_t num_options);
+
+/* ---- EP selection -----------------------------------------------------------------------
+ * A session runs each node on the first of its EPs that claims it. The EPs come from one of:
+ *   - explicit selection: NxSessionOptions_AppendEp / NxSessionOptions_AppendEpDevices, in
+ *     priority order;
+ *   - a policy (NxSessionOptions_SetEpSelectionPolicy) or a callback
+ *     (NxSessionOptions_SetEpSelectionCallback) that orders the env's EP devices;
+ *   - neither: the default CPU EP alone.
+ * Explicit selection and a policy/callback together fail session creation. Selected EP devices
+ * of one EP become one EP instance that gets all of them. Unless fallback is forbidden, the
+ * default CPU EP is appended last when not selected already. See docs/devices.md. */
+
+/* Appends one EP for one or more of its EP devices (all of the same EP, from the env the session
+ * will be created in). `options` (copied) override the EP devices' default options; they reach
+ * the EP as session configuration "ep.<ep name in lower case>.<key>". */
+NXRT_EXPORT NxStatus* NxSessionOptions_AppendEpDevices(NxSessionOptions* options,
+                                                       const NxEpDevice* const* devices,
+                                                       size_t num_devices,
+                                                       const NxKeyValue* ep_options,
+                                                       size_t num_ep_options);
+
+typedef enum NxEpSelectionPolicy {
+  /* CPU EP devices only: a vendor's own CPU EP first, the default CPU EP last. */
+  NX_POLICY_PREFER_CPU = 0,
+  /* GPU EP devices only, ranked: real hardware before virtual, discrete before unknown before
+   * integrated, the GPU vendor's own EP before a generic one, then by performance_hint. The
+   * default CPU EP follows as fallback (unless forbidden) for nodes they do not claim. */
+  NX_POLICY_PREFER_GPU = 1,
+  /* The same with NPU EP devices. */
+  NX_POLICY_PREFER_NPU = 2,
+  /* Every EP device of real hardware by performance_hint, fastest first (defaults: discrete
+   * GPU 80, other GPU 60, NPU 50, integrated GPU 40, CPU 10), the CPU EPs included as chosen
+   * EPs; virtual devices are left out. */
+  NX_POLICY_MAX_PERFORMANCE = 3,
+  /* EP devices of real hardware that draw less power (power_hint; defaults: NPU 5, integrated
+   * GPU 15, CPU 45, other GPU 150, discrete GPU 250 W) than the most frugal CPU EP device,
+   * lowest first, then the CPU EPs. Hungrier devices (discrete GPUs unless their EP says
+   * otherwise) and virtual devices are left out. */
+  NX_POLICY_MIN_POWER = 4,
+} NxEpSelectionPolicy;
+NXRT_EXPORT NxStatus* NxSessionOptions_SetEpSelectionPolicy(NxSessionOptions* options,
+                                                            NxEpSelectionPolicy policy);
+/* "prefer-cpu", "prefer-gpu", "prefer-npu", "max-performance", "min-power"; static. */
+NXRT_EXPORT const char* Nx_EpSelectionPolicyName(NxEpSelectionPolicy policy);
+
+/* A custom policy. Called at session creation with every EP device of the env (the order of
+ * NxEnv_GetEpDevice) and the model's metadata (producer_name, producer_version, domain,
+ * model_version, doc_string, graph_name and the model's metadata_props); it writes its choice,
+ * in priority order, into `selected` (room for `max_selected`, at least num_devices) and sets
+ * *num_selected. Everything is borrowed for the call. An error status, an empty choice or an EP
+ * device not offered fails session creation. */
+typedef NxStatus* (*NxEpSelectionFn)(void* user, const NxEpDevice* const* devices,
+                                     size_t num_devices, const NxKeyValue* model_metadata,
+                                     size_t num_metadata, const NxEpDevice** selected,
+                                     size_t max_selected, size_t* num_selected);
+/* Replaces any policy; `user` is passed through and must outlive session creation. */
+NXRT_EXPORT NxStatus* NxSessionOptions_SetEpSelectionCallback(NxSessionOptions* options,
+                                                              NxEpSelectionFn fn, void* user);
+
+typedef enum NxFallbackMode {
+  /* Nodes no selected EP claims run on the default CPU EP (the default). */
+  NX_FALLBACK_ALLOW = 0,
+  /* The same, and session creation logs a warning naming each node that fell back. */
+  NX_FALLBACK_WARN = 1,
+  /* No CPU fallback: a node no selected EP claims fails session creation, naming the node and
+   * its op. (Selecting the CPU EP explicitly or by policy still uses it.) */
+  NX_FALLBACK_FORBID = 2,
+} NxFallbackMode;
+NXRT_EXPORT NxStatus* NxSessionOptions_SetFallback(NxSessionOptions* options, NxFallbackMode mode);
 
 /* ---- Sessions ---------------------------------------------------------------------------- */
 /* `options` may be NULL for defaults. The env must outlive the session. */
@@ -158,6 +279,11 @@ NXRT_EXPORT NxStatus* NxSession_GetStatistic(const NxSession* session, const cha
 NXRT_EXPORT size_t NxSession_GetEpCount(const NxSession* session);
 NXRT_EXPORT const char* NxSession_GetEpName(const NxSession* session, size_t index);
 NXRT_EXPORT size_t NxSession_GetEpNodeCount(const NxSession* session, size_t index);
+/* The EP devices EP `ep_index` was created for (none for an EP appended by name that has no EP
+ * device); borrowed like NxEnv_GetEpDevice's. */
+NXRT_EXPORT size_t NxSession_GetEpDeviceCount(const NxSession* session, size_t ep_index);
+NXRT_EXPORT const NxEpDevice* NxSession_GetEpDevice(const NxSession* session, size_t ep_index,
+                                                    size_t device_index);
 
 /* ---- Memory ------------------------------------------------------------------------------ */
 /* The memory the EP named `ep_name` computes in (host memory for CPU-like EPs); borrowed for the

@@ -17,6 +17,7 @@
 #ifndef NXRT_EP_HPP_
 #define NXRT_EP_HPP_
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -27,6 +28,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "nxrt_ep_api.h"
@@ -655,6 +657,157 @@ class KernelDefBuilder {
   std::vector<NxIoPair> aliases_;
   std::vector<NxIoPair> inplace_;
 };
+
+// ---- Devices (ABI version 3) -----------------------------------------------------------------
+// Views of the hardware devices a factory is offered (GetSupportedDevices) and of the EP devices
+// a session chose (NxEpCreateArgs::devices), and helpers that build the key/value arrays the
+// device calls take. They call the version 3 members of the host table: use them only with a
+// host whose version is 3 or later (a host that hands out devices is one).
+//
+// Metadata lookups return std::optional<std::string>: std::nullopt when the key is absent, which
+// is not the same as a key present with an empty value. metadata_or() gives a fallback instead.
+
+// A hardware device (discovered or virtual), borrowed from the host until the library is
+// unregistered.
+class HardwareDeviceView {
+ public:
+  explicit HardwareDeviceView(const NxHardwareDevice* device) : device_(device) {}
+  const NxHardwareDevice* handle() const { return device_; }
+  NxDeviceType type() const { return Host().HardwareDevice_GetType(device_); }
+  std::string vendor() const {
+    const char* v = Host().HardwareDevice_GetVendor(device_);
+    return v ? v : "";
+  }
+  uint32_t vendor_id() const { return Host().HardwareDevice_GetVendorId(device_); }
+  uint32_t device_id() const { return Host().HardwareDevice_GetDeviceId(device_); }
+  // The value of metadata `key` ("pci_bus_id", "discrete", "arch", ...), or std::nullopt.
+  std::optional<std::string> metadata(const char* key) const {
+    const char* v = Host().HardwareDevice_GetMetadataValue(device_, key);
+    if (v == nullptr) return std::nullopt;
+    return std::string(v);
+  }
+  std::string metadata_or(const char* key, const std::string& fallback) const {
+    return metadata(key).value_or(fallback);
+  }
+  // Every metadata entry, in the host's order.
+  std::vector<std::pair<std::string, std::string>> all_metadata() const {
+    std::vector<std::pair<std::string, std::string>> out;
+    for (size_t i = 0, n = Host().HardwareDevice_GetMetadataCount(device_); i < n; ++i) {
+      const char* key = nullptr;
+      const char* value = nullptr;
+      if (Host().HardwareDevice_GetMetadata(device_, i, &key, &value) && key != nullptr)
+        out.emplace_back(key, value ? value : "");
+    }
+    return out;
+  }
+  // A device an EP factory created on the application's request (the host sets is_virtual).
+  bool is_virtual() const { return metadata_or("is_virtual", "") == "1"; }
+  // Whether this is a virtual device created by the EP named `ep_name` (the host sets
+  // discovered_by to the creating EP's name). Real devices name discovery sources instead.
+  bool is_virtual_from(std::string_view ep_name) const {
+    return is_virtual() && metadata_or("discovered_by", "") == ep_name;
+  }
+
+ private:
+  const NxHardwareDevice* device_;
+};
+
+// An EP device (this EP on one hardware device) as NxEpCreateArgs::devices lists it; borrowed
+// for the EP's lifetime.
+class EpDeviceView {
+ public:
+  explicit EpDeviceView(const NxEpDevice* device) : device_(device) {}
+  const NxEpDevice* handle() const { return device_; }
+  HardwareDeviceView hardware() const {
+    return HardwareDeviceView(Host().EpDevice_GetHardwareDevice(device_));
+  }
+  // The EP metadata value of `key` (what GetSupportedDevices added, plus the host's "version"
+  // and "library_path"), or std::nullopt.
+  std::optional<std::string> metadata(const char* key) const {
+    const char* v = Host().EpDevice_GetMetadataValue(device_, key);
+    if (v == nullptr) return std::nullopt;
+    return std::string(v);
+  }
+  std::string metadata_or(const char* key, const std::string& fallback) const {
+    return metadata(key).value_or(fallback);
+  }
+
+ private:
+  const NxEpDevice* device_;
+};
+
+// The EP devices a session chose, from NxEpCreateArgs: empty for a host older than version 3
+// (whose args have no device members) and for an EP appended by name without EP devices.
+inline std::vector<EpDeviceView> EpDevicesOf(const NxEpCreateArgs* args) {
+  std::vector<EpDeviceView> out;
+  if (args == nullptr || args->version < 3 || args->devices == nullptr) return out;
+  for (size_t i = 0; i < args->num_devices; ++i) out.emplace_back(args->devices[i]);
+  return out;
+}
+
+// Key/value pairs that own their strings, for EP metadata, default options and virtual-device
+// metadata. data()/size() give the NxKeyValue array the host calls take; it points into this
+// object and stays valid until the next Set.
+class KeyValues {
+ public:
+  KeyValues() = default;
+  KeyValues(std::initializer_list<std::pair<std::string, std::string>> entries) {
+    for (const auto& [key, value] : entries) Set(key, value);
+  }
+  KeyValues(const KeyValues& other) : entries_(other.entries_) { Rebuild(); }
+  KeyValues& operator=(const KeyValues& other) {
+    entries_ = other.entries_;
+    Rebuild();
+    return *this;
+  }
+  // Adds `key`, or replaces its value.
+  KeyValues& Set(const std::string& key, const std::string& value) {
+    auto it = std::find_if(entries_.begin(), entries_.end(),
+                           [&](const auto& entry) { return entry.first == key; });
+    if (it != entries_.end())
+      it->second = value;
+    else
+      entries_.emplace_back(key, value);
+    Rebuild();  // strings may have moved
+    return *this;
+  }
+  const NxKeyValue* data() const { return view_.empty() ? nullptr : view_.data(); }
+  size_t size() const { return view_.size(); }
+
+ private:
+  void Rebuild() {
+    view_.clear();
+    for (const auto& [key, value] : entries_) view_.push_back({key.c_str(), value.c_str()});
+  }
+  std::vector<std::pair<std::string, std::string>> entries_;
+  std::vector<NxKeyValue> view_;  // points into entries_
+};
+
+// The value of `key` in a borrowed NxKeyValue array (the options of CreateVirtualDevices), or
+// std::nullopt.
+inline std::optional<std::string> FindKeyValue(const NxKeyValue* entries, size_t count,
+                                               std::string_view key) {
+  for (size_t i = 0; i < count; ++i) {
+    if (entries[i].key != nullptr && key == entries[i].key)
+      return std::string(entries[i].value ? entries[i].value : "");
+  }
+  return std::nullopt;
+}
+
+// GetSupportedDevices: the EP supports `device`, with this metadata and these default options.
+inline void AddEpDevice(NxEpDeviceList* list, const NxHardwareDevice* device,
+                        const KeyValues& metadata = {}, const KeyValues& default_options = {}) {
+  ThrowIfError(Host().EpDeviceList_Add(list, device, metadata.data(), metadata.size(),
+                                       default_options.data(), default_options.size()));
+}
+
+// CreateVirtualDevices: add one virtual device (the host adds is_virtual and discovered_by).
+inline void AddVirtualDevice(NxVirtualDeviceList* list, NxDeviceType type,
+                             const std::string& vendor, uint32_t vendor_id, uint32_t device_id,
+                             const KeyValues& metadata = {}) {
+  ThrowIfError(Host().VirtualDeviceList_Add(list, type, vendor.c_str(), vendor_id, device_id,
+                                            metadata.data(), metadata.size()));
+}
 
 }  // namespace nxrt::ep
 

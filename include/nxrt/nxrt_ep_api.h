@@ -1,4 +1,4 @@
-/* nxrt_ep_api.h: the plugin execution-provider (EP) ABI, version 2.
+/* nxrt_ep_api.h: the plugin execution-provider (EP) ABI, version 3.
  *
  * An EP is a shared library that exports two C symbols (see "Library" below). The host hands it
  * a table of host services (NxHostApi); the library hands back factories (NxEpFactory), and each
@@ -13,6 +13,14 @@
  * or outputs in host memory (shape tensors), and may declare outputs that alias an input or may
  * be computed in place. Kernels may pre-pack constant weights once per session (PrePackWeight),
  * optionally sharing the packed copy between sessions of one process.
+ *
+ * Devices (version 3). At registration the host offers each factory the machine's hardware
+ * devices (the CPU, GPUs, NPUs; see nxrt_c_api.h) and the factory says which it supports
+ * (GetSupportedDevices), each pairing becoming an EP device with the EP's metadata and default
+ * options. An application that wants to target hardware that is not present asks for virtual
+ * devices when it registers the library; the factory creates them (CreateVirtualDevices), the
+ * host owns them and offers them to that factory only. Applications then pick EP devices by
+ * hand or by policy, and the EP learns at CreateEp which of its EP devices the session chose.
  *
  * Versioning. Every struct that either side fills starts with `uint32_t version`, set to the
  * NXRT_EP_API_VERSION the filler was compiled with. Tables only grow at the end; a reader reads a
@@ -36,7 +44,7 @@
 extern "C" {
 #endif
 
-#define NXRT_EP_API_VERSION 2
+#define NXRT_EP_API_VERSION 3
 
 /* ============================================================================================
  * Opaque host objects an EP sees. All are owned by the host.
@@ -53,6 +61,8 @@ typedef struct NxKernelContext NxKernelContext; /* what a kernel sees while comp
 typedef struct NxConfig NxConfig;             /* read-only key/value configuration */
 typedef struct NxLogger NxLogger;
 typedef struct NxPrePackCache NxPrePackCache; /* where a kernel offers a packed weight for sharing */
+typedef struct NxEpDeviceList NxEpDeviceList; /* collects the EP devices a factory supports */
+typedef struct NxVirtualDeviceList NxVirtualDeviceList; /* collects the virtual devices it creates */
 
 typedef struct NxEp NxEp;
 typedef struct NxEpFactory NxEpFactory;
@@ -246,6 +256,14 @@ typedef struct NxEpCreateArgs {
    *   "ep.<ep name in lower case>.<key>" EP options given by the application */
   const NxConfig* session_config;
   const NxLogger* logger;  /* the session's logger; valid for the EP's lifetime */
+
+  /* ---- version 3 ---------------------------------------------------------------------------
+   * The EP devices of this factory the session selected, in priority order (the EP decides how
+   * to spread work over several). Borrowed for the EP's lifetime. Empty when the application
+   * appended the EP by name and the factory has no EP device (a version 1-2 factory with its
+   * own device memory). Their default options are already merged into session_config. */
+  const NxEpDevice* const* devices;
+  size_t num_devices;
 } NxEpCreateArgs;
 
 /* ============================================================================================
@@ -275,6 +293,43 @@ struct NxEpFactory {
   /* The factory's data transfer, or *transfer = NULL if it has none. Required when
    * GetMemoryInfo names device memory (the host must be able to move values in and out). */
   NxStatus* (*CreateDataTransfer)(NxEpFactory* self, NxDataTransfer** transfer);
+
+  /* ---- version 3 (optional, may be NULL) ---------------------------------------------------
+   * Create virtual devices: called at registration once per request the application made
+   * (NxEnv_RegisterEpLibraryWithVirtualDevices), never without one. `type` is the requested
+   * device type and `options` (borrowed for the call) the request's target options, such as
+   * "arch". A factory that can target such a device adds it with VirtualDeviceList_Add (one or
+   * more); one that cannot adds nothing, which is not an error. A returned error (an option it
+   * does not understand) fails the registration with that message. The host copies what was
+   * added, marks each device is_virtual = "1" and discovered_by = <EP name> (real devices carry
+   * the discovery sources there, e.g. "drm,pci"), owns it until the library is unregistered and
+   * offers it to this factory only. Put what identifies the target (e.g. "arch") in the
+   * device's metadata: GetSupportedDevices and the EP read it back from there. */
+  NxStatus* (*CreateVirtualDevices)(NxEpFactory* self, NxDeviceType type,
+                                    const NxKeyValue* options, size_t num_options,
+                                    NxVirtualDeviceList* created);
+  /* Say which devices the EP supports: called once at registration (after
+   * CreateVirtualDevices) with every hardware device of the process followed by the virtual
+   * devices this factory created (borrowed until unregistration). For each supported device
+   * call EpDeviceList_Add with the EP's metadata about it (well-known keys below) and default
+   * EP options. Adding none is allowed (the EP can still be appended by name). A returned error
+   * fails the registration.
+   * When NULL (and for version 1-2 factories) the host decides: a factory that computes in host
+   * memory gets one EP device on the CPU; one with its own device memory gets none.
+   *
+   * Well-known EP metadata keys (all optional; values are decimal strings):
+   *   "performance_hint"  relative speed on typical models, 1-100 (higher is faster). Without
+   *                       it the host assumes: discrete GPU 80, NPU 50, integrated GPU 40,
+   *                       other GPU 60, CPU 10.
+   *   "power_hint"        typical power drawn while running, in watts. Without it: NPU 5,
+   *                       integrated GPU 15, CPU 45, other GPU 150, discrete GPU 250.
+   * A hint that is not a positive decimal number is ignored (the default applies). The host
+   * adds "version" (from GetVersion) and "library_path" itself.
+   * Default options: when a session selects several EP devices of one EP whose defaults
+   * disagree, the first selected device's value wins; options the application gives win over
+   * all defaults. */
+  NxStatus* (*GetSupportedDevices)(NxEpFactory* self, const NxHardwareDevice* const* devices,
+                                   size_t num_devices, NxEpDeviceList* supported);
 };
 
 /* ============================================================================================
@@ -445,6 +500,36 @@ typedef struct NxHostApi {
    * still owns them. A second call replaces the first. */
   NxStatus* (*PrePackCache_Store)(NxPrePackCache* cache, void* const* buffers,
                                   const size_t* sizes, size_t count);
+
+  /* ---- Version 3 ----------------------------------------------------------------------- */
+  /* Hardware devices (discovered or virtual), borrowed until the library is unregistered.
+   * Metadata as in nxrt_c_api.h: "discovered_by", "pci_bus_id", "driver", "discrete", "isa",
+   * "is_virtual", ... GetMetadataValue returns NULL for a missing key. */
+  NxDeviceType (*HardwareDevice_GetType)(const NxHardwareDevice* device);
+  const char* (*HardwareDevice_GetVendor)(const NxHardwareDevice* device);
+  uint32_t (*HardwareDevice_GetVendorId)(const NxHardwareDevice* device);
+  uint32_t (*HardwareDevice_GetDeviceId)(const NxHardwareDevice* device);
+  size_t (*HardwareDevice_GetMetadataCount)(const NxHardwareDevice* device);
+  bool (*HardwareDevice_GetMetadata)(const NxHardwareDevice* device, size_t index,
+                                     const char** key, const char** value);
+  const char* (*HardwareDevice_GetMetadataValue)(const NxHardwareDevice* device, const char* key);
+
+  /* From CreateVirtualDevices: add one virtual device of `type` (strings and metadata are
+   * copied; "is_virtual" and "discovered_by" are set by the host and may not be given). */
+  NxStatus* (*VirtualDeviceList_Add)(NxVirtualDeviceList* list, NxDeviceType type,
+                                     const char* vendor, uint32_t vendor_id, uint32_t device_id,
+                                     const NxKeyValue* metadata, size_t num_metadata);
+  /* From GetSupportedDevices: the EP supports `device` (one of those offered). Metadata and
+   * default options are copied; "version" and "library_path" are the host's keys. Adding the
+   * same device twice is an error. */
+  NxStatus* (*EpDeviceList_Add)(NxEpDeviceList* list, const NxHardwareDevice* device,
+                                const NxKeyValue* ep_metadata, size_t num_metadata,
+                                const NxKeyValue* default_options, size_t num_options);
+
+  /* EP devices (from NxEpCreateArgs::devices), borrowed like them. */
+  const NxHardwareDevice* (*EpDevice_GetHardwareDevice)(const NxEpDevice* device);
+  /* The EP metadata value of `key` (including "version"), or NULL. */
+  const char* (*EpDevice_GetMetadataValue)(const NxEpDevice* device, const char* key);
 } NxHostApi;
 
 /* ============================================================================================

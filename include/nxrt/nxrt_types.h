@@ -116,9 +116,21 @@ typedef struct NxMemoryInfo {
   size_t alignment;         /* minimum alignment of blocks in bytes; 0 = 64 */
 } NxMemoryInfo;
 
-/* A hardware device the runtime discovered (the CPU, a GPU, an NPU). Opaque; owned by the
- * runtime. */
+/* A hardware device: one the runtime discovered (the CPU, a GPU, an NPU) or a virtual device an
+ * EP factory created on the application's request (metadata is_virtual = "1"). Opaque; owned by
+ * the runtime. */
 typedef struct NxHardwareDevice NxHardwareDevice;
+
+/* An EP device: one EP (factory) paired with one hardware device it supports, with the EP's
+ * metadata about that pairing, its default options and the memory it computes in. Opaque; owned
+ * by the runtime from registration of its library to unregistration. */
+typedef struct NxEpDevice NxEpDevice;
+
+/* One key/value pair (metadata, options). Both strings are NUL-terminated. */
+typedef struct NxKeyValue {
+  const char* key;
+  const char* value;
+} NxKeyValue;
 
 /* A value passed between the application, the runtime and EPs: a tensor (element type, shape,
  * data), a sequence of values, or an optional value. Opaque. */

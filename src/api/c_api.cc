@@ -1,7 +1,9 @@
 // The application C API: thin translations to Env, Session and Value.
 #include <strings.h>
 
+#include <algorithm>
 #include <cstring>
+#include <new>
 
 #include "base/element_type.h"
 #include "base/error.h"
@@ -10,6 +12,7 @@
 #include "model/tensor_proto.h"
 #include "nxrt/nxrt_c_api.h"
 #include "session/env.h"
+#include "session/ep_selection.h"
 #include "session/session.h"
 
 struct NxEnv {
@@ -61,6 +64,9 @@ const char* NxStatus_GetMessage(const NxStatus* status) {
   return status ? status->message.c_str() : "";
 }
 void NxStatus_Release(NxStatus* status) { delete status; }
+NxStatus* NxStatus_Create(NxStatusCode code, const char* message) {
+  return new (std::nothrow) NxStatus{code, message ? message : ""};
+}
 const char* Nx_GetVersionString(void) { return "0.1.0"; }
 const char* Nx_ElementTypeName(NxElementType type) { return nxrt::ElementTypeName(type); }
 
@@ -84,10 +90,85 @@ NxStatus* NxEnv_RegisterEpLibrary(NxEnv* env, const char* name, const char* path
   NX_REQUIRE(path);
   return CatchAsStatus([&] { env->env->RegisterLibrary(name, path); });
 }
+NxStatus* NxEnv_RegisterEpLibraryWithVirtualDevices(NxEnv* env, const char* name, const char* path,
+                                                    const NxVirtualDeviceRequest* requests,
+                                                    size_t num_requests) {
+  NX_REQUIRE(env);
+  NX_REQUIRE(name);
+  NX_REQUIRE(path);
+  if (num_requests > 0 && requests == nullptr)
+    return MakeStatus(NX_INVALID_ARGUMENT, "virtual device requests are null");
+  return CatchAsStatus([&] {
+    std::vector<nxrt::VirtualDeviceRequest> reqs;
+    for (size_t i = 0; i < num_requests; ++i) {
+      const NxVirtualDeviceRequest& r = requests[i];
+      NXRT_CHECK(r.type >= NX_DEVICE_CPU && r.type <= NX_DEVICE_OTHER, NX_INVALID_ARGUMENT,
+                 "virtual device request " + std::to_string(i) + " has an unknown device type");
+      NXRT_CHECK(r.num_options == 0 || r.options != nullptr, NX_INVALID_ARGUMENT,
+                 "virtual device request " + std::to_string(i) + " has null options");
+      nxrt::VirtualDeviceRequest req;
+      req.type = r.type;
+      for (size_t k = 0; k < r.num_options; ++k) {
+        NXRT_CHECK(r.options[k].key && r.options[k].value, NX_INVALID_ARGUMENT,
+                   "virtual device request " + std::to_string(i) + " has a null option");
+        req.options.emplace_back(r.options[k].key, r.options[k].value);
+      }
+      reqs.push_back(std::move(req));
+    }
+    env->env->RegisterLibrary(name, path, reqs);
+  });
+}
 NxStatus* NxEnv_UnregisterEpLibrary(NxEnv* env, const char* name) {
   NX_REQUIRE(env);
   NX_REQUIRE(name);
   return CatchAsStatus([&] { env->env->UnregisterLibrary(name); });
+}
+
+// ---- EP devices ----
+NxStatus* NxEnv_GetEpDeviceCount(NxEnv* env, size_t* count) {
+  NX_REQUIRE(env);
+  NX_REQUIRE(count);
+  return CatchAsStatus([&] { *count = env->env->EpDevices().size(); });
+}
+const NxEpDevice* NxEnv_GetEpDevice(NxEnv* env, size_t index) {
+  if (env == nullptr) return nullptr;
+  try {
+    auto all = env->env->EpDevices();
+    return index < all.size() ? all[index] : nullptr;
+  } catch (...) {
+    return nullptr;
+  }
+}
+const char* NxEpDevice_GetEpName(const NxEpDevice* d) { return d ? d->ep_name.c_str() : ""; }
+const char* NxEpDevice_GetEpVendor(const NxEpDevice* d) { return d ? d->ep_vendor.c_str() : ""; }
+const char* NxEpDevice_GetLibraryName(const NxEpDevice* d) {
+  return d ? d->library_name.c_str() : "";
+}
+const NxHardwareDevice* NxEpDevice_GetHardwareDevice(const NxEpDevice* d) {
+  return d ? d->device : nullptr;
+}
+size_t NxEpDevice_GetMetadataCount(const NxEpDevice* d) { return d ? d->metadata.size() : 0; }
+bool NxEpDevice_GetMetadata(const NxEpDevice* d, size_t index, const char** key,
+                            const char** value) {
+  if (d == nullptr || index >= d->metadata.size()) return false;
+  if (key) *key = d->metadata[index].first.c_str();
+  if (value) *value = d->metadata[index].second.c_str();
+  return true;
+}
+const char* NxEpDevice_GetMetadataValue(const NxEpDevice* d, const char* key) {
+  if (d == nullptr || key == nullptr) return nullptr;
+  const std::string* v = nxrt::FindKey(d->metadata, key);
+  return v ? v->c_str() : nullptr;
+}
+size_t NxEpDevice_GetOptionCount(const NxEpDevice* d) { return d ? d->options.size() : 0; }
+bool NxEpDevice_GetOption(const NxEpDevice* d, size_t index, const char** key, const char** value) {
+  if (d == nullptr || index >= d->options.size()) return false;
+  if (key) *key = d->options[index].first.c_str();
+  if (value) *value = d->options[index].second.c_str();
+  return true;
+}
+const NxMemoryInfo* NxEpDevice_GetMemoryInfo(const NxEpDevice* d) {
+  return d && d->factory->memory ? d->factory->memory : nxrt::HostMemory();
 }
 
 // ---- Session options ----
@@ -139,6 +220,70 @@ NxStatus* NxSessionOptions_AppendEp(NxSessionOptions* options, const char* ep_na
     }
     options->options.eps.push_back(std::move(req));
   });
+}
+
+NxStatus* NxSessionOptions_AppendEpDevices(NxSessionOptions* options,
+                                           const NxEpDevice* const* devices, size_t num_devices,
+                                           const NxKeyValue* ep_options, size_t num_ep_options) {
+  NX_REQUIRE(options);
+  NX_REQUIRE(devices);
+  if (num_devices == 0) return MakeStatus(NX_INVALID_ARGUMENT, "no EP device to append");
+  if (num_ep_options > 0 && ep_options == nullptr)
+    return MakeStatus(NX_INVALID_ARGUMENT, "EP options are null");
+  return CatchAsStatus([&] {
+    nxrt::EpRequest req;
+    for (size_t i = 0; i < num_devices; ++i) {
+      NXRT_CHECK(devices[i] != nullptr, NX_INVALID_ARGUMENT, "an EP device is null");
+      req.devices.push_back(devices[i]);
+    }
+    for (size_t i = 0; i < num_ep_options; ++i) {
+      NXRT_CHECK(ep_options[i].key && ep_options[i].value, NX_INVALID_ARGUMENT,
+                 "an EP option key or value is null");
+      req.options[ep_options[i].key] = ep_options[i].value;
+    }
+    options->options.eps.push_back(std::move(req));
+  });
+}
+NxStatus* NxSessionOptions_SetEpSelectionPolicy(NxSessionOptions* options,
+                                                NxEpSelectionPolicy policy) {
+  NX_REQUIRE(options);
+  if (policy < NX_POLICY_PREFER_CPU || policy > NX_POLICY_MIN_POWER)
+    return MakeStatus(NX_INVALID_ARGUMENT, "unknown EP selection policy");
+  options->options.policy = policy;
+  options->options.selector = nullptr;
+  return nullptr;
+}
+const char* Nx_EpSelectionPolicyName(NxEpSelectionPolicy policy) {
+  return nxrt::PolicyName(policy);
+}
+NxStatus* NxSessionOptions_SetEpSelectionCallback(NxSessionOptions* options, NxEpSelectionFn fn,
+                                                  void* user) {
+  NX_REQUIRE(options);
+  NX_REQUIRE(fn);
+  return CatchAsStatus([&] {
+    options->options.policy.reset();
+    options->options.selector = [fn, user](const std::vector<const NxEpDevice*>& devices,
+                                           const nxrt::KeyValues& metadata) {
+      std::vector<NxKeyValue> md;
+      for (const auto& [k, v] : metadata) md.push_back({k.c_str(), v.c_str()});
+      std::vector<const NxEpDevice*> selected(std::max<size_t>(devices.size(), 1), nullptr);
+      size_t n = 0;
+      nxrt::ThrowIfStatus(fn(user, devices.data(), devices.size(), md.data(), md.size(),
+                             selected.data(), selected.size(), &n),
+                          "the EP selection callback failed");
+      NXRT_CHECK(n <= selected.size(), NX_INVALID_ARGUMENT,
+                 "the EP selection callback chose more EP devices than it had room for");
+      selected.resize(n);
+      return selected;
+    };
+  });
+}
+NxStatus* NxSessionOptions_SetFallback(NxSessionOptions* options, NxFallbackMode mode) {
+  NX_REQUIRE(options);
+  if (mode < NX_FALLBACK_ALLOW || mode > NX_FALLBACK_FORBID)
+    return MakeStatus(NX_INVALID_ARGUMENT, "unknown fallback mode");
+  options->options.fallback = mode;
+  return nullptr;
 }
 
 // ---- Sessions ----
@@ -274,6 +419,15 @@ const char* NxSession_GetEpName(const NxSession* s, size_t i) {
 }
 size_t NxSession_GetEpNodeCount(const NxSession* s, size_t i) {
   return s && i < s->ep_node_counts.size() ? s->ep_node_counts[i] : 0;
+}
+
+size_t NxSession_GetEpDeviceCount(const NxSession* s, size_t ep) {
+  return s && ep < s->session->ep_count() ? s->session->ep_devices(ep).size() : 0;
+}
+const NxEpDevice* NxSession_GetEpDevice(const NxSession* s, size_t ep, size_t device) {
+  if (s == nullptr || ep >= s->session->ep_count()) return nullptr;
+  const auto& d = s->session->ep_devices(ep);
+  return device < d.size() ? d[device] : nullptr;
 }
 
 // ---- Hardware devices ----

@@ -14,6 +14,12 @@ const std::string& HardwareDevice::Get(const std::string& key) const {
   return empty;
 }
 
+const std::string* HardwareDevice::Find(const std::string& key) const {
+  for (const auto& [k, v] : metadata)
+    if (k == key) return &v;
+  return nullptr;
+}
+
 void HardwareDevice::Set(const std::string& key, const std::string& value) {
   for (auto& [k, v] : metadata) {
     if (k == key) {

@@ -23,6 +23,8 @@ struct HardwareDevice {
 
   // The value of `key`, or "" if absent.
   const std::string& Get(const std::string& key) const;
+  // The value of `key`, or nullptr if absent.
+  const std::string* Find(const std::string& key) const;
   void Set(const std::string& key, const std::string& value);
 };
 

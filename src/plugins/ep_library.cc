@@ -79,6 +79,70 @@ void SetUpMemory(EpFactory& f, const std::string& path) {
   f.arena = std::make_shared<BufferPool>(size_t{256} << 20, f.allocator);
 }
 
+// Asks a version-3 factory for the virtual devices of every request; the runtime marks and owns
+// them.
+// Adds the count made for each request to `per_request`.
+std::vector<std::unique_ptr<NxHardwareDevice>> CreateVirtualDevices(
+    EpFactory& f, const std::vector<VirtualDeviceRequest>& requests, const std::string& path,
+    std::vector<size_t>& per_request) {
+  std::vector<std::unique_ptr<NxHardwareDevice>> out;
+  NxEpFactory* raw = f.raw;
+  if (requests.empty() || raw->version < 3 || raw->CreateVirtualDevices == nullptr) return out;
+  for (size_t r = 0; r < requests.size(); ++r) {
+    const VirtualDeviceRequest& req = requests[r];
+    std::vector<NxKeyValue> options;
+    for (const auto& [k, v] : req.options) options.push_back({k.c_str(), v.c_str()});
+    NxVirtualDeviceList list;
+    ThrowIfStatus(raw->CreateVirtualDevices(raw, req.type, options.data(), options.size(), &list),
+                  path + ": EP '" + f.name + "' refused the request for a virtual " +
+                      DeviceTypeName(req.type) + " device");
+    per_request[r] += list.added.size();
+    for (HardwareDevice& d : list.added) {
+      auto owned = std::make_unique<NxHardwareDevice>(NxHardwareDevice{std::move(d)});
+      owned->Set("is_virtual", "1");
+      owned->Set("discovered_by", f.name);
+      out.push_back(std::move(owned));
+    }
+  }
+  return out;
+}
+
+// The EP devices of one factory: what GetSupportedDevices adds (version 3), else one on the CPU
+// for a host-memory factory and none for a factory with its own device memory.
+std::vector<std::unique_ptr<NxEpDevice>> CreateEpDevices(
+    EpFactory& f, const std::vector<const NxHardwareDevice*>& offered, const std::string& path,
+    const std::string& registration_name) {
+  NxEpDeviceList list;
+  list.offered = &offered;
+  NxEpFactory* raw = f.raw;
+  if (raw->version >= 3 && raw->GetSupportedDevices != nullptr) {
+    ThrowIfStatus(raw->GetSupportedDevices(raw, offered.data(), offered.size(), &list),
+                  path + ": EP '" + f.name + "' GetSupportedDevices failed");
+  } else if (f.memory == nullptr) {
+    for (const NxHardwareDevice* d : offered) {
+      if (d->type == NX_DEVICE_CPU && !IsVirtual(*d)) {
+        list.added.push_back({d, {}, {}});
+        break;
+      }
+    }
+  }
+  std::vector<std::unique_ptr<NxEpDevice>> out;
+  for (NxEpDeviceList::Entry& e : list.added) {
+    auto d = std::make_unique<NxEpDevice>();
+    d->factory = &f;
+    d->device = e.device;
+    d->ep_name = f.name;
+    d->ep_vendor = f.vendor;
+    d->library_name = registration_name;
+    d->metadata = std::move(e.metadata);
+    d->metadata.emplace_back("version", f.version);
+    d->metadata.emplace_back("library_path", path);
+    d->options = std::move(e.options);
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
 void TearDownMemory(EpFactory& f) {
   f.arena.reset();
   f.allocator.reset();
@@ -89,7 +153,9 @@ void TearDownMemory(EpFactory& f) {
 }  // namespace
 
 std::unique_ptr<EpLibrary> EpLibrary::Load(const std::string& path,
-                                           const std::string& registration_name) {
+                                           const std::string& registration_name,
+                                           const std::vector<const NxHardwareDevice*>& hardware,
+                                           const std::vector<VirtualDeviceRequest>& requests) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) Throw(NX_NOT_FOUND, path + ": no such EP library");
   std::unique_ptr<EpLibrary> lib(new EpLibrary());
@@ -124,11 +190,23 @@ std::unique_ptr<EpLibrary> EpLibrary::Load(const std::string& path,
   try {
     for (NxEpFactory* f : owned) lib->factories_.push_back(Inspect(f, path, lib.get()));
     for (EpFactory& f : lib->factories_) SetUpMemory(f, path);
+    for (EpFactory& f : lib->factories_) {
+      lib->per_request_.resize(requests.size(), 0);
+      auto created = CreateVirtualDevices(f, requests, path, lib->per_request_);
+      std::vector<const NxHardwareDevice*> offered = hardware;
+      for (auto& v : created) offered.push_back(v.get());
+      for (auto& v : created) lib->virtual_devices_.push_back(std::move(v));
+      for (auto& d : CreateEpDevices(f, offered, path, registration_name)) {
+        f.devices.push_back(d.get());
+        lib->ep_devices_.push_back(std::move(d));
+      }
+    }
   } catch (...) {
     for (EpFactory& f : lib->factories_) TearDownMemory(f);
     for (NxEpFactory* f : owned)
       if (f) lib->release_factory_(f);
     lib->factories_.clear();
+    lib->ep_devices_.clear();
     throw;
   }
   return lib;

@@ -7,6 +7,7 @@
 
 #include "base/buffer_pool.h"
 #include "base/logger.h"
+#include "devices/ep_device.h"
 #include "nxrt/nxrt_ep_api.h"
 
 namespace nxrt {
@@ -31,16 +32,30 @@ struct EpFactory {
   // The factory's data transfer, or null.
   NxDataTransfer* transfer = nullptr;
 
+  // Its EP devices (owned by the library), in the order the factory added them.
+  std::vector<const NxEpDevice*> devices;
+
   // Blocks of this factory's memory still held outside its arena (live tensors).
   size_t live_device_blocks() const;
 };
 
+// An application's request for virtual devices of one type, with target options.
+struct VirtualDeviceRequest {
+  NxDeviceType type = NX_DEVICE_NPU;
+  KeyValues options;
+};
+
 class EpLibrary {
  public:
-  // Loads `path` and creates its factories. Throws NX_NOT_FOUND (missing file),
-  // NX_INVALID_PLUGIN (no entry point, newer ABI, broken factory) or the library's own error.
-  static std::unique_ptr<EpLibrary> Load(const std::string& path, const std::string& registration_name);
-  ~EpLibrary();  // releases the factories, then unloads the library
+  // Loads `path`, creates its factories, asks them for the virtual devices in `requests` and
+  // for the EP devices they support among `hardware` (plus their own virtual devices). Throws
+  // NX_NOT_FOUND (missing file), NX_INVALID_PLUGIN (no entry point, newer ABI, broken factory)
+  // or the library's own error.
+  static std::unique_ptr<EpLibrary> Load(const std::string& path,
+                                         const std::string& registration_name,
+                                         const std::vector<const NxHardwareDevice*>& hardware,
+                                         const std::vector<VirtualDeviceRequest>& requests = {});
+  ~EpLibrary();  // releases the factories, then unloads the library, then frees its devices
 
   EpLibrary(const EpLibrary&) = delete;
   EpLibrary& operator=(const EpLibrary&) = delete;
@@ -48,6 +63,12 @@ class EpLibrary {
   const std::string& path() const { return path_; }
   const std::string& registration_name() const { return registration_name_; }
   std::vector<EpFactory>& factories() { return factories_; }
+  // Virtual devices the factories created on request (owned here).
+  const std::vector<std::unique_ptr<NxHardwareDevice>>& virtual_devices() const {
+    return virtual_devices_;
+  }
+  // How many virtual devices the factories made for each request (same order).
+  const std::vector<size_t>& virtual_devices_per_request() const { return per_request_; }
 
  private:
   EpLibrary() = default;
@@ -56,6 +77,10 @@ class EpLibrary {
   std::string registration_name_;
   void* handle_ = nullptr;
   NxReleaseEpFactoryFn release_factory_ = nullptr;
+  // Declared before the factories so they outlive them (factories may hold device pointers).
+  std::vector<std::unique_ptr<NxHardwareDevice>> virtual_devices_;
+  std::vector<std::unique_ptr<NxEpDevice>> ep_devices_;
+  std::vector<size_t> per_request_;
   std::vector<EpFactory> factories_;
 };
 

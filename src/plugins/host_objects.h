@@ -9,6 +9,7 @@
 #include "base/config.h"
 #include "base/logger.h"
 #include "base/value.h"
+#include "devices/ep_device.h"
 #include "graph/graph.h"
 #include "nxrt/nxrt_ep_api.h"
 
@@ -46,6 +47,22 @@ struct NxKernelContext {
   nxrt::Value* const* bound_outputs = nullptr;
   nxrt::ThreadPool* thread_pool = nullptr;
   std::vector<std::shared_ptr<void>> scratch;  // freed when Compute returns
+};
+
+// Collects the virtual devices a factory creates for one request (CreateVirtualDevices).
+struct NxVirtualDeviceList {
+  std::vector<nxrt::HardwareDevice> added;
+};
+
+// Collects the devices a factory supports (GetSupportedDevices).
+struct NxEpDeviceList {
+  struct Entry {
+    const NxHardwareDevice* device = nullptr;
+    nxrt::KeyValues metadata;
+    nxrt::KeyValues options;
+  };
+  const std::vector<const NxHardwareDevice*>* offered = nullptr;
+  std::vector<Entry> added;
 };
 
 struct NxLogger {

@@ -20,6 +20,15 @@ std::string Lower(std::string s) {
 
 }  // namespace
 
+Env::Env(Logger logger) : logger_(std::move(logger)) {
+  for (const NxHardwareDevice& d : ProcessHardware()) hardware_.push_back(&d);
+}
+
+Env::Env(Logger logger, std::vector<NxHardwareDevice> hardware)
+    : logger_(std::move(logger)), own_hardware_(std::move(hardware)) {
+  for (const NxHardwareDevice& d : own_hardware_) hardware_.push_back(&d);
+}
+
 Env::~Env() {
   std::lock_guard<std::mutex> lock(mutex_);
   libraries_.clear();
@@ -110,14 +119,15 @@ std::string Env::DefaultCpuLibraryPath() {
   return "libnxrt_ep_cpu.so";
 }
 
-void Env::RegisterLibrary(const std::string& name, const std::string& path) {
+void Env::RegisterLibrary(const std::string& name, const std::string& path,
+                          const std::vector<VirtualDeviceRequest>& requests) {
   NXRT_CHECK(!name.empty(), NX_INVALID_ARGUMENT, "an EP library needs a registration name");
   {
     std::lock_guard<std::mutex> lock(mutex_);
     NXRT_CHECK(libraries_.find(name) == libraries_.end(), NX_INVALID_ARGUMENT,
                "an EP library is already registered as '" + name + "'");
   }
-  auto lib = EpLibrary::Load(path, name);  // outside the lock: plugin code runs here
+  auto lib = EpLibrary::Load(path, name, hardware_, requests);  // unlocked: plugin code runs
   std::lock_guard<std::mutex> lock(mutex_);
   NXRT_CHECK(libraries_.find(name) == libraries_.end(), NX_INVALID_ARGUMENT,
              "an EP library is already registered as '" + name + "'");
@@ -125,7 +135,27 @@ void Env::RegisterLibrary(const std::string& name, const std::string& path) {
     logger_.Log(NX_LOG_INFO,
                 "registered EP '" + f.name + "' (" + f.vendor + " " + f.version + ") from " + path);
   }
+  for (size_t r = 0; r < requests.size(); ++r) {
+    if (lib->virtual_devices_per_request()[r] == 0) {
+      logger_.Log(NX_LOG_WARNING, "EP library '" + name + "' created no virtual " +
+                                      DeviceTypeName(requests[r].type) + " device for request " +
+                                      std::to_string(r + 1));
+    }
+  }
   libraries_.emplace(name, std::move(lib));
+  registration_order_.push_back(name);
+}
+
+std::vector<const NxEpDevice*> Env::EpDevices() {
+  DefaultCpuFactory();
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<const NxEpDevice*> out;
+  for (const std::string& name : registration_order_)
+    for (auto& f : libraries_.at(name)->factories())
+      for (const NxEpDevice* d : f.devices) out.push_back(d);
+  for (auto& f : cpu_library_->factories())
+    for (const NxEpDevice* d : f.devices) out.push_back(d);
+  return out;
 }
 
 void Env::UnregisterLibrary(const std::string& name) {
@@ -150,14 +180,16 @@ void Env::UnregisterLibrary(const std::string& name) {
     }
     doomed = std::move(it->second);
     libraries_.erase(it);
+    registration_order_.erase(
+        std::find(registration_order_.begin(), registration_order_.end(), name));
   }
 }
 
 EpFactory* Env::FindFactory(const std::string& ep_name) {
   std::lock_guard<std::mutex> lock(mutex_);
   std::string wanted = Lower(ep_name);
-  for (auto& [reg_name, lib] : libraries_) {
-    for (auto& f : lib->factories())
+  for (const std::string& name : registration_order_) {  // the first registered wins
+    for (auto& f : libraries_.at(name)->factories())
       if (Lower(f.name) == wanted) return &f;
   }
   if (cpu_library_) {
@@ -180,7 +212,7 @@ EpFactory* Env::DefaultCpuFactory() {
     }
     std::string path = DefaultCpuLibraryPath();
     try {
-      cpu_library_ = EpLibrary::Load(path, "cpu");
+      cpu_library_ = EpLibrary::Load(path, "cpu", hardware_);
     } catch (const Error& e) {
       Throw(e.code(), std::string("cannot load the default CPU EP: ") + e.what() +
                           " (set NXRT_CPU_EP_LIBRARY to its path)");

@@ -17,16 +17,20 @@ namespace nxrt {
 
 class Env {
  public:
-  explicit Env(Logger logger) : logger_(std::move(logger)) {}
+  // An env over the process's discovered hardware (ProcessHardware()).
+  explicit Env(Logger logger);
+  // An env that sees `hardware` instead (tests: fixture machines in one process).
+  Env(Logger logger, std::vector<NxHardwareDevice> hardware);
   Env(const Env&) = delete;
   Env& operator=(const Env&) = delete;
   ~Env();
 
   const Logger& logger() const { return logger_; }
 
-  // Registers an EP library under `name`. Throws if the name is taken or loading fails; the env
-  // stays usable either way.
-  void RegisterLibrary(const std::string& name, const std::string& path);
+  // Registers an EP library under `name`, asking its factories for the virtual devices in
+  // `requests`. Throws if the name is taken or loading fails; the env stays usable either way.
+  void RegisterLibrary(const std::string& name, const std::string& path,
+                       const std::vector<VirtualDeviceRequest>& requests = {});
   // Unregisters; throws NX_INVALID_ARGUMENT if a live session still uses the library.
   void UnregisterLibrary(const std::string& name);
 
@@ -34,6 +38,12 @@ class Env {
   EpFactory* FindFactory(const std::string& ep_name);
   // The default CPU EP's factory, loading its library on first call.
   EpFactory* DefaultCpuFactory();
+
+  // The hardware devices this env offers to factories (discovered, not virtual).
+  const std::vector<const NxHardwareDevice*>& hardware() const { return hardware_; }
+  // Every EP device: registered libraries in registration order, then the default CPU EP's
+  // (loading it). Valid until the owning library is unregistered.
+  std::vector<const NxEpDevice*> EpDevices();
 
   // Sessions hold a use count on the libraries whose EPs they created.
   void AddUse(EpLibrary* library);
@@ -68,7 +78,10 @@ class Env {
   std::shared_ptr<HostSideAllocator> prepack_allocator_ =
       std::make_shared<HostSideAllocator>(HostRawAllocator());
   std::mutex mutex_;
+  std::vector<NxHardwareDevice> own_hardware_;  // when given at construction
+  std::vector<const NxHardwareDevice*> hardware_;
   std::map<std::string, std::unique_ptr<EpLibrary>> libraries_;  // by registration name
+  std::vector<std::string> registration_order_;
   std::map<EpLibrary*, int> uses_;
   std::unique_ptr<EpLibrary> cpu_library_;
 };

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "plugins/ep_library.h"
 #include "plugins/kernel_registry.h"
@@ -12,8 +13,10 @@ class Env;
 
 class EpInstance {
  public:
-  // Creates the EP through `factory` with the session configuration.
-  EpInstance(Env& env, EpFactory& factory, const NxConfig* config, const NxLogger* logger);
+  // Creates the EP through `factory` with the session configuration, for `devices` (EP devices
+  // of that factory, in priority order; may be empty).
+  EpInstance(Env& env, EpFactory& factory, std::vector<const NxEpDevice*> devices,
+             const NxConfig* config, const NxLogger* logger);
   ~EpInstance();
   EpInstance(const EpInstance&) = delete;
   EpInstance& operator=(const EpInstance&) = delete;
@@ -24,12 +27,15 @@ class EpInstance {
   EpFactory& factory() const { return factory_; }
   // The memory the EP's kernels work in (null = host memory).
   const NxMemoryInfo* memory() const { return factory_.memory; }
+  // The EP devices it was created for.
+  const std::vector<const NxEpDevice*>& devices() const { return devices_; }
 
  private:
   Env& env_;
   EpFactory& factory_;
   NxEp* ep_ = nullptr;
   std::string name_;
+  std::vector<const NxEpDevice*> devices_;
   const KernelRegistry* registry_ = nullptr;
 };
 

@@ -8,6 +8,7 @@
 #include "base/error.h"
 #include "base/memory_info.h"
 #include "session/env.h"
+#include "session/ep_selection.h"
 #include "session/graph_fusion.h"
 
 namespace nxrt {
@@ -78,24 +79,102 @@ Session::~Session() {
   eps_.clear();
 }
 
-void Session::CreateEps(const SessionOptions& options) {
-  for (const EpRequest& req : options.eps) {
-    for (const auto& [key, value] : req.options)
-      config_.entries["ep." + Lower(req.name) + "." + key] = value;
-  }
-  for (const EpRequest& req : options.eps) {
-    EpFactory* factory = env_.FindFactory(req.name);
-    NXRT_CHECK(factory != nullptr, NX_NOT_FOUND,
-               "no registered EP library provides an EP named '" + req.name + "'");
-    bool duplicate = false;
-    for (auto& ep : eps_) duplicate = duplicate || Lower(ep->name()) == Lower(factory->name);
-    if (!duplicate)
-      eps_.push_back(std::make_unique<EpInstance>(env_, *factory, &config_, &logger_));
-  }
+std::vector<EpChoice> Session::ChooseEps(const SessionOptions& options) {
+  const bool automatic = options.policy.has_value() || static_cast<bool>(options.selector);
+  NXRT_CHECK(!(automatic && !options.eps.empty()), NX_INVALID_ARGUMENT,
+             "the session options both append EPs and set a selection policy; choose one");
   EpFactory* cpu = env_.DefaultCpuFactory();
-  bool have_cpu = false;
-  for (auto& ep : eps_) have_cpu = have_cpu || Lower(ep->name()) == Lower(cpu->name);
-  if (!have_cpu) eps_.push_back(std::make_unique<EpInstance>(env_, *cpu, &config_, &logger_));
+  std::vector<EpChoice> chosen;
+  if (!options.eps.empty()) {
+    const std::vector<const NxEpDevice*> known = env_.EpDevices();
+    for (const EpRequest& req : options.eps) {
+      EpChoice c;
+      if (req.devices.empty()) {
+        c.factory = env_.FindFactory(req.name);
+        NXRT_CHECK(c.factory != nullptr, NX_NOT_FOUND,
+                   "no registered EP library provides an EP named '" + req.name + "'");
+        c.devices = c.factory->devices;
+      } else {
+        for (const NxEpDevice* d : req.devices) {
+          // Compare pointers before touching one: a stale device must not be dereferenced.
+          NXRT_CHECK(std::find(known.begin(), known.end(), d) != known.end(), NX_INVALID_ARGUMENT,
+                     "an appended EP device is not one of this env's (was its library "
+                     "unregistered?)");
+        }
+        c.factory = req.devices.front()->factory;
+        for (const NxEpDevice* d : req.devices) {
+          NXRT_CHECK(d->factory == c.factory, NX_INVALID_ARGUMENT,
+                     "EP devices appended together must belong to one EP, not to both '" +
+                         c.factory->name + "' and '" + d->ep_name + "'");
+        }
+        c.devices = req.devices;
+      }
+      auto same = std::find_if(chosen.begin(), chosen.end(),
+                               [&](const EpChoice& x) { return x.factory == c.factory; });
+      if (same == chosen.end()) {
+        chosen.push_back(std::move(c));
+      } else {
+        for (const NxEpDevice* d : c.devices)
+          if (std::find(same->devices.begin(), same->devices.end(), d) == same->devices.end())
+            same->devices.push_back(d);
+      }
+    }
+  } else if (automatic) {
+    const std::vector<const NxEpDevice*> all = env_.EpDevices();
+    std::vector<const NxEpDevice*> ordered;
+    std::string how;
+    if (options.selector) {
+      how = "the selection callback";
+      ordered = options.selector(all, SelectionMetadata(*model_));
+      NXRT_CHECK(!ordered.empty(), NX_INVALID_ARGUMENT,
+                 "the selection callback chose no EP device");
+      for (const NxEpDevice* d : ordered) {
+        NXRT_CHECK(std::find(all.begin(), all.end(), d) != all.end(), NX_INVALID_ARGUMENT,
+                   "the selection callback returned an EP device it was not offered");
+      }
+    } else {
+      how = std::string("policy ") + PolicyName(*options.policy);
+      ordered = RankByPolicy(*options.policy, all, cpu);
+    }
+    chosen = FoldByEp(ordered);
+    std::string summary;
+    for (const NxEpDevice* d : ordered)
+      summary += (summary.empty() ? "" : ", ") + DescribeEpDevice(*d);
+    logger_.logger.Log(NX_LOG_INFO, how + " chose: " + (summary.empty() ? "nothing" : summary));
+    if (chosen.empty() && options.fallback == NX_FALLBACK_FORBID) {
+      Throw(NX_NOT_FOUND, how +
+                              " found no EP device on this machine and fallback to the CPU "
+                              "EP is forbidden");
+    }
+  } else {
+    chosen.push_back({cpu, cpu->devices});  // nothing asked for: the CPU EP is the session's EP
+  }
+  const bool have_cpu = std::any_of(chosen.begin(), chosen.end(),
+                                    [&](const EpChoice& c) { return c.factory == cpu; });
+  if (!have_cpu && options.fallback != NX_FALLBACK_FORBID) {
+    fallback_ep_ = static_cast<int>(chosen.size());
+    chosen.push_back({cpu, cpu->devices});
+  }
+  return chosen;
+}
+
+void Session::CreateEps(const SessionOptions& options) {
+  fallback_mode_ = options.fallback;
+  std::vector<EpChoice> chosen = ChooseEps(options);
+  // Options: given at selection > set in the session config > the EP devices' defaults.
+  for (const EpRequest& req : options.eps) {
+    std::string name = req.devices.empty() ? req.name : req.devices.front()->ep_name;
+    for (const auto& [key, value] : req.options)
+      config_.entries["ep." + Lower(name) + "." + key] = value;
+  }
+  for (const EpChoice& c : chosen)
+    for (const NxEpDevice* d : c.devices)
+      for (const auto& [key, value] : d->options)
+        config_.entries.emplace("ep." + Lower(c.factory->name) + "." + key, value);
+  for (EpChoice& c : chosen) {
+    eps_.push_back(
+        std::make_unique<EpInstance>(env_, *c.factory, std::move(c.devices), &config_, &logger_));
+  }
 
   // Each EP's arena: host EPs share the session's host pool; a device EP uses its own
   // per-session allocator when it offers one, else its factory's process-wide arena.
@@ -156,19 +235,51 @@ void Session::AssignNodes() {
       }
       node_ep_[node->index] = static_cast<int>(e);
     }
+    // Why an EP with its own GetCapability left a node: no kernel, or it declined.
+    if (raw->GetCapability != nullptr) {
+      std::vector<char> claimed(g.nodes.size(), 0);
+      for (const Node* node : cap.claimed) claimed[node->index] = 1;
+      for (const Node& node : g.nodes) {
+        if (claimed[node.index] || node_ep_[node.index] >= 0) continue;
+        std::string why;
+        if (ep.registry() != nullptr && ep.registry()->Find(node, &why) == nullptr)
+          reasons[node.index] += "\n  " + ep.name() + ": " + why;
+        else
+          reasons[node.index] += "\n  " + ep.name() + ": its GetCapability declined the node";
+      }
+    }
   }
   for (Node& node : model_->graph->nodes)
     node.assigned_ep = node_ep_[static_cast<size_t>(node.index)];
   for (const Node& node : g.nodes) {
     if (node_ep_[node.index] < 0) {
-      Throw(NX_NOT_IMPLEMENTED, g.source + ": no EP can run " + node.Describe() + " (op " +
-                                    (node.domain.empty() ? "" : node.domain + ".") + node.op_type +
-                                    ", opset " + std::to_string(node.opset) +
-                                    "):" + reasons[node.index]);
+      std::string names;
+      for (const auto& ep : eps_) names += (names.empty() ? "" : ", ") + ep->name();
+      Throw(NX_NOT_IMPLEMENTED,
+            g.source + ": " +
+                (fallback_mode_ == NX_FALLBACK_FORBID
+                     ? "fallback to the CPU EP is forbidden and no selected EP (" + names +
+                           ") can run "
+                     : "no EP can run ") +
+                node.Describe() + " (op " + (node.domain.empty() ? "" : node.domain + ".") +
+                node.op_type + ", opset " + std::to_string(node.opset) +
+                "):" + reasons[node.index]);
     }
   }
   std::vector<size_t> counts(eps_.size(), 0);
   for (int e : node_ep_) ++counts[static_cast<size_t>(e)];
+  if (fallback_ep_ >= 0 && fallback_mode_ == NX_FALLBACK_WARN && counts[fallback_ep_] > 0) {
+    std::string list;
+    size_t listed = 0;
+    for (const Node& node : g.nodes) {
+      if (node_ep_[node.index] != fallback_ep_) continue;
+      if (listed++ < 20) list += "\n  " + node.Describe();
+    }
+    if (listed > 20) list += "\n  ... and " + std::to_string(listed - 20) + " more";
+    logger_.logger.Log(NX_LOG_WARNING, g.source + ": " + std::to_string(counts[fallback_ep_]) +
+                                           " of " + std::to_string(g.nodes.size()) +
+                                           " nodes fell back to the CPU EP:" + list);
+  }
   for (size_t e = 0; e < eps_.size(); ++e) {
     logger_.logger.Log(NX_LOG_INFO, "EP " + eps_[e]->name() + ": " + std::to_string(counts[e]) +
                                         " of " + std::to_string(g.nodes.size()) + " nodes");

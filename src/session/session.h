@@ -12,6 +12,7 @@
 #include "model/model.h"
 #include "plugins/host_objects.h"
 #include "session/ep_instance.h"
+#include "session/ep_selection.h"
 #include "session/prepack_store.h"
 #include "session/session_options.h"
 #include "session/thread_pool.h"
@@ -59,6 +60,10 @@ class Session {
   size_t ep_count() const { return eps_.size(); }
   const std::string& ep_name(size_t i) const { return eps_[i]->name(); }
   int node_ep(size_t node) const { return node_ep_[node]; }
+  // The EP devices EP `i` was created for.
+  const std::vector<const NxEpDevice*>& ep_devices(size_t i) const { return eps_[i]->devices(); }
+  // Index of the CPU EP appended as fallback, or -1.
+  int fallback_ep() const { return fallback_ep_; }
 
  private:
   // One step of the plan: run a node, or copy a value into another memory.
@@ -72,6 +77,7 @@ class Session {
     const NxMemoryInfo* dst_memory = nullptr;
   };
 
+  std::vector<EpChoice> ChooseEps(const SessionOptions& options);
   void CreateEps(const SessionOptions& options);
   void AssignNodes();
   void CreateKernels();
@@ -90,6 +96,8 @@ class Session {
   NxLogger logger_;
   int threads_ = 1;
   std::vector<std::unique_ptr<EpInstance>> eps_;
+  int fallback_ep_ = -1;  // the CPU EP appended as fallback (not chosen), or -1
+  NxFallbackMode fallback_mode_ = NX_FALLBACK_ALLOW;
   std::vector<int> node_ep_;                           // EP index per node
   std::vector<const KernelEntry*> entries_;            // kernel definition per node
   std::vector<NxKernel*> kernels_;                     // kernel per node

@@ -1,26 +1,38 @@
 // What an application configures before creating a session.
 #pragma once
 
+#include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "base/config.h"
-#include "nxrt/nxrt_types.h"
+#include "devices/ep_device.h"
+#include "nxrt/nxrt_c_api.h"
 
 namespace nxrt {
 
+// One explicitly appended EP: by name (all its EP devices) or for some of its EP devices.
 struct EpRequest {
-  std::string name;                           // EP name as its factory reports it
-  std::map<std::string, std::string> options; // become "ep.<lower name>.<key>" config entries
+  std::string name;                            // EP name (when `devices` is empty)
+  std::vector<const NxEpDevice*> devices;      // EP devices of one EP
+  std::map<std::string, std::string> options;  // become "ep.<lower name>.<key>" config entries
 };
 
+// A custom selection: sees every EP device and the model's metadata, returns an ordered choice.
+using EpSelector = std::function<std::vector<const NxEpDevice*>(
+    const std::vector<const NxEpDevice*>& devices, const KeyValues& model_metadata)>;
+
 struct SessionOptions {
-  int intra_op_threads = 0;         // 0 = one per core
+  int intra_op_threads = 0;  // 0 = one per core
   NxLogLevel log_level = NX_LOG_WARNING;
-  int optimization_level = 1;       // 0 = none; 1 = basic (constant folding at load)
-  Config config;                    // free-form "session.*" entries
-  std::vector<EpRequest> eps;       // in priority order, ahead of the default CPU EP
+  int optimization_level = 1;                 // 0 = none; 1 = basic (constant folding at load)
+  Config config;                              // free-form "session.*" entries
+  std::vector<EpRequest> eps;                 // explicit selection, in priority order
+  std::optional<NxEpSelectionPolicy> policy;  // automatic selection
+  EpSelector selector;                        // custom selection (replaces `policy`)
+  NxFallbackMode fallback = NX_FALLBACK_ALLOW;
 };
 
 }  // namespace nxrt

@@ -1,12 +1,15 @@
 // nxrt run MODEL [--input NAME=FILE.npy ...] [--output-dir DIR] [--threads N] [--repeat N]
-//                [--ep-library PATH ...] [--ep NAME ...]
+//                [--ep-library PATH ...] [--virtual TYPE[:key=value,...] ...]
+//                [--ep NAME[:key=value,...] ... | --policy NAME] [--fallback allow|warn|forbid]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <optional>
 
 #include "nxrt/commands.h"
+#include "nxrt/ep_args.h"
 #include "nxrt/npy.h"
 #include "nxrt/value_format.h"
 
@@ -19,8 +22,11 @@ struct RunArgs {
   std::string output_dir;
   int threads = 0;
   int repeat = 1;
-  std::vector<std::string> ep_libraries;  // registered in order
-  std::vector<std::string> eps;           // appended in priority order, ahead of CPU
+  std::vector<std::string> ep_libraries;              // registered in order
+  std::vector<EpSpec> eps;                            // appended in priority order
+  std::vector<VirtualDeviceRequest> virtual_devices;  // asked of every library
+  std::optional<NxEpSelectionPolicy> policy;
+  std::optional<NxFallbackMode> fallback;
 };
 
 RunArgs ParseRunArgs(const std::vector<std::string>& args) {
@@ -42,7 +48,13 @@ RunArgs ParseRunArgs(const std::vector<std::string>& args) {
     } else if (a == "--ep-library") {
       r.ep_libraries.push_back(TakeValue(args, i, a));
     } else if (a == "--ep") {
-      r.eps.push_back(TakeValue(args, i, a));
+      r.eps.push_back(ParseEpSpec(TakeValue(args, i, a)));
+    } else if (a == "--virtual") {
+      r.virtual_devices.push_back(ParseVirtualSpec(TakeValue(args, i, a)));
+    } else if (a == "--policy") {
+      r.policy = ParsePolicyName(TakeValue(args, i, a));
+    } else if (a == "--fallback") {
+      r.fallback = ParseFallbackName(TakeValue(args, i, a));
     } else if (!a.empty() && a[0] == '-') {
       throw UsageError("unknown option '" + a + "'");
     } else if (r.model.empty()) {
@@ -52,6 +64,9 @@ RunArgs ParseRunArgs(const std::vector<std::string>& args) {
     }
   }
   if (r.model.empty()) throw UsageError("missing MODEL (nxrt run MODEL [options])");
+  if (r.policy && !r.eps.empty()) throw UsageError("--ep and --policy exclude each other");
+  if (!r.virtual_devices.empty() && r.ep_libraries.empty())
+    throw UsageError("--virtual asks EP libraries for devices: give them with --ep-library");
   return r;
 }
 
@@ -75,14 +90,12 @@ double Ms(std::chrono::steady_clock::duration d) {
 int RunCommand(const std::vector<std::string>& args) {
   RunArgs r = ParseRunArgs(args);
   Env env(NX_LOG_WARNING);
-  for (size_t i = 0; i < r.ep_libraries.size(); ++i) {
-    // Registration names only need to be unique: the library's file stem, numbered.
-    std::string stem = std::filesystem::path(r.ep_libraries[i]).stem().string();
-    env.RegisterEpLibrary(stem + "#" + std::to_string(i), r.ep_libraries[i]);
-  }
+  RegisterLibraries(env, r.ep_libraries, r.virtual_devices);
   SessionOptions options;
   if (r.threads > 0) options.SetIntraOpThreads(r.threads);
-  for (const std::string& ep : r.eps) options.AppendEp(ep);
+  for (const EpSpec& ep : r.eps) options.AppendEp(ep.name, ep.options);
+  if (r.policy) options.SetEpSelectionPolicy(*r.policy);
+  if (r.fallback) options.SetFallback(*r.fallback);
   auto t0 = std::chrono::steady_clock::now();
   Session session(env, r.model, &options);
   double create_ms = Ms(std::chrono::steady_clock::now() - t0);
@@ -162,6 +175,15 @@ int RunCommand(const std::vector<std::string>& args) {
     std::printf(" %s=%zu", session.ep_name(e).c_str(), session.ep_node_count(e));
   }
   std::printf(" nodes\n");
+  std::printf("ep devices:");
+  for (size_t e = 0; e < session.ep_count(); ++e) {
+    std::vector<EpDevice> devices = session.ep_devices(e);
+    std::printf(" %s=", session.ep_name(e).c_str());
+    if (devices.empty()) std::printf("(none)");
+    for (size_t d = 0; d < devices.size(); ++d)
+      std::printf("%s[%s]", d ? "," : "", DescribeHardware(devices[d].hardware()).c_str());
+  }
+  std::printf("\n");
   std::printf("copies: %lld\n", static_cast<long long>(session.statistic("copies")));
   std::printf(
       "time: runs=%zu median_ms=%.3f min_ms=%.3f mean_ms=%.3f first_ms=%.3f create_ms=%.1f\n",

@@ -16,15 +16,19 @@ constexpr const char* kUsage =
     "\n"
     "commands:\n"
     "  run MODEL [--input NAME=FILE.npy ...] [--output-dir DIR] [--threads N] [--repeat N]\n"
-    "          [--ep-library PATH ...] [--ep NAME ...]\n"
+    "          [--ep-library PATH ...] [--virtual TYPE[:key=value,...] ...]\n"
+    "          [--ep NAME[:key=value,...] ... | --policy NAME] [--fallback allow|warn|forbid]\n"
     "      run a model (random inputs of the declared shapes where none are given); --ep-library\n"
-    "      registers an EP library, --ep puts that EP ahead of the default CPU EP (in order)\n"
+    "      registers an EP library (asking it for --virtual devices), --ep selects EPs in\n"
+    "      priority order with options, --policy selects automatically (prefer-cpu, prefer-gpu,\n"
+    "      prefer-npu, max-performance, min-power); --fallback: CPU EP for unclaimed nodes\n"
     "  info MODEL\n"
     "      inputs, outputs, opsets and operator counts of a model\n"
     "  conformance DIR... [--verbose] [--expect FILE] [--write-passing FILE] [--threads N]\n"
     "      run ONNX backend test case folders and compare with their expected outputs\n"
-    "  devices [--json]\n"
-    "      the hardware devices nxrt discovers (CPU with ISA features, GPUs, NPUs)\n"
+    "  devices [--json] [--ep-library PATH ...] [--virtual TYPE[:key=value,...] ...]\n"
+    "      the hardware devices nxrt discovers (CPU with ISA features, GPUs, NPUs) and the EP\n"
+    "      devices of each EP library (the default CPU EP and those given)\n"
     "  version\n";
 
 }  // namespace

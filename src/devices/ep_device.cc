@@ -1,0 +1,26 @@
+#include "devices/ep_device.h"
+
+#include <cstdio>
+
+#include "base/memory_info.h"
+
+namespace nxrt {
+
+const std::string* FindKey(const KeyValues& kv, const std::string& key) {
+  for (const auto& [k, v] : kv)
+    if (k == key) return &v;
+  return nullptr;
+}
+
+bool IsVirtual(const NxHardwareDevice& d) { return d.Get("is_virtual") == "1"; }
+
+std::string DescribeEpDevice(const NxEpDevice& d) {
+  char ids[32];
+  std::snprintf(ids, sizeof(ids), "0x%04x:0x%04x", d.device->vendor_id, d.device->device_id);
+  std::string out = d.ep_name + " on " + (IsVirtual(*d.device) ? "virtual " : "") +
+                    DeviceTypeName(d.device->type) + " " + d.device->vendor + " " + ids;
+  if (const std::string* bus = d.device->Find("pci_bus_id")) out += " (" + *bus + ")";
+  return out;
+}
+
+}  // namespace nxrt

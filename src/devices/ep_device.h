@@ -1,0 +1,40 @@
+// EP devices: one EP factory paired with one hardware device it supports, with the EP's metadata
+// about that pairing and its default options. Created at library registration (from the
+// factory's GetSupportedDevices), owned by the library, listed to applications and chosen from
+// by explicit selection or a policy.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "devices/hardware_device.h"
+
+namespace nxrt {
+
+struct EpFactory;
+
+using KeyValues = std::vector<std::pair<std::string, std::string>>;
+
+// The value of `key` in `kv`, or nullptr.
+const std::string* FindKey(const KeyValues& kv, const std::string& key);
+
+}  // namespace nxrt
+
+struct NxEpDevice {
+  nxrt::EpFactory* factory = nullptr;        // the EP's factory (owned by the library)
+  const NxHardwareDevice* device = nullptr;  // discovered (process-wide) or virtual (library's)
+  std::string ep_name;
+  std::string ep_vendor;
+  std::string library_name;  // registration name of the library
+  nxrt::KeyValues metadata;  // EP metadata (+ "version", "library_path")
+  nxrt::KeyValues options;   // default EP options
+};
+
+namespace nxrt {
+
+// One line for messages: "ExampleGpu on gpu NVIDIA 0x10de:0x2684 (0000:01:00.0)".
+std::string DescribeEpDevice(const NxEpDevice& d);
+bool IsVirtual(const NxHardwareDevice& d);
+
+}  // namespace nxrt

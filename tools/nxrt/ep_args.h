@@ -1,0 +1,35 @@
+// Command-line pieces shared by `nxrt run` and `nxrt devices`: EP libraries with virtual-device
+// requests, `--ep NAME:key=value,...`, policy and fallback names, and device descriptions.
+#pragma once
+
+#include <nxrt/nxrt.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace nxrt::cli {
+
+// "NAME" or "NAME:key=value,key=value".
+struct EpSpec {
+  std::string name;
+  KeyValueList options;
+};
+EpSpec ParseEpSpec(const std::string& text);
+
+// "TYPE" or "TYPE:key=value,..." with TYPE cpu|gpu|npu|fpga|other.
+VirtualDeviceRequest ParseVirtualSpec(const std::string& text);
+NxEpSelectionPolicy ParsePolicyName(const std::string& text);
+NxFallbackMode ParseFallbackName(const std::string& text);
+
+// Registers each library (name: file stem + "#" + index) with every virtual request; returns
+// the registration names in order.
+std::vector<std::string> RegisterLibraries(Env& env, const std::vector<std::string>& paths,
+                                           const std::vector<VirtualDeviceRequest>& requests);
+
+const char* DeviceTypeText(NxDeviceType type);
+// "0x10de"
+std::string Hex(uint32_t v);
+// "gpu NVIDIA 0x10de:0x2684 0000:01:00.0" (virtual devices: "virtual npu ...").
+std::string DescribeHardware(const HardwareDevice& d);
+
+}  // namespace nxrt::cli
