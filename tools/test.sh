@@ -35,15 +35,18 @@ run_suite "onnx node tests (onnx $(python3 -c 'import onnx; print(onnx.__version
   build/bin/nxrt conformance "$node_dir" --expect tests/conformance/onnx_node_pass.txt
 run_suite "debian onnx-1.12 node tests" \
   build/bin/nxrt conformance /usr/share/libonnx-testdata/data/node --expect tests/conformance/debian_node_pass.txt
-# Silero VAD needs If (control flow, not built yet): compare the models that nxrt covers today.
 models=""
-for m in resnet50 mobilenet_v2 efficientnet_b0 squeezenet1_1 transformer_encoder bert4 ppocr_det ppocr_rec ppocr_cls; do
+for m in resnet50 mobilenet_v2 efficientnet_b0 squeezenet1_1 transformer_encoder bert4 ppocr_det ppocr_rec ppocr_cls silero_vad; do
   models+=" --only $m"
 done
 run_suite "SimDevice example EP (CLI, mixed placement vs numpy)" \
   python3 eps/examples/sim_device/demo_model.py --build-dir build
 run_suite "real models vs onnxruntime" bash -c \
   "tools/scripts/prepare_test_models.sh build/models && python3 tests/models/run_model_comparison.py --models build/models --nxrt build/bin/nxrt $models"
+run_suite "control flow: seed models (If, Loop, Scan)" \
+  python3 tests/models/control_flow_seed.py --build-dir build
+run_suite "Silero VAD per frame vs onnxruntime (If, carried state)" \
+  python3 tests/models/silero_vad_compare.py --build-dir build --model build/models/silero_vad.onnx
 
 if [[ "${NXRT_SKIP_SANITIZE:-0}" != 1 ]]; then
   echo

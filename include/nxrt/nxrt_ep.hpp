@@ -13,6 +13,10 @@
 //   };
 // and register them with nxrt::ep::KernelDefBuilder("Add").Versions(14).Build<MyAdd>(registry).
 // A kernel that pre-packs constant weights derives from PrePackingKernel instead (see there).
+// Sequences and optionals (ABI version 4): a kernel whose definition sets ValueKinds() reads such
+// inputs through KernelContext::input_value (a ValueView) and produces them with
+// SetOutputSequence / SetOutputOptional / SetOutputValue; tensors it creates for them come from
+// KernelContext::CreateTensor.
 // Allocator, DataTransferBase and MemoryInfo help an EP that brings its own memory.
 #ifndef NXRT_EP_HPP_
 #define NXRT_EP_HPP_
@@ -65,6 +69,25 @@ class Error : public std::runtime_error {
   do {                                                                         \
     if (!(cond)) ::nxrt::ep::Fail(NX_INVALID_ARGUMENT, std::string(message)); \
   } while (0)
+
+// Members added in a later ABI version may only be read when the host has them: an older host's
+// table simply ends before them.
+inline void RequireHostVersion(uint32_t version, const char* what) {
+  if (Host().version < version) {
+    Fail(NX_NOT_IMPLEMENTED, std::string(what) + " needs host ABI version " +
+                                 std::to_string(version) + ", the host has version " +
+                                 std::to_string(Host().version));
+  }
+}
+
+inline const char* ValueKindName(NxValueKind kind) {
+  switch (kind) {
+    case NX_VALUE_TENSOR: return "tensor";
+    case NX_VALUE_SEQUENCE: return "sequence";
+    case NX_VALUE_OPTIONAL: return "optional";
+    default: return "unknown value";
+  }
+}
 
 // Runs `fn` and turns any exception into a status (NULL on success).
 template <class Fn>
@@ -206,6 +229,80 @@ class Tensor : public ConstTensor {
   NxValue* mutable_ = nullptr;
 };
 
+// A value of any kind (tensor, sequence of tensors, optional) borrowed from the host, as a kernel
+// whose definition accepts sequences or optionals (KernelDefBuilder::ValueKinds) receives it.
+// The accessors of one kind fail with a message when the value is of another kind. The tensors
+// inside are shared between values: read them, never write them.
+class ValueView {
+ public:
+  ValueView() = default;
+  explicit ValueView(const NxValue* value) : value_(value) {}
+
+  // False for an omitted input.
+  bool valid() const { return value_ != nullptr; }
+  const NxValue* handle() const { return value_; }
+  NxValueKind kind() const { return Host().Value_GetKind(checked()); }
+  bool is_tensor() const { return kind() == NX_VALUE_TENSOR; }
+  bool is_sequence() const { return kind() == NX_VALUE_SEQUENCE; }
+  bool is_optional() const { return kind() == NX_VALUE_OPTIONAL; }
+  // The element type: the tensor's, the sequence's elements', or that of the optional's tensor
+  // (or sequence elements).
+  NxElementType type() const { return Host().Value_GetElementType(checked()); }
+
+  // Tensors.
+  ConstTensor tensor() const {
+    expect(NX_VALUE_TENSOR);
+    return ConstTensor(value_);
+  }
+
+  // Sequences.
+  size_t sequence_length() const {
+    expect(NX_VALUE_SEQUENCE);
+    return Host().Value_GetSequenceLength(value_);
+  }
+  ConstTensor element(size_t i) const {
+    const size_t n = sequence_length();
+    if (i >= n) {
+      Fail(NX_INVALID_ARGUMENT, "sequence element " + std::to_string(i) +
+                                    " is out of range for a sequence of length " +
+                                    std::to_string(n));
+    }
+    return ConstTensor(Host().Value_GetSequenceElement(value_, i));
+  }
+  // All element handles, in order (for SetOutputSequence).
+  std::vector<const NxValue*> elements() const {
+    std::vector<const NxValue*> out(sequence_length());
+    for (size_t i = 0; i < out.size(); ++i) out[i] = Host().Value_GetSequenceElement(value_, i);
+    return out;
+  }
+
+  // Optionals.
+  bool has_value() const {
+    expect(NX_VALUE_OPTIONAL);
+    return Host().Value_OptionalHasValue(value_);
+  }
+  // The optional's value (a tensor or a sequence); fails for an empty optional.
+  ValueView optional_value() const {
+    if (!has_value()) Fail(NX_INVALID_ARGUMENT, "the optional value is empty");
+    return ValueView(Host().Value_GetOptionalValue(value_));
+  }
+
+ private:
+  const NxValue* checked() const {
+    if (value_ == nullptr) Fail(NX_INVALID_ARGUMENT, "the value is missing (an omitted input)");
+    return value_;
+  }
+  void expect(NxValueKind want) const {
+    RequireHostVersion(4, "sequence and optional values");
+    const NxValueKind got = kind();
+    if (got != want) {
+      Fail(NX_INVALID_ARGUMENT,
+           std::string("expected a ") + ValueKindName(want) + ", got a " + ValueKindName(got));
+    }
+  }
+  const NxValue* value_ = nullptr;
+};
+
 // ---- Graph view -------------------------------------------------------------------------------
 
 class ValueInfoView {
@@ -233,6 +330,13 @@ class ValueInfoView {
 
  private:
   const NxValueInfo* value_;
+};
+
+// What a TYPE_PROTO attribute names (Optional's `type`): the value kind, and the element type of
+// the tensor (or of the tensors inside the sequence).
+struct ValueTypeInfo {
+  NxValueKind kind;
+  NxElementType element_type;
 };
 
 class NodeView {
@@ -318,6 +422,17 @@ class NodeView {
       out.emplace_back(Host().Attribute_GetTensorAt(a, i));
     return out;
   }
+  // A TYPE_PROTO attribute (ABI version 4), or std::nullopt when the node does not have it.
+  std::optional<ValueTypeInfo> attr_type(const char* name) const {
+    const NxAttribute* a = attr(name);
+    if (!a) return std::nullopt;
+    RequireHostVersion(4, "TYPE_PROTO attributes");
+    ValueTypeInfo info{NX_VALUE_TENSOR, NX_TYPE_UNDEFINED};
+    if (!Host().Attribute_GetTypeInfo(a, &info.kind, &info.element_type)) {
+      Fail(NX_INVALID_MODEL, describe() + ": attribute '" + name + "' is not a type");
+    }
+    return info;
+  }
   // Subgraph of a GRAPH attribute, or NULL.
   const NxGraph* attr_graph(const char* name) const {
     const NxAttribute* a = attr(name);
@@ -373,15 +488,20 @@ class KernelContext {
   bool has_input(size_t i) const {
     return i < input_count() && Host().KernelContext_GetInput(ctx_, i) != nullptr;
   }
-  // Input i; throws if it is absent (use has_input or optional_input for optional inputs).
+  // Input i as a tensor; throws if it is absent (use has_input or optional_input for optional
+  // inputs) or not a tensor (a sequence or optional: use input_value).
   ConstTensor input(size_t i) const {
     const NxValue* v = i < input_count() ? Host().KernelContext_GetInput(ctx_, i) : nullptr;
     if (v == nullptr) Fail(NX_INVALID_ARGUMENT, "required input " + std::to_string(i) + " is missing");
-    return ConstTensor(v);
+    return ConstTensor(ExpectTensor(v, i));
   }
   std::optional<ConstTensor> optional_input(size_t i) const {
     if (!has_input(i)) return std::nullopt;
-    return ConstTensor(Host().KernelContext_GetInput(ctx_, i));
+    return ConstTensor(ExpectTensor(Host().KernelContext_GetInput(ctx_, i), i));
+  }
+  // Input i of any kind; an invalid view (valid() false) when the input is omitted.
+  ValueView input_value(size_t i) const {
+    return ValueView(i < input_count() ? Host().KernelContext_GetInput(ctx_, i) : nullptr);
   }
   // Allocate output i with `dims`; the element type defaults to the node's declared type.
   Tensor output(size_t i, std::span<const int64_t> dims,
@@ -394,6 +514,39 @@ class KernelContext {
                 NxElementType type = NX_TYPE_UNDEFINED) const {
     return output(i, std::span<const int64_t>(dims.begin(), dims.size()), type);
   }
+  // A tensor to put into a sequence or optional output (ABI version 4), in the kernel's memory or
+  // in host memory; contents undefined. The context owns it until it is handed to an output with
+  // one of the SetOutput calls below, and frees it when Compute returns otherwise.
+  Tensor CreateTensor(NxElementType type, std::span<const int64_t> dims, bool host = false) const {
+    RequireHostVersion(4, "KernelContext::CreateTensor");
+    NxValue* v = nullptr;
+    ThrowIfError(Host().KernelContext_CreateTensor(ctx_, type, dims.data(), dims.size(), host, &v));
+    return Tensor(v);
+  }
+  Tensor CreateTensor(NxElementType type, std::initializer_list<int64_t> dims,
+                      bool host = false) const {
+    return CreateTensor(type, std::span<const int64_t>(dims.begin(), dims.size()), host);
+  }
+  // Output i becomes a sequence of these tensors (inputs, elements of input sequences, optional
+  // values or CreateTensor results; shared, not copied). `element_type` matters when empty.
+  void SetOutputSequence(size_t i, NxElementType element_type,
+                         std::span<const NxValue* const> elements) const {
+    RequireHostVersion(4, "KernelContext::SetOutputSequence");
+    ThrowIfError(Host().KernelContext_SetOutputSequence(ctx_, i, element_type, elements.data(),
+                                                        elements.size()));
+  }
+  // Output i becomes an optional holding `value` (a tensor or sequence), or an empty one for
+  // nullptr.
+  void SetOutputOptional(size_t i, const NxValue* value) const {
+    RequireHostVersion(4, "KernelContext::SetOutputOptional");
+    ThrowIfError(Host().KernelContext_SetOutputOptional(ctx_, i, value));
+  }
+  // Output i becomes `value` itself (any kind), shared.
+  void SetOutputValue(size_t i, const NxValue* value) const {
+    RequireHostVersion(4, "KernelContext::SetOutputValue");
+    ThrowIfError(Host().KernelContext_SetOutputValue(ctx_, i, value));
+  }
+
   int threads() const { return Host().KernelContext_GetThreadCount(ctx_); }
   // Scratch memory valid until Compute returns (the kernel's memory, or host memory).
   void* scratch(size_t bytes, bool host = false) const {
@@ -411,6 +564,16 @@ class KernelContext {
   }
 
  private:
+  // Tensor accessors on a sequence or optional would read an empty shape and no data: refuse
+  // clearly instead (only kernels that set ValueKinds ever see one).
+  static const NxValue* ExpectTensor(const NxValue* v, size_t i) {
+    const NxValueKind kind = Host().Value_GetKind(v);
+    if (kind != NX_VALUE_TENSOR) {
+      Fail(NX_INVALID_ARGUMENT, "input " + std::to_string(i) + " is a " + ValueKindName(kind) +
+                                    ", not a tensor (read it with input_value)");
+    }
+    return v;
+  }
   NxKernelContext* ctx_;
 };
 
@@ -605,6 +768,12 @@ class KernelDefBuilder {
     inplace_.push_back({input, output});
     return *this;
   }
+  // The value kinds the kernel accepts besides tensors, as NX_KIND_* bits (ABI version 4): a node
+  // with sequence or optional inputs/outputs only matches a definition that accepts them.
+  KernelDefBuilder& ValueKinds(uint32_t kinds) {
+    value_kinds_ = kinds;
+    return *this;
+  }
 
   // Add the definition with a C++ kernel class K constructible from const KernelInfo&.
   template <class K>
@@ -637,6 +806,7 @@ class KernelDefBuilder {
     def.num_aliases = aliases_.size();
     def.may_inplace = inplace_.data();
     def.num_may_inplace = inplace_.size();
+    def.value_kinds = value_kinds_;
     ThrowIfError(Host().KernelRegistry_Add(registry, &def));
   }
 
@@ -656,6 +826,7 @@ class KernelDefBuilder {
   std::vector<int32_t> host_outputs_;
   std::vector<NxIoPair> aliases_;
   std::vector<NxIoPair> inplace_;
+  uint32_t value_kinds_ = 0;  // tensors only
 };
 
 // ---- Devices (ABI version 3) -----------------------------------------------------------------

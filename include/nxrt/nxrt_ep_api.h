@@ -1,4 +1,4 @@
-/* nxrt_ep_api.h: the plugin execution-provider (EP) ABI, version 3.
+/* nxrt_ep_api.h: the plugin execution-provider (EP) ABI, version 4.
  *
  * An EP is a shared library that exports two C symbols (see "Library" below). The host hands it
  * a table of host services (NxHostApi); the library hands back factories (NxEpFactory), and each
@@ -22,6 +22,18 @@
  * host owns them and offers them to that factory only. Applications then pick EP devices by
  * hand or by policy, and the EP learns at CreateEp which of its EP devices the session chose.
  *
+ * Control flow (version 4). If, Loop and Scan run subgraphs, which only the host can do: the
+ * host implements these kernels and an EP obtains them (CreateIfKernel, CreateLoopKernel,
+ * CreateScanKernel) from the create function of its own kernel definitions for those ops. The
+ * bodies are partitioned like the main graph (their nodes go to whichever EP claims them). The
+ * EP supplies small helpers for the device work the host cannot do in its memory.
+ *
+ * Sequences and optionals (version 4). Kernels read sequence and optional inputs with the
+ * Value_ calls and produce them with KernelContext_SetOutputSequence / SetOutputOptional /
+ * SetOutputValue; the tensors inside are shared between values, never copied, and immutable.
+ * A kernel definition says which value kinds it accepts (NxKernelDef::value_kinds): older
+ * definitions only ever see tensors.
+ *
  * Versioning. Every struct that either side fills starts with `uint32_t version`, set to the
  * NXRT_EP_API_VERSION the filler was compiled with. Tables only grow at the end; a reader reads a
  * member only when the writer's version says the member exists, and optional members may be
@@ -44,7 +56,7 @@
 extern "C" {
 #endif
 
-#define NXRT_EP_API_VERSION 3
+#define NXRT_EP_API_VERSION 4
 
 /* ============================================================================================
  * Opaque host objects an EP sees. All are owned by the host.
@@ -83,6 +95,8 @@ typedef enum NxAttributeType {
   NX_ATTR_STRINGS = 8,
   NX_ATTR_TENSORS = 9,
   NX_ATTR_GRAPHS = 10,
+  NX_ATTR_TYPE_PROTO = 13, /* version 4: a value type (Attribute_GetTypeInfo) */
+  NX_ATTR_TYPE_PROTOS = 14,
 } NxAttributeType;
 
 /* ============================================================================================
@@ -147,7 +161,20 @@ typedef struct NxKernelDef {
    * as the output. The kernel must cope with output and input being the same memory. */
   const NxIoPair* may_inplace;
   size_t num_may_inplace;
+
+  /* ---- version 4 -----------------------------------------------------------------------------
+   * The value kinds the kernel accepts for the node's inputs and outputs, as a bit set of
+   * NX_KIND_* (0 = tensors only, like every definition before version 4). A node whose inputs
+   * or outputs are statically known to be sequences or optionals matches only a definition that
+   * accepts those kinds; type constraints then apply to the element type of the sequence (or of
+   * the optional's tensor). */
+  uint32_t value_kinds;
 } NxKernelDef;
+
+/* Bits of NxKernelDef::value_kinds. */
+#define NX_KIND_TENSOR 1u
+#define NX_KIND_SEQUENCE 2u
+#define NX_KIND_OPTIONAL 4u
 
 /* A kernel instance, created once per node per session and released with the session. Plugins
  * usually embed it as the first member of their own kernel object. */
@@ -223,6 +250,33 @@ struct NxDataTransfer {
                            size_t count);
   /* The host is done with it. */
   void (*Release)(NxDataTransfer* self);
+};
+
+/* ============================================================================================
+ * Control-flow helpers (version 4): device work the host's If/Loop/Scan kernels delegate to the
+ * EP that registered them. Owned by the host once a Create*Kernel call succeeds (Release is
+ * called when the kernel is released); still the EP's when the call fails.
+ * ========================================================================================== */
+
+typedef struct NxLoopHelper NxLoopHelper;
+struct NxLoopHelper {
+  uint32_t version; /* NXRT_EP_API_VERSION */
+  /* Stack `count` per-iteration values of one Loop scan output (tensors of one type and shape,
+   * in the kernel's memory) into `output`, allocated by the host in that memory with shape
+   * [count, ...]: output = concat(per_iteration) along a new first axis. */
+  NxStatus* (*ConcatOutput)(NxLoopHelper* self, const NxValue* const* per_iteration, size_t count,
+                            NxValue* output);
+  void (*Release)(NxLoopHelper* self);
+};
+
+typedef struct NxScanHelper NxScanHelper;
+struct NxScanHelper {
+  uint32_t version; /* NXRT_EP_API_VERSION */
+  /* output = transpose(input, perm): output axis i is input axis perm[i]; `output` is allocated
+   * by the host in the kernel's memory. Used for non-zero scan_input_axes/scan_output_axes. */
+  NxStatus* (*Transpose)(NxScanHelper* self, const size_t* perm, size_t rank,
+                         const NxValue* input, NxValue* output);
+  void (*Release)(NxScanHelper* self);
 };
 
 /* ============================================================================================
@@ -530,6 +584,60 @@ typedef struct NxHostApi {
   const NxHardwareDevice* (*EpDevice_GetHardwareDevice)(const NxEpDevice* device);
   /* The EP metadata value of `key` (including "version"), or NULL. */
   const char* (*EpDevice_GetMetadataValue)(const NxEpDevice* device, const char* key);
+
+  /* ---- Version 4: sequences and optionals ----------------------------------------------- */
+  /* A sequence's length and its element `index` (a tensor, borrowed like the sequence; NULL out
+   * of range). */
+  size_t (*Value_GetSequenceLength)(const NxValue* sequence);
+  const NxValue* (*Value_GetSequenceElement)(const NxValue* sequence, size_t index);
+  /* Whether an optional holds a value, and the value (a tensor or a sequence; NULL if empty). */
+  bool (*Value_OptionalHasValue)(const NxValue* optional);
+  const NxValue* (*Value_GetOptionalValue)(const NxValue* optional);
+  /* A tensor to put into a sequence or optional output, of the given shape, in the
+   * kernel's memory (host memory when `host`), contents undefined. Owned by the context until
+   * it is handed to an output; freed when Compute returns otherwise. Borrowed for the call. */
+  NxStatus* (*KernelContext_CreateTensor)(NxKernelContext* ctx, NxElementType type,
+                                          const int64_t* dims, size_t rank, bool host,
+                                          NxValue** tensor);
+  /* Output `index` becomes a sequence of `count` tensors of `element_type` (the type matters
+   * when count is 0). Each element is a tensor from KernelContext_CreateTensor or one the
+   * kernel can read this call (an input, an element of an input sequence, an optional's
+   * value): the host shares it, it is not copied, and nobody may write it afterwards. The same
+   * tensor may appear several times. Each output is set once (by one of the SetOutput calls or
+   * AllocateOutput). */
+  NxStatus* (*KernelContext_SetOutputSequence)(NxKernelContext* ctx, size_t index,
+                                               NxElementType element_type,
+                                               const NxValue* const* elements, size_t count);
+  /* Output `index` becomes an optional holding `value` (a tensor or a sequence, shared under the
+   * rules above), or an empty optional when `value` is NULL. */
+  NxStatus* (*KernelContext_SetOutputOptional)(NxKernelContext* ctx, size_t index,
+                                               const NxValue* value);
+  /* Output `index` becomes `value` itself, shared (Identity, SequenceAt, OptionalGetElement):
+   * any kind, same rules. */
+  NxStatus* (*KernelContext_SetOutputValue)(NxKernelContext* ctx, size_t index,
+                                            const NxValue* value);
+
+  /* ---- Version 4: control flow ---------------------------------------------------------- *
+   * The host's If / Loop / Scan kernels, for every opset of those ops (Scan from opset 8), to
+   * return from an NxKernelCreateFn of the EP's definitions for them. Register the definitions
+   * with value_kinds for sequences and optionals, and with the condition (If input 0; Loop
+   * inputs 0 and 1) in host_inputs. Bodies run on the session's EPs; the kernel's outputs are
+   * produced in the kernel's memory. Loop needs `helper` (ConcatOutput, for scan outputs); Scan
+   * needs it when an axis is not 0 (Transpose). On success the host owns the helper. */
+  NxStatus* (*CreateIfKernel)(const NxKernelInfo* info, NxKernel** kernel);
+  NxStatus* (*CreateLoopKernel)(const NxKernelInfo* info, NxLoopHelper* helper,
+                                NxKernel** kernel);
+  NxStatus* (*CreateScanKernel)(const NxKernelInfo* info, NxScanHelper* helper,
+                                NxKernel** kernel);
+
+  /* The host's SequenceMap kernel (opset 17 on): runs its body once per element of the input
+   * sequences (host memory; register it for the EP that runs sequence operators). */
+  NxStatus* (*CreateSequenceMapKernel)(const NxKernelInfo* info, NxKernel** kernel);
+
+  /* A TYPE_PROTO attribute (Optional's `type`): the kind and element type it names (for an
+   * optional or sequence type, those of the tensors inside). False for other attributes. */
+  bool (*Attribute_GetTypeInfo)(const NxAttribute* attr, NxValueKind* kind,
+                                NxElementType* element_type);
 } NxHostApi;
 
 /* ============================================================================================

@@ -102,7 +102,8 @@ NxStatus* NxEnv_RegisterEpLibraryWithVirtualDevices(NxEnv* env, const char* name
     std::vector<nxrt::VirtualDeviceRequest> reqs;
     for (size_t i = 0; i < num_requests; ++i) {
       const NxVirtualDeviceRequest& r = requests[i];
-      NXRT_CHECK(r.type >= NX_DEVICE_CPU && r.type <= NX_DEVICE_OTHER, NX_INVALID_ARGUMENT,
+      NXRT_CHECK(nxrt::RawEnum(r.type) >= NX_DEVICE_CPU && nxrt::RawEnum(r.type) <= NX_DEVICE_OTHER,
+                 NX_INVALID_ARGUMENT,
                  "virtual device request " + std::to_string(i) + " has an unknown device type");
       NXRT_CHECK(r.num_options == 0 || r.options != nullptr, NX_INVALID_ARGUMENT,
                  "virtual device request " + std::to_string(i) + " has null options");
@@ -186,7 +187,7 @@ NxStatus* NxSessionOptions_SetIntraOpThreads(NxSessionOptions* options, int thre
 }
 NxStatus* NxSessionOptions_SetLogLevel(NxSessionOptions* options, NxLogLevel level) {
   NX_REQUIRE(options);
-  if (level < NX_LOG_VERBOSE || level > NX_LOG_FATAL)
+  if (nxrt::RawEnum(level) < NX_LOG_VERBOSE || nxrt::RawEnum(level) > NX_LOG_FATAL)
     return MakeStatus(NX_INVALID_ARGUMENT, "unknown log level");
   options->options.log_level = level;
   return nullptr;
@@ -247,13 +248,15 @@ NxStatus* NxSessionOptions_AppendEpDevices(NxSessionOptions* options,
 NxStatus* NxSessionOptions_SetEpSelectionPolicy(NxSessionOptions* options,
                                                 NxEpSelectionPolicy policy) {
   NX_REQUIRE(options);
-  if (policy < NX_POLICY_PREFER_CPU || policy > NX_POLICY_MIN_POWER)
+  if (nxrt::RawEnum(policy) < NX_POLICY_PREFER_CPU || nxrt::RawEnum(policy) > NX_POLICY_MIN_POWER)
     return MakeStatus(NX_INVALID_ARGUMENT, "unknown EP selection policy");
   options->options.policy = policy;
   options->options.selector = nullptr;
   return nullptr;
 }
 const char* Nx_EpSelectionPolicyName(NxEpSelectionPolicy policy) {
+  const int raw = nxrt::RawEnum(policy);
+  if (raw < NX_POLICY_PREFER_CPU || raw > NX_POLICY_MIN_POWER) return "unknown";
   return nxrt::PolicyName(policy);
 }
 NxStatus* NxSessionOptions_SetEpSelectionCallback(NxSessionOptions* options, NxEpSelectionFn fn,
@@ -280,7 +283,7 @@ NxStatus* NxSessionOptions_SetEpSelectionCallback(NxSessionOptions* options, NxE
 }
 NxStatus* NxSessionOptions_SetFallback(NxSessionOptions* options, NxFallbackMode mode) {
   NX_REQUIRE(options);
-  if (mode < NX_FALLBACK_ALLOW || mode > NX_FALLBACK_FORBID)
+  if (nxrt::RawEnum(mode) < NX_FALLBACK_ALLOW || nxrt::RawEnum(mode) > NX_FALLBACK_FORBID)
     return MakeStatus(NX_INVALID_ARGUMENT, "unknown fallback mode");
   options->options.fallback = mode;
   return nullptr;

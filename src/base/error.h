@@ -2,6 +2,7 @@
 // into an NxStatus at the boundary (and plugins' NxStatus into Error on the way in).
 #pragma once
 
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -22,8 +23,8 @@ class Error : public std::runtime_error {
   throw Error(code, message);
 }
 
-#define NXRT_CHECK(cond, code, message)                  \
-  do {                                                   \
+#define NXRT_CHECK(cond, code, message)                       \
+  do {                                                        \
     if (!(cond)) ::nxrt::Throw((code), std::string(message)); \
   } while (0)
 
@@ -57,6 +58,16 @@ NxStatus* CatchAsStatus(Fn&& fn) noexcept {
   } catch (...) {
     return MakeStatus(NX_FAIL, "unknown error");
   }
+}
+
+// The integer a C caller passed for an enum, read without loading it as the enum type: a C
+// program may pass any int, and loading an out-of-range enum is undefined in C++ (UBSan).
+template <class E>
+int RawEnum(const E& e) {
+  static_assert(sizeof(E) == sizeof(int));
+  int v;
+  std::memcpy(&v, &e, sizeof v);
+  return v;
 }
 
 // Throws the error carried by a status (taking ownership of it), if any.

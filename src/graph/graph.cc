@@ -1,6 +1,8 @@
 #include "graph/graph.h"
 
+#include <algorithm>
 #include <queue>
+#include <set>
 
 #include "base/error.h"
 
@@ -43,9 +45,54 @@ bool VisibleInOuterScope(const Graph* graph, const std::string& value_name) {
   return false;
 }
 
+// Names a body reads without defining them (its own or its nested bodies' free names), in first-
+// use order: what the node that owns the body must supply from outside.
+void FreeNames(const Graph& body, std::vector<std::string>& out) {
+  std::set<std::string> defined;
+  for (int v : body.inputs) defined.insert(body.value(v).name);
+  for (const ValueDef& v : body.values)
+    if (v.initializer || v.is_graph_input) defined.insert(v.name);
+  for (const Node& n : body.nodes)
+    for (int o : n.outputs)
+      if (o >= 0) defined.insert(body.value(o).name);
+  std::set<std::string> seen(out.begin(), out.end());
+  auto use = [&](const std::string& name) {
+    if (!defined.count(name) && seen.insert(name).second) out.push_back(name);
+  };
+  for (const Node& n : body.nodes) {
+    for (int in : n.inputs)
+      if (in >= 0) use(body.value(in).name);
+    for (const Attribute& a : n.attributes) {
+      std::vector<std::string> inner;
+      if (a.graph) FreeNames(*a.graph, inner);
+      for (const auto& g : a.graphs) FreeNames(*g, inner);
+      for (const std::string& name : inner) use(name);
+    }
+  }
+  for (int o : body.outputs) use(body.value(o).name);
+}
+
 }  // namespace
 
 void Graph::Finalize() {
+  // Control-flow nodes read, through their bodies, values of this graph (or of enclosing ones):
+  // those are the nodes' implicit inputs, ordered and kept alive like inputs.
+  for (Node& node : nodes) {
+    node.implicit_inputs.clear();
+    std::vector<std::string> names;
+    for (const Attribute& a : node.attributes) {
+      if (a.graph) FreeNames(*a.graph, names);
+      for (const auto& g : a.graphs) FreeNames(*g, names);
+    }
+    for (const std::string& name : names) {
+      if (std::find_if(node.implicit_inputs.begin(), node.implicit_inputs.end(),
+                       [&](int v) { return value(v).name == name; }) != node.implicit_inputs.end())
+        continue;
+      int v = FindValue(name);
+      if (v < 0) v = GetOrAddValue(name);  // provided further out (checked below)
+      node.implicit_inputs.push_back(v);
+    }
+  }
   const std::string where = source.empty() ? "" : source + ": ";
   for (ValueDef& v : values) {
     v.producer = -1;
@@ -78,8 +125,21 @@ void Graph::Finalize() {
         if (parent != nullptr && VisibleInOuterScope(this, v.name)) {
           v.is_outer_scope = true;
         } else {
-          Throw(NX_INVALID_MODEL, where + node.Describe() + ": input '" + v.name +
-                                      "' is not a graph input, an initializer or any node's output");
+          Throw(NX_INVALID_MODEL,
+                where + node.Describe() + ": input '" + v.name +
+                    "' is not a graph input, an initializer or any node's output");
+        }
+      }
+      v.consumers.push_back(static_cast<int>(n));
+    }
+    for (int in : node.implicit_inputs) {
+      ValueDef& v = value(in);
+      if (v.producer < 0 && !v.initializer && !v.is_graph_input) {
+        if (parent != nullptr && VisibleInOuterScope(this, v.name)) {
+          v.is_outer_scope = true;
+        } else {
+          Throw(NX_INVALID_MODEL, where + node.Describe() + ": a subgraph reads '" + v.name +
+                                      "', which no enclosing graph defines");
         }
       }
       v.consumers.push_back(static_cast<int>(n));
@@ -92,12 +152,18 @@ void Graph::Finalize() {
       Throw(NX_INVALID_MODEL, where + "graph output '" + v.name + "' is never produced");
     }
   }
+  for (int out : outputs) {
+    ValueDef& v = value(out);
+    if (v.producer < 0 && !v.initializer && !v.is_graph_input) v.is_outer_scope = true;
+  }
 
   // Kahn's algorithm, stable with respect to the file order.
   std::vector<int> pending(nodes.size(), 0);
   for (size_t n = 0; n < nodes.size(); ++n) {
     for (int in : nodes[n].inputs)
       if (in >= 0 && value(in).producer >= 0) ++pending[n];
+    for (int in : nodes[n].implicit_inputs)
+      if (value(in).producer >= 0) ++pending[n];
   }
   std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
   for (size_t n = 0; n < nodes.size(); ++n)

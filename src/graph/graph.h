@@ -20,16 +20,16 @@ struct TypeInfo {
   NxValueKind kind = NX_VALUE_TENSOR;
   NxElementType elem_type = NX_TYPE_UNDEFINED;  // tensor type, or that of the sequence's tensors
   bool has_shape = false;
-  std::vector<int64_t> dims;              // -1 for unknown or symbolic
-  std::vector<std::string> dim_params;    // symbolic names ("" when the dim is fixed/unknown)
+  std::vector<int64_t> dims;            // -1 for unknown or symbolic
+  std::vector<std::string> dim_params;  // symbolic names ("" when the dim is fixed/unknown)
 };
 
 struct ValueDef {
   std::string name;
   TypeInfo type;
-  int producer = -1;            // index of the producing node, -1 if none
-  std::vector<int> consumers;   // node indices (one entry per use)
-  ValuePtr initializer;         // constant data, if this is an initializer
+  int producer = -1;           // index of the producing node, -1 if none
+  std::vector<int> consumers;  // node indices (one entry per use)
+  ValuePtr initializer;        // constant data, if this is an initializer
   bool is_graph_input = false;
   bool is_graph_output = false;
   bool is_outer_scope = false;  // read from an enclosing graph (subgraphs only)
@@ -48,6 +48,8 @@ struct Attribute {
   std::vector<ValuePtr> tensors;
   std::shared_ptr<Graph> graph;
   std::vector<std::shared_ptr<Graph>> graphs;
+  TypeInfo type_info;                // TYPE_PROTO (Optional's `type`)
+  std::vector<TypeInfo> type_infos;  // TYPE_PROTOS
 };
 
 struct Node {
@@ -59,8 +61,11 @@ struct Node {
   int opset = -1;            // imported opset version of `domain`
   std::vector<int> inputs;   // value indices; -1 for an omitted optional input
   std::vector<int> outputs;  // value indices; -1 for an omitted optional output
+  // Values of this graph (or outer ones, then marked is_outer_scope here) that the node's
+  // subgraphs read: control flow needs them although the node does not list them as inputs.
+  std::vector<int> implicit_inputs;
   std::vector<Attribute> attributes;
-  int assigned_ep = -1;      // placement: index of the session's EP that runs it (-1 = none yet)
+  int assigned_ep = -1;  // placement: index of the session's EP that runs it (-1 = none yet)
 
   const Attribute* FindAttribute(const std::string& attr_name) const;
   // "Conv node 'conv1'" (or "Conv node #3" when unnamed) for messages.
@@ -70,13 +75,13 @@ struct Node {
 class Graph {
  public:
   std::string name;
-  std::string source;                       // file name (or "<buffer>") for messages
-  std::map<std::string, int> opsets;        // domain ("" = ai.onnx) -> version
-  std::vector<Node> nodes;                  // topologically sorted after Finalize()
+  std::string source;                 // file name (or "<buffer>") for messages
+  std::map<std::string, int> opsets;  // domain ("" = ai.onnx) -> version
+  std::vector<Node> nodes;            // topologically sorted after Finalize()
   std::vector<ValueDef> values;
-  std::vector<int> inputs;                  // graph inputs that are not initializers
+  std::vector<int> inputs;  // graph inputs that are not initializers
   std::vector<int> outputs;
-  const Graph* parent = nullptr;            // enclosing graph of a subgraph
+  const Graph* parent = nullptr;  // enclosing graph of a subgraph
 
   // Index of the value named `value_name`, creating it if needed.
   int GetOrAddValue(const std::string& value_name);

@@ -1,10 +1,10 @@
-#include <fstream>
-#include <filesystem>
-#include <sstream>
-
 #include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "base/element_type.h"
 #include "base/error.h"
@@ -19,7 +19,7 @@ namespace {
 struct LoadContext {
   std::string source;
   ExternalDataResolver* external;
-  std::shared_ptr<void> keep_alive;  // the ModelProto, for borrowed raw_data
+  std::shared_ptr<void> keep_alive;               // the ModelProto, for borrowed raw_data
   std::vector<std::shared_ptr<Graph>> subgraphs;  // finalized after their parents
 };
 
@@ -40,7 +40,8 @@ TypeInfo ConvertType(const onnx::TypeProto& type) {
   }
   if (t->has_tensor_type()) {
     const auto& tt = t->tensor_type();
-    if (IsKnownElementType(tt.elem_type())) info.elem_type = static_cast<NxElementType>(tt.elem_type());
+    if (IsKnownElementType(tt.elem_type()))
+      info.elem_type = static_cast<NxElementType>(tt.elem_type());
     if (tt.has_shape() && info.kind == NX_VALUE_TENSOR) {
       info.has_shape = true;
       for (const auto& d : tt.shape().dim()) {
@@ -62,28 +63,64 @@ Attribute ConvertAttribute(const onnx::AttributeProto& proto, const Graph& graph
   a.name = proto.name();
   a.type = proto.type();
   switch (proto.type()) {
-    case onnx::AttributeProto::FLOAT: a.f = proto.f(); break;
-    case onnx::AttributeProto::INT: a.i = proto.i(); break;
-    case onnx::AttributeProto::STRING: a.s = proto.s(); break;
-    case onnx::AttributeProto::FLOATS: a.floats.assign(proto.floats().begin(), proto.floats().end()); break;
-    case onnx::AttributeProto::INTS: a.ints.assign(proto.ints().begin(), proto.ints().end()); break;
-    case onnx::AttributeProto::STRINGS: a.strings.assign(proto.strings().begin(), proto.strings().end()); break;
-    case onnx::AttributeProto::TENSOR: a.tensor = TensorFromProto(proto.t(), ctx.external, ctx.keep_alive); break;
-    case onnx::AttributeProto::TENSORS:
-      for (const auto& t : proto.tensors()) a.tensors.push_back(TensorFromProto(t, ctx.external, ctx.keep_alive));
+    case onnx::AttributeProto::FLOAT:
+      a.f = proto.f();
       break;
-    case onnx::AttributeProto::GRAPH: a.graph = ConvertGraph(proto.g(), graph.opsets, &graph, ctx); break;
+    case onnx::AttributeProto::INT:
+      a.i = proto.i();
+      break;
+    case onnx::AttributeProto::STRING:
+      a.s = proto.s();
+      break;
+    case onnx::AttributeProto::FLOATS:
+      a.floats.assign(proto.floats().begin(), proto.floats().end());
+      break;
+    case onnx::AttributeProto::INTS:
+      a.ints.assign(proto.ints().begin(), proto.ints().end());
+      break;
+    case onnx::AttributeProto::STRINGS:
+      a.strings.assign(proto.strings().begin(), proto.strings().end());
+      break;
+    case onnx::AttributeProto::TENSOR:
+      a.tensor = TensorFromProto(proto.t(), ctx.external, ctx.keep_alive);
+      break;
+    case onnx::AttributeProto::TENSORS:
+      for (const auto& t : proto.tensors())
+        a.tensors.push_back(TensorFromProto(t, ctx.external, ctx.keep_alive));
+      break;
+    case onnx::AttributeProto::GRAPH:
+      a.graph = ConvertGraph(proto.g(), graph.opsets, &graph, ctx);
+      break;
     case onnx::AttributeProto::GRAPHS:
-      for (const auto& g : proto.graphs()) a.graphs.push_back(ConvertGraph(g, graph.opsets, &graph, ctx));
+      for (const auto& g : proto.graphs())
+        a.graphs.push_back(ConvertGraph(g, graph.opsets, &graph, ctx));
+      break;
+    case onnx::AttributeProto::TYPE_PROTO:
+      a.type_info = ConvertType(proto.tp());
+      break;
+    case onnx::AttributeProto::TYPE_PROTOS:
+      for (const auto& t : proto.type_protos()) a.type_infos.push_back(ConvertType(t));
       break;
     case onnx::AttributeProto::UNDEFINED:
       // Old exporters leave `type` unset: infer it from the one field that is filled.
-      if (proto.has_f()) { a.type = NX_ATTR_FLOAT; a.f = proto.f(); }
-      else if (proto.has_i()) { a.type = NX_ATTR_INT; a.i = proto.i(); }
-      else if (proto.has_s()) { a.type = NX_ATTR_STRING; a.s = proto.s(); }
-      else if (proto.ints_size()) { a.type = NX_ATTR_INTS; a.ints.assign(proto.ints().begin(), proto.ints().end()); }
-      else if (proto.floats_size()) { a.type = NX_ATTR_FLOATS; a.floats.assign(proto.floats().begin(), proto.floats().end()); }
-      else Throw(NX_INVALID_MODEL, ctx.source + ": " + node_desc + ": attribute '" + proto.name() + "' has no type");
+      if (proto.has_f()) {
+        a.type = NX_ATTR_FLOAT;
+        a.f = proto.f();
+      } else if (proto.has_i()) {
+        a.type = NX_ATTR_INT;
+        a.i = proto.i();
+      } else if (proto.has_s()) {
+        a.type = NX_ATTR_STRING;
+        a.s = proto.s();
+      } else if (proto.ints_size()) {
+        a.type = NX_ATTR_INTS;
+        a.ints.assign(proto.ints().begin(), proto.ints().end());
+      } else if (proto.floats_size()) {
+        a.type = NX_ATTR_FLOATS;
+        a.floats.assign(proto.floats().begin(), proto.floats().end());
+      } else
+        Throw(NX_INVALID_MODEL,
+              ctx.source + ": " + node_desc + ": attribute '" + proto.name() + "' has no type");
       break;
     default:
       Throw(NX_NOT_IMPLEMENTED, ctx.source + ": " + node_desc + ": attribute '" + proto.name() +
@@ -187,7 +224,8 @@ std::shared_ptr<Graph> ConvertGraph(const onnx::GraphProto& proto,
   }
   for (const auto& node_proto : proto.node()) {
     std::string desc = node_proto.op_type() + " node '" + node_proto.name() + "'";
-    if (node_proto.op_type().empty()) Throw(NX_INVALID_MODEL, ctx.source + ": a node has no op_type");
+    if (node_proto.op_type().empty())
+      Throw(NX_INVALID_MODEL, ctx.source + ": a node has no op_type");
     if (FoldConstant(node_proto, *graph, ctx)) continue;
     Node node;
     node.name = node_proto.name();
@@ -195,16 +233,19 @@ std::shared_ptr<Graph> ConvertGraph(const onnx::GraphProto& proto,
     node.domain = NormalizeDomain(node_proto.domain());
     auto it = opsets.find(node.domain);
     if (it == opsets.end()) {
-      Throw(NX_INVALID_MODEL, ctx.source + ": " + desc + ": the model imports no opset for domain '" +
-                                  node.domain + "'");
+      Throw(NX_INVALID_MODEL, ctx.source + ": " + desc +
+                                  ": the model imports no opset for domain '" + node.domain + "'");
     }
     node.opset = it->second;
-    for (const auto& name : node_proto.input()) node.inputs.push_back(name.empty() ? -1 : graph->GetOrAddValue(name));
-    for (const auto& name : node_proto.output()) node.outputs.push_back(name.empty() ? -1 : graph->GetOrAddValue(name));
+    for (const auto& name : node_proto.input())
+      node.inputs.push_back(name.empty() ? -1 : graph->GetOrAddValue(name));
+    for (const auto& name : node_proto.output())
+      node.outputs.push_back(name.empty() ? -1 : graph->GetOrAddValue(name));
     for (const auto& a : node_proto.attribute()) {
       Attribute attr = ConvertAttribute(a, *graph, ctx, desc);
       if (node.FindAttribute(attr.name)) {
-        Throw(NX_INVALID_MODEL, ctx.source + ": " + desc + ": attribute '" + attr.name + "' appears twice");
+        Throw(NX_INVALID_MODEL,
+              ctx.source + ": " + desc + ": attribute '" + attr.name + "' appears twice");
       }
       node.attributes.push_back(std::move(attr));
     }
@@ -244,8 +285,8 @@ void InferStaticShapes(onnx::ModelProto& proto) {
   }
 }
 
-std::shared_ptr<Model> ConvertModel(std::shared_ptr<onnx::ModelProto> proto, const std::string& source,
-                                    const std::string& external_dir) {
+std::shared_ptr<Model> ConvertModel(std::shared_ptr<onnx::ModelProto> proto,
+                                    const std::string& source, const std::string& external_dir) {
   auto model = std::make_shared<Model>();
   model->source = source;
   model->ir_version = proto->ir_version();
@@ -279,13 +320,16 @@ std::shared_ptr<Model> ConvertModel(std::shared_ptr<onnx::ModelProto> proto, con
   return model;
 }
 
-std::shared_ptr<onnx::ModelProto> ParseModel(const void* data, size_t size, const std::string& source) {
+std::shared_ptr<onnx::ModelProto> ParseModel(const void* data, size_t size,
+                                             const std::string& source) {
   if (size > static_cast<size_t>(INT32_MAX)) {
-    Throw(NX_INVALID_MODEL, source + ": the model is larger than 2 GiB; store weights as external data");
+    Throw(NX_INVALID_MODEL,
+          source + ": the model is larger than 2 GiB; store weights as external data");
   }
   auto proto = std::make_shared<onnx::ModelProto>();
   if (size == 0 || !proto->ParseFromArray(data, static_cast<int>(size))) {
-    Throw(NX_INVALID_MODEL, source + ": not a valid ONNX model (the protobuf data is truncated or corrupt)");
+    Throw(NX_INVALID_MODEL,
+          source + ": not a valid ONNX model (the protobuf data is truncated or corrupt)");
   }
   return proto;
 }

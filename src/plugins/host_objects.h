@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "base/buffer_pool.h"
@@ -19,16 +20,22 @@ struct NxCapability {
   std::vector<const nxrt::Node*> claimed;
 };
 
+namespace nxrt {
+class Session;
+}  // namespace nxrt
+
 struct NxKernelInfo {
   const nxrt::Node* node = nullptr;
   const nxrt::Config* config = nullptr;
   NxEp* ep = nullptr;
-  const NxMemoryInfo* memory = nullptr;  // the kernel's default memory
+  const NxMemoryInfo* memory = nullptr;    // the kernel's default memory
+  const nxrt::Session* session = nullptr;  // for the runtime's control-flow kernels
 };
 
 namespace nxrt {
 struct KernelEntry;
 class ThreadPool;
+class Session;
 }  // namespace nxrt
 
 struct NxKernelContext {
@@ -46,6 +53,17 @@ struct NxKernelContext {
   // Optional, per output: a caller-bound tensor to write into when it matches.
   nxrt::Value* const* bound_outputs = nullptr;
   nxrt::ThreadPool* thread_pool = nullptr;
+  // Optional, per input: the owning handle when this run owns the value (null otherwise), so a
+  // sequence/optional output can share it instead of copying.
+  const nxrt::ValuePtr* input_owners = nullptr;
+  // Values the node's subgraphs read from outside (Node::implicit_inputs), for control flow.
+  const nxrt::Value* const* implicit_inputs = nullptr;
+  size_t num_implicit_inputs = 0;
+  // Tensors made with KernelContext_CreateTensor during this call.
+  std::vector<nxrt::ValuePtr> created;
+  // What SetOutput* may share: value -> shareable handle (null: copy). Built on first use.
+  std::unordered_map<const nxrt::Value*, nxrt::ValuePtr> share_index;
+  bool share_index_built = false;
   std::vector<std::shared_ptr<void>> scratch;  // freed when Compute returns
 };
 

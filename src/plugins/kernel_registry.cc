@@ -92,6 +92,7 @@ void KernelRegistry::Add(const NxKernelDef& def) {
     e.aliases = pairs(def.aliases, def.num_aliases, "aliases");
     e.may_inplace = pairs(def.may_inplace, def.num_may_inplace, "may_inplace");
   }
+  if (def.version >= 4) e.value_kinds = def.value_kinds | NX_KIND_TENSOR;
   by_op_[Key(e.domain, e.op_type)].push_back(entries_.size());
   KernelEntry& stored = entries_.emplace_back(std::move(e));
   // The ABI view, pointing into the stored entry (its address never changes).
@@ -118,6 +119,7 @@ void KernelRegistry::Add(const NxKernelDef& def) {
   a.num_aliases = stored.aliases.size();
   a.may_inplace = stored.may_inplace.data();
   a.num_may_inplace = stored.may_inplace.size();
+  a.value_kinds = stored.value_kinds;
 }
 
 bool KernelEntry::InputOnHost(size_t i) const {
@@ -144,6 +146,29 @@ int KernelEntry::InplaceInput(size_t o) const {
   return -1;
 }
 
+// Whether `e` takes the value kinds the node's inputs and outputs statically have.
+static bool AcceptsKinds(const KernelEntry& e, const Node& node, std::string* reason) {
+  auto check = [&](const std::vector<int>& values, const char* what) {
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (values[i] < 0) continue;
+      const NxValueKind kind = node.owner->value(values[i]).type.kind;
+      const uint32_t bit = kind == NX_VALUE_SEQUENCE   ? NX_KIND_SEQUENCE
+                           : kind == NX_VALUE_OPTIONAL ? NX_KIND_OPTIONAL
+                                                       : NX_KIND_TENSOR;
+      if ((e.value_kinds & bit) == 0) {
+        if (reason) {
+          *reason = std::string(what) + " " + std::to_string(i) + " is " +
+                    (kind == NX_VALUE_SEQUENCE ? "a sequence" : "an optional") +
+                    " and the kernel takes tensors only";
+        }
+        return false;
+      }
+    }
+    return true;
+  };
+  return check(node.inputs, "input") && check(node.outputs, "output");
+}
+
 const KernelEntry* KernelRegistry::Find(const Node& node, std::string* reason) const {
   auto it = by_op_.find(Key(node.domain, node.op_type));
   if (it == by_op_.end()) {
@@ -162,8 +187,9 @@ const KernelEntry* KernelRegistry::Find(const Node& node, std::string* reason) c
                 (e.end == INT32_MAX ? std::string("") : std::to_string(e.end));
       continue;
     }
-    bool ok = true;
+    bool ok = AcceptsKinds(e, node, &type_reason);
     for (const auto& c : e.constraints) {
+      if (!ok) break;
       if (!Satisfies(c, node, &type_reason)) {
         ok = false;
         break;

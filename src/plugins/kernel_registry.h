@@ -28,10 +28,11 @@ struct KernelEntry {
   std::vector<KernelTypeConstraint> constraints;
   NxKernelCreateFn create = nullptr;
   void* create_state = nullptr;
-  std::vector<int32_t> host_inputs;   // delivered in host memory
-  std::vector<int32_t> host_outputs;  // allocated in host memory
-  std::vector<NxIoPair> aliases;      // output is input, unchanged
-  std::vector<NxIoPair> may_inplace;  // output may overwrite input
+  std::vector<int32_t> host_inputs;       // delivered in host memory
+  std::vector<int32_t> host_outputs;      // allocated in host memory
+  std::vector<NxIoPair> aliases;          // output is input, unchanged
+  std::vector<NxIoPair> may_inplace;      // output may overwrite input
+  uint32_t value_kinds = NX_KIND_TENSOR;  // NX_KIND_* the kernel accepts
 
   bool InputOnHost(size_t i) const;
   bool OutputOnHost(size_t o) const;

@@ -26,15 +26,19 @@ std::vector<ValuePtr> Session::Run(const std::vector<std::string>& input_names,
                                    const std::vector<const Value*>& inputs,
                                    const std::vector<std::string>& output_names,
                                    const std::vector<Value*>& bound) const {
+  std::vector<const Value*> feeds(graph().values.size(), nullptr);
+  CheckFeeds(input_names, inputs, feeds);
+  return Execute(feeds, output_names, bound);
+}
+
+std::vector<ValuePtr> Session::Execute(const std::vector<const Value*>& feeds,
+                                       const std::vector<std::string>& output_names,
+                                       const std::vector<Value*>& bound) const {
   const Graph& g = graph();
   const size_t num_values = g.values.size();
   std::vector<const Value*> slots(num_slots_, nullptr);
   std::vector<ValuePtr> owned(num_slots_);
-  {
-    std::vector<const Value*> feeds(num_values, nullptr);
-    CheckFeeds(input_names, inputs, feeds);
-    for (size_t v = 0; v < num_values; ++v) slots[v] = feeds[v];
-  }
+  for (size_t v = 0; v < num_values && v < feeds.size(); ++v) slots[v] = feeds[v];
   // An input handed over in device memory that a host kernel reads comes to the host first.
   for (int in : g.inputs) {
     const Value* v = slots[static_cast<size_t>(in)];
@@ -72,6 +76,8 @@ std::vector<ValuePtr> Session::Run(const std::vector<std::string>& input_names,
   std::vector<ValuePtr> node_outputs;
   std::vector<Value*> node_bound;
   std::vector<char> node_reusable;
+  std::vector<ValuePtr> node_owners;
+  std::vector<const Value*> node_implicit;
   for (size_t s = 0; s < steps_.size(); ++s) {
     const Step& step = steps_[s];
     if (step.is_copy) {
@@ -105,9 +111,16 @@ std::vector<ValuePtr> Session::Run(const std::vector<std::string>& input_names,
       // step that passed a caller's tensor through does not make it ours).
       node_reusable.assign(node.inputs.size(), 0);
       for (size_t i = 0; i < node.inputs.size(); ++i) {
+        // ... and no other value (a sequence holding it) shares it.
         node_reusable[i] = node_input_reusable_[n][i] && in_slots[i] >= 0 &&
                            owned[static_cast<size_t>(in_slots[i])] &&
-                           owned[static_cast<size_t>(in_slots[i])].get() == node_inputs[i];
+                           owned[static_cast<size_t>(in_slots[i])].get() == node_inputs[i] &&
+                           owned[static_cast<size_t>(in_slots[i])].use_count() == 1;
+      }
+      node_owners.assign(node.inputs.size(), nullptr);
+      for (size_t i = 0; i < node.inputs.size(); ++i) {
+        if (in_slots[i] >= 0 && owned[static_cast<size_t>(in_slots[i])].get() == node_inputs[i])
+          node_owners[i] = owned[static_cast<size_t>(in_slots[i])];
       }
       node_outputs.assign(node.outputs.size(), nullptr);
       node_bound.assign(node.outputs.size(), nullptr);
@@ -129,9 +142,27 @@ std::vector<ValuePtr> Session::Run(const std::vector<std::string>& input_names,
       ctx.input_reusable = node_reusable.data();
       ctx.bound_outputs = node_bound.data();
       ctx.thread_pool = thread_pool_.get();
+      ctx.input_owners = node_owners.data();
+      node_implicit.clear();
+      for (int slot : node_implicit_slots_[n])
+        node_implicit.push_back(slots[static_cast<size_t>(slot)]);
+      ctx.implicit_inputs = node_implicit.data();
+      ctx.num_implicit_inputs = node_implicit.size();
+      // Kinds are matched statically; a value whose kind the model did not declare is checked
+      // here, so a tensor-only kernel never receives a sequence or optional.
+      for (size_t i = 0; i < node_inputs.size(); ++i) {
+        const Value* in = node_inputs[i];
+        if (in == nullptr || in->kind == NX_VALUE_TENSOR) continue;
+        const uint32_t bit = in->kind == NX_VALUE_SEQUENCE ? NX_KIND_SEQUENCE : NX_KIND_OPTIONAL;
+        NXRT_CHECK((entries_[n]->value_kinds & bit) != 0, NX_INVALID_ARGUMENT,
+                   node.Describe() + ": input " + std::to_string(i) + " is " +
+                       (bit == NX_KIND_SEQUENCE ? "a sequence" : "an optional") +
+                       " but the kernel of EP " + eps_[e]->name() + " takes tensors only");
+      }
       NxKernel* kernel = kernels_[n];
       ThrowIfStatus(kernel->Compute(kernel, &ctx),
                     node.Describe() + " (EP " + eps_[e]->name() + ") failed");
+      node_owners.clear();  // hold no extra reference past the node (in-place checks count them)
       for (size_t o = 0; o < node.outputs.size(); ++o) {
         int v = node.outputs[o];
         if (v < 0) continue;

@@ -104,7 +104,7 @@ Attribute FloatsAttr(const std::string& name, const std::vector<float>& values) 
 
 class Fuser {
  public:
-  Fuser(Graph& g, const std::vector<std::unique_ptr<EpInstance>>& eps)
+  Fuser(Graph& g, const std::vector<std::shared_ptr<EpInstance>>& eps)
       : g_(g), eps_(eps), dead_(g.nodes.size(), false), replacement_(g.nodes.size()) {}
 
   int Run() {
@@ -215,7 +215,7 @@ class Fuser {
   }
 
   Graph& g_;
-  const std::vector<std::unique_ptr<EpInstance>>& eps_;
+  const std::vector<std::shared_ptr<EpInstance>>& eps_;
   std::vector<bool> dead_;
   std::vector<std::unique_ptr<Node>> replacement_;
   int fusions_ = 0;
@@ -223,7 +223,7 @@ class Fuser {
 
 }  // namespace
 
-int FuseNodes(Graph& graph, const std::vector<std::unique_ptr<EpInstance>>& eps, const Logger& logger) {
+int FuseNodes(Graph& graph, const std::vector<std::shared_ptr<EpInstance>>& eps, const Logger& logger) {
   int fused = Fuser(graph, eps).Run();
   if (fused > 0) logger.Log(NX_LOG_INFO, "graph fusion: " + std::to_string(fused) + " node chains fused");
   return fused;

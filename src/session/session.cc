@@ -42,7 +42,7 @@ Session::Session(Env& env, std::shared_ptr<Model> model, const SessionOptions& o
                  : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   // Cache up to 1 GiB of freed tensor buffers for reuse by later nodes and runs.
   pool_ = std::make_shared<BufferPool>(size_t{1} << 30);
-  thread_pool_ = std::make_unique<ThreadPool>(threads_);
+  thread_pool_ = std::make_shared<ThreadPool>(threads_);
   config_.entries = options.config.entries;
   config_.entries["session.intra_op_num_threads"] = std::to_string(threads_);
   config_.entries["session.optimization_level"] = std::to_string(options.optimization_level);
@@ -63,6 +63,34 @@ Session::Session(Env& env, std::shared_ptr<Model> model, const SessionOptions& o
   } catch (...) {
     for (size_t i = 0; i < kernels_.size(); ++i)
       if (kernels_[i]) kernels_[i]->Release(kernels_[i]);
+    kernels_.clear();
+    throw;
+  }
+}
+
+Session::Session(const Session& parent, std::shared_ptr<Graph> body)
+    : env_(parent.env_), logger_(parent.logger_) {
+  auto model = std::make_shared<Model>(*parent.model_);
+  model->graph = std::move(body);
+  model_ = std::move(model);
+  threads_ = parent.threads_;
+  pool_ = parent.pool_;
+  thread_pool_ = parent.thread_pool_;
+  config_ = parent.config_;
+  eps_ = parent.eps_;
+  ep_arena_ = parent.ep_arena_;
+  fallback_ep_ = parent.fallback_ep_;
+  fallback_mode_ = parent.fallback_mode_;
+  const std::string* share = config_.Find("session.share_prepacked_weights");
+  try {
+    AssignNodes();
+    CreateKernels();
+    PrePackWeights(share == nullptr || *share != "0");
+    PlanMemory();
+    PlanLifetimes();
+  } catch (...) {
+    for (NxKernel* k : kernels_)
+      if (k) k->Release(k);
     kernels_.clear();
     throw;
   }
@@ -173,7 +201,7 @@ void Session::CreateEps(const SessionOptions& options) {
         config_.entries.emplace("ep." + Lower(c.factory->name) + "." + key, value);
   for (EpChoice& c : chosen) {
     eps_.push_back(
-        std::make_unique<EpInstance>(env_, *c.factory, std::move(c.devices), &config_, &logger_));
+        std::make_shared<EpInstance>(env_, *c.factory, std::move(c.devices), &config_, &logger_));
   }
 
   // Each EP's arena: host EPs share the session's host pool; a device EP uses its own
@@ -296,7 +324,7 @@ void Session::CreateKernels() {
     std::string why;
     const KernelEntry* entry = ep.registry()->Find(node, &why);
     NXRT_CHECK(entry != nullptr, NX_NOT_IMPLEMENTED, node.Describe() + ": " + why);
-    NxKernelInfo info{&node, &config_, ep.raw(), ep.memory() ? ep.memory() : HostMemory()};
+    NxKernelInfo info{&node, &config_, ep.raw(), ep.memory() ? ep.memory() : HostMemory(), this};
     NxKernel* kernel = nullptr;
     ThrowIfStatus(
         entry->create(entry->create_state, &info, &kernel),
@@ -446,6 +474,7 @@ void Session::PlanMemory() {
   std::map<std::pair<int, const NxMemoryInfo*>, int>
       moved;  // (slot, memory) -> slot holding it there
   node_input_slots_.assign(g.nodes.size(), {});
+  node_implicit_slots_.assign(g.nodes.size(), {});
   steps_.clear();
   copies_.clear();
   for (const Node& node : g.nodes) {
@@ -484,6 +513,9 @@ void Session::PlanMemory() {
       }
       slots[i] = it->second;
     }
+    // A control-flow node hands its outer values to its bodies as they are (each body plans
+    // its own copies).
+    node_implicit_slots_[node.index] = node.implicit_inputs;
     steps_.push_back(Step{false, node.index});
   }
   stats_.copies = copies_.size();
@@ -511,6 +543,8 @@ void Session::PlanLifetimes() {
     const Node& node = g.nodes[static_cast<size_t>(step.index)];
     for (int slot : node_input_slots_[node.index])
       if (slot >= 0) last_step[static_cast<size_t>(slot)] = static_cast<int>(s);
+    for (int slot : node_implicit_slots_[node.index])
+      last_step[static_cast<size_t>(slot)] = static_cast<int>(s);
     for (int v : node.outputs)
       if (v >= 0)
         last_step[static_cast<size_t>(v)] =
@@ -545,6 +579,8 @@ void Session::PlanLifetimes() {
         if (def.is_graph_output || def.is_graph_input || def.producer < 0) continue;
       }
       if (std::count(slots.begin(), slots.end(), slot) != 1) continue;
+      const auto& implicit = node_implicit_slots_[node.index];
+      if (std::find(implicit.begin(), implicit.end(), slot) != implicit.end()) continue;
       reusable[i] = 1;
     }
   }

@@ -36,6 +36,9 @@ struct SessionStats {
 class Session {
  public:
   Session(Env& env, std::shared_ptr<Model> model, const SessionOptions& options);
+  // The plan of a control-flow body of `parent`: the parent's EPs, pools and threads, its own
+  // placement (nodes inside the body are claimed like any other), kernels and memory plan.
+  Session(const Session& parent, std::shared_ptr<Graph> body);
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
@@ -55,6 +58,13 @@ class Session {
                             const std::vector<const Value*>& inputs,
                             const std::vector<std::string>& output_names,
                             const std::vector<Value*>& bound = {}) const;
+
+  // Run with feeds by value index (graph inputs and, for a control-flow body, the outer-scope
+  // values it reads; `feeds` has one slot per graph value, null where not fed). Checks nothing:
+  // for callers that checked already (the control-flow kernels).
+  std::vector<ValuePtr> Execute(const std::vector<const Value*>& feeds,
+                                const std::vector<std::string>& output_names = {},
+                                const std::vector<Value*>& bound = {}) const;
 
   // Placement: the EPs in priority order, and which one runs each node (graph order).
   size_t ep_count() const { return eps_.size(); }
@@ -95,7 +105,7 @@ class Session {
   NxConfig config_;
   NxLogger logger_;
   int threads_ = 1;
-  std::vector<std::unique_ptr<EpInstance>> eps_;
+  std::vector<std::shared_ptr<EpInstance>> eps_;  // shared with control-flow bodies
   int fallback_ep_ = -1;  // the CPU EP appended as fallback (not chosen), or -1
   NxFallbackMode fallback_mode_ = NX_FALLBACK_ALLOW;
   std::vector<int> node_ep_;                           // EP index per node
@@ -103,7 +113,7 @@ class Session {
   std::vector<NxKernel*> kernels_;                     // kernel per node
   std::shared_ptr<BufferPool> pool_;                   // host buffers, reused across runs
   std::vector<std::shared_ptr<BufferPool>> ep_arena_;  // per EP: arena of its memory (host: pool_)
-  std::unique_ptr<ThreadPool> thread_pool_;
+  std::shared_ptr<ThreadPool> thread_pool_;
   std::vector<std::unique_ptr<HostSideAllocator>> device_pack_allocators_;  // per EP, device memory
   std::vector<std::shared_ptr<PackedWeight>> shared_packs_;  // packings this session uses
 
@@ -112,6 +122,7 @@ class Session {
   std::vector<ValuePtr> constants_;                 // per slot: initializer (or its upload), if any
   std::vector<const NxMemoryInfo*> slot_memory_;    // per slot: where it lives (null = host)
   std::vector<std::vector<int>> node_input_slots_;  // per node input: slot, -1 if omitted
+  std::vector<std::vector<int>> node_implicit_slots_;  // per node: its subgraphs' outer values
   std::vector<std::vector<char>>
       node_input_reusable_;                       // per node input: last use, may be overwritten
   std::vector<std::vector<char>> packed_inputs_;  // per node input: packed by the kernel

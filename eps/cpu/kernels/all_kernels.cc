@@ -8,6 +8,8 @@ void RegisterAllKernels(NxKernelRegistry* registry) {
   RegisterNnKernels(registry);
   RegisterReductionKernels(registry);
   RegisterLinalgKernels(registry);
+  RegisterSequenceKernels(registry);
+  RegisterControlFlowKernels(registry);
 }
 
 }  // namespace nxrt::cpu

@@ -11,6 +11,8 @@ void RegisterTensorKernels(NxKernelRegistry* registry);       // kernels/tensor/
 void RegisterNnKernels(NxKernelRegistry* registry);           // kernels/nn/
 void RegisterReductionKernels(NxKernelRegistry* registry);    // kernels/reduction/
 void RegisterLinalgKernels(NxKernelRegistry* registry);       // kernels/linalg/
+void RegisterSequenceKernels(NxKernelRegistry* registry);     // kernels/sequence/
+void RegisterControlFlowKernels(NxKernelRegistry* registry);  // kernels/controlflow/
 
 // All of the above, in one registry.
 void RegisterAllKernels(NxKernelRegistry* registry);

@@ -35,10 +35,14 @@ class Identity : public ep::Kernel {
  public:
   explicit Identity(const ep::KernelInfo&) {}
   void Compute(ep::KernelContext& ctx) override {
-    ep::ConstTensor x = ctx.input(0);
-    NXRT_EP_ENFORCE(x.kind() == NX_VALUE_TENSOR,
-                    "Identity: only tensors are supported by this kernel (got a sequence or "
-                    "optional value)");
+    ep::ValueView v = ctx.input_value(0);
+    if (v.kind() != NX_VALUE_TENSOR) {
+      // A sequence or optional (opsets 14 / 16): its tensors are immutable and shared, so the
+      // output can be the input itself.
+      ctx.SetOutputValue(0, v.handle());
+      return;
+    }
+    ep::ConstTensor x(v.handle());
     ep::Tensor y = ctx.output(0, x.shape(), x.type());
     CopyTensor(x, y, ctx.threads());
   }
@@ -143,7 +147,19 @@ void RegisterIdentityDropoutKernels(NxKernelRegistry* r) {
                         {NX_TYPE_BOOL, NX_TYPE_STRING, NX_TYPE_COMPLEX64, NX_TYPE_COMPLEX128,
                          NX_TYPE_FLOAT8E4M3FN, NX_TYPE_FLOAT8E4M3FNUZ, NX_TYPE_FLOAT8E5M2,
                          NX_TYPE_FLOAT8E5M2FNUZ, NX_TYPE_INT4, NX_TYPE_UINT4, NX_TYPE_FLOAT4E2M1});
+  // Tensors from opset 1 (first, so tensor nodes always find this definition); sequences from
+  // opset 14 and optionals from opset 16, when ONNX added them to Identity.
   ep::KernelDefBuilder("Identity").Versions(1).Constraint("V", all, {0}, {0}).Build<Identity>(r);
+  ep::KernelDefBuilder("Identity")
+      .Versions(14, 15)
+      .ValueKinds(NX_KIND_SEQUENCE)
+      .Constraint("V", all, {0}, {0})
+      .Build<Identity>(r);
+  ep::KernelDefBuilder("Identity")
+      .Versions(16)
+      .ValueKinds(NX_KIND_SEQUENCE | NX_KIND_OPTIONAL)
+      .Constraint("V", all, {0}, {0})
+      .Build<Identity>(r);
   ep::KernelDefBuilder("Dropout")
       .Versions(1)
       .Constraint("T", FloatTypes(), {0}, {0})

@@ -1,0 +1,91 @@
+#include "controlflow/body_runner.h"
+
+#include <cstring>
+
+#include "base/element_type.h"
+#include "base/error.h"
+#include "plugins/host_objects.h"
+#include "session/session.h"
+
+namespace nxrt {
+
+BodyRunner::BodyRunner(const Session& session, const Node& node, std::shared_ptr<Graph> body) {
+  const Graph& outer = *node.owner;
+  for (size_t v = 0; v < body->values.size(); ++v) {
+    const ValueDef& def = body->values[v];
+    if (!def.is_outer_scope) continue;
+    size_t k = 0;
+    while (k < node.implicit_inputs.size() && outer.value(node.implicit_inputs[k]).name != def.name)
+      ++k;
+    NXRT_CHECK(k < node.implicit_inputs.size(), NX_INVALID_MODEL,
+               node.Describe() + ": its subgraph reads '" + def.name +
+                   "', which the enclosing graph does not provide");
+    outer_.emplace_back(static_cast<int>(v), k);
+  }
+  inputs_ = body->inputs;
+  plan_ = std::make_unique<Session>(session, std::move(body));
+}
+
+BodyRunner::~BodyRunner() = default;
+
+size_t BodyRunner::num_outputs() const { return plan_->graph().outputs.size(); }
+const Graph& BodyRunner::graph() const { return plan_->graph(); }
+
+std::vector<ValuePtr> BodyRunner::Run(std::span<const Value* const> inputs,
+                                      const NxKernelContext& ctx) const {
+  const Graph& g = plan_->graph();
+  NXRT_CHECK(inputs.size() == inputs_.size(), NX_RUNTIME_ERROR,
+             "subgraph '" + g.name + "' takes " + std::to_string(inputs_.size()) + " inputs, got " +
+                 std::to_string(inputs.size()));
+  std::vector<const Value*> feeds(g.values.size(), nullptr);
+  for (size_t i = 0; i < inputs.size(); ++i) feeds[static_cast<size_t>(inputs_[i])] = inputs[i];
+  for (const auto& [v, k] : outer_) {
+    NXRT_CHECK(k < ctx.num_implicit_inputs && ctx.implicit_inputs[k] != nullptr, NX_RUNTIME_ERROR,
+               "subgraph '" + g.name + "': outer value '" + g.value(v).name + "' is missing");
+    feeds[static_cast<size_t>(v)] = ctx.implicit_inputs[k];
+  }
+  return plan_->Execute(feeds);
+}
+
+ValuePtr SliceAxis0(const Value& src, int64_t i) {
+  NXRT_CHECK(src.kind == NX_VALUE_TENSOR && !src.dims.empty(), NX_RUNTIME_ERROR,
+             "cannot slice " + DescribeTensor(src) + " along axis 0");
+  std::vector<int64_t> dims(src.dims.begin() + 1, src.dims.end());
+  ValuePtr out = MakeTensor(src.type, dims);
+  const size_t n = out->count;
+  if (src.type == NX_TYPE_STRING) {
+    for (size_t k = 0; k < n; ++k) out->strings[k] = src.strings[static_cast<size_t>(i) * n + k];
+  } else {
+    const size_t bytes = StorageBytes(src.type, n);
+    if (bytes)
+      std::memcpy(out->data, static_cast<const char*>(src.data) + static_cast<size_t>(i) * bytes,
+                  bytes);
+  }
+  return out;
+}
+
+void TransposeHost(const Value& input, std::span<const size_t> perm, Value& output) {
+  const size_t rank = input.dims.size();
+  NXRT_CHECK(perm.size() == rank && output.count == input.count, NX_RUNTIME_ERROR,
+             "transpose: bad permutation");
+  std::vector<size_t> in_strides(rank, 1);
+  for (size_t d = rank; d-- > 1;)
+    in_strides[d - 1] = in_strides[d] * static_cast<size_t>(input.dims[d]);
+  const size_t es = input.type == NX_TYPE_STRING ? 0 : ElementSize(input.type);
+  std::vector<size_t> index(rank, 0);
+  for (size_t o = 0; o < output.count; ++o) {
+    size_t src = 0;
+    for (size_t d = 0; d < rank; ++d) src += index[d] * in_strides[perm[d]];
+    if (input.type == NX_TYPE_STRING)
+      output.strings[o] = input.strings[src];
+    else
+      std::memcpy(static_cast<char*>(output.data) + o * es,
+                  static_cast<const char*>(input.data) + src * es, es);
+    for (size_t d = rank; d-- > 0;) {
+      if (++index[d] < static_cast<size_t>(output.dims[d])) break;
+      index[d] = 0;
+    }
+  }
+}
+
+}  // namespace nxrt

@@ -1,0 +1,285 @@
+// Scan: run the body once per slice of the scan inputs, carrying state, and stack the per-slice
+// outputs. Opset 8 (a batch axis and optional sequence lengths) and opset 9 on (any scan axis,
+// per-input directions).
+#include <cstring>
+
+#include "base/element_type.h"
+#include "base/error.h"
+#include "base/memory_info.h"
+#include "controlflow/body_runner.h"
+#include "controlflow/control_flow.h"
+#include "plugins/host_objects.h"
+
+namespace nxrt {
+namespace {
+
+std::vector<int64_t> IntsAttribute(const Node& node, const char* name, size_t count,
+                                   int64_t fallback) {
+  const Attribute* a = node.FindAttribute(name);
+  if (a == nullptr) return std::vector<int64_t>(count, fallback);
+  NXRT_CHECK(a->ints.size() == count, NX_INVALID_MODEL,
+             node.Describe() + ": attribute '" + name + "' needs " + std::to_string(count) +
+                 " values, has " + std::to_string(a->ints.size()));
+  return a->ints;
+}
+
+ValuePtr HostTensor(NxElementType type, const std::vector<int64_t>& dims) {
+  return MakeTensor(type, dims);
+}
+
+// Stacks tensors of one type and shape along a new first axis (host memory).
+ValuePtr StackHost(const std::vector<ValuePtr>& parts, const Node& node) {
+  const Value& first = *parts.at(0);
+  std::vector<int64_t> dims{static_cast<int64_t>(parts.size())};
+  dims.insert(dims.end(), first.dims.begin(), first.dims.end());
+  ValuePtr out = HostTensor(first.type, dims);
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const Value& p = *parts[i];
+    NXRT_CHECK(p.kind == NX_VALUE_TENSOR && p.type == first.type && p.dims == first.dims &&
+                   IsHostReadable(p),
+               NX_RUNTIME_ERROR,
+               node.Describe() + ": per-iteration outputs differ (" + DescribeTensor(first) +
+                   " then " + DescribeTensor(p) + ")");
+    if (p.type == NX_TYPE_STRING) {
+      for (size_t e = 0; e < p.count; ++e) out->strings[i * p.count + e] = p.strings[e];
+    } else if (TensorBytes(p)) {
+      std::memcpy(static_cast<char*>(out->data) + i * TensorBytes(p), p.data, TensorBytes(p));
+    }
+  }
+  return out;
+}
+
+int64_t NormalizeAxis(int64_t axis, size_t rank, const Node& node) {
+  const int64_t r = static_cast<int64_t>(rank);
+  NXRT_CHECK(axis >= -r && axis < r, NX_INVALID_ARGUMENT,
+             node.Describe() + ": scan axis " + std::to_string(axis) +
+                 " is out of range for rank " + std::to_string(rank));
+  return axis < 0 ? axis + r : axis;
+}
+
+struct ScanKernel {
+  NxKernel base{};
+  std::unique_ptr<BodyRunner> body;
+  NxScanHelper* helper = nullptr;
+  int opset = 9;
+
+  ~ScanKernel() {
+    if (helper != nullptr) helper->Release(helper);
+  }
+
+  // `perm` applied to `input` (the EP's helper, or on the host).
+  ValuePtr Transpose(const Value& input, const std::vector<size_t>& perm, const Node& node) const {
+    std::vector<int64_t> dims;
+    for (size_t p : perm) dims.push_back(input.dims[p]);
+    ValuePtr out = HostTensor(input.type, dims);
+    if (helper != nullptr && input.type != NX_TYPE_STRING) {
+      ThrowIfStatus(helper->Transpose(helper, perm.data(), perm.size(), &input, out.get()),
+                    node.Describe() + ": the EP's Transpose failed");
+    } else {
+      NXRT_CHECK(IsHostReadable(input), NX_NOT_IMPLEMENTED,
+                 node.Describe() + ": scan axes in device memory need the EP's Transpose");
+      TransposeHost(input, perm, *out);
+    }
+    return out;
+  }
+
+  // Runs the body over `seq_len` slices. `scan_inputs` have the scan axis first.
+  void RunSlices(const NxKernelContext& ctx, std::vector<const Value*> states,
+                 const std::vector<const Value*>& scan_inputs, const std::vector<int64_t>& dirs,
+                 int64_t seq_len, std::vector<ValuePtr>& final_states,
+                 std::vector<std::vector<ValuePtr>>& scan_outputs) const {
+    const Node& node = *ctx.node;
+    const size_t n = states.size();
+    const size_t k_out = body->num_outputs() - n;
+    scan_outputs.assign(k_out, {});
+    std::vector<ValuePtr> hold;
+    std::vector<const Value*> feeds(n + scan_inputs.size());
+    for (int64_t t = 0; t < seq_len; ++t) {
+      std::vector<ValuePtr> slices;
+      for (size_t j = 0; j < scan_inputs.size(); ++j)
+        slices.push_back(SliceAxis0(*scan_inputs[j], dirs[j] ? seq_len - 1 - t : t));
+      for (size_t s = 0; s < n; ++s) feeds[s] = states[s];
+      for (size_t j = 0; j < slices.size(); ++j) feeds[n + j] = slices[j].get();
+      std::vector<ValuePtr> out;
+      try {
+        out = body->Run(feeds, ctx);
+      } catch (const Error& e) {
+        Throw(e.code(), node.Describe() + ": iteration " + std::to_string(t) + ": " + e.what());
+      }
+      hold.assign(out.begin(), out.begin() + static_cast<ptrdiff_t>(n));
+      for (size_t s = 0; s < n; ++s) states[s] = hold[s].get();
+      for (size_t k = 0; k < k_out; ++k) scan_outputs[k].push_back(std::move(out[n + k]));
+    }
+    final_states.clear();
+    for (size_t s = 0; s < n; ++s) {
+      if (!hold.empty()) {
+        final_states.push_back(hold[s]);
+      } else {  // no slice: the initial state passes through
+        ValuePtr copy = HostTensor(states[s]->type, states[s]->dims);
+        if (states[s]->type == NX_TYPE_STRING)
+          copy->strings = states[s]->strings;
+        else if (TensorBytes(*states[s]))
+          std::memcpy(copy->data, states[s]->data, TensorBytes(*states[s]));
+        final_states.push_back(copy);
+      }
+    }
+  }
+
+  void Compute(NxKernelContext& ctx) const {
+    if (opset < 9)
+      Compute8(ctx);
+    else
+      Compute9(ctx);
+  }
+
+  void Compute9(NxKernelContext& ctx) const {
+    const Node& node = *ctx.node;
+    const Attribute* m_attr = node.FindAttribute("num_scan_inputs");
+    NXRT_CHECK(m_attr != nullptr, NX_INVALID_MODEL, node.Describe() + ": needs num_scan_inputs");
+    const size_t m = static_cast<size_t>(m_attr->i);
+    NXRT_CHECK(m <= ctx.num_inputs, NX_INVALID_MODEL, node.Describe() + ": too many scan inputs");
+    const size_t n = ctx.num_inputs - m;
+    NXRT_CHECK(body->num_inputs() == n + m && body->num_outputs() >= n, NX_INVALID_MODEL,
+               node.Describe() + ": the body's inputs/outputs do not match the node");
+    const size_t k_out = body->num_outputs() - n;
+    const auto in_dirs = IntsAttribute(node, "scan_input_directions", m, 0);
+    const auto in_axes = IntsAttribute(node, "scan_input_axes", m, 0);
+    const auto out_dirs = IntsAttribute(node, "scan_output_directions", k_out, 0);
+    const auto out_axes = IntsAttribute(node, "scan_output_axes", k_out, 0);
+
+    std::vector<ValuePtr> moved;  // scan inputs with the scan axis first
+    std::vector<const Value*> scan_inputs;
+    int64_t seq_len = -1;
+    for (size_t j = 0; j < m; ++j) {
+      const Value* in = ctx.inputs[n + j];
+      NXRT_CHECK(
+          in != nullptr && in->kind == NX_VALUE_TENSOR && !in->dims.empty(), NX_INVALID_ARGUMENT,
+          node.Describe() + ": scan input " + std::to_string(j) + " must be a tensor of rank >= 1");
+      const size_t axis = static_cast<size_t>(NormalizeAxis(in_axes[j], in->dims.size(), node));
+      const int64_t len = in->dims[axis];
+      NXRT_CHECK(seq_len < 0 || len == seq_len, NX_INVALID_ARGUMENT,
+                 node.Describe() + ": scan inputs have different lengths (" +
+                     std::to_string(seq_len) + " and " + std::to_string(len) + ")");
+      seq_len = len;
+      if (axis == 0) {
+        scan_inputs.push_back(in);
+        continue;
+      }
+      std::vector<size_t> perm{axis};
+      for (size_t d = 0; d < in->dims.size(); ++d)
+        if (d != axis) perm.push_back(d);
+      moved.push_back(Transpose(*in, perm, node));
+      scan_inputs.push_back(moved.back().get());
+    }
+    if (seq_len < 0) seq_len = 0;
+    std::vector<const Value*> states(ctx.inputs, ctx.inputs + n);
+    std::vector<ValuePtr> final_states;
+    std::vector<std::vector<ValuePtr>> outs;
+    RunSlices(ctx, states, scan_inputs, in_dirs, seq_len, final_states, outs);
+    for (size_t s = 0; s < n; ++s) ctx.outputs[s] = final_states[s];
+    for (size_t k = 0; k < k_out; ++k) {
+      NXRT_CHECK(!outs[k].empty(), NX_NOT_IMPLEMENTED,
+                 node.Describe() + ": a scan over zero slices has no output shape");
+      if (out_dirs[k]) std::reverse(outs[k].begin(), outs[k].end());
+      ValuePtr stacked = StackHost(outs[k], node);
+      const size_t rank = stacked->dims.size();
+      const size_t axis = static_cast<size_t>(NormalizeAxis(out_axes[k], rank, node));
+      if (axis != 0) {
+        // The stacked axis 0 moves to `axis`.
+        std::vector<size_t> perm;
+        for (size_t d = 1; d <= axis; ++d) perm.push_back(d);
+        perm.push_back(0);
+        for (size_t d = axis + 1; d < rank; ++d) perm.push_back(d);
+        stacked = Transpose(*stacked, perm, node);
+      }
+      ctx.outputs[n + k] = stacked;
+    }
+  }
+
+  // Opset 8: input 0 is optional sequence lengths; states and scan inputs carry a batch axis;
+  // each batch entry is an independent scan along axis 1.
+  void Compute8(NxKernelContext& ctx) const {
+    const Node& node = *ctx.node;
+    const Attribute* m_attr = node.FindAttribute("num_scan_inputs");
+    NXRT_CHECK(m_attr != nullptr, NX_INVALID_MODEL, node.Describe() + ": needs num_scan_inputs");
+    const size_t m = static_cast<size_t>(m_attr->i);
+    NXRT_CHECK(ctx.num_inputs >= 1 + m, NX_INVALID_MODEL, node.Describe() + ": too few inputs");
+    const size_t n = ctx.num_inputs - 1 - m;
+    const size_t k_out = body->num_outputs() - n;
+    const auto dirs = IntsAttribute(node, "directions", m, 0);
+    NXRT_CHECK(m > 0 || n > 0, NX_INVALID_MODEL, node.Describe() + ": nothing to scan");
+    const Value* first = ctx.inputs[1];
+    NXRT_CHECK(first != nullptr && !first->dims.empty(), NX_INVALID_ARGUMENT,
+               node.Describe() + ": inputs need a batch axis");
+    const int64_t batch = first->dims[0];
+    std::vector<std::vector<ValuePtr>> state_parts(n), out_parts(k_out);
+    for (int64_t b = 0; b < batch; ++b) {
+      std::vector<ValuePtr> hold;
+      std::vector<const Value*> states, scans;
+      for (size_t s = 0; s < n; ++s) {
+        hold.push_back(SliceAxis0(*ctx.inputs[1 + s], b));
+        states.push_back(hold.back().get());
+      }
+      int64_t seq_len = -1;
+      for (size_t j = 0; j < m; ++j) {
+        hold.push_back(SliceAxis0(*ctx.inputs[1 + n + j], b));
+        scans.push_back(hold.back().get());
+        NXRT_CHECK(!hold.back()->dims.empty(), NX_INVALID_ARGUMENT,
+                   node.Describe() + ": scan inputs need [batch, sequence, ...]");
+        seq_len = hold.back()->dims[0];
+      }
+      if (const Value* lens = ctx.inputs[0]) {
+        NXRT_CHECK(lens->type == NX_TYPE_INT64 && lens->count == static_cast<size_t>(batch),
+                   NX_INVALID_ARGUMENT, node.Describe() + ": sequence_lens must be int64[batch]");
+        const int64_t len = static_cast<const int64_t*>(lens->data)[b];
+        NXRT_CHECK(len == seq_len, NX_NOT_IMPLEMENTED,
+                   node.Describe() +
+                       ": sequence lengths shorter than the scan axis are not "
+                       "supported");
+      }
+      std::vector<ValuePtr> final_states;
+      std::vector<std::vector<ValuePtr>> outs;
+      RunSlices(ctx, states, scans, dirs, std::max<int64_t>(seq_len, 0), final_states, outs);
+      for (size_t s = 0; s < n; ++s) state_parts[s].push_back(final_states[s]);
+      for (size_t k = 0; k < k_out; ++k) {
+        NXRT_CHECK(!outs[k].empty(), NX_NOT_IMPLEMENTED,
+                   node.Describe() + ": a scan over zero slices has no output shape");
+        out_parts[k].push_back(StackHost(outs[k], node));
+      }
+    }
+    NXRT_CHECK(batch > 0, NX_NOT_IMPLEMENTED, node.Describe() + ": an empty batch");
+    for (size_t s = 0; s < n; ++s) ctx.outputs[s] = StackHost(state_parts[s], node);
+    for (size_t k = 0; k < k_out; ++k) ctx.outputs[n + k] = StackHost(out_parts[k], node);
+  }
+};
+
+}  // namespace
+
+NxStatus* CreateScanKernel(const NxKernelInfo* info, NxScanHelper* helper, NxKernel** kernel) {
+  if (info == nullptr || kernel == nullptr || info->session == nullptr)
+    return MakeStatus(NX_INVALID_ARGUMENT,
+                      "CreateScanKernel: needs the kernel info of a Scan node");
+  if (helper != nullptr && (helper->Transpose == nullptr || helper->Release == nullptr))
+    return MakeStatus(NX_INVALID_ARGUMENT,
+                      "CreateScanKernel: the helper needs Transpose and Release");
+  return CatchAsStatus([&] {
+    const Node& node = *info->node;
+    NXRT_CHECK(node.op_type == "Scan" && node.domain.empty(), NX_INVALID_ARGUMENT,
+               "CreateScanKernel: " + node.Describe() + " is not a Scan node");
+    NXRT_CHECK(node.opset >= 8, NX_NOT_IMPLEMENTED, node.Describe() + ": Scan before opset 8");
+    const Attribute* a = node.FindAttribute("body");
+    NXRT_CHECK(a != nullptr && a->graph, NX_INVALID_MODEL, node.Describe() + ": missing body");
+    auto k = std::make_unique<ScanKernel>();
+    k->body = std::make_unique<BodyRunner>(*info->session, node, a->graph);
+    k->opset = node.opset;
+    k->base.version = NXRT_EP_API_VERSION;
+    k->base.Compute = [](NxKernel* self, NxKernelContext* ctx) {
+      return CatchAsStatus([&] { reinterpret_cast<ScanKernel*>(self)->Compute(*ctx); });
+    };
+    k->base.Release = [](NxKernel* self) { delete reinterpret_cast<ScanKernel*>(self); };
+    k->helper = helper;
+    *kernel = &k.release()->base;
+  });
+}
+
+}  // namespace nxrt

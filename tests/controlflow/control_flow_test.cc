@@ -1,0 +1,204 @@
+// The runtime's control-flow kernels on the CPU EP: a Loop inside an If inside a Loop reading
+// values from every enclosing scope, a 10,000-iteration Loop that must not grow memory, and a
+// body that fails mid-loop (a clear error; the session stays usable).
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nxrt/nxrt.hpp>
+#include <string>
+
+#include "test_util.h"
+
+namespace {
+
+using nxrt::test::MakeNode;
+
+onnx::ValueInfoProto Info(const std::string& name, onnx::TensorProto::DataType type,
+                          const std::vector<int64_t>& dims) {
+  onnx::ValueInfoProto v;
+  v.set_name(name);
+  auto* t = v.mutable_type()->mutable_tensor_type();
+  t->set_elem_type(type);
+  auto* shape = t->mutable_shape();
+  for (int64_t d : dims) shape->add_dim()->set_dim_value(d);
+  return v;
+}
+
+onnx::GraphProto Graph(const std::string& name, const std::vector<onnx::NodeProto>& nodes,
+                       const std::vector<onnx::ValueInfoProto>& inputs,
+                       const std::vector<onnx::ValueInfoProto>& outputs,
+                       const std::vector<onnx::TensorProto>& initializers = {}) {
+  onnx::GraphProto g;
+  g.set_name(name);
+  for (const auto& n : nodes) *g.add_node() = n;
+  for (const auto& i : inputs) *g.add_input() = i;
+  for (const auto& o : outputs) *g.add_output() = o;
+  for (const auto& t : initializers) *g.add_initializer() = t;
+  return g;
+}
+
+onnx::NodeProto WithGraph(onnx::NodeProto node, const std::string& attr,
+                          const onnx::GraphProto& g) {
+  auto* a = node.add_attribute();
+  a->set_name(attr);
+  a->set_type(onnx::AttributeProto::GRAPH);
+  *a->mutable_g() = g;
+  return node;
+}
+
+std::string Model(const onnx::GraphProto& g) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  auto* op = m.add_opset_import();
+  op->set_domain("");
+  op->set_version(17);
+  *m.mutable_graph() = g;
+  return nxrt::test::Serialize(m);
+}
+
+onnx::TensorProto Int64Scalar(const std::string& name, int64_t v) {
+  onnx::TensorProto t;
+  t.set_name(name);
+  t.set_data_type(onnx::TensorProto::INT64);
+  t.add_int64_data(v);
+  return t;
+}
+
+constexpr auto F = onnx::TensorProto::FLOAT;
+constexpr auto I64 = onnx::TensorProto::INT64;
+constexpr auto B = onnx::TensorProto::BOOL;
+
+// Outer Loop over i (N times) carrying acc; its body: If (i is even) then an inner Loop that adds
+// `step` (a graph input, two scopes out) twice to acc, else acc - `bias` (an outer-body value).
+// So acc gains 2*step on even i and loses bias on odd i.
+std::string NestedModel() {
+  auto inner_body = Graph(
+      "inner",
+      {MakeNode("Identity", {"c_in"}, {"c_out"}), MakeNode("Add", {"v_in", "step"}, {"v_out"})},
+      {Info("j", I64, {}), Info("c_in", B, {}), Info("v_in", F, {1})},
+      {Info("c_out", B, {}), Info("v_out", F, {1})});
+  auto then_g =
+      Graph("then",
+            {WithGraph(MakeNode("Loop", {"two", "", "acc_in"}, {"inner_out"}), "body", inner_body)},
+            {}, {Info("inner_out", F, {1})}, {Int64Scalar("two", 2)});
+  auto else_g =
+      Graph("else", {MakeNode("Sub", {"acc_in", "bias"}, {"minus"})}, {}, {Info("minus", F, {1})});
+  auto outer_body = Graph(
+      "outer",
+      {MakeNode("Identity", {"cond_in"}, {"cond_out"}), MakeNode("Mod", {"i", "two_i"}, {"parity"}),
+       MakeNode("Equal", {"parity", "zero_i"}, {"even"}), MakeNode("Identity", {"step"}, {"bias"}),
+       WithGraph(WithGraph(MakeNode("If", {"even"}, {"acc_out"}), "then_branch", then_g),
+                 "else_branch", else_g)},
+      {Info("i", I64, {}), Info("cond_in", B, {}), Info("acc_in", F, {1})},
+      {Info("cond_out", B, {}), Info("acc_out", F, {1})},
+      {Int64Scalar("two_i", 2), Int64Scalar("zero_i", 0)});
+  auto main = Graph(
+      "nested", {WithGraph(MakeNode("Loop", {"n", "", "acc0"}, {"acc"}), "body", outer_body)},
+      {Info("n", I64, {}), Info("acc0", F, {1}), Info("step", F, {1})}, {Info("acc", F, {1})});
+  return Model(main);
+}
+
+nxrt::Value Scalar64(int64_t v) {
+  auto t = nxrt::Value::Tensor(NX_TYPE_INT64, std::vector<int64_t>{});
+  *t.data<int64_t>() = v;
+  return t;
+}
+nxrt::Value Vec1(float v) {
+  auto t = nxrt::Value::Tensor(NX_TYPE_FLOAT, std::vector<int64_t>{1});
+  *t.data<float>() = v;
+  return t;
+}
+
+TEST(ControlFlow, LoopInsideIfInsideLoopReadsEveryScope) {
+  nxrt::Env env(NX_LOG_ERROR);
+  std::string bytes = NestedModel();
+  nxrt::Session s(env, bytes.data(), bytes.size());
+  for (int64_t n : {0, 1, 4, 5}) {
+    auto trips = Scalar64(n);
+    auto acc0 = Vec1(1.0f);
+    auto step = Vec1(0.5f);
+    auto out = s.Run({"n", "acc0", "step"}, {&trips, &acc0, &step});
+    float expected = 1.0f;
+    for (int64_t i = 0; i < n; ++i) expected += (i % 2 == 0) ? 2 * 0.5f : -0.5f;
+    EXPECT_FLOAT_EQ(out[0].data<float>()[0], expected) << "n=" << n;
+  }
+}
+
+// x (64 KiB) -> Loop N times: x = x + 1 carried, with the per-iteration scan output off.
+std::string CountingLoop(int64_t elements) {
+  auto body = Graph(
+      "body",
+      {MakeNode("Identity", {"c_in"}, {"c_out"}), MakeNode("Add", {"x_in", "one"}, {"x_out"})},
+      {Info("i", I64, {}), Info("c_in", B, {}), Info("x_in", F, {elements})},
+      {Info("c_out", B, {}), Info("x_out", F, {elements})},
+      {nxrt::test::MakeFloatTensor("one", {1}, {1.0f})});
+  auto main = Graph("counting", {WithGraph(MakeNode("Loop", {"n", "", "x0"}, {"x"}), "body", body)},
+                    {Info("n", I64, {}), Info("x0", F, {elements})}, {Info("x", F, {elements})});
+  return Model(main);
+}
+
+size_t ResidentKiB() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoul(line.substr(6));
+  return 0;
+}
+
+TEST(ControlFlow, TenThousandIterationsDoNotGrowMemory) {
+  constexpr int64_t kElements = 16384;  // 64 KiB per carried value
+  nxrt::Env env(NX_LOG_ERROR);
+  std::string bytes = CountingLoop(kElements);
+  nxrt::SessionOptions o;
+  o.SetIntraOpThreads(1);
+  nxrt::Session s(env, bytes.data(), bytes.size(), &o);
+  auto x0 = nxrt::Value::Tensor(NX_TYPE_FLOAT, std::vector<int64_t>{kElements});
+  auto warm = Scalar64(100);
+  s.Run({"n", "x0"}, {&warm, &x0});  // pools and arenas reach their steady size
+  const size_t before = ResidentKiB();
+  auto n = Scalar64(10000);
+  auto out = s.Run({"n", "x0"}, {&n, &x0});
+  const size_t after = ResidentKiB();
+  EXPECT_FLOAT_EQ(out[0].data<float>()[0], 10000.0f);
+  EXPECT_FLOAT_EQ(out[0].data<float>()[kElements - 1], 10000.0f);
+  // A leak of one carried value per iteration would be 625 MiB; allow noise of 16 MiB.
+  std::printf("10000-iteration loop: resident memory %zu KiB -> %zu KiB\n", before, after);
+  EXPECT_LT(after, before + 16 * 1024) << before << " KiB -> " << after << " KiB";
+}
+
+// A Loop whose body gathers element i of a 5-element constant: iteration 5 is out of range.
+std::string FailingLoop() {
+  auto body = Graph(
+      "body",
+      {MakeNode("Identity", {"c_in"}, {"c_out"}), MakeNode("Gather", {"table", "i"}, {"picked"}),
+       MakeNode("Add", {"s_in", "picked"}, {"s_out"})},
+      {Info("i", I64, {}), Info("c_in", B, {}), Info("s_in", F, {})},
+      {Info("c_out", B, {}), Info("s_out", F, {})},
+      {nxrt::test::MakeFloatTensor("table", {5}, {1, 2, 3, 4, 5})});
+  auto main =
+      Graph("failing", {WithGraph(MakeNode("Loop", {"n", "", "s0"}, {"s"}, "loop"), "body", body)},
+            {Info("n", I64, {}), Info("s0", F, {})}, {Info("s", F, {})});
+  return Model(main);
+}
+
+TEST(ControlFlow, ABodyFailingMidLoopGivesAClearErrorAndTheSessionStaysUsable) {
+  nxrt::Env env(NX_LOG_ERROR);
+  std::string bytes = FailingLoop();
+  nxrt::Session s(env, bytes.data(), bytes.size());
+  auto s0 = nxrt::Value::Tensor(NX_TYPE_FLOAT, std::vector<int64_t>{});
+  auto bad = Scalar64(8);
+  try {
+    s.Run({"n", "s0"}, {&bad, &s0});
+    FAIL() << "the out-of-range gather was not reported";
+  } catch (const nxrt::Exception& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("Loop node 'loop'"), std::string::npos) << m;
+    EXPECT_NE(m.find("iteration 5"), std::string::npos) << m;
+    EXPECT_NE(m.find("Gather"), std::string::npos) << m;
+  }
+  auto good = Scalar64(5);
+  auto out = s.Run({"n", "s0"}, {&good, &s0});
+  EXPECT_FLOAT_EQ(out[0].data<float>()[0], 15.0f);
+}
+
+}  // namespace
