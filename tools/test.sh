@@ -43,8 +43,11 @@ run_suite "SimDevice example EP (CLI, mixed placement vs numpy)" \
   python3 eps/examples/sim_device/demo_model.py --build-dir build
 run_suite "real models vs onnxruntime" bash -c \
   "tools/scripts/prepare_test_models.sh build/models && python3 tests/models/run_model_comparison.py --models build/models --nxrt build/bin/nxrt $models"
-run_suite "control flow: seed models (If, Loop, Scan)" \
+run_suite "control flow: seed models (If, Loop, Scan) on the CPU EP" \
   python3 tests/models/control_flow_seed.py --build-dir build
+run_suite "control flow: seed models on SimDevice (device memory, device helpers)" \
+  python3 tests/models/control_flow_seed.py --build-dir build \
+  --ep-library build/lib/libnxrt_ep_sim_device.so --ep SimDevice
 run_suite "Silero VAD per frame vs onnxruntime (If, carried state)" \
   python3 tests/models/silero_vad_compare.py --build-dir build --model build/models/silero_vad.onnx
 

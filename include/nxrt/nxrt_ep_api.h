@@ -1,4 +1,4 @@
-/* nxrt_ep_api.h: the plugin execution-provider (EP) ABI, version 4.
+/* nxrt_ep_api.h: the plugin execution-provider (EP) ABI, version 5.
  *
  * An EP is a shared library that exports two C symbols (see "Library" below). The host hands it
  * a table of host services (NxHostApi); the library hands back factories (NxEpFactory), and each
@@ -26,7 +26,9 @@
  * host implements these kernels and an EP obtains them (CreateIfKernel, CreateLoopKernel,
  * CreateScanKernel) from the create function of its own kernel definitions for those ops. The
  * bodies are partitioned like the main graph (their nodes go to whichever EP claims them). The
- * EP supplies small helpers for the device work the host cannot do in its memory.
+ * EP supplies small helpers for the device work the host cannot do in its memory. Values stay
+ * in the kernel's memory across iterations (version 5: Scan slices and stacks device tensors
+ * through its helper too).
  *
  * Sequences and optionals (version 4). Kernels read sequence and optional inputs with the
  * Value_ calls and produce them with KernelContext_SetOutputSequence / SetOutputOptional /
@@ -56,7 +58,7 @@
 extern "C" {
 #endif
 
-#define NXRT_EP_API_VERSION 4
+#define NXRT_EP_API_VERSION 5
 
 /* ============================================================================================
  * Opaque host objects an EP sees. All are owned by the host.
@@ -277,6 +279,18 @@ struct NxScanHelper {
   NxStatus* (*Transpose)(NxScanHelper* self, const size_t* perm, size_t rank,
                          const NxValue* input, NxValue* output);
   void (*Release)(NxScanHelper* self);
+
+  /* ---- version 5: Scan over device memory (both may be NULL for host-memory EPs) ---------- *
+   * Needed when the scan inputs or the body's outputs live in memory the host cannot read; the
+   * host reports a clear error when one is missing then. `output` is allocated by the host in
+   * the kernel's memory. */
+  /* output = input[index] along axis 0: shape input.dims[1:], 0 <= index < input.dims[0]. */
+  NxStatus* (*SliceAxis0)(NxScanHelper* self, const NxValue* input, int64_t index,
+                          NxValue* output);
+  /* As NxLoopHelper::ConcatOutput: `count` tensors of one type and shape stacked along a new
+   * first axis (per-iteration scan outputs, and for opset 8 the per-batch results). */
+  NxStatus* (*ConcatOutput)(NxScanHelper* self, const NxValue* const* parts, size_t count,
+                            NxValue* output);
 };
 
 /* ============================================================================================

@@ -4,7 +4,10 @@
 
 #include "base/element_type.h"
 #include "base/error.h"
+#include "base/memory_info.h"
 #include "plugins/host_objects.h"
+#include "plugins/kernel_registry.h"
+#include "session/env.h"
 #include "session/session.h"
 
 namespace nxrt {
@@ -32,7 +35,8 @@ size_t BodyRunner::num_outputs() const { return plan_->graph().outputs.size(); }
 const Graph& BodyRunner::graph() const { return plan_->graph(); }
 
 std::vector<ValuePtr> BodyRunner::Run(std::span<const Value* const> inputs,
-                                      const NxKernelContext& ctx) const {
+                                      const NxKernelContext& ctx,
+                                      std::span<const NxMemoryInfo* const> deliver) const {
   const Graph& g = plan_->graph();
   NXRT_CHECK(inputs.size() == inputs_.size(), NX_RUNTIME_ERROR,
              "subgraph '" + g.name + "' takes " + std::to_string(inputs_.size()) + " inputs, got " +
@@ -44,7 +48,41 @@ std::vector<ValuePtr> BodyRunner::Run(std::span<const Value* const> inputs,
                "subgraph '" + g.name + "': outer value '" + g.value(v).name + "' is missing");
     feeds[static_cast<size_t>(v)] = ctx.implicit_inputs[k];
   }
-  return plan_->Execute(feeds);
+  std::vector<ValuePtr> out = plan_->Execute(feeds, {}, {}, /*host_outputs=*/false);
+  for (size_t i = 0; i < out.size() && i < deliver.size(); ++i)
+    if (deliver[i] != nullptr) out[i] = Place(out[i], deliver[i]);
+  return out;
+}
+
+ValuePtr BodyRunner::Place(const ValuePtr& v, const NxMemoryInfo* memory) const {
+  if (v->kind != NX_VALUE_TENSOR || v->type == NX_TYPE_STRING) return v;
+  const NxMemoryInfo* have = MemoryOf(*v);
+  if (SameMemory(have, memory) || (SameMemory(memory, HostMemory()) && HostAccessible(have)))
+    return v;
+  return plan_->env().CopyToMemory(*v, memory);
+}
+
+ValuePtr BodyRunner::CopyTo(const Value& v, const NxMemoryInfo* memory) const {
+  if (v.kind != NX_VALUE_TENSOR) return std::make_shared<Value>(v);
+  if (v.type == NX_TYPE_STRING) {
+    ValuePtr out = MakeTensor(v.type, v.dims);
+    out->strings = v.strings;
+    return out;
+  }
+  return plan_->env().CopyToMemory(v, memory);
+}
+
+const NxMemoryInfo* OutputMemory(const NxKernelContext& ctx, size_t o, const NxMemoryInfo* memory) {
+  if (memory == nullptr || (ctx.entry != nullptr && ctx.entry->OutputOnHost(o)))
+    return HostMemory();
+  return memory;
+}
+
+ValuePtr AllocateLike(const NxKernelContext& ctx, const Value& like, NxElementType type,
+                      const std::vector<int64_t>& dims) {
+  if (IsHostReadable(like) || type == NX_TYPE_STRING || ctx.pool == nullptr)
+    return MakeTensor(type, dims);
+  return MakeTensorFromPool(type, dims, *ctx.pool);
 }
 
 ValuePtr SliceAxis0(const Value& src, int64_t i) {

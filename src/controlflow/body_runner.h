@@ -8,6 +8,7 @@
 
 #include "base/value.h"
 #include "graph/graph.h"
+#include "nxrt/nxrt_types.h"
 
 struct NxKernelContext;
 
@@ -27,15 +28,32 @@ class BodyRunner {
   size_t num_outputs() const;
   const Graph& graph() const;
 
-  // One run: `inputs` feed the body's graph inputs in order; outer-scope values come from the
-  // node's implicit inputs in `ctx`. Returns the body outputs in order.
-  std::vector<ValuePtr> Run(std::span<const Value* const> inputs, const NxKernelContext& ctx) const;
+  // One run: `inputs` feed the body's graph inputs in order (any memory); outer-scope values
+  // come from the node's implicit inputs in `ctx`. Returns the body outputs in order, each
+  // tensor in `deliver[i]` (copied there if the body produced it elsewhere; a null entry, or
+  // none, leaves it where it was produced).
+  std::vector<ValuePtr> Run(std::span<const Value* const> inputs, const NxKernelContext& ctx,
+                            std::span<const NxMemoryInfo* const> deliver = {}) const;
+
+  // `v` in `memory` (itself when it is a tensor there already, or not a tensor).
+  ValuePtr Place(const ValuePtr& v, const NxMemoryInfo* memory) const;
+  // A fresh copy of tensor `v` in `memory`; other kinds are shared (their tensors are immutable).
+  ValuePtr CopyTo(const Value& v, const NxMemoryInfo* memory) const;
 
  private:
   std::unique_ptr<Session> plan_;
   std::vector<int> inputs_;                    // body graph inputs (value indices)
   std::vector<std::pair<int, size_t>> outer_;  // body value -> index in implicit inputs
 };
+
+// Where a control-flow kernel's output `o` lives: `memory` (the kernel's), unless its definition
+// puts that output on the host.
+const NxMemoryInfo* OutputMemory(const NxKernelContext& ctx, size_t o, const NxMemoryInfo* memory);
+
+// A tensor for a control-flow kernel to fill: on the host when `like` is host-readable, else in
+// the kernel's memory (its arena in `ctx`).
+ValuePtr AllocateLike(const NxKernelContext& ctx, const Value& like, NxElementType type,
+                      const std::vector<int64_t>& dims);
 
 // Host-memory helpers the kernels use when the EP gave no helper (host-accessible memory).
 // A tensor `src` sliced at index `i` of axis 0 (a fresh host tensor of rank - 1).

@@ -43,12 +43,15 @@ NxStatus* Guard(NxKernel* k, Fn&& fn) {
 struct IfKernel {
   NxKernel base{};
   std::unique_ptr<BodyRunner> then_branch, else_branch;
+  const NxMemoryInfo* memory = nullptr;  // the kernel's memory: where its outputs go
 
   void Compute(NxKernelContext& ctx) const {
     const Node& node = *ctx.node;
     const BodyRunner& branch =
         ReadBool(ctx.inputs[0], node, "the condition") ? *then_branch : *else_branch;
-    std::vector<ValuePtr> out = branch.Run({}, ctx);
+    std::vector<const NxMemoryInfo*> deliver(ctx.num_outputs);
+    for (size_t o = 0; o < deliver.size(); ++o) deliver[o] = OutputMemory(ctx, o, memory);
+    std::vector<ValuePtr> out = branch.Run({}, ctx, deliver);
     NXRT_CHECK(out.size() == ctx.num_outputs, NX_INVALID_MODEL,
                node.Describe() + ": the branch has " + std::to_string(out.size()) +
                    " outputs, the node " + std::to_string(ctx.num_outputs));
@@ -62,6 +65,7 @@ struct LoopKernel {
   NxKernel base{};
   std::unique_ptr<BodyRunner> body;
   NxLoopHelper* helper = nullptr;
+  const NxMemoryInfo* memory = nullptr;  // the kernel's memory: where its outputs go
 
   ~LoopKernel() {
     if (helper != nullptr) helper->Release(helper);
@@ -96,6 +100,12 @@ struct LoopKernel {
     ValuePtr iter = MakeTensor(NX_TYPE_INT64, std::vector<int64_t>{});
     ValuePtr cond_in = MakeTensor(NX_TYPE_BOOL, std::vector<int64_t>{});
     std::vector<const Value*> feeds(num_carried + 2);
+    // The condition comes back to the host (it decides the next iteration); carried values and
+    // scan outputs stay in the kernel's memory between iterations.
+    std::vector<const NxMemoryInfo*> deliver(1 + num_carried + num_scan);
+    deliver[0] = HostMemory();
+    for (size_t o = 0; o < num_carried + num_scan; ++o)
+      deliver[1 + o] = OutputMemory(ctx, o, memory);
     for (int64_t i = 0; i < trip_count && cond; ++i) {
       *static_cast<int64_t*>(iter->data) = i;
       *static_cast<bool*>(cond_in->data) = cond;
@@ -104,7 +114,7 @@ struct LoopKernel {
       for (size_t c = 0; c < num_carried; ++c) feeds[2 + c] = carried[c];
       std::vector<ValuePtr> out;
       try {
-        out = body->Run(feeds, ctx);
+        out = body->Run(feeds, ctx, deliver);
       } catch (const Error& e) {
         Throw(e.code(), node.Describe() + ": iteration " + std::to_string(i) + ": " + e.what());
       }
@@ -131,19 +141,10 @@ struct LoopKernel {
     }
     for (size_t c = 0; c < num_carried; ++c) {
       // No iteration ran: the initial values pass through (copied: the caller owns them).
-      ctx.outputs[c] = carried_hold.empty() ? CopyForOutput(*carried[c]) : carried_hold[c];
+      ctx.outputs[c] =
+          carried_hold.empty() ? body->CopyTo(*carried[c], deliver[1 + c]) : carried_hold[c];
     }
     for (size_t k = 0; k < num_scan; ++k) ctx.outputs[num_carried + k] = Stack(ctx, k, scans[k]);
-  }
-
-  static ValuePtr CopyForOutput(const Value& v) {
-    if (v.kind != NX_VALUE_TENSOR) return std::make_shared<Value>(v);  // shares immutable tensors
-    ValuePtr out = MakeTensor(v.type, v.dims);
-    if (v.type == NX_TYPE_STRING)
-      out->strings = v.strings;
-    else if (TensorBytes(v))
-      std::memcpy(out->data, v.data, TensorBytes(v));
-    return out;
   }
 
   // The per-iteration values of scan output `k` stacked along a new first axis.
@@ -155,7 +156,10 @@ struct LoopKernel {
           body->graph().value(body->graph().outputs[1 + ctx.num_inputs - 2 + k]).type;
       std::vector<int64_t> dims{0};
       for (int64_t d : t.dims) dims.push_back(d < 0 ? 0 : d);
-      return MakeTensor(t.elem_type == NX_TYPE_UNDEFINED ? NX_TYPE_FLOAT : t.elem_type, dims);
+      const NxElementType type = t.elem_type == NX_TYPE_UNDEFINED ? NX_TYPE_FLOAT : t.elem_type;
+      return type == NX_TYPE_STRING || ctx.pool == nullptr
+                 ? MakeTensor(type, dims)
+                 : MakeTensorFromPool(type, dims, *ctx.pool);
     }
     const Value& first = *parts[0];
     for (const ValuePtr& p : parts) {
@@ -282,6 +286,7 @@ NxStatus* CreateIfKernel(const NxKernelInfo* info, NxKernel** kernel) {
       return Guard<IfKernel>(self, [&](IfKernel& me) { me.Compute(*ctx); });
     };
     k->base.Release = &ReleaseKernel<IfKernel>;
+    k->memory = info->memory;
     *kernel = &k.release()->base;
   });
 }
@@ -304,6 +309,7 @@ NxStatus* CreateLoopKernel(const NxKernelInfo* info, NxLoopHelper* helper, NxKer
       return Guard<LoopKernel>(self, [&](LoopKernel& me) { me.Compute(*ctx); });
     };
     k->base.Release = &ReleaseKernel<LoopKernel>;
+    k->memory = info->memory;
     k->helper = helper;  // owned from here on
     *kernel = &k.release()->base;
   });

@@ -23,16 +23,12 @@ std::vector<int64_t> IntsAttribute(const Node& node, const char* name, size_t co
   return a->ints;
 }
 
-ValuePtr HostTensor(NxElementType type, const std::vector<int64_t>& dims) {
-  return MakeTensor(type, dims);
-}
-
 // Stacks tensors of one type and shape along a new first axis (host memory).
 ValuePtr StackHost(const std::vector<ValuePtr>& parts, const Node& node) {
   const Value& first = *parts.at(0);
   std::vector<int64_t> dims{static_cast<int64_t>(parts.size())};
   dims.insert(dims.end(), first.dims.begin(), first.dims.end());
-  ValuePtr out = HostTensor(first.type, dims);
+  ValuePtr out = MakeTensor(first.type, dims);
   for (size_t i = 0; i < parts.size(); ++i) {
     const Value& p = *parts[i];
     NXRT_CHECK(p.kind == NX_VALUE_TENSOR && p.type == first.type && p.dims == first.dims &&
@@ -62,16 +58,19 @@ struct ScanKernel {
   std::unique_ptr<BodyRunner> body;
   NxScanHelper* helper = nullptr;
   int opset = 9;
+  const NxMemoryInfo* memory = nullptr;  // the kernel's memory: where its outputs go
 
   ~ScanKernel() {
     if (helper != nullptr) helper->Release(helper);
   }
 
   // `perm` applied to `input` (the EP's helper, or on the host).
-  ValuePtr Transpose(const Value& input, const std::vector<size_t>& perm, const Node& node) const {
+  ValuePtr Transpose(const NxKernelContext& ctx, const Value& input,
+                     const std::vector<size_t>& perm) const {
+    const Node& node = *ctx.node;
     std::vector<int64_t> dims;
     for (size_t p : perm) dims.push_back(input.dims[p]);
-    ValuePtr out = HostTensor(input.type, dims);
+    ValuePtr out = AllocateLike(ctx, input, input.type, dims);
     if (helper != nullptr && input.type != NX_TYPE_STRING) {
       ThrowIfStatus(helper->Transpose(helper, perm.data(), perm.size(), &input, out.get()),
                     node.Describe() + ": the EP's Transpose failed");
@@ -80,6 +79,51 @@ struct ScanKernel {
                  node.Describe() + ": scan axes in device memory need the EP's Transpose");
       TransposeHost(input, perm, *out);
     }
+    return out;
+  }
+
+  // The version-5 helpers, when the EP gave them.
+  bool CanSlice() const { return helper != nullptr && helper->version >= 5 && helper->SliceAxis0; }
+  bool CanConcat() const {
+    return helper != nullptr && helper->version >= 5 && helper->ConcatOutput;
+  }
+
+  // src[i] along axis 0: on the host, or by the EP in its memory.
+  ValuePtr Slice(const NxKernelContext& ctx, const Value& src, int64_t i) const {
+    if (IsHostReadable(src) || src.type == NX_TYPE_STRING) return SliceAxis0(src, i);
+    const Node& node = *ctx.node;
+    NXRT_CHECK(CanSlice(), NX_NOT_IMPLEMENTED,
+               node.Describe() + ": scan inputs in device memory need the EP's SliceAxis0 helper");
+    NXRT_CHECK(!src.dims.empty(), NX_RUNTIME_ERROR, node.Describe() + ": cannot slice a scalar");
+    std::vector<int64_t> dims(src.dims.begin() + 1, src.dims.end());
+    ValuePtr out = AllocateLike(ctx, src, src.type, dims);
+    ThrowIfStatus(helper->SliceAxis0(helper, &src, i, out.get()),
+                  node.Describe() + ": the EP's SliceAxis0 failed");
+    return out;
+  }
+
+  // Tensors of one type and shape stacked along a new first axis: on the host, or by the EP.
+  ValuePtr Stack(const NxKernelContext& ctx, const std::vector<ValuePtr>& parts) const {
+    const Node& node = *ctx.node;
+    const Value& first = *parts.at(0);
+    if (IsHostReadable(first) || first.type == NX_TYPE_STRING) return StackHost(parts, node);
+    NXRT_CHECK(
+        CanConcat(), NX_NOT_IMPLEMENTED,
+        node.Describe() + ": scan outputs in device memory need the EP's ConcatOutput helper");
+    std::vector<const NxValue*> raw;
+    for (const ValuePtr& p : parts) {
+      NXRT_CHECK(p->kind == NX_VALUE_TENSOR && p->type == first.type && p->dims == first.dims &&
+                     SameMemory(MemoryOf(*p), MemoryOf(first)),
+                 NX_RUNTIME_ERROR,
+                 node.Describe() + ": per-iteration outputs differ (" + DescribeTensor(first) +
+                     " then " + DescribeTensor(*p) + ")");
+      raw.push_back(p.get());
+    }
+    std::vector<int64_t> dims{static_cast<int64_t>(parts.size())};
+    dims.insert(dims.end(), first.dims.begin(), first.dims.end());
+    ValuePtr out = AllocateLike(ctx, first, first.type, dims);
+    ThrowIfStatus(helper->ConcatOutput(helper, raw.data(), raw.size(), out.get()),
+                  node.Describe() + ": the EP's ConcatOutput failed");
     return out;
   }
 
@@ -94,15 +138,18 @@ struct ScanKernel {
     scan_outputs.assign(k_out, {});
     std::vector<ValuePtr> hold;
     std::vector<const Value*> feeds(n + scan_inputs.size());
+    // States and per-slice outputs stay in the kernel's memory between slices.
+    std::vector<const NxMemoryInfo*> deliver(n + k_out);
+    for (size_t o = 0; o < deliver.size(); ++o) deliver[o] = OutputMemory(ctx, o, memory);
     for (int64_t t = 0; t < seq_len; ++t) {
       std::vector<ValuePtr> slices;
       for (size_t j = 0; j < scan_inputs.size(); ++j)
-        slices.push_back(SliceAxis0(*scan_inputs[j], dirs[j] ? seq_len - 1 - t : t));
+        slices.push_back(Slice(ctx, *scan_inputs[j], dirs[j] ? seq_len - 1 - t : t));
       for (size_t s = 0; s < n; ++s) feeds[s] = states[s];
       for (size_t j = 0; j < slices.size(); ++j) feeds[n + j] = slices[j].get();
       std::vector<ValuePtr> out;
       try {
-        out = body->Run(feeds, ctx);
+        out = body->Run(feeds, ctx, deliver);
       } catch (const Error& e) {
         Throw(e.code(), node.Describe() + ": iteration " + std::to_string(t) + ": " + e.what());
       }
@@ -114,13 +161,8 @@ struct ScanKernel {
     for (size_t s = 0; s < n; ++s) {
       if (!hold.empty()) {
         final_states.push_back(hold[s]);
-      } else {  // no slice: the initial state passes through
-        ValuePtr copy = HostTensor(states[s]->type, states[s]->dims);
-        if (states[s]->type == NX_TYPE_STRING)
-          copy->strings = states[s]->strings;
-        else if (TensorBytes(*states[s]))
-          std::memcpy(copy->data, states[s]->data, TensorBytes(*states[s]));
-        final_states.push_back(copy);
+      } else {  // no slice: the initial state passes through (copied: the caller owns it)
+        final_states.push_back(body->CopyTo(*states[s], deliver[s]));
       }
     }
   }
@@ -168,7 +210,7 @@ struct ScanKernel {
       std::vector<size_t> perm{axis};
       for (size_t d = 0; d < in->dims.size(); ++d)
         if (d != axis) perm.push_back(d);
-      moved.push_back(Transpose(*in, perm, node));
+      moved.push_back(Transpose(ctx, *in, perm));
       scan_inputs.push_back(moved.back().get());
     }
     if (seq_len < 0) seq_len = 0;
@@ -181,7 +223,7 @@ struct ScanKernel {
       NXRT_CHECK(!outs[k].empty(), NX_NOT_IMPLEMENTED,
                  node.Describe() + ": a scan over zero slices has no output shape");
       if (out_dirs[k]) std::reverse(outs[k].begin(), outs[k].end());
-      ValuePtr stacked = StackHost(outs[k], node);
+      ValuePtr stacked = Stack(ctx, outs[k]);
       const size_t rank = stacked->dims.size();
       const size_t axis = static_cast<size_t>(NormalizeAxis(out_axes[k], rank, node));
       if (axis != 0) {
@@ -190,7 +232,7 @@ struct ScanKernel {
         for (size_t d = 1; d <= axis; ++d) perm.push_back(d);
         perm.push_back(0);
         for (size_t d = axis + 1; d < rank; ++d) perm.push_back(d);
-        stacked = Transpose(*stacked, perm, node);
+        stacked = Transpose(ctx, *stacked, perm);
       }
       ctx.outputs[n + k] = stacked;
     }
@@ -217,12 +259,12 @@ struct ScanKernel {
       std::vector<ValuePtr> hold;
       std::vector<const Value*> states, scans;
       for (size_t s = 0; s < n; ++s) {
-        hold.push_back(SliceAxis0(*ctx.inputs[1 + s], b));
+        hold.push_back(Slice(ctx, *ctx.inputs[1 + s], b));
         states.push_back(hold.back().get());
       }
       int64_t seq_len = -1;
       for (size_t j = 0; j < m; ++j) {
-        hold.push_back(SliceAxis0(*ctx.inputs[1 + n + j], b));
+        hold.push_back(Slice(ctx, *ctx.inputs[1 + n + j], b));
         scans.push_back(hold.back().get());
         NXRT_CHECK(!hold.back()->dims.empty(), NX_INVALID_ARGUMENT,
                    node.Describe() + ": scan inputs need [batch, sequence, ...]");
@@ -231,6 +273,8 @@ struct ScanKernel {
       if (const Value* lens = ctx.inputs[0]) {
         NXRT_CHECK(lens->type == NX_TYPE_INT64 && lens->count == static_cast<size_t>(batch),
                    NX_INVALID_ARGUMENT, node.Describe() + ": sequence_lens must be int64[batch]");
+        NXRT_CHECK(IsHostReadable(*lens), NX_INVALID_ARGUMENT,
+                   node.Describe() + ": sequence_lens must be a host input of the kernel");
         const int64_t len = static_cast<const int64_t*>(lens->data)[b];
         NXRT_CHECK(len == seq_len, NX_NOT_IMPLEMENTED,
                    node.Describe() +
@@ -244,12 +288,12 @@ struct ScanKernel {
       for (size_t k = 0; k < k_out; ++k) {
         NXRT_CHECK(!outs[k].empty(), NX_NOT_IMPLEMENTED,
                    node.Describe() + ": a scan over zero slices has no output shape");
-        out_parts[k].push_back(StackHost(outs[k], node));
+        out_parts[k].push_back(Stack(ctx, outs[k]));
       }
     }
     NXRT_CHECK(batch > 0, NX_NOT_IMPLEMENTED, node.Describe() + ": an empty batch");
-    for (size_t s = 0; s < n; ++s) ctx.outputs[s] = StackHost(state_parts[s], node);
-    for (size_t k = 0; k < k_out; ++k) ctx.outputs[n + k] = StackHost(out_parts[k], node);
+    for (size_t s = 0; s < n; ++s) ctx.outputs[s] = Stack(ctx, state_parts[s]);
+    for (size_t k = 0; k < k_out; ++k) ctx.outputs[n + k] = Stack(ctx, out_parts[k]);
   }
 };
 
@@ -278,6 +322,7 @@ NxStatus* CreateScanKernel(const NxKernelInfo* info, NxScanHelper* helper, NxKer
     };
     k->base.Release = [](NxKernel* self) { delete reinterpret_cast<ScanKernel*>(self); };
     k->helper = helper;
+    k->memory = info->memory;
     *kernel = &k.release()->base;
   });
 }

@@ -16,6 +16,10 @@ std::string NormalizeDomain(const char* domain) {
 // Checks one constraint against the node's declared types. Unknown types pass: they can only be
 // checked at run time.
 bool Satisfies(const KernelTypeConstraint& c, const Node& node, std::string* reason) {
+  // A type variable binds to one type: every value it constrains must have the same one (a
+  // float x plus an int64 y is not an Add any kernel can run).
+  NxElementType bound = NX_TYPE_UNDEFINED;
+  std::string bound_at;
   auto check = [&](const std::vector<int>& values, const std::vector<int32_t>& indices,
                    const char* what) {
     for (int32_t idx : indices) {
@@ -31,6 +35,17 @@ bool Satisfies(const KernelTypeConstraint& c, const Node& node, std::string* rea
           if (reason) {
             *reason = std::string(what) + " " + std::to_string(i) + " has type " +
                       ElementTypeName(t) + ", not allowed for constraint " + c.name;
+          }
+          return false;
+        }
+        const std::string here = std::string(what) + " " + std::to_string(i);
+        if (bound == NX_TYPE_UNDEFINED) {
+          bound = t;
+          bound_at = here;
+        } else if (t != bound) {
+          if (reason) {
+            *reason = here + " has type " + ElementTypeName(t) + " but " + bound_at + " has " +
+                      ElementTypeName(bound) + " (both are " + c.name + ")";
           }
           return false;
         }

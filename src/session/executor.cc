@@ -33,19 +33,19 @@ std::vector<ValuePtr> Session::Run(const std::vector<std::string>& input_names,
 
 std::vector<ValuePtr> Session::Execute(const std::vector<const Value*>& feeds,
                                        const std::vector<std::string>& output_names,
-                                       const std::vector<Value*>& bound) const {
+                                       const std::vector<Value*>& bound, bool host_outputs) const {
   const Graph& g = graph();
   const size_t num_values = g.values.size();
   std::vector<const Value*> slots(num_slots_, nullptr);
   std::vector<ValuePtr> owned(num_slots_);
   for (size_t v = 0; v < num_values && v < feeds.size(); ++v) slots[v] = feeds[v];
-  // An input handed over in device memory that a host kernel reads comes to the host first.
-  for (int in : g.inputs) {
-    const Value* v = slots[static_cast<size_t>(in)];
-    if (v && v->kind == NX_VALUE_TENSOR && !IsHostReadable(*v) &&
-        input_used_on_host_[static_cast<size_t>(in)]) {
-      owned[static_cast<size_t>(in)] = env_.CopyToMemory(*v, HostMemory());
-      slots[static_cast<size_t>(in)] = owned[static_cast<size_t>(in)].get();
+  // A feed handed over in device memory that a host kernel reads comes to the host first (graph
+  // inputs, and outer-scope values a body reads from a device-resident parent).
+  for (size_t v = 0; v < num_values; ++v) {
+    const Value* fed = slots[v];
+    if (fed && input_used_on_host_[v] && fed->kind == NX_VALUE_TENSOR && !IsHostReadable(*fed)) {
+      owned[v] = env_.CopyToMemory(*fed, HostMemory());
+      slots[v] = owned[v].get();
     }
   }
   for (size_t s = 0; s < num_slots_; ++s) {
@@ -200,7 +200,14 @@ std::vector<ValuePtr> Session::Execute(const std::vector<const Value*>& feeds,
       }
       results.push_back(nullptr);
     } else if (value->kind == NX_VALUE_TENSOR && !IsHostReadable(*value)) {
-      results.push_back(env_.CopyToMemory(*value, HostMemory()));
+      // Device memory: to the host, or (a body's output) left there; a value the run does not
+      // own (a feed, a constant) is copied within its memory.
+      if (host_outputs)
+        results.push_back(env_.CopyToMemory(*value, HostMemory()));
+      else if (owned[static_cast<size_t>(v)] && owned[static_cast<size_t>(v)].get() == value)
+        results.push_back(owned[static_cast<size_t>(v)]);
+      else
+        results.push_back(env_.CopyToMemory(*value, MemoryOf(*value)));
     } else if (owned[static_cast<size_t>(v)]) {
       results.push_back(owned[static_cast<size_t>(v)]);  // shared if asked twice: fine, read-only
     } else {

@@ -491,7 +491,7 @@ void Session::PlanMemory() {
       const bool is_constant = def.initializer != nullptr;
       if (Reachable(slot_memory_[static_cast<size_t>(v)], need)) {
         slots[i] = v;
-        if (def.is_graph_input && SameMemory(need, HostMemory()))
+        if ((def.is_graph_input || def.is_outer_scope) && SameMemory(need, HostMemory()))
           input_used_on_host_[static_cast<size_t>(v)] = 1;
         continue;
       }

@@ -60,11 +60,14 @@ class Session {
                             const std::vector<Value*>& bound = {}) const;
 
   // Run with feeds by value index (graph inputs and, for a control-flow body, the outer-scope
-  // values it reads; `feeds` has one slot per graph value, null where not fed). Checks nothing:
-  // for callers that checked already (the control-flow kernels).
+  // values it reads; `feeds` has one slot per graph value, null where not fed, in any memory).
+  // Checks nothing: for callers that checked already (the control-flow kernels). Unbound
+  // outputs come back in host memory, or, with `host_outputs` false, where they were produced
+  // (a body's values stay on the device between iterations).
   std::vector<ValuePtr> Execute(const std::vector<const Value*>& feeds,
                                 const std::vector<std::string>& output_names = {},
-                                const std::vector<Value*>& bound = {}) const;
+                                const std::vector<Value*>& bound = {},
+                                bool host_outputs = true) const;
 
   // Placement: the EPs in priority order, and which one runs each node (graph order).
   size_t ep_count() const { return eps_.size(); }
@@ -129,7 +132,9 @@ class Session {
   std::vector<Copy> copies_;
   std::vector<Step> steps_;
   std::vector<std::vector<int>> free_after_step_;  // slots whose last use is step i
-  std::vector<char> input_used_on_host_;           // per graph input slot: a host kernel reads it
+  // Per fed slot (graph input or outer-scope value): a host kernel reads it, so a feed given in
+  // device memory comes to the host first.
+  std::vector<char> input_used_on_host_;
   SessionStats stats_;
 };
 

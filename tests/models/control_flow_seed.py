@@ -8,6 +8,7 @@
   scan_mul      X float[3,3]: Y = X*2 row by row in scan order
 
 Usage: control_flow_seed.py --build-dir build [--ep-library PATH --ep NAME]
+With --ep, the control-flow node must also be placed on that EP.
 """
 import argparse
 import os
@@ -128,6 +129,12 @@ def main():
                     print(f"FAIL {name}: {k} differs from onnxruntime {ref[i].tolist()}")
                     ok = False
             eps = [l for l in r.stdout.splitlines() if l.startswith("eps:")]
+            if args.ep:
+                # The control-flow node itself must run on the EP asked for.
+                want = args.ep[0].split(":")[0] + "=1 "
+                if not eps or want not in eps[0] + " ":
+                    print(f"FAIL {name}: the control-flow node did not run on {args.ep[0]}: {eps}")
+                    ok = False
             print(("PASS " if ok else "FAIL ") + name + ("  " + eps[0] if eps else ""))
             failed += 0 if ok else 1
     print("all passed" if failed == 0 else f"{failed} failed")

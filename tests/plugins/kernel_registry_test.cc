@@ -7,6 +7,7 @@
 
 #include "base/error.h"
 #include "model/model.h"
+#include "nxrt/nxrt_c_api.h"
 #include "plugins/host_objects.h"
 #include "test_util.h"
 
@@ -96,6 +97,43 @@ TEST(KernelRegistry, ASecondDefinitionCoversOtherTypes) {
   EXPECT_TRUE(Finds(r, "Mul", 13, onnx::TensorProto::INT8));
   EXPECT_FALSE(Finds(r, "Mul", 12, onnx::TensorProto::INT8));  // the int8 kernel starts at 13
   EXPECT_TRUE(Finds(r, "Mul", 12, onnx::TensorProto::FLOAT));
+}
+
+TEST(KernelRegistry, ATypeVariableBindsToOneType) {
+  // float * int32 is no Mul, even though both types are allowed for T.
+  nxrt::KernelRegistry r;
+  Add(r, {"Mul", 7, INT32_MAX, {NX_TYPE_FLOAT, NX_TYPE_INT32}});
+  auto model = OneNode("Mul", 14, onnx::TensorProto::FLOAT);
+  EXPECT_NE(r.Find(model->graph->nodes[0], nullptr), nullptr);
+  model->graph->value(model->graph->nodes[0].inputs[1]).type.elem_type = NX_TYPE_INT32;
+  std::string why;
+  EXPECT_EQ(r.Find(model->graph->nodes[0], &why), nullptr);
+  EXPECT_NE(why.find("input 1 has type int32 but input 0 has float"), std::string::npos) << why;
+}
+
+// A model whose Add mixes float and int64 fails at session creation, naming node and types.
+TEST(KernelRegistry, AModelWithMismatchedTypesFailsAtSessionCreation) {
+  onnx::ModelProto m =
+      nxrt::test::MakeModel({MakeNode("Add", {"x", "k"}, {"y"}, "add0")}, {"x"}, {"y"}, {2}, 17);
+  onnx::TensorProto k;
+  k.set_name("k");
+  k.set_data_type(onnx::TensorProto::INT64);
+  k.add_dims(2);
+  k.add_int64_data(1);
+  k.add_int64_data(2);
+  *m.mutable_graph()->add_initializer() = k;
+  const std::string bytes = nxrt::test::Serialize(m);
+  NxEnv* env = nullptr;
+  ASSERT_EQ(NxEnv_Create(NX_LOG_ERROR, nullptr, nullptr, &env), nullptr);
+  NxSession* session = nullptr;
+  NxStatus* st = NxSession_CreateFromBuffer(env, bytes.data(), bytes.size(), nullptr, &session);
+  ASSERT_NE(st, nullptr);
+  const std::string m1 = NxStatus_GetMessage(st);
+  EXPECT_NE(m1.find("Add node 'add0'"), std::string::npos) << m1;
+  EXPECT_NE(m1.find("int64"), std::string::npos) << m1;
+  NxStatus_Release(st);
+  EXPECT_EQ(session, nullptr);
+  NxEnv_Release(env);
 }
 
 TEST(KernelRegistry, ConstraintOnOneInputOnlyChecksThatInput) {

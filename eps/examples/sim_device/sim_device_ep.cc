@@ -7,8 +7,11 @@
 // services it hands out, built in sim_memory.h), and the two exported entry points.
 //
 // Kernels (float32): Add, Sub, Mul (numpy broadcasting), Relu, MatMul (A x 2-D B; a constant B
-// is pre-packed), Reshape (shape read on the host; the output aliases the input).
+// is pre-packed), Reshape (shape read on the host; the output aliases the input), Identity.
+// Control flow (any fixed-size element type): the host's If, Loop and Scan, with the device
+// helpers they need (stacking, slicing and transposing tensors in SimDevice memory).
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -229,6 +232,138 @@ class Reshape : public Kernel {
   bool allow_zero_;
 };
 
+// Identity (tensors): registered as an alias, so the output is usually the input's buffer.
+class Identity : public Kernel {
+ public:
+  explicit Identity(const KernelInfo&) {}
+
+  void Compute(KernelContext& ctx) override {
+    ConstTensor x = ctx.input(0);
+    Tensor y = ctx.output(0, x.shape());
+    if (y.raw() == x.raw() || x.bytes() == 0) return;
+    std::memcpy(Resolve(y.raw(), y.bytes()), Resolve(x.raw(), x.bytes()), x.bytes());
+  }
+};
+
+// ---- Control flow -----------------------------------------------------------------------------
+// Only the host can run subgraphs, so If/Loop/Scan are the host's kernels (Host().Create*Kernel),
+// registered here like any other. Their inputs and outputs live in SimDevice memory (except the
+// condition and trip count, declared host inputs), and the bodies' values stay here between
+// iterations. The host cannot touch SimDevice memory, so it hands the device work to helpers:
+// stacking per-iteration outputs (Loop and Scan), slicing scan inputs and transposing for
+// non-zero scan axes (Scan). All of them are byte moves within SimDevice memory.
+
+// Calls per helper, for tests (SimDevice_HelperCalls).
+std::atomic<size_t> g_concat_calls{0}, g_slice_calls{0}, g_transpose_calls{0};
+
+// Bytes per element of a tensor the helpers move (fixed-size types only: the definitions below
+// admit no strings, and sub-byte types have no per-element offset).
+size_t ElementSize(NxElementType type) {
+  const size_t bytes = ElementBytes(type, 1);
+  if (bytes == 0 || ElementBytes(type, 2) != 2 * bytes)
+    Fail(NX_NOT_IMPLEMENTED, "SimDevice control flow: no per-element size for this type");
+  return bytes;
+}
+
+// output = parts stacked along a new first axis; every part is in SimDevice memory.
+void Concat(const NxValue* const* parts, size_t count, NxValue* output) {
+  ConstTensor out(output);
+  char* dst = Resolve<char>(out.raw(), out.bytes());
+  size_t offset = 0;
+  for (size_t i = 0; i < count; ++i) {
+    ConstTensor part(parts[i]);
+    NXRT_EP_ENFORCE(offset + part.bytes() <= out.bytes(), "ConcatOutput: the parts overflow");
+    if (part.bytes() > 0) std::memcpy(dst + offset, Data<char>(part), part.bytes());
+    offset += part.bytes();
+  }
+  NXRT_EP_ENFORCE(offset == out.bytes(), "ConcatOutput: the parts do not fill the output");
+  ++g_concat_calls;
+}
+
+// output = input[index] along axis 0.
+void Slice(const NxValue* input, int64_t index, NxValue* output) {
+  ConstTensor in(input), out(output);
+  NXRT_EP_ENFORCE(in.rank() >= 1 && index >= 0 && index < in.dim(0),
+                  "SliceAxis0: index out of range");
+  const size_t bytes = out.bytes();
+  NXRT_EP_ENFORCE(bytes * static_cast<size_t>(in.dim(0)) == in.bytes(),
+                  "SliceAxis0: the output is not one slice of the input");
+  if (bytes > 0)
+    std::memcpy(Resolve(out.raw(), bytes), Data<char>(in) + static_cast<size_t>(index) * bytes,
+                bytes);
+  ++g_slice_calls;
+}
+
+// output = transpose(input, perm): output axis d is input axis perm[d].
+void TransposeDevice(const size_t* perm, size_t rank, const NxValue* input, NxValue* output) {
+  ConstTensor in(input), out(output);
+  NXRT_EP_ENFORCE(in.rank() == rank && out.rank() == rank && in.size() == out.size(),
+                  "Transpose: shapes do not match the permutation");
+  ++g_transpose_calls;
+  if (out.size() == 0) return;
+  const size_t es = ElementSize(in.type());
+  std::vector<size_t> strides(rank, 1);
+  for (size_t d = rank; d-- > 1;) strides[d - 1] = strides[d] * static_cast<size_t>(in.dim(d));
+  const char* src = Data<char>(in);
+  char* dst = Resolve<char>(out.raw(), out.bytes());
+  std::vector<size_t> index(rank, 0);
+  for (size_t o = 0; o < out.size(); ++o) {
+    size_t from = 0;
+    for (size_t d = 0; d < rank; ++d) from += index[d] * strides[perm[d]];
+    std::memcpy(dst + o * es, src + from * es, es);
+    for (size_t d = rank; d-- > 0;) {  // odometer over the output shape
+      if (++index[d] < static_cast<size_t>(out.dim(d))) break;
+      index[d] = 0;
+    }
+  }
+}
+
+// One helper per kernel, to show the ownership rule: the host owns it once Create*Kernel
+// succeeds and calls Release when the kernel goes; when the call fails it is still ours.
+NxLoopHelper* NewLoopHelper() {
+  return new NxLoopHelper{
+      NXRT_EP_API_VERSION,
+      [](NxLoopHelper*, const NxValue* const* parts, size_t count, NxValue* output) {
+        return Guard([&] { Concat(parts, count, output); });
+      },
+      [](NxLoopHelper* self) { delete self; },
+  };
+}
+
+NxScanHelper* NewScanHelper() {
+  return new NxScanHelper{
+      NXRT_EP_API_VERSION,
+      [](NxScanHelper*, const size_t* perm, size_t rank, const NxValue* in, NxValue* out) {
+        return Guard([&] { TransposeDevice(perm, rank, in, out); });
+      },
+      [](NxScanHelper* self) { delete self; },
+      [](NxScanHelper*, const NxValue* in, int64_t index, NxValue* out) {
+        return Guard([&] { Slice(in, index, out); });
+      },
+      [](NxScanHelper*, const NxValue* const* parts, size_t count, NxValue* output) {
+        return Guard([&] { Concat(parts, count, output); });
+      },
+  };
+}
+
+NxStatus* CreateIf(void*, const NxKernelInfo* info, NxKernel** out) {
+  return Host().CreateIfKernel(info, out);
+}
+
+NxStatus* CreateLoop(void*, const NxKernelInfo* info, NxKernel** out) {
+  NxLoopHelper* helper = NewLoopHelper();
+  NxStatus* status = Host().CreateLoopKernel(info, helper, out);
+  if (status != nullptr) helper->Release(helper);  // not taken: still ours
+  return status;
+}
+
+NxStatus* CreateScan(void*, const NxKernelInfo* info, NxKernel** out) {
+  NxScanHelper* helper = NewScanHelper();
+  NxStatus* status = Host().CreateScanKernel(info, helper, out);
+  if (status != nullptr) helper->Release(helper);
+  return status;
+}
+
 // ---- Kernel registry --------------------------------------------------------------------------
 // Opset ranges follow the ONNX since-versions. Where later versions only added element types,
 // one open-ended range from the first version with today's semantics covers them for float.
@@ -269,6 +404,47 @@ void RegisterKernels(NxKernelRegistry* registry) {
       .HostInput(1)
       .Alias(0, 0)
       .Build<Reshape>(registry);
+  // Identity 1, 13, 14 (sequences), 16, 19, 21, 23, 24 (optionals and types): tensors only.
+  KernelDefBuilder("Identity")
+      .Versions(1)
+      .Constraint("T", f32, {0}, {0})
+      .Alias(0, 0)
+      .Build<Identity>(registry);
+
+  // Control flow, every opset (Scan from 8, the first with today's body signature). The values
+  // they carry may have any fixed-size element type: the helpers move bytes.
+  const std::vector<NxElementType> any = {
+      NX_TYPE_FLOAT,  NX_TYPE_DOUBLE, NX_TYPE_FLOAT16, NX_TYPE_BFLOAT16, NX_TYPE_INT8,
+      NX_TYPE_INT16,  NX_TYPE_INT32,  NX_TYPE_INT64,   NX_TYPE_UINT8,    NX_TYPE_UINT16,
+      NX_TYPE_UINT32, NX_TYPE_UINT64, NX_TYPE_BOOL};
+  // If: the condition is read on the host.
+  KernelDefBuilder("If")
+      .Versions(1)
+      .Constraint("B", {NX_TYPE_BOOL}, {0})
+      .Constraint("V", any, {}, {-1})
+      .HostInput(0)
+      .BuildRaw(registry, &CreateIf, nullptr);
+  // Loop: the trip count M and the condition are read on the host.
+  KernelDefBuilder("Loop")
+      .Versions(1)
+      .Constraint("I", {NX_TYPE_INT64}, {0})
+      .Constraint("B", {NX_TYPE_BOOL}, {1})
+      .Constraint("V", any, {}, {-1})
+      .HostInput(0)
+      .HostInput(1)
+      .BuildRaw(registry, &CreateLoop, nullptr);
+  // Scan 8 takes optional sequence lengths as input 0, read on the host; 9 on has no such input
+  // (input 0 is then a state or scan input, in device memory).
+  KernelDefBuilder("Scan")
+      .Versions(8, 8)
+      .Constraint("I", {NX_TYPE_INT64}, {0})
+      .Constraint("V", any, {-1}, {-1})
+      .HostInput(0)
+      .BuildRaw(registry, &CreateScan, nullptr);
+  KernelDefBuilder("Scan")
+      .Versions(9)
+      .Constraint("V", any, {-1}, {-1})
+      .BuildRaw(registry, &CreateScan, nullptr);
 }
 
 // ---- EP and factory ---------------------------------------------------------------------------
@@ -389,6 +565,16 @@ extern "C" NXRT_EXPORT void NxrtReleaseEpFactory(NxEpFactory* factory) {
 }
 
 // Test hooks (not part of the EP ABI; found with dlsym): blocks of SimDevice memory allocated
-// and not yet freed in this process, and frees the allocator refused.
+// and not yet freed in this process, frees the allocator refused, tensors copied into, out of or
+// within SimDevice memory, and control-flow helper calls.
 extern "C" NXRT_EXPORT size_t SimDevice_LiveBlocks() { return sim::Memory::Get().live_blocks(); }
 extern "C" NXRT_EXPORT size_t SimDevice_BadFrees() { return sim::Memory::Get().bad_frees(); }
+extern "C" NXRT_EXPORT size_t SimDevice_Copies() { return sim::g_tensor_copies.load(); }
+// Calls of one control-flow helper: "concat", "slice" or "transpose".
+extern "C" NXRT_EXPORT size_t SimDevice_HelperCalls(const char* helper) {
+  const std::string name = helper != nullptr ? helper : "";
+  if (name == "concat") return sim::g_concat_calls.load();
+  if (name == "slice") return sim::g_slice_calls.load();
+  if (name == "transpose") return sim::g_transpose_calls.load();
+  return 0;
+}

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cinttypes>
 #include <cstdint>
 #include <cstdio>
@@ -192,6 +193,9 @@ inline bool IsHost(const NxMemoryInfo* m) {
   return m != nullptr && m->device_type == NX_DEVICE_CPU && m->kind == NX_MEMORY_HOST_ACCESSIBLE;
 }
 
+// Tensors the data transfer has copied, for tests (SimDevice_Copies).
+inline std::atomic<size_t> g_tensor_copies{0};
+
 // All state lives in Memory::Get(): the allocator object is only the ABI table.
 inline NxAllocator* NewAllocator() {
   return new NxAllocator{
@@ -233,6 +237,7 @@ inline NxDataTransfer* NewDataTransfer() {
                                  std::to_string(to.bytes()));
             }
             if (from.bytes() > 0) std::memcpy(TensorBytes(to), TensorBytes(from), from.bytes());
+            ++g_tensor_copies;
           }
         });
       },
