@@ -4,6 +4,7 @@
 #define NXRT_HPP_
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -399,10 +400,90 @@ class Session : public detail::Handle<NxSession, NxSession_Release> {
     Check(NxSession_GetStatistic(get(), key.c_str(), &v));
     return v;
   }
+  // Where every node runs and why nodes left the preferred EP (see NxAssignmentReport).
+  inline struct AssignmentReport assignment_report() const;
 
  private:
   explicit Session(NxSession* s) : Handle(s) {}
 };
+
+// ---- Placement report (a copy of NxAssignmentReport's contents) ----
+struct AssignedNode {
+  std::string name, domain, op_type;
+};
+struct AssignedSubgraph {
+  std::string graph;  // "" = main graph; else the control-flow body's path
+  std::string ep_name;
+  std::string kind;  // "kernels" or "fused"
+  std::vector<HardwareDevice> devices;
+  std::vector<AssignedNode> nodes;
+};
+struct NodeFallback {
+  std::string graph;
+  AssignedNode node;
+  std::string preferred_ep;
+  NxFallbackReason reason = NX_FALLBACK_NO_KERNEL;
+  std::string reason_name, detail;
+  std::string assigned_ep;  // "" when no EP can run it (dry run only)
+};
+struct AssignmentReport {
+  std::vector<AssignedSubgraph> subgraphs;
+  std::vector<NodeFallback> fallbacks;
+
+  static AssignmentReport From(const NxAssignmentReport* r) {
+    AssignmentReport out;
+    for (size_t i = 0; i < NxAssignmentReport_GetSubgraphCount(r); ++i) {
+      AssignedSubgraph sg;
+      sg.graph = NxAssignmentReport_GetSubgraphGraph(r, i);
+      sg.ep_name = NxAssignmentReport_GetSubgraphEpName(r, i);
+      sg.kind = NxAssignmentReport_GetSubgraphKind(r, i);
+      for (size_t d = 0; d < NxAssignmentReport_GetSubgraphDeviceCount(r, i); ++d)
+        sg.devices.emplace_back(NxAssignmentReport_GetSubgraphDevice(r, i, d));
+      for (size_t n = 0; n < NxAssignmentReport_GetSubgraphNodeCount(r, i); ++n) {
+        const char *name = nullptr, *domain = nullptr, *op = nullptr;
+        Check(NxAssignmentReport_GetSubgraphNode(r, i, n, &name, &domain, &op));
+        sg.nodes.push_back({name, domain, op});
+      }
+      out.subgraphs.push_back(std::move(sg));
+    }
+    for (size_t i = 0; i < NxAssignmentReport_GetFallbackCount(r); ++i) {
+      NxFallbackInfo f{};
+      Check(NxAssignmentReport_GetFallback(r, i, &f));
+      out.fallbacks.push_back({f.graph,
+                               {f.node_name, f.node_domain, f.node_op_type},
+                               f.preferred_ep,
+                               f.reason,
+                               f.reason_name,
+                               f.detail,
+                               f.assigned_ep});
+    }
+    return out;
+  }
+};
+
+inline AssignmentReport Session::assignment_report() const {
+  return AssignmentReport::From(NxSession_GetAssignmentReport(get()));
+}
+
+// Dry run: the placement a session with these options would make, without creating kernels.
+inline AssignmentReport PlanPlacement(Env& env, const std::string& path,
+                                      const SessionOptions* options = nullptr) {
+  NxAssignmentReport* r = nullptr;
+  Check(NxEnv_PlanPlacementFromFile(env.get(), path.c_str(), options ? options->get() : nullptr,
+                                    &r));
+  std::unique_ptr<NxAssignmentReport, void (*)(NxAssignmentReport*)> hold(
+      r, &NxAssignmentReport_Release);
+  return AssignmentReport::From(r);
+}
+inline AssignmentReport PlanPlacement(Env& env, const void* data, size_t size,
+                                      const SessionOptions* options = nullptr) {
+  NxAssignmentReport* r = nullptr;
+  Check(NxEnv_PlanPlacementFromBuffer(env.get(), data, size, options ? options->get() : nullptr,
+                                      &r));
+  std::unique_ptr<NxAssignmentReport, void (*)(NxAssignmentReport*)> hold(
+      r, &NxAssignmentReport_Release);
+  return AssignmentReport::From(r);
+}
 
 inline Value Value::InMemory(Env& env, const NxMemoryInfo* memory, NxElementType type,
                              std::span<const int64_t> dims) {

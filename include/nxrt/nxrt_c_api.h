@@ -285,6 +285,76 @@ NXRT_EXPORT size_t NxSession_GetEpDeviceCount(const NxSession* session, size_t e
 NXRT_EXPORT const NxEpDevice* NxSession_GetEpDevice(const NxSession* session, size_t ep_index,
                                                     size_t device_index);
 
+/* ---- Placement report ----------------------------------------------------------------------
+ * Where every node runs, always recorded (no opt-in): the assigned subgraphs (connected groups
+ * of nodes on one EP, in execution order, control-flow bodies included) with their EP, kind
+ * ("kernels": one kernel per node; "fused": compiled as one), hardware devices and nodes; and for
+ * every node the session's first (preferred) EP did not take, why. */
+typedef struct NxAssignmentReport NxAssignmentReport;
+
+/* Why the preferred EP did not take a node. */
+typedef enum NxFallbackReason {
+  NX_FALLBACK_NO_KERNEL = 0,              /* no kernel for that op and domain */
+  NX_FALLBACK_OPSET_NOT_COVERED = 1,      /* kernels for the op, none for the node's opset */
+  NX_FALLBACK_TYPE_CONSTRAINT = 2,        /* a type constraint not met (the detail names it) */
+  NX_FALLBACK_DECLINED = 3,               /* the EP has a kernel; its GetCapability declined */
+  NX_FALLBACK_CLAIMED_WITHOUT_KERNEL = 4, /* claimed, but the EP has no kernel for it */
+  NX_FALLBACK_CAPABILITY_FAILED = 5,      /* the EP's GetCapability returned an error */
+} NxFallbackReason;
+
+/* One node the preferred EP did not take. Strings are borrowed from the report. */
+typedef struct NxFallbackInfo {
+  const char* graph;        /* "" = main graph; else the body's path ("loop/body") */
+  const char* node_name;
+  const char* node_domain;
+  const char* node_op_type;
+  const char* preferred_ep;
+  NxFallbackReason reason;
+  const char* reason_name; /* "no_kernel", "opset_not_covered", "type_constraint", "declined",
+                              "claimed_without_kernel", "capability_failed" */
+  const char* detail;      /* human-readable, e.g. "input 1 has type int64 but input 0 has float" */
+  const char* assigned_ep; /* the EP that runs it instead; "" when none can */
+} NxFallbackInfo;
+
+/* The session's report; borrowed, lives as long as the session. */
+NXRT_EXPORT const NxAssignmentReport* NxSession_GetAssignmentReport(const NxSession* session);
+/* Dry run: the report for a model and session options (EPs, policy, fallback) without creating
+ * kernels or compiling. Nodes no EP can take are listed as fallbacks with assigned_ep "". Release
+ * the report with NxAssignmentReport_Release. */
+NXRT_EXPORT NxStatus* NxEnv_PlanPlacementFromFile(NxEnv* env, const char* model_path,
+                                                  const NxSessionOptions* options,
+                                                  NxAssignmentReport** report);
+NXRT_EXPORT NxStatus* NxEnv_PlanPlacementFromBuffer(NxEnv* env, const void* data, size_t size,
+                                                    const NxSessionOptions* options,
+                                                    NxAssignmentReport** report);
+NXRT_EXPORT void NxAssignmentReport_Release(NxAssignmentReport* report);
+
+NXRT_EXPORT size_t NxAssignmentReport_GetSubgraphCount(const NxAssignmentReport* report);
+/* Subgraph `index`: its graph ("" = main; else the body's path), EP name and kind; NULL when out
+ * of range. */
+NXRT_EXPORT const char* NxAssignmentReport_GetSubgraphGraph(const NxAssignmentReport* report,
+                                                            size_t index);
+NXRT_EXPORT const char* NxAssignmentReport_GetSubgraphEpName(const NxAssignmentReport* report,
+                                                             size_t index);
+NXRT_EXPORT const char* NxAssignmentReport_GetSubgraphKind(const NxAssignmentReport* report,
+                                                           size_t index);
+/* Its hardware devices: the one the EP declared for the group, else the device of the first EP
+ * device the EP was created with; none for an EP created without EP devices. */
+NXRT_EXPORT size_t NxAssignmentReport_GetSubgraphDeviceCount(const NxAssignmentReport* report,
+                                                             size_t index);
+NXRT_EXPORT const NxHardwareDevice* NxAssignmentReport_GetSubgraphDevice(
+    const NxAssignmentReport* report, size_t index, size_t device_index);
+/* Its nodes, in execution order. NX_INVALID_ARGUMENT when out of range. */
+NXRT_EXPORT size_t NxAssignmentReport_GetSubgraphNodeCount(const NxAssignmentReport* report,
+                                                           size_t index);
+NXRT_EXPORT NxStatus* NxAssignmentReport_GetSubgraphNode(const NxAssignmentReport* report,
+                                                         size_t index, size_t node_index,
+                                                         const char** name, const char** domain,
+                                                         const char** op_type);
+NXRT_EXPORT size_t NxAssignmentReport_GetFallbackCount(const NxAssignmentReport* report);
+NXRT_EXPORT NxStatus* NxAssignmentReport_GetFallback(const NxAssignmentReport* report,
+                                                     size_t index, NxFallbackInfo* info);
+
 /* ---- Memory ------------------------------------------------------------------------------ */
 /* The memory the EP named `ep_name` computes in (host memory for CPU-like EPs); borrowed for the
  * process lifetime. */

@@ -23,9 +23,14 @@ struct NxSessionOptions {
   nxrt::SessionOptions options;
 };
 
+struct NxAssignmentReport {
+  nxrt::AssignmentReport report;
+};
+
 struct NxSession {
   std::unique_ptr<nxrt::Session> session;
   std::vector<size_t> ep_node_counts;
+  NxAssignmentReport report;  // the session's placement report, as the C API hands it out
 };
 
 using nxrt::CatchAsStatus;
@@ -38,7 +43,8 @@ namespace {
   return MakeStatus(NX_INVALID_ARGUMENT, std::string(__func__) + ": " #ptr " is null")
 
 NxSession* WrapSession(std::unique_ptr<nxrt::Session> s) {
-  auto* out = new NxSession{std::move(s), {}};
+  auto* out = new NxSession{std::move(s), {}, {}};
+  out->report.report = out->session->assignment_report();
   out->ep_node_counts.assign(out->session->ep_count(), 0);
   for (size_t n = 0; n < out->session->graph().nodes.size(); ++n)
     ++out->ep_node_counts[static_cast<size_t>(out->session->node_ep(n))];
@@ -431,6 +437,112 @@ const NxEpDevice* NxSession_GetEpDevice(const NxSession* s, size_t ep, size_t de
   if (s == nullptr || ep >= s->session->ep_count()) return nullptr;
   const auto& d = s->session->ep_devices(ep);
   return device < d.size() ? d[device] : nullptr;
+}
+
+// ---- Placement report ----
+namespace {
+const nxrt::AssignmentReport* ReportOf(const NxAssignmentReport* r) {
+  return r != nullptr ? &r->report : nullptr;
+}
+const nxrt::AssignedSubgraph* SubgraphOf(const NxAssignmentReport* r, size_t i) {
+  const nxrt::AssignmentReport* report = ReportOf(r);
+  return report != nullptr && i < report->subgraphs.size() ? &report->subgraphs[i] : nullptr;
+}
+}  // namespace
+
+const NxAssignmentReport* NxSession_GetAssignmentReport(const NxSession* s) {
+  return s != nullptr ? &s->report : nullptr;
+}
+
+NxStatus* NxEnv_PlanPlacementFromFile(NxEnv* env, const char* model_path,
+                                      const NxSessionOptions* options,
+                                      NxAssignmentReport** report) {
+  NX_REQUIRE(env);
+  NX_REQUIRE(model_path);
+  NX_REQUIRE(report);
+  return CatchAsStatus([&] {
+    nxrt::SessionOptions defaults;
+    auto model = nxrt::LoadModelFromFile(model_path);
+    *report = new NxAssignmentReport{
+        nxrt::Session::PlanPlacement(*env->env, model, options ? options->options : defaults)};
+  });
+}
+
+NxStatus* NxEnv_PlanPlacementFromBuffer(NxEnv* env, const void* data, size_t size,
+                                        const NxSessionOptions* options,
+                                        NxAssignmentReport** report) {
+  NX_REQUIRE(env);
+  NX_REQUIRE(data);
+  NX_REQUIRE(report);
+  return CatchAsStatus([&] {
+    nxrt::SessionOptions defaults;
+    auto model = nxrt::LoadModelFromBuffer(data, size);
+    *report = new NxAssignmentReport{
+        nxrt::Session::PlanPlacement(*env->env, model, options ? options->options : defaults)};
+  });
+}
+
+void NxAssignmentReport_Release(NxAssignmentReport* report) { delete report; }
+
+size_t NxAssignmentReport_GetSubgraphCount(const NxAssignmentReport* r) {
+  return ReportOf(r) ? ReportOf(r)->subgraphs.size() : 0;
+}
+const char* NxAssignmentReport_GetSubgraphGraph(const NxAssignmentReport* r, size_t i) {
+  const auto* sg = SubgraphOf(r, i);
+  return sg ? sg->graph.c_str() : nullptr;
+}
+const char* NxAssignmentReport_GetSubgraphEpName(const NxAssignmentReport* r, size_t i) {
+  const auto* sg = SubgraphOf(r, i);
+  return sg ? sg->ep_name.c_str() : nullptr;
+}
+const char* NxAssignmentReport_GetSubgraphKind(const NxAssignmentReport* r, size_t i) {
+  const auto* sg = SubgraphOf(r, i);
+  return sg ? sg->kind.c_str() : nullptr;
+}
+size_t NxAssignmentReport_GetSubgraphDeviceCount(const NxAssignmentReport* r, size_t i) {
+  const auto* sg = SubgraphOf(r, i);
+  return sg ? sg->devices.size() : 0;
+}
+const NxHardwareDevice* NxAssignmentReport_GetSubgraphDevice(const NxAssignmentReport* r, size_t i,
+                                                             size_t d) {
+  const auto* sg = SubgraphOf(r, i);
+  return sg && d < sg->devices.size() ? sg->devices[d] : nullptr;
+}
+size_t NxAssignmentReport_GetSubgraphNodeCount(const NxAssignmentReport* r, size_t i) {
+  const auto* sg = SubgraphOf(r, i);
+  return sg ? sg->nodes.size() : 0;
+}
+NxStatus* NxAssignmentReport_GetSubgraphNode(const NxAssignmentReport* r, size_t i, size_t n,
+                                             const char** name, const char** domain,
+                                             const char** op_type) {
+  const auto* sg = SubgraphOf(r, i);
+  if (sg == nullptr || n >= sg->nodes.size())
+    return MakeStatus(NX_INVALID_ARGUMENT, "NxAssignmentReport_GetSubgraphNode: out of range");
+  if (name) *name = sg->nodes[n].name.c_str();
+  if (domain) *domain = sg->nodes[n].domain.c_str();
+  if (op_type) *op_type = sg->nodes[n].op_type.c_str();
+  return nullptr;
+}
+size_t NxAssignmentReport_GetFallbackCount(const NxAssignmentReport* r) {
+  return ReportOf(r) ? ReportOf(r)->fallbacks.size() : 0;
+}
+NxStatus* NxAssignmentReport_GetFallback(const NxAssignmentReport* r, size_t i,
+                                         NxFallbackInfo* info) {
+  NX_REQUIRE(info);
+  const nxrt::AssignmentReport* report = ReportOf(r);
+  if (report == nullptr || i >= report->fallbacks.size())
+    return MakeStatus(NX_INVALID_ARGUMENT, "NxAssignmentReport_GetFallback: out of range");
+  const nxrt::NodeFallback& f = report->fallbacks[i];
+  info->graph = f.graph.c_str();
+  info->node_name = f.node.name.c_str();
+  info->node_domain = f.node.domain.c_str();
+  info->node_op_type = f.node.op_type.c_str();
+  info->preferred_ep = f.preferred_ep.c_str();
+  info->reason = static_cast<NxFallbackReason>(f.kind);
+  info->reason_name = nxrt::FallbackKindName(f.kind);
+  info->detail = f.detail.c_str();
+  info->assigned_ep = f.assigned_ep.c_str();
+  return nullptr;
 }
 
 // ---- Hardware devices ----

@@ -184,9 +184,12 @@ static bool AcceptsKinds(const KernelEntry& e, const Node& node, std::string* re
   return check(node.inputs, "input") && check(node.outputs, "output");
 }
 
-const KernelEntry* KernelRegistry::Find(const Node& node, std::string* reason) const {
+const KernelEntry* KernelRegistry::Find(const Node& node, std::string* reason,
+                                        LookupFailure* failure) const {
+  if (failure) *failure = LookupFailure::kNone;
   auto it = by_op_.find(Key(node.domain, node.op_type));
   if (it == by_op_.end()) {
+    if (failure) *failure = LookupFailure::kNoOp;
     if (reason) {
       *reason = "no kernel for op " + node.op_type +
                 (node.domain.empty() ? "" : " in domain '" + node.domain + "'");
@@ -212,6 +215,7 @@ const KernelEntry* KernelRegistry::Find(const Node& node, std::string* reason) c
     }
     if (ok) return &e;
   }
+  if (failure) *failure = type_reason.empty() ? LookupFailure::kOpset : LookupFailure::kType;
   if (reason) {
     if (!type_reason.empty())
       *reason = "type constraint not met: " + type_reason;

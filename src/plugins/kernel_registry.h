@@ -45,6 +45,9 @@ struct KernelEntry {
   std::vector<NxTypeConstraint> abi_constraints;
 };
 
+// Why Find found no kernel (for placement reports).
+enum class LookupFailure { kNone, kNoOp, kOpset, kType };
+
 class KernelRegistry {
  public:
   // Copies `def`; throws NX_INVALID_ARGUMENT for an incomplete definition.
@@ -52,7 +55,9 @@ class KernelRegistry {
 
   // The kernel for `node`, or nullptr with a reason ("no kernel for op X in domain Y",
   // "opset 9 outside the registered ranges 13-...", "input 0 has type int8, not allowed for T").
-  const KernelEntry* Find(const Node& node, std::string* reason) const;
+  // `failure` (optional) says which of the three it was.
+  const KernelEntry* Find(const Node& node, std::string* reason,
+                          LookupFailure* failure = nullptr) const;
 
   size_t size() const { return entries_.size(); }
 

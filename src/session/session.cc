@@ -36,7 +36,21 @@ bool Reachable(const NxMemoryInfo* have, const NxMemoryInfo* need) {
 }  // namespace
 
 Session::Session(Env& env, std::shared_ptr<Model> model, const SessionOptions& options)
-    : env_(env), model_(std::move(model)), logger_{env.logger().WithLevel(options.log_level)} {
+    : Session(env, std::move(model), options, false) {}
+
+AssignmentReport Session::PlanPlacement(Env& env, std::shared_ptr<Model> model,
+                                        const SessionOptions& options) {
+  Session dry(env, std::move(model), options, true);
+  return *dry.report_;
+}
+
+Session::Session(Env& env, std::shared_ptr<Model> model, const SessionOptions& options,
+                 bool dry_run)
+    : env_(env),
+      model_(std::move(model)),
+      logger_{env.logger().WithLevel(options.log_level)},
+      is_root_(true),
+      dry_run_(dry_run) {
   threads_ = options.intra_op_threads > 0
                  ? options.intra_op_threads
                  : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
@@ -50,6 +64,7 @@ Session::Session(Env& env, std::shared_ptr<Model> model, const SessionOptions& o
   try {
     CreateEps(options);
     AssignNodes();
+    if (dry_run_) return;  // placement only: no kernels, nothing compiled
     if (options.optimization_level >= 1) {
       FuseNodes(*model_->graph, eps_, logger_.logger);
       node_ep_.resize(graph().nodes.size());
@@ -230,69 +245,31 @@ void Session::CreateEps(const SessionOptions& options) {
 
 void Session::AssignNodes() {
   const Graph& g = graph();
-  node_ep_.assign(g.nodes.size(), -1);
-  std::vector<std::string> reasons(g.nodes.size());
-  for (size_t e = 0; e < eps_.size(); ++e) {
-    EpInstance& ep = *eps_[e];
-    NxCapability cap;
-    cap.graph = &g;
-    NxEp* raw = ep.raw();
-    if (raw->GetCapability != nullptr) {
-      NxStatus* st = raw->GetCapability(raw, reinterpret_cast<const NxGraph*>(&g), &cap);
-      if (st != nullptr) {
-        logger_.logger.Log(
-            NX_LOG_WARNING,
-            "EP '" + ep.name() + "' GetCapability failed (it claims no node): " + st->message);
-        delete st;
-        cap.claimed.clear();
-      }
-    } else if (ep.registry() != nullptr) {
-      for (const Node& node : g.nodes) {
-        std::string why;
-        if (ep.registry()->Find(node, &why))
-          cap.claimed.push_back(&node);
-        else if (node_ep_[node.index] < 0)
-          reasons[node.index] += "\n  " + ep.name() + ": " + why;
-      }
-    }
-    for (const Node* node : cap.claimed) {
-      if (node_ep_[node->index] >= 0) continue;  // a higher-priority EP has it
-      if (!ep.registry() || !ep.registry()->Find(*node, nullptr)) {
-        reasons[node->index] += "\n  " + ep.name() + ": claimed the node but has no kernel for it";
-        continue;
-      }
-      node_ep_[node->index] = static_cast<int>(e);
-    }
-    // Why an EP with its own GetCapability left a node: no kernel, or it declined.
-    if (raw->GetCapability != nullptr) {
-      std::vector<char> claimed(g.nodes.size(), 0);
-      for (const Node* node : cap.claimed) claimed[node->index] = 1;
-      for (const Node& node : g.nodes) {
-        if (claimed[node.index] || node_ep_[node.index] >= 0) continue;
-        std::string why;
-        if (ep.registry() != nullptr && ep.registry()->Find(node, &why) == nullptr)
-          reasons[node.index] += "\n  " + ep.name() + ": " + why;
-        else
-          reasons[node.index] += "\n  " + ep.name() + ": its GetCapability declined the node";
-      }
-    }
-  }
+  GraphPlacement placement = PlaceGraph(g, eps_, logger_);
+  node_ep_ = placement.node_ep;
   for (Node& node : model_->graph->nodes)
     node.assigned_ep = node_ep_[static_cast<size_t>(node.index)];
+  // The report covers the whole model (bodies too): only the main graph's session keeps one,
+  // made before fusion changes the nodes.
+  if (is_root_) {
+    report_ = std::make_shared<AssignmentReport>();
+    AddToReport(g, placement, "", eps_, logger_, *report_);
+  }
+  if (dry_run_) return;
   for (const Node& node : g.nodes) {
-    if (node_ep_[node.index] < 0) {
-      std::string names;
-      for (const auto& ep : eps_) names += (names.empty() ? "" : ", ") + ep->name();
-      Throw(NX_NOT_IMPLEMENTED,
-            g.source + ": " +
-                (fallback_mode_ == NX_FALLBACK_FORBID
-                     ? "fallback to the CPU EP is forbidden and no selected EP (" + names +
-                           ") can run "
-                     : "no EP can run ") +
-                node.Describe() + " (op " + (node.domain.empty() ? "" : node.domain + ".") +
-                node.op_type + ", opset " + std::to_string(node.opset) +
-                "):" + reasons[node.index]);
-    }
+    if (node_ep_[node.index] >= 0) continue;
+    std::string names, reasons;
+    for (const auto& ep : eps_) names += (names.empty() ? "" : ", ") + ep->name();
+    for (const EpVerdict& v : placement.verdicts[node.index])
+      reasons += "\n  " + eps_[static_cast<size_t>(v.ep)]->name() + ": " + v.detail;
+    Throw(
+        NX_NOT_IMPLEMENTED,
+        g.source + ": " +
+            (fallback_mode_ == NX_FALLBACK_FORBID
+                 ? "fallback to the CPU EP is forbidden and no selected EP (" + names + ") can run "
+                 : "no EP can run ") +
+            node.Describe() + " (op " + (node.domain.empty() ? "" : node.domain + ".") +
+            node.op_type + ", opset " + std::to_string(node.opset) + "):" + reasons);
   }
   std::vector<size_t> counts(eps_.size(), 0);
   for (int e : node_ep_) ++counts[static_cast<size_t>(e)];
@@ -308,9 +285,10 @@ void Session::AssignNodes() {
                                            " of " + std::to_string(g.nodes.size()) +
                                            " nodes fell back to the CPU EP:" + list);
   }
-  for (size_t e = 0; e < eps_.size(); ++e) {
-    logger_.logger.Log(NX_LOG_INFO, "EP " + eps_[e]->name() + ": " + std::to_string(counts[e]) +
-                                        " of " + std::to_string(g.nodes.size()) + " nodes");
+  if (report_) {
+    // One line per EP; a warning when any node left the preferred EP.
+    const NxLogLevel level = report_->fallbacks.empty() ? NX_LOG_INFO : NX_LOG_WARNING;
+    for (const std::string& line : SummarizeReport(*report_, eps_)) logger_.logger.Log(level, line);
   }
 }
 

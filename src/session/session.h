@@ -13,6 +13,7 @@
 #include "plugins/host_objects.h"
 #include "session/ep_instance.h"
 #include "session/ep_selection.h"
+#include "session/placement.h"
 #include "session/prepack_store.h"
 #include "session/session_options.h"
 #include "session/thread_pool.h"
@@ -39,6 +40,11 @@ class Session {
   // The plan of a control-flow body of `parent`: the parent's EPs, pools and threads, its own
   // placement (nodes inside the body are claimed like any other), kernels and memory plan.
   Session(const Session& parent, std::shared_ptr<Graph> body);
+  // Placement only ("could these EPs run this model, and where would each node go?"): the EPs
+  // are created and asked for their capability, no kernel is created and nothing compiled.
+  // Nodes no EP can take are reported, not an error.
+  static AssignmentReport PlanPlacement(Env& env, std::shared_ptr<Model> model,
+                                        const SessionOptions& options);
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
@@ -77,6 +83,9 @@ class Session {
   const std::vector<const NxEpDevice*>& ep_devices(size_t i) const { return eps_[i]->devices(); }
   // Index of the CPU EP appended as fallback, or -1.
   int fallback_ep() const { return fallback_ep_; }
+  // Where every node of the model (control-flow bodies included) runs, and why nodes left the
+  // preferred EP. Made at creation, always.
+  const AssignmentReport& assignment_report() const { return *report_; }
 
  private:
   // One step of the plan: run a node, or copy a value into another memory.
@@ -92,6 +101,7 @@ class Session {
 
   std::vector<EpChoice> ChooseEps(const SessionOptions& options);
   void CreateEps(const SessionOptions& options);
+  Session(Env& env, std::shared_ptr<Model> model, const SessionOptions& options, bool dry_run);
   void AssignNodes();
   void CreateKernels();
   void PrePackWeights(bool share);
@@ -136,6 +146,9 @@ class Session {
   // device memory comes to the host first.
   std::vector<char> input_used_on_host_;
   SessionStats stats_;
+  bool is_root_ = false;                      // the model's main graph (not a control-flow body)
+  bool dry_run_ = false;                      // PlanPlacement: stop after placement
+  std::shared_ptr<AssignmentReport> report_;  // the root's; null in bodies
 };
 
 }  // namespace nxrt

@@ -12,38 +12,6 @@
 namespace nxrt::cli {
 namespace {
 
-std::string JsonString(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
-}
-
-std::string JsonObject(const KeyValueList& kv) {
-  std::string out = "{";
-  for (size_t i = 0; i < kv.size(); ++i)
-    out += (i ? ", " : "") + JsonString(kv[i].first) + ": " + JsonString(kv[i].second);
-  return out + "}";
-}
-
-std::string JsonHardware(const HardwareDevice& d) {
-  return "{\"type\": " + JsonString(DeviceTypeText(d.type())) +
-         ", \"vendor\": " + JsonString(d.vendor()) +
-         ", \"vendor_id\": " + std::to_string(d.vendor_id()) +
-         ", \"device_id\": " + std::to_string(d.device_id()) +
-         ", \"metadata\": " + JsonObject(d.metadata()) + "}";
-}
-
 std::string MemoryText(const NxMemoryInfo* m) {
   return std::string(m->name) + " (" + DeviceTypeText(m->device_type) +
          (m->kind == NX_MEMORY_DEVICE ? ", device memory)" : ", host-accessible)");

@@ -1,4 +1,4 @@
-// Command-line pieces shared by `nxrt run` and `nxrt devices`: EP libraries with virtual-device
+// Command-line pieces shared by `nxrt run`, `nxrt devices` and `nxrt partition`: EP libraries with virtual-device
 // requests, `--ep NAME:key=value,...`, policy and fallback names, and device descriptions.
 #pragma once
 
@@ -31,5 +31,11 @@ const char* DeviceTypeText(NxDeviceType type);
 std::string Hex(uint32_t v);
 // "gpu NVIDIA 0x10de:0x2684 0000:01:00.0" (virtual devices: "virtual npu ...").
 std::string DescribeHardware(const HardwareDevice& d);
+
+// JSON pieces: a quoted, escaped string; an object of strings; a hardware device as in
+// `nxrt devices --json` (type, vendor, vendor_id, device_id, metadata).
+std::string JsonString(const std::string& s);
+std::string JsonObject(const KeyValueList& kv);
+std::string JsonHardware(const HardwareDevice& d);
 
 }  // namespace nxrt::cli

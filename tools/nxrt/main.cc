@@ -29,6 +29,11 @@ constexpr const char* kUsage =
     "  devices [--json] [--ep-library PATH ...] [--virtual TYPE[:key=value,...] ...]\n"
     "      the hardware devices nxrt discovers (CPU with ISA features, GPUs, NPUs) and the EP\n"
     "      devices of each EP library (the default CPU EP and those given)\n"
+    "  partition MODEL [--ep NAME[:key=value,...] ... | --policy NAME] [--fallback MODE]\n"
+    "          [--ep-library PATH ...] [--virtual TYPE[:key=value,...] ...] [--json]\n"
+    "      where each node would run (a dry run: no kernels are created): the assigned\n"
+    "      subgraphs with EP, kind, hardware device and nodes, and why nodes left the\n"
+    "      preferred EP\n"
     "  version\n";
 
 }  // namespace
@@ -46,6 +51,7 @@ int main(int argc, char** argv) {
     if (command == "info") return nxrt::cli::InfoCommand(args);
     if (command == "conformance") return nxrt::cli::ConformanceCommand(args);
     if (command == "devices") return nxrt::cli::DevicesCommand(args);
+    if (command == "partition") return nxrt::cli::PartitionCommand(args);
     if (command == "version" || command == "--version") {
       std::printf("nxrt %s\n", Nx_GetVersionString());
       return 0;
