@@ -249,6 +249,11 @@ class SessionOptions : public detail::Handle<NxSessionOptions, NxSessionOptions_
     Check(NxSessionOptions_SetFallback(get(), mode));
     return *this;
   }
+  // Record a profile, written as Chrome trace JSON to `path` (see NxSessionOptions_SetProfileFile).
+  SessionOptions& SetProfileFile(const std::string& path) {
+    Check(NxSessionOptions_SetProfileFile(get(), path.c_str()));
+    return *this;
+  }
 
  private:
   explicit SessionOptions(NxSessionOptions* o) : Handle(o) {}
@@ -309,6 +314,14 @@ class Value : public detail::Handle<NxValue, NxValue_Release> {
     Check(NxValue_SetString(get(), i, s.data(), s.size()));
   }
 };
+
+// The placement report's types live in an inline namespace (still nxrt::AssignmentReport etc.
+// to users): the runtime has internal types of the same names in namespace nxrt, and a program
+// linking both (the unit tests) must not have their inline member functions (destructors)
+// merged by the linker.
+inline namespace cxx_api {
+struct AssignmentReport;
+}  // namespace cxx_api
 
 class Session : public detail::Handle<NxSession, NxSession_Release> {
  public:
@@ -402,14 +415,18 @@ class Session : public detail::Handle<NxSession, NxSession_Release> {
   }
   // Where every node runs and why nodes left the preferred EP (see NxAssignmentReport).
   inline struct AssignmentReport assignment_report() const;
+  // Writes the profile file now and stops recording (see NxSession_EndProfiling).
+  void EndProfiling() { Check(NxSession_EndProfiling(get())); }
 
  private:
   explicit Session(NxSession* s) : Handle(s) {}
 };
 
 // ---- Placement report (a copy of NxAssignmentReport's contents) ----
+inline namespace cxx_api {
 struct AssignedNode {
   std::string name, domain, op_type;
+  std::vector<std::string> inputs, outputs;  // value names ("" = an omitted optional one)
 };
 struct AssignedSubgraph {
   std::string graph;  // "" = main graph; else the control-flow body's path
@@ -426,9 +443,17 @@ struct NodeFallback {
   std::string reason_name, detail;
   std::string assigned_ep;  // "" when no EP can run it (dry run only)
 };
+// A value crossing from one memory to another (see NxAssignmentReport_GetCopy).
+struct ReportCopy {
+  std::string graph;  // "" = main graph; else the control-flow body's path
+  std::string value;
+  std::string from_ep;  // "" = a graph input, initializer or outer-scope value (host memory)
+  std::string to_ep;    // "" = a graph output (delivered to the host)
+};
 struct AssignmentReport {
   std::vector<AssignedSubgraph> subgraphs;
   std::vector<NodeFallback> fallbacks;
+  std::vector<ReportCopy> copies;
 
   static AssignmentReport From(const NxAssignmentReport* r) {
     AssignmentReport out;
@@ -442,7 +467,12 @@ struct AssignmentReport {
       for (size_t n = 0; n < NxAssignmentReport_GetSubgraphNodeCount(r, i); ++n) {
         const char *name = nullptr, *domain = nullptr, *op = nullptr;
         Check(NxAssignmentReport_GetSubgraphNode(r, i, n, &name, &domain, &op));
-        sg.nodes.push_back({name, domain, op});
+        AssignedNode node{name, domain, op, {}, {}};
+        for (size_t k = 0; k < NxAssignmentReport_GetNodeInputCount(r, i, n); ++k)
+          node.inputs.emplace_back(NxAssignmentReport_GetNodeInput(r, i, n, k));
+        for (size_t k = 0; k < NxAssignmentReport_GetNodeOutputCount(r, i, n); ++k)
+          node.outputs.emplace_back(NxAssignmentReport_GetNodeOutput(r, i, n, k));
+        sg.nodes.push_back(std::move(node));
       }
       out.subgraphs.push_back(std::move(sg));
     }
@@ -450,16 +480,23 @@ struct AssignmentReport {
       NxFallbackInfo f{};
       Check(NxAssignmentReport_GetFallback(r, i, &f));
       out.fallbacks.push_back({f.graph,
-                               {f.node_name, f.node_domain, f.node_op_type},
+                               {f.node_name, f.node_domain, f.node_op_type, {}, {}},
                                f.preferred_ep,
                                f.reason,
                                f.reason_name,
                                f.detail,
                                f.assigned_ep});
     }
+    for (size_t i = 0; i < NxAssignmentReport_GetCopyCount(r); ++i) {
+      const char *graph = nullptr, *value = nullptr, *from = nullptr, *to = nullptr;
+      Check(NxAssignmentReport_GetCopy(r, i, &graph, &value, &from, &to));
+      out.copies.push_back({graph, value, from, to});
+    }
     return out;
   }
 };
+
+}  // namespace cxx_api
 
 inline AssignmentReport Session::assignment_report() const {
   return AssignmentReport::From(NxSession_GetAssignmentReport(get()));

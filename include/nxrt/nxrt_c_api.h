@@ -212,6 +212,17 @@ typedef enum NxFallbackMode {
 } NxFallbackMode;
 NXRT_EXPORT NxStatus* NxSessionOptions_SetFallback(NxSessionOptions* options, NxFallbackMode mode);
 
+/* Profiling. A session created with a profile file records a profile: session events for the
+ * steps of its creation (load, create_eps, partition, optimize, create_kernels, plan_memory;
+ * EPs that compile add compile events) and, for every NxSession_Run, a "run" event enclosing one
+ * event per node (name = node name; args: EP, hardware device, op type, input and output
+ * shapes, run index), one per copy between memories and the events EPs add themselves. It is
+ * written as Chrome trace JSON (chrome://tracing, https://ui.perfetto.dev) to `path` by
+ * NxSession_EndProfiling or when the session is released. The file is opened at session
+ * creation: a path that cannot be written fails it. `path` is copied; "" turns profiling off.
+ * See docs/profiling.md. */
+NXRT_EXPORT NxStatus* NxSessionOptions_SetProfileFile(NxSessionOptions* options, const char* path);
+
 /* ---- Sessions ---------------------------------------------------------------------------- */
 /* `options` may be NULL for defaults. The env must outlive the session. */
 NXRT_EXPORT NxStatus* NxSession_CreateFromFile(NxEnv* env, const char* model_path,
@@ -222,6 +233,11 @@ NXRT_EXPORT NxStatus* NxSession_CreateFromBuffer(NxEnv* env, const void* data, s
                                                  const NxSessionOptions* options,
                                                  NxSession** session);
 NXRT_EXPORT void NxSession_Release(NxSession* session);
+/* Writes the profile (NxSessionOptions_SetProfileFile) now and stops recording; later runs are
+ * not profiled and releasing the session writes nothing more. Errors: the session was not
+ * created with a profile file or profiling ended already (NX_INVALID_ARGUMENT), the file cannot
+ * be written (NX_FAIL; recording stops all the same). */
+NXRT_EXPORT NxStatus* NxSession_EndProfiling(NxSession* session);
 
 NXRT_EXPORT size_t NxSession_GetInputCount(const NxSession* session);
 NXRT_EXPORT size_t NxSession_GetOutputCount(const NxSession* session);
@@ -300,6 +316,8 @@ typedef enum NxFallbackReason {
   NX_FALLBACK_DECLINED = 3,               /* the EP has a kernel; its GetCapability declined */
   NX_FALLBACK_CLAIMED_WITHOUT_KERNEL = 4, /* claimed, but the EP has no kernel for it */
   NX_FALLBACK_CAPABILITY_FAILED = 5,      /* the EP's GetCapability returned an error */
+  NX_FALLBACK_NON_CONVEX = 6,     /* in a fused group a path leaves and re-enters (rejected whole) */
+  NX_FALLBACK_COMPILE_FAILED = 7, /* in a fused group the EP failed to compile (detail: why) */
 } NxFallbackReason;
 
 /* One node the preferred EP did not take. Strings are borrowed from the report. */
@@ -311,7 +329,8 @@ typedef struct NxFallbackInfo {
   const char* preferred_ep;
   NxFallbackReason reason;
   const char* reason_name; /* "no_kernel", "opset_not_covered", "type_constraint", "declined",
-                              "claimed_without_kernel", "capability_failed" */
+                              "claimed_without_kernel", "capability_failed", "non_convex",
+                              "compile_failed" */
   const char* detail;      /* human-readable, e.g. "input 1 has type int64 but input 0 has float" */
   const char* assigned_ep; /* the EP that runs it instead; "" when none can */
 } NxFallbackInfo;
@@ -354,6 +373,28 @@ NXRT_EXPORT NxStatus* NxAssignmentReport_GetSubgraphNode(const NxAssignmentRepor
 NXRT_EXPORT size_t NxAssignmentReport_GetFallbackCount(const NxAssignmentReport* report);
 NXRT_EXPORT NxStatus* NxAssignmentReport_GetFallback(const NxAssignmentReport* report,
                                                      size_t index, NxFallbackInfo* info);
+/* The edges of node `node` of subgraph `subgraph`: its inputs and outputs as value names, in
+ * order ("" for an omitted optional input or output). Counts are 0 and names NULL when out of
+ * range. Strings are borrowed from the report. */
+NXRT_EXPORT size_t NxAssignmentReport_GetNodeInputCount(const NxAssignmentReport* report,
+                                                        size_t subgraph, size_t node);
+NXRT_EXPORT const char* NxAssignmentReport_GetNodeInput(const NxAssignmentReport* report,
+                                                        size_t subgraph, size_t node, size_t i);
+NXRT_EXPORT size_t NxAssignmentReport_GetNodeOutputCount(const NxAssignmentReport* report,
+                                                         size_t subgraph, size_t node);
+NXRT_EXPORT const char* NxAssignmentReport_GetNodeOutput(const NxAssignmentReport* report,
+                                                         size_t subgraph, size_t node, size_t i);
+/* Copies: each value that crosses from one memory to another, once per value and reading EP, in
+ * graph order (a graph's copies ahead of its bodies'): `graph` ("" = main graph; else the body's
+ * path), `value` (its name), `from_ep` (the producer's EP; "" for a graph input, initializer or
+ * outer-scope value, which are in host memory) and `to_ep` (the reading node's EP; "" for a
+ * graph output produced in memory the host cannot read, delivered to the host). Judged by each
+ * EP's memory (a kernel that takes an input in host memory may avoid a copy listed here).
+ * Strings are borrowed from the report; NX_INVALID_ARGUMENT when out of range. */
+NXRT_EXPORT size_t NxAssignmentReport_GetCopyCount(const NxAssignmentReport* report);
+NXRT_EXPORT NxStatus* NxAssignmentReport_GetCopy(const NxAssignmentReport* report, size_t index,
+                                                 const char** graph, const char** value,
+                                                 const char** from_ep, const char** to_ep);
 
 /* ---- Memory ------------------------------------------------------------------------------ */
 /* The memory the EP named `ep_name` computes in (host memory for CPU-like EPs); borrowed for the

@@ -48,6 +48,9 @@ inline const NxHostApi*& HostSlot() {
 inline void SetHost(const NxHostApi* host) { HostSlot() = host; }
 inline const NxHostApi& Host() { return *HostSlot(); }
 
+// ---- Profiling clock (host ABI version 6; 0 on older hosts) ----------------------------------
+inline uint64_t ProfilerNowNs() { return Host().version >= 6 ? Host().Profiler_NowNs() : 0; }
+
 // ---- Errors -----------------------------------------------------------------------------------
 
 // Thrown inside a plugin; converted to an NxStatus at the ABI boundary by the adapters below.
@@ -563,6 +566,22 @@ class KernelContext {
                                                   const_cast<void*>(static_cast<const void*>(&fn))));
   }
 
+  // ---- Profiling (host ABI version 6; a no-op on older hosts) ----
+  // Whether this run is profiled: time the kernel's own phases only then.
+  bool IsProfiling() const { return Host().version >= 6 && Host().KernelContext_IsProfiling(ctx_); }
+  // Adds an event of the EP to the run's profile: [begin_ns, end_ns] on ProfilerNowNs(), with
+  // key/value args (copied). Nothing happens when the run is not profiled.
+  void AddProfileEvent(const std::string& name, uint64_t begin_ns, uint64_t end_ns,
+                       const std::vector<std::pair<std::string, std::string>>& args = {}) const {
+    if (Host().version < 6) return;
+    std::vector<NxKeyValue> kv;
+    kv.reserve(args.size());
+    for (const auto& [k, v] : args) kv.push_back({k.c_str(), v.c_str()});
+    Host().KernelContext_AddProfileEvent(ctx_, name.c_str(), begin_ns, end_ns, kv.data(),
+                                         kv.size());
+  }
+  // ---- end profiling ----
+
  private:
   // Tensor accessors on a sequence or optional would read an empty shape and no data: refuse
   // clearly instead (only kernels that set ValueKinds ever see one).
@@ -728,6 +747,30 @@ NxStatus* CreateBoxed(void* /*state*/, const NxKernelInfo* info, NxKernel** out)
   });
 }
 }  // namespace detail
+
+// ---- Compiled groups (ABI version 6) ------------------------------------------------------------
+
+// Hands a C++ kernel to the host as an NxKernel, e.g. what NxEp::CompileGroup returns. The host
+// releases it (deleting `kernel`) when the session ends.
+inline NxKernel* BoxKernel(std::unique_ptr<Kernel> kernel) {
+  auto box = std::make_unique<detail::KernelBox>();
+  box->base.version = NXRT_EP_API_VERSION;
+  box->base.Compute = &detail::BoxCompute;
+  box->base.Release = &detail::BoxRelease;
+  box->impl = std::move(kernel);
+  return &box.release()->base;
+}
+
+// From GetCapability: claim `nodes` as one group to compile; `device` (one of the EP's hardware
+// devices, or null for its first) is the device that runs it.
+inline void AddFusedGroup(NxCapability* capability, std::span<const NxNode* const> nodes,
+                          const NxHardwareDevice* device = nullptr) {
+  RequireHostVersion(6, "fused groups");
+  NxFusionOptions options{};
+  options.version = NXRT_EP_API_VERSION;
+  options.hardware_device = device;
+  ThrowIfError(Host().Capability_AddFusedGroup(capability, nodes.data(), nodes.size(), &options));
+}
 
 // Builds one NxKernelDef and adds it to a registry.
 class KernelDefBuilder {

@@ -1,4 +1,4 @@
-/* nxrt_ep_api.h: the plugin execution-provider (EP) ABI, version 5.
+/* nxrt_ep_api.h: the plugin execution-provider (EP) ABI, version 6.
  *
  * An EP is a shared library that exports two C symbols (see "Library" below). The host hands it
  * a table of host services (NxHostApi); the library hands back factories (NxEpFactory), and each
@@ -36,6 +36,17 @@
  * A kernel definition says which value kinds it accepts (NxKernelDef::value_kinds): older
  * definitions only ever see tensors.
  *
+ * Compiled groups (version 6). Instead of (or besides) kernels, an EP may claim a group of nodes
+ * to compile as one (Capability_AddFusedGroup) and say which of its hardware devices runs it
+ * (NxFusionOptions). The host checks the group is convex (no path leaves the group and comes
+ * back), replaces it by one fused node and calls NxEp::CompileGroup with a graph view holding
+ * only the group; the NxKernel returned runs the whole group. A rejected or failed group falls
+ * back node by node to the next EP, and the assignment report says why. The same path restores
+ * compiled-model contexts: an EP claims the "EPContext" nodes it wrote and rebuilds its program.
+ *
+ * Profiling (version 6). When the application asks a session for a profile, the host times
+ * every kernel; a kernel may add its own events (KernelContext_AddProfileEvent).
+ *
  * Versioning. Every struct that either side fills starts with `uint32_t version`, set to the
  * NXRT_EP_API_VERSION the filler was compiled with. Tables only grow at the end; a reader reads a
  * member only when the writer's version says the member exists, and optional members may be
@@ -58,7 +69,7 @@
 extern "C" {
 #endif
 
-#define NXRT_EP_API_VERSION 5
+#define NXRT_EP_API_VERSION 6
 
 /* ============================================================================================
  * Opaque host objects an EP sees. All are owned by the host.
@@ -314,7 +325,29 @@ struct NxEp {
    * sets *allocator to NULL, the host uses the factory's allocator. Released through
    * NxAllocator::Release when the session ends. */
   NxStatus* (*CreateAllocator)(NxEp* self, const NxMemoryInfo* memory, NxAllocator** allocator);
+
+  /* ---- version 6 (optional, may be NULL for kernel-only EPs) ----------------------------------
+   * Compile one group the EP claimed with Capability_AddFusedGroup. `group` (borrowed for the
+   * call) is a graph view holding only the group's nodes, in execution order: its inputs are the
+   * values the group reads from outside it (graph inputs, initializers with their constant
+   * data, values other nodes produce), its outputs the values used after the group or returned
+   * by the model. The kernel returned receives exactly those inputs and outputs, in that order,
+   * in the EP's memory (like its kernels' default inputs and outputs), and is released with
+   * NxKernel::Release when the session ends. `fused_name` is unique within the session. An
+   * error (or a NULL kernel) makes the group's nodes fall back to the next EP; the assignment
+   * report gives the reason "compile_failed" with the status message. */
+  NxStatus* (*CompileGroup)(NxEp* self, const NxGraph* group, const char* fused_name,
+                            NxKernel** kernel);
 };
+
+/* Filled by the EP for Capability_AddFusedGroup; read member by member up to `version`. */
+typedef struct NxFusionOptions {
+  uint32_t version; /* NXRT_EP_API_VERSION */
+  /* The hardware device that runs the group (one of the EP's devices, from
+   * EpDevice_GetHardwareDevice), for EPs spanning several devices; NULL = the EP's first
+   * device. Only reported (assignment report, profile); memory is still the EP's. */
+  const NxHardwareDevice* hardware_device;
+} NxFusionOptions;
 
 /* What a factory receives when it creates an EP for a session. */
 typedef struct NxEpCreateArgs {
@@ -652,6 +685,28 @@ typedef struct NxHostApi {
    * optional or sequence type, those of the tensors inside). False for other attributes. */
   bool (*Attribute_GetTypeInfo)(const NxAttribute* attr, NxValueKind* kind,
                                 NxElementType* element_type);
+
+  /* ---- Version 6: compiled groups -------------------------------------------------------- */
+  /* From GetCapability: claim `nodes` (count >= 1, nodes of the graph passed to GetCapability,
+   * none claimed before in this call) as one group for NxEp::CompileGroup. `options` may be
+   * NULL. A node may be in one group or claimed with Capability_AddNode, not both. The host
+   * rejects a group that is not convex (some path between two of its nodes passes a node
+   * outside it) and every node of it falls back ("non_convex"); nodes a higher-priority EP
+   * took are removed from the group first. Errors: bad node, duplicate, device not the EP's,
+   * EP without CompileGroup. */
+  NxStatus* (*Capability_AddFusedGroup)(NxCapability* capability, const NxNode* const* nodes,
+                                        size_t count, const NxFusionOptions* options);
+
+  /* ---- Version 6: profiling -------------------------------------------------------------- */
+  /* The host's clock (steady, nanoseconds) that profile events are measured on. */
+  uint64_t (*Profiler_NowNs)(void);
+  /* Whether the run this Compute belongs to is being profiled (cheap; check before timing). */
+  bool (*KernelContext_IsProfiling)(const NxKernelContext* ctx);
+  /* Add an event of the EP to the run's profile: `name`, begin and end on Profiler_NowNs, and
+   * `num_args` key/value pairs (all copied). Does nothing when the run is not profiled. */
+  void (*KernelContext_AddProfileEvent)(NxKernelContext* ctx, const char* name,
+                                        uint64_t begin_ns, uint64_t end_ns,
+                                        const NxKeyValue* args, size_t num_args);
 } NxHostApi;
 
 /* ============================================================================================

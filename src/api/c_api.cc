@@ -13,6 +13,7 @@
 #include "nxrt/nxrt_c_api.h"
 #include "session/env.h"
 #include "session/ep_selection.h"
+#include "session/profiler.h"
 #include "session/session.h"
 
 struct NxEnv {
@@ -41,6 +42,12 @@ namespace {
 #define NX_REQUIRE(ptr) \
   if ((ptr) == nullptr) \
   return MakeStatus(NX_INVALID_ARGUMENT, std::string(__func__) + ": " #ptr " is null")
+
+// profiling: the model was parsed before the session (and its profiler) existed
+void RecordLoad(nxrt::Session& s, uint64_t begin_ns, uint64_t end_ns, nxrt::KeyValues args) {
+  if (nxrt::Profiler* p = s.profiler())
+    p->AddSessionEvent("load", begin_ns, end_ns, std::move(args));
+}
 
 NxSession* WrapSession(std::unique_ptr<nxrt::Session> s) {
   auto* out = new NxSession{std::move(s), {}, {}};
@@ -287,6 +294,11 @@ NxStatus* NxSessionOptions_SetEpSelectionCallback(NxSessionOptions* options, NxE
     };
   });
 }
+NxStatus* NxSessionOptions_SetProfileFile(NxSessionOptions* options, const char* path) {
+  NX_REQUIRE(options);
+  NX_REQUIRE(path);
+  return CatchAsStatus([&] { options->options.profile_file = path; });
+}
 NxStatus* NxSessionOptions_SetFallback(NxSessionOptions* options, NxFallbackMode mode) {
   NX_REQUIRE(options);
   if (nxrt::RawEnum(mode) < NX_FALLBACK_ALLOW || nxrt::RawEnum(mode) > NX_FALLBACK_FORBID)
@@ -303,9 +315,13 @@ NxStatus* NxSession_CreateFromFile(NxEnv* env, const char* model_path,
   NX_REQUIRE(session);
   return CatchAsStatus([&] {
     nxrt::SessionOptions defaults;
+    const uint64_t load_begin = nxrt::Profiler::NowNs();  // profiling
     auto model = nxrt::LoadModelFromFile(model_path);
-    *session = WrapSession(
-        std::make_unique<nxrt::Session>(*env->env, model, options ? options->options : defaults));
+    const uint64_t load_end = nxrt::Profiler::NowNs();  // profiling
+    auto s =
+        std::make_unique<nxrt::Session>(*env->env, model, options ? options->options : defaults);
+    RecordLoad(*s, load_begin, load_end, {{"path", model_path}});
+    *session = WrapSession(std::move(s));
   });
 }
 NxStatus* NxSession_CreateFromBuffer(NxEnv* env, const void* data, size_t size,
@@ -315,12 +331,20 @@ NxStatus* NxSession_CreateFromBuffer(NxEnv* env, const void* data, size_t size,
   NX_REQUIRE(session);
   return CatchAsStatus([&] {
     nxrt::SessionOptions defaults;
+    const uint64_t load_begin = nxrt::Profiler::NowNs();  // profiling
     auto model = nxrt::LoadModelFromBuffer(data, size);
-    *session = WrapSession(
-        std::make_unique<nxrt::Session>(*env->env, model, options ? options->options : defaults));
+    const uint64_t load_end = nxrt::Profiler::NowNs();  // profiling
+    auto s =
+        std::make_unique<nxrt::Session>(*env->env, model, options ? options->options : defaults);
+    RecordLoad(*s, load_begin, load_end, {{"bytes", std::to_string(size)}});
+    *session = WrapSession(std::move(s));
   });
 }
 void NxSession_Release(NxSession* session) { delete session; }
+NxStatus* NxSession_EndProfiling(NxSession* session) {
+  NX_REQUIRE(session);
+  return CatchAsStatus([&] { session->session->EndProfiling(); });
+}
 
 size_t NxSession_GetInputCount(const NxSession* s) {
   return s ? s->session->graph().inputs.size() : 0;
@@ -542,6 +566,45 @@ NxStatus* NxAssignmentReport_GetFallback(const NxAssignmentReport* r, size_t i,
   info->reason_name = nxrt::FallbackKindName(f.kind);
   info->detail = f.detail.c_str();
   info->assigned_ep = f.assigned_ep.c_str();
+  return nullptr;
+}
+namespace {
+const nxrt::ReportNode* ReportNodeOf(const NxAssignmentReport* r, size_t sg, size_t node) {
+  const auto* s = SubgraphOf(r, sg);
+  return s && node < s->nodes.size() ? &s->nodes[node] : nullptr;
+}
+}  // namespace
+size_t NxAssignmentReport_GetNodeInputCount(const NxAssignmentReport* r, size_t sg, size_t node) {
+  const auto* n = ReportNodeOf(r, sg, node);
+  return n ? n->inputs.size() : 0;
+}
+const char* NxAssignmentReport_GetNodeInput(const NxAssignmentReport* r, size_t sg, size_t node,
+                                            size_t i) {
+  const auto* n = ReportNodeOf(r, sg, node);
+  return n && i < n->inputs.size() ? n->inputs[i].c_str() : nullptr;
+}
+size_t NxAssignmentReport_GetNodeOutputCount(const NxAssignmentReport* r, size_t sg, size_t node) {
+  const auto* n = ReportNodeOf(r, sg, node);
+  return n ? n->outputs.size() : 0;
+}
+const char* NxAssignmentReport_GetNodeOutput(const NxAssignmentReport* r, size_t sg, size_t node,
+                                             size_t i) {
+  const auto* n = ReportNodeOf(r, sg, node);
+  return n && i < n->outputs.size() ? n->outputs[i].c_str() : nullptr;
+}
+size_t NxAssignmentReport_GetCopyCount(const NxAssignmentReport* r) {
+  return ReportOf(r) ? ReportOf(r)->copies.size() : 0;
+}
+NxStatus* NxAssignmentReport_GetCopy(const NxAssignmentReport* r, size_t i, const char** graph,
+                                     const char** value, const char** from_ep, const char** to_ep) {
+  const nxrt::AssignmentReport* report = ReportOf(r);
+  if (report == nullptr || i >= report->copies.size())
+    return MakeStatus(NX_INVALID_ARGUMENT, "NxAssignmentReport_GetCopy: out of range");
+  const nxrt::ReportCopy& c = report->copies[i];
+  if (graph) *graph = c.graph.c_str();
+  if (value) *value = c.value.c_str();
+  if (from_ep) *from_ep = c.from_ep.c_str();
+  if (to_ep) *to_ep = c.to_ep.c_str();
   return nullptr;
 }
 

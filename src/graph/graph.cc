@@ -45,6 +45,16 @@ bool VisibleInOuterScope(const Graph* graph, const std::string& value_name) {
   return false;
 }
 
+// An outer-scope value takes the type known where it is defined (a body rarely declares it), so
+// EPs asked about the body see it.
+void TakeOuterType(const Graph* graph, ValueDef& def) {
+  for (const Graph* g = graph->parent; g != nullptr && def.type.elem_type == NX_TYPE_UNDEFINED;
+       g = g->parent) {
+    const int v = g->FindValue(def.name);
+    if (v >= 0) def.type = g->value(v).type;
+  }
+}
+
 // Names a body reads without defining them (its own or its nested bodies' free names), in first-
 // use order: what the node that owns the body must supply from outside.
 void FreeNames(const Graph& body, std::vector<std::string>& out) {
@@ -124,6 +134,7 @@ void Graph::Finalize() {
       if (v.producer < 0 && !v.initializer && !v.is_graph_input) {
         if (parent != nullptr && VisibleInOuterScope(this, v.name)) {
           v.is_outer_scope = true;
+          TakeOuterType(this, v);
         } else {
           Throw(NX_INVALID_MODEL,
                 where + node.Describe() + ": input '" + v.name +
@@ -137,6 +148,7 @@ void Graph::Finalize() {
       if (v.producer < 0 && !v.initializer && !v.is_graph_input) {
         if (parent != nullptr && VisibleInOuterScope(this, v.name)) {
           v.is_outer_scope = true;
+          TakeOuterType(this, v);
         } else {
           Throw(NX_INVALID_MODEL, where + node.Describe() + ": a subgraph reads '" + v.name +
                                       "', which no enclosing graph defines");
@@ -154,7 +166,10 @@ void Graph::Finalize() {
   }
   for (int out : outputs) {
     ValueDef& v = value(out);
-    if (v.producer < 0 && !v.initializer && !v.is_graph_input) v.is_outer_scope = true;
+    if (v.producer < 0 && !v.initializer && !v.is_graph_input) {
+      v.is_outer_scope = true;
+      TakeOuterType(this, v);
+    }
   }
 
   // Kahn's algorithm, stable with respect to the file order.

@@ -1,5 +1,6 @@
 // The host side of the plugin ABI: every NxHostApi function, translating handles to the IR and
 // value structs. No function lets an exception escape; errors become NxStatus.
+#include <algorithm>
 #include <cstring>
 #include <functional>
 
@@ -11,6 +12,7 @@
 #include "plugins/host_objects.h"
 #include "plugins/kernel_registry.h"
 #include "session/prepack_store.h"
+#include "session/profiler.h"
 #include "session/thread_pool.h"
 
 namespace nxrt {
@@ -147,8 +149,53 @@ NxStatus* CapabilityAddNode(NxCapability* cap, const NxNode* node) {
   if (N(node)->owner != cap->graph) {
     return CreateStatus(NX_INVALID_ARGUMENT, "Capability_AddNode: the node is not in this graph");
   }
+  for (const auto& group : cap->groups) {
+    if (std::find(group.nodes.begin(), group.nodes.end(), N(node)) != group.nodes.end())
+      return CreateStatus(NX_INVALID_ARGUMENT, ("Capability_AddNode: " + N(node)->Describe() +
+                                                " is already claimed in a fused group")
+                                                   .c_str());
+  }
   cap->claimed.push_back(N(node));
   return nullptr;
+}
+
+// ---- Compiled groups (version 6) ----
+NxStatus* CapabilityAddFusedGroup(NxCapability* cap, const NxNode* const* nodes, size_t count,
+                                  const NxFusionOptions* options) {
+  if (!cap || !nodes || count == 0)
+    return CreateStatus(NX_INVALID_ARGUMENT,
+                        "Capability_AddFusedGroup: null argument or empty group");
+  if (!cap->can_compile)
+    return CreateStatus(NX_INVALID_ARGUMENT,
+                        "Capability_AddFusedGroup: the EP has no CompileGroup (NxEp version >= 6)");
+  return CatchAsStatus([&] {
+    NxCapability::Group group;
+    for (size_t i = 0; i < count; ++i) {
+      const nxrt::Node* node = N(nodes[i]);
+      NXRT_CHECK(node != nullptr, NX_INVALID_ARGUMENT,
+                 "Capability_AddFusedGroup: node " + std::to_string(i) + " is null");
+      NXRT_CHECK(node->owner == cap->graph, NX_INVALID_ARGUMENT,
+                 "Capability_AddFusedGroup: " + node->Describe() + " is not in this graph");
+      const bool in_group =
+          std::find(group.nodes.begin(), group.nodes.end(), node) != group.nodes.end();
+      bool taken = std::find(cap->claimed.begin(), cap->claimed.end(), node) != cap->claimed.end();
+      for (const auto& other : cap->groups)
+        taken =
+            taken || std::find(other.nodes.begin(), other.nodes.end(), node) != other.nodes.end();
+      NXRT_CHECK(!in_group && !taken, NX_INVALID_ARGUMENT,
+                 "Capability_AddFusedGroup: " + node->Describe() + " is already claimed");
+      group.nodes.push_back(node);
+    }
+    if (options != nullptr && options->version >= 6 && options->hardware_device != nullptr) {
+      NXRT_CHECK(std::find(cap->devices.begin(), cap->devices.end(), options->hardware_device) !=
+                     cap->devices.end(),
+                 NX_INVALID_ARGUMENT,
+                 "Capability_AddFusedGroup: the declared hardware device is not one of the EP's "
+                 "devices");
+      group.device = options->hardware_device;
+    }
+    cap->groups.push_back(std::move(group));
+  });
 }
 
 // ---- Kernel registry ----
@@ -655,6 +702,29 @@ NxStatus* ValueSetString(NxValue* v, size_t i, const char* data, size_t size) {
   return CatchAsStatus([&] { v->strings[i].assign(data ? data : "", size); });
 }
 
+// ---- Profiling (version 6) ----
+uint64_t ProfilerNowNs() { return Profiler::NowNs(); }
+bool ContextIsProfiling(const NxKernelContext* ctx) {
+  return ctx != nullptr && ctx->profile != nullptr && ctx->profile->profiler->active();
+}
+void ContextAddProfileEvent(NxKernelContext* ctx, const char* name, uint64_t begin_ns,
+                            uint64_t end_ns, const NxKeyValue* args, size_t num_args) {
+  if (!ContextIsProfiling(ctx) || name == nullptr) return;
+  try {
+    const ProfiledRun& run = *ctx->profile;
+    ProfileEvent event{name, "ep", begin_ns, end_ns, Profiler::ThreadId(), {}};
+    for (size_t i = 0; args != nullptr && i < num_args; ++i) {
+      if (args[i].key != nullptr && args[i].value != nullptr)
+        event.args.emplace_back(args[i].key, args[i].value);
+    }
+    if (ctx->node != nullptr) event.args.emplace_back("node", ctx->node->name);
+    if (run.ep != nullptr) event.args.emplace_back("ep", *run.ep);
+    if (run.run_known) event.args.emplace_back("run", std::to_string(run.run));
+    run.profiler->Add(std::move(event));
+  } catch (...) {  // out of memory: the event is lost, the kernel goes on
+  }
+}
+
 NxHostApi MakeHostApi() {
   NxHostApi api{};
   api.version = NXRT_EP_API_VERSION;
@@ -757,6 +827,12 @@ NxHostApi MakeHostApi() {
   api.Value_GetData = ValueGetData;
   api.Value_GetString = ValueGetString;
   api.Value_SetString = ValueSetString;
+  // version 6: profiling
+  api.Profiler_NowNs = ProfilerNowNs;
+  api.KernelContext_IsProfiling = ContextIsProfiling;
+  api.KernelContext_AddProfileEvent = ContextAddProfileEvent;
+  // version 6: compiled groups
+  api.Capability_AddFusedGroup = CapabilityAddFusedGroup;
   return api;
 }
 

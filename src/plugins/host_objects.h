@@ -14,10 +14,20 @@
 #include "graph/graph.h"
 #include "nxrt/nxrt_ep_api.h"
 
-// Collects the nodes one EP claims in one graph.
+// Collects the nodes one EP claims in one graph: single nodes (run by kernels) and groups (to
+// compile as one).
 struct NxCapability {
+  struct Group {
+    std::vector<const nxrt::Node*> nodes;
+    const NxHardwareDevice* device = nullptr;  // declared by the EP, or null
+  };
   const nxrt::Graph* graph = nullptr;
   std::vector<const nxrt::Node*> claimed;
+  std::vector<Group> groups;
+  // Set by the host before GetCapability: the EP's hardware devices (a group may name one) and
+  // whether it can compile (NxEp::CompileGroup).
+  std::vector<const NxHardwareDevice*> devices;
+  bool can_compile = false;
 };
 
 namespace nxrt {
@@ -36,6 +46,7 @@ namespace nxrt {
 struct KernelEntry;
 class ThreadPool;
 class Session;
+struct ProfiledRun;  // profiling
 }  // namespace nxrt
 
 struct NxKernelContext {
@@ -65,6 +76,8 @@ struct NxKernelContext {
   std::unordered_map<const nxrt::Value*, nxrt::ValuePtr> share_index;
   bool share_index_built = false;
   std::vector<std::shared_ptr<void>> scratch;  // freed when Compute returns
+  // ---- profiling: the run being profiled (session/profiler.h), null when not profiling ----
+  nxrt::ProfiledRun* profile = nullptr;
 };
 
 // Collects the virtual devices a factory creates for one request (CreateVirtualDevices).

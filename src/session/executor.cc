@@ -1,11 +1,15 @@
 // Session::Run: walks the plan (nodes and copies between memories) in order, freeing each value
 // after its last use, then hands out the outputs (in host memory unless the caller bound them).
 #include <cstring>
+#include <exception>
+#include <optional>
 
 #include "base/element_type.h"
 #include "base/error.h"
 #include "base/memory_info.h"
 #include "session/env.h"
+#include "session/placement.h"
+#include "session/profiler.h"
 #include "session/session.h"
 
 namespace nxrt {
@@ -19,6 +23,112 @@ ValuePtr CopyValue(const Value& v) {
   }
   return std::make_shared<Value>(v);
 }
+
+// ---- profiling (session/profiler.h) ----
+// A node's input shapes for its event: "[1,3,224,224],[64,3,7,7]". An input the kernel packed
+// (passed as null) shows the initializer's shape, an omitted one "none".
+std::string InputShapes(const Graph& g, const Node& node, const std::vector<const Value*>& inputs) {
+  std::string s;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (i) s += ",";
+    const int v = i < node.inputs.size() ? node.inputs[i] : -1;
+    if (inputs[i] != nullptr || v < 0) {
+      s += ProfileShape(inputs[i]);
+      continue;
+    }
+    const ValueDef& def = g.value(v);
+    s += def.initializer      ? ShapeString(def.initializer->dims)
+         : def.type.has_shape ? ShapeString(def.type.dims)
+                              : "packed";
+  }
+  return s;
+}
+
+std::string OutputShapes(const std::vector<ValuePtr>& outputs) {
+  std::string s;
+  for (size_t o = 0; o < outputs.size(); ++o) s += (o ? "," : "") + ProfileShape(outputs[o].get());
+  return s;
+}
+
+void AddRunArgs(const ProfiledRun& run, KeyValues& args) {
+  if (run.run_known) args.emplace_back("run", std::to_string(run.run));
+  if (!run.parent.empty()) args.emplace_back("parent", run.parent);
+}
+
+void RecordNode(const ProfiledRun& run, const Graph& g, const Node& node, const std::string& ep,
+                const std::string& device, const std::vector<const Value*>& inputs,
+                const std::vector<ValuePtr>& outputs, uint64_t begin_ns) {
+  const uint64_t end_ns = Profiler::NowNs();
+  ProfileEvent e{node.name, "node", begin_ns, end_ns, Profiler::ThreadId(), {}};
+  e.args.reserve(8);
+  e.args.emplace_back("ep", ep);
+  e.args.emplace_back("device", device);
+  e.args.emplace_back("op_type", node.op_type);
+  if (!node.domain.empty()) e.args.emplace_back("domain", node.domain);
+  e.args.emplace_back("input_shapes", InputShapes(g, node, inputs));
+  e.args.emplace_back("output_shapes", OutputShapes(outputs));
+  AddRunArgs(run, e.args);
+  run.profiler->Add(std::move(e));
+}
+
+void RecordCopy(const ProfiledRun& run, const std::string& value, const Value& src,
+                const NxMemoryInfo* to, uint64_t begin_ns) {
+  const uint64_t end_ns = Profiler::NowNs();
+  ProfileEvent e{"copy:" + value, "copy", begin_ns, end_ns, Profiler::ThreadId(), {}};
+  e.args.emplace_back("from", DescribeMemory(MemoryOf(src)));
+  e.args.emplace_back("to", DescribeMemory(to));
+  e.args.emplace_back("shape", ProfileShape(&src));
+  AddRunArgs(run, e.args);
+  run.profiler->Add(std::move(e));
+}
+
+// One Execute under profiling: makes its ProfiledRun current on this thread (a body's Execute,
+// inside its node's Compute, takes the run index and parent node from there) and, for the main
+// graph, records the "run" event around the whole Execute, also when it fails.
+class ProfiledExecute {
+ public:
+  ProfiledExecute(Profiler* profiler, bool root, size_t nodes)
+      : root_(root), nodes_(nodes), previous_(ProfiledRun::current) {
+    run.profiler = profiler;
+    if (root) {
+      run.run = profiler->NextRun();
+    } else if (previous_ != nullptr) {
+      run.run = previous_->run;
+      run.run_known = previous_->run_known;
+      if (previous_->node != nullptr) run.parent = *previous_->node;
+    } else {
+      run.run_known = false;
+    }
+    ProfiledRun::current = &run;
+    begin_ns_ = Profiler::NowNs();
+  }
+  ~ProfiledExecute() {
+    ProfiledRun::current = previous_;
+    if (!root_) return;
+    try {
+      run.profiler->Add(ProfileEvent{"run",
+                                     "session",
+                                     begin_ns_,
+                                     Profiler::NowNs(),
+                                     Profiler::ThreadId(),
+                                     {{"run", std::to_string(run.run)},
+                                      {"nodes", std::to_string(nodes_)},
+                                      {"failed", std::uncaught_exceptions() > 0 ? "1" : "0"}}});
+    } catch (...) {  // out of memory: the event is lost
+    }
+  }
+  ProfiledExecute(const ProfiledExecute&) = delete;
+  ProfiledExecute& operator=(const ProfiledExecute&) = delete;
+
+  ProfiledRun run;
+
+ private:
+  bool root_;
+  size_t nodes_;
+  ProfiledRun* previous_;
+  uint64_t begin_ns_ = 0;
+};
+// ---- end profiling ----
 
 }  // namespace
 
@@ -35,6 +145,10 @@ std::vector<ValuePtr> Session::Execute(const std::vector<const Value*>& feeds,
                                        const std::vector<std::string>& output_names,
                                        const std::vector<Value*>& bound, bool host_outputs) const {
   const Graph& g = graph();
+  // profiling: one null check per Execute, then one per step, when not profiling
+  std::optional<ProfiledExecute> profiled;
+  if (profiler_ && profiler_->active()) profiled.emplace(profiler_.get(), is_root_, g.nodes.size());
+  ProfiledRun* const prof = profiled ? &profiled->run : nullptr;
   const size_t num_values = g.values.size();
   std::vector<const Value*> slots(num_slots_, nullptr);
   std::vector<ValuePtr> owned(num_slots_);
@@ -44,7 +158,9 @@ std::vector<ValuePtr> Session::Execute(const std::vector<const Value*>& feeds,
   for (size_t v = 0; v < num_values; ++v) {
     const Value* fed = slots[v];
     if (fed && input_used_on_host_[v] && fed->kind == NX_VALUE_TENSOR && !IsHostReadable(*fed)) {
+      const uint64_t t0 = prof ? Profiler::NowNs() : 0;  // profiling
       owned[v] = env_.CopyToMemory(*fed, HostMemory());
+      if (prof) RecordCopy(*prof, g.values[v].name, *fed, HostMemory(), t0);  // profiling
       slots[v] = owned[v].get();
     }
   }
@@ -92,10 +208,12 @@ std::vector<ValuePtr> Session::Execute(const std::vector<const Value*>& feeds,
         NXRT_CHECK(src->kind == NX_VALUE_TENSOR, NX_NOT_IMPLEMENTED,
                    "value '" + g.value(c.src_slot).name +
                        "' is a sequence or optional; only tensors move between memories");
+        const uint64_t t0 = prof ? Profiler::NowNs() : 0;  // profiling
         ValuePtr dst = src->type == NX_TYPE_STRING
                            ? MakeTensor(src->type, src->dims)
                            : MakeTensorFromPool(src->type, src->dims, ArenaFor(c.dst_memory));
         env_.CopyTensor(*src, *dst);
+        if (prof) RecordCopy(*prof, g.value(c.src_slot).name, *src, c.dst_memory, t0);
         owned[static_cast<size_t>(c.dst_slot)] = std::move(dst);
         slots[static_cast<size_t>(c.dst_slot)] = owned[static_cast<size_t>(c.dst_slot)].get();
       }
@@ -160,8 +278,22 @@ std::vector<ValuePtr> Session::Execute(const std::vector<const Value*>& feeds,
                        " but the kernel of EP " + eps_[e]->name() + " takes tensors only");
       }
       NxKernel* kernel = kernels_[n];
+      uint64_t t0 = 0;  // profiling
+      if (prof) {
+        prof->node = &node.name;
+        prof->ep = &eps_[e]->name();
+        ctx.profile = prof;
+        t0 = Profiler::NowNs();
+      }
       ThrowIfStatus(kernel->Compute(kernel, &ctx),
                     node.Describe() + " (EP " + eps_[e]->name() + ") failed");
+      if (prof) {
+        RecordNode(*prof, g, node, eps_[e]->name(),
+                   n < profile_node_device_.size() ? profile_node_device_[n]
+                                                   : DescribeEpHardware(*eps_[e]),
+                   node_inputs, node_outputs, t0);
+        prof->node = nullptr;
+      }
       node_owners.clear();  // hold no extra reference past the node (in-place checks count them)
       for (size_t o = 0; o < node.outputs.size(); ++o) {
         int v = node.outputs[o];
@@ -196,15 +328,19 @@ std::vector<ValuePtr> Session::Execute(const std::vector<const Value*>& feeds,
                    NX_INVALID_ARGUMENT,
                    "output '" + g.value(v).name + "' is " + DescribeTensor(*value) +
                        " but the provided value is " + DescribeTensor(*target));
+        const uint64_t t0 = prof ? Profiler::NowNs() : 0;  // profiling
         env_.CopyTensor(*value, *target);
+        if (prof) RecordCopy(*prof, g.value(v).name, *value, MemoryOf(*target), t0);
       }
       results.push_back(nullptr);
     } else if (value->kind == NX_VALUE_TENSOR && !IsHostReadable(*value)) {
       // Device memory: to the host, or (a body's output) left there; a value the run does not
       // own (a feed, a constant) is copied within its memory.
-      if (host_outputs)
+      if (host_outputs) {
+        const uint64_t t0 = prof ? Profiler::NowNs() : 0;  // profiling
         results.push_back(env_.CopyToMemory(*value, HostMemory()));
-      else if (owned[static_cast<size_t>(v)] && owned[static_cast<size_t>(v)].get() == value)
+        if (prof) RecordCopy(*prof, g.value(v).name, *value, HostMemory(), t0);
+      } else if (owned[static_cast<size_t>(v)] && owned[static_cast<size_t>(v)].get() == value)
         results.push_back(owned[static_cast<size_t>(v)]);
       else
         results.push_back(env_.CopyToMemory(*value, MemoryOf(*value)));
@@ -216,5 +352,37 @@ std::vector<ValuePtr> Session::Execute(const std::vector<const Value*>& feeds,
   }
   return results;
 }
+
+// ---- profiling ----
+void Session::PrepareProfiling() {
+  if (!profiler_) return;
+  const Graph& g = graph();
+  profile_node_device_.assign(g.nodes.size(), "none");
+  for (const Node& node : g.nodes) {
+    const int e = node_ep_[static_cast<size_t>(node.index)];
+    if (e >= 0)
+      profile_node_device_[node.index] = DescribeEpHardware(*eps_[static_cast<size_t>(e)]);
+    auto declared = fused_devices_.find(node.name);  // a fused group's own device
+    if (node.domain == kCompiledDomain && declared != fused_devices_.end())
+      profile_node_device_[node.index] = DescribeHardwareDevice(declared->second);
+  }
+  if (!is_root_) return;
+  std::string eps;
+  for (const auto& ep : eps_) eps += (eps.empty() ? "" : ",") + ep->name();
+  profiler_->SetMetadata("model", g.source);
+  profiler_->SetMetadata("graph", g.name);
+  profiler_->SetMetadata("eps", eps);
+  profiler_->SetMetadata("threads", std::to_string(threads_));
+}
+
+size_t Session::EndProfiling() {
+  NXRT_CHECK(profiler_ != nullptr, NX_INVALID_ARGUMENT,
+             "the session is not profiling (no profile file was set in its options)");
+  NXRT_CHECK(profiler_->active(), NX_INVALID_ARGUMENT,
+             "profiling of this session ended already (the profile was written to '" +
+                 profiler_->path() + "')");
+  return profiler_->End();
+}
+// ---- end profiling ----
 
 }  // namespace nxrt

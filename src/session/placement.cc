@@ -26,6 +26,10 @@ const char* FallbackKindName(FallbackKind kind) {
       return "claimed_without_kernel";
     case FallbackKind::kCapabilityFailed:
       return "capability_failed";
+    case FallbackKind::kNonConvex:
+      return "non_convex";
+    case FallbackKind::kCompileFailed:
+      return "compile_failed";
   }
   return "unknown";
 }
@@ -65,19 +69,73 @@ std::string DescribeHardware(const NxHardwareDevice& d) {
          ")";
 }
 
+// The nodes that read value `v` (as an input or, through a body, implicitly).
+// (Finalize lists implicit readers among the consumers.)
+template <typename Fn>
+void ForEachReader(const Graph& g, int v, Fn fn) {
+  for (int c : g.value(v).consumers) fn(c);
+}
+
+// Values a node reads: inputs and implicit inputs.
+std::vector<int> ReadsOf(const Node& node) {
+  std::vector<int> reads;
+  for (int v : node.inputs)
+    if (v >= 0) reads.push_back(v);
+  for (int v : node.implicit_inputs) reads.push_back(v);
+  return reads;
+}
+
+// Why `group` (sorted node indices) is not convex: "" when it is, else the path that leaves it
+// and comes back. Nodes are in topological order, so one forward sweep finds every outside
+// node reachable from the group; the group is convex iff no member reads from one of those.
+std::string NonConvexPath(const Graph& g, const std::vector<int>& group) {
+  const size_t n = g.nodes.size();
+  std::vector<char> member(n, 0);
+  for (int i : group) member[static_cast<size_t>(i)] = 1;
+  std::vector<int> reached_from(n, -1);  // outside nodes: the member a path from it reaches them
+  for (size_t i = static_cast<size_t>(group.front()); i < n; ++i) {
+    const Node& node = g.nodes[i];
+    for (int v : ReadsOf(node)) {
+      const int p = g.value(v).producer;
+      if (p < 0) continue;
+      const size_t pi = static_cast<size_t>(p);
+      const int origin = member[pi] ? p : reached_from[pi];
+      if (origin < 0) continue;
+      if (member[i] && !member[pi])
+        return "a path from " + g.nodes[static_cast<size_t>(origin)].Describe() +
+               " leaves the group through " + g.nodes[pi].Describe() + " and re-enters at " +
+               node.Describe();
+      if (!member[i] && reached_from[i] < 0) reached_from[i] = origin;
+    }
+  }
+  return "";
+}
+
+// Value names, "" for an omitted optional input or output.
+std::vector<std::string> ValueNames(const Graph& g, const std::vector<int>& values) {
+  std::vector<std::string> names;
+  names.reserve(values.size());
+  for (int v : values) names.push_back(v >= 0 ? g.value(v).name : std::string());
+  return names;
+}
+
 }  // namespace
 
 GraphPlacement PlaceGraph(const Graph& g, const std::vector<std::shared_ptr<EpInstance>>& eps,
-                          const NxLogger& logger) {
+                          const NxLogger& logger, const FailedGroups* failed) {
   GraphPlacement p;
   p.node_ep.assign(g.nodes.size(), -1);
   p.verdicts.assign(g.nodes.size(), {});
+  p.node_group.assign(g.nodes.size(), -1);
   for (size_t e = 0; e < eps.size(); ++e) {
     EpInstance& ep = *eps[e];
     const int ei = static_cast<int>(e);
     NxCapability cap;
     cap.graph = &g;
     NxEp* raw = ep.raw();
+    cap.can_compile = raw->version >= 6 && raw->CompileGroup != nullptr;
+    for (const NxEpDevice* d : ep.devices())
+      if (d->device != nullptr) cap.devices.push_back(d->device);
     bool capability_failed = false;
     std::string failure;
     if (raw->GetCapability != nullptr) {
@@ -89,6 +147,7 @@ GraphPlacement PlaceGraph(const Graph& g, const std::vector<std::shared_ptr<EpIn
             "EP '" + ep.name() + "' GetCapability failed (it claims no node): " + failure);
         delete st;
         cap.claimed.clear();
+        cap.groups.clear();
         capability_failed = true;
       }
     } else if (ep.registry() != nullptr) {
@@ -102,6 +161,37 @@ GraphPlacement PlaceGraph(const Graph& g, const std::vector<std::shared_ptr<EpIn
       }
     }
     std::vector<char> claimed(g.nodes.size(), 0);
+    // Fused groups first: each is taken whole (less the nodes a higher-priority EP has) or
+    // rejected whole.
+    for (const NxCapability::Group& claim : cap.groups) {
+      std::vector<int> nodes;
+      for (const Node* node : claim.nodes) {
+        claimed[static_cast<size_t>(node->index)] = 1;
+        if (p.node_ep[static_cast<size_t>(node->index)] < 0) nodes.push_back(node->index);
+      }
+      if (nodes.empty()) continue;
+      std::sort(nodes.begin(), nodes.end());
+      std::string why = NonConvexPath(g, nodes);
+      FallbackKind kind = FallbackKind::kNonConvex;
+      if (why.empty() && failed != nullptr) {
+        auto it = failed->find({ei, nodes});
+        if (it != failed->end()) {
+          why = "its CompileGroup failed: " + it->second;
+          kind = FallbackKind::kCompileFailed;
+        }
+      } else if (!why.empty()) {
+        why = "the fused group of " + std::to_string(nodes.size()) + " nodes is not convex: " + why;
+      }
+      if (!why.empty()) {
+        for (int i : nodes) p.verdicts[static_cast<size_t>(i)].push_back({ei, kind, why});
+        continue;
+      }
+      for (int i : nodes) {
+        p.node_ep[static_cast<size_t>(i)] = ei;
+        p.node_group[static_cast<size_t>(i)] = static_cast<int>(p.groups.size());
+      }
+      p.groups.push_back({ei, std::move(nodes), claim.device});
+    }
     for (const Node* node : cap.claimed) {
       claimed[node->index] = 1;
       if (p.node_ep[node->index] >= 0) continue;  // a higher-priority EP has it
@@ -131,8 +221,78 @@ GraphPlacement PlaceGraph(const Graph& g, const std::vector<std::shared_ptr<EpIn
   return p;
 }
 
+void GroupBoundary(const Graph& g, const std::vector<int>& group, std::vector<int>& inputs,
+                   std::vector<int>& outputs) {
+  std::vector<char> member(g.nodes.size(), 0);
+  for (int i : group) member[static_cast<size_t>(i)] = 1;
+  inputs.clear();
+  outputs.clear();
+  auto add_once = [](std::vector<int>& list, int v) {
+    if (std::find(list.begin(), list.end(), v) == list.end()) list.push_back(v);
+  };
+  for (int i : group) {
+    const Node& node = g.nodes[static_cast<size_t>(i)];
+    for (int v : ReadsOf(node)) {
+      const int p = g.value(v).producer;
+      if (p < 0 || !member[static_cast<size_t>(p)]) add_once(inputs, v);
+    }
+  }
+  for (int i : group) {
+    for (int v : g.nodes[static_cast<size_t>(i)].outputs) {
+      if (v < 0) continue;
+      bool used_outside = g.value(v).is_graph_output;
+      ForEachReader(g, v, [&](int reader) {
+        used_outside = used_outside || !member[static_cast<size_t>(reader)];
+      });
+      if (used_outside) add_once(outputs, v);
+    }
+  }
+}
+
+std::unique_ptr<Graph> MakeGroupGraph(const Graph& g, const std::vector<int>& group,
+                                      const std::string& name, std::vector<int>& inputs,
+                                      std::vector<int>& outputs) {
+  GroupBoundary(g, group, inputs, outputs);
+  auto sub = std::make_unique<Graph>();
+  sub->name = name;
+  sub->source = g.source;
+  sub->opsets = g.opsets;
+  sub->parent = g.parent;
+  auto copy_value = [&](int v) {
+    const ValueDef& from = g.value(v);
+    const int to = sub->GetOrAddValue(from.name);
+    ValueDef& def = sub->value(to);
+    def.type = from.type;
+    return to;
+  };
+  for (int v : inputs) {
+    const int to = copy_value(v);
+    ValueDef& def = sub->value(to);
+    def.initializer = g.value(v).initializer;  // shared, read-only
+    def.is_graph_input = def.initializer == nullptr;
+    sub->inputs.push_back(to);
+  }
+  for (int i : group) {
+    Node node = g.nodes[static_cast<size_t>(i)];
+    for (int& v : node.inputs)
+      if (v >= 0) v = copy_value(v);
+    for (int& v : node.outputs)
+      if (v >= 0) v = copy_value(v);
+    node.implicit_inputs.clear();  // recomputed by Finalize
+    node.assigned_ep = -1;
+    sub->nodes.push_back(std::move(node));
+  }
+  for (int v : outputs) {
+    const int to = sub->FindValue(g.value(v).name);
+    sub->value(to).is_graph_output = true;
+    sub->outputs.push_back(to);
+  }
+  sub->Finalize();
+  return sub;
+}
+
 void AddToReport(const Graph& g, const GraphPlacement& placement, const std::string& scope,
-                 const std::vector<std::shared_ptr<EpInstance>>& eps, const NxLogger& logger,
+                 const std::vector<std::shared_ptr<EpInstance>>& eps, const BodyPlacer& place_body,
                  AssignmentReport& report) {
   const size_t n = g.nodes.size();
   // Subgraphs: nodes joined by a value from one to the other, both on the same EP.
@@ -148,11 +308,18 @@ void AddToReport(const Graph& g, const GraphPlacement& placement, const std::str
       const int producer = g.value(v).producer;
       if (producer < 0) continue;
       const size_t a = static_cast<size_t>(producer), b = static_cast<size_t>(node.index);
-      if (placement.node_ep[a] >= 0 && placement.node_ep[a] == placement.node_ep[b])
+      // Kernel nodes join kernel nodes of their EP; a fused group is one subgraph of its own.
+      const int ga = placement.node_group.empty() ? -1 : placement.node_group[a];
+      const int gb = placement.node_group.empty() ? -1 : placement.node_group[b];
+      if (placement.node_ep[a] >= 0 && placement.node_ep[a] == placement.node_ep[b] && ga == gb)
         parent[find(a)] = find(b);
     }
   }
   // In execution order (nodes are sorted): a subgraph is listed where its first node runs.
+  // Group members are joined to the group's first node (a group need not be connected).
+  for (const FusedGroup& group : placement.groups)
+    for (int i : group.nodes)
+      parent[find(static_cast<size_t>(i))] = find(static_cast<size_t>(group.nodes.front()));
   std::map<size_t, size_t> subgraph_of_root;
   for (const Node& node : g.nodes) {
     const int e = placement.node_ep[node.index];
@@ -163,12 +330,17 @@ void AddToReport(const Graph& g, const GraphPlacement& placement, const std::str
       AssignedSubgraph sg;
       sg.graph = scope;
       sg.ep_name = eps[static_cast<size_t>(e)]->name();
-      sg.kind = "kernels";
+      const int group = placement.node_group.empty() ? -1 : placement.node_group[node.index];
+      sg.kind = group >= 0 ? "fused" : "kernels";
       sg.devices = DevicesOf(*eps[static_cast<size_t>(e)]);
+      if (group >= 0 && placement.groups[static_cast<size_t>(group)].device != nullptr)
+        sg.devices = {placement.groups[static_cast<size_t>(group)].device};
       report.subgraphs.push_back(std::move(sg));
       it = subgraph_of_root.emplace(root, report.subgraphs.size() - 1).first;
     }
-    report.subgraphs[it->second].nodes.push_back({node.name, node.domain, node.op_type});
+    report.subgraphs[it->second].nodes.push_back({node.name, node.domain, node.op_type,
+                                                  ValueNames(g, node.inputs),
+                                                  ValueNames(g, node.outputs)});
   }
   // Fallbacks: nodes the first (preferred) EP did not take.
   for (const Node& node : g.nodes) {
@@ -177,7 +349,7 @@ void AddToReport(const Graph& g, const GraphPlacement& placement, const std::str
     for (const EpVerdict& v : placement.verdicts[node.index]) {
       if (v.ep != 0) continue;
       report.fallbacks.push_back({scope,
-                                  {node.name, node.domain, node.op_type},
+                                  {node.name, node.domain, node.op_type, {}, {}},
                                   eps[0]->name(),
                                   v.kind,
                                   v.detail,
@@ -186,6 +358,8 @@ void AddToReport(const Graph& g, const GraphPlacement& placement, const std::str
   }
   // Control-flow bodies, placed like any graph.
   for (const Node& node : g.nodes) {
+    // A control-flow node inside a fused group is compiled with it, body and all.
+    if (!placement.node_group.empty() && placement.node_group[node.index] >= 0) continue;
     for (const Attribute& a : node.attributes) {
       std::vector<const Graph*> bodies;
       if (a.graph) bodies.push_back(a.graph.get());
@@ -193,27 +367,89 @@ void AddToReport(const Graph& g, const GraphPlacement& placement, const std::str
       for (const Graph* body : bodies) {
         const std::string name = node.name.empty() ? node.op_type : node.name;
         const std::string path = (scope.empty() ? "" : scope + "/") + name + "/" + a.name;
-        AddToReport(*body, PlaceGraph(*body, eps, logger), path, eps, logger, report);
+        AddToReport(*body, place_body(*body), path, eps, place_body, report);
       }
     }
   }
+  AddEdgesAndCopies(g, placement, scope, eps, report);  // report edges and copies (issue 6)
 }
+
+// ---- report edges and copies (issue 6 item 4) ----
+namespace {
+
+// Whether a kernel needing memory `need` reads a value in memory `have` without a copy (null =
+// host memory): the same memory, or host memory wanted and `have` is host-accessible.
+bool ReadsWithoutCopy(const NxMemoryInfo* have, const NxMemoryInfo* need) {
+  if (have == nullptr) have = HostMemory();
+  if (need == nullptr) need = HostMemory();
+  if (SameMemory(have, need)) return true;
+  return SameMemory(need, HostMemory()) && HostAccessible(have);
+}
+
+}  // namespace
+
+void AddEdgesAndCopies(const Graph& g, const GraphPlacement& placement, const std::string& scope,
+                       const std::vector<std::shared_ptr<EpInstance>>& eps,
+                       AssignmentReport& report) {
+  auto ep_of = [&](int node) { return placement.node_ep[static_cast<size_t>(node)]; };
+  // Node inputs and outputs are filled where AddToReport lists the nodes.
+  // Copies: one per value and reading EP whose memory differs from the value's.
+  std::vector<ReportCopy> copies;
+  std::map<std::pair<int, int>, bool> seen;  // (value, reading EP)
+  for (const Node& node : g.nodes) {
+    const int c = ep_of(node.index);
+    if (c < 0) continue;
+    for (int v : node.inputs) {
+      if (v < 0) continue;
+      const int p = g.value(v).producer;
+      const int from = p >= 0 ? ep_of(p) : -1;
+      if (p >= 0 && from < 0) continue;  // its producer runs nowhere (a dry run)
+      const NxMemoryInfo* have = from >= 0 ? eps[static_cast<size_t>(from)]->memory() : nullptr;
+      if (ReadsWithoutCopy(have, eps[static_cast<size_t>(c)]->memory())) continue;
+      if (seen.count({v, c})) continue;
+      seen[{v, c}] = true;
+      copies.push_back({scope, g.value(v).name,
+                        from >= 0 ? eps[static_cast<size_t>(from)]->name() : std::string(),
+                        eps[static_cast<size_t>(c)]->name()});
+    }
+  }
+  for (int v : g.outputs) {
+    const int p = g.value(v).producer;
+    const int from = p >= 0 ? ep_of(p) : -1;
+    if (from < 0 || HostAccessible(eps[static_cast<size_t>(from)]->memory())) continue;
+    copies.push_back({scope, g.value(v).name, eps[static_cast<size_t>(from)]->name(), ""});
+  }
+  // Ahead of the copies of `g`'s bodies (added before this call returns to the caller).
+  const std::string prefix = scope.empty() ? "" : scope + "/";
+  auto at = std::find_if(report.copies.begin(), report.copies.end(), [&](const ReportCopy& c) {
+    return (scope.empty() || c.graph.compare(0, prefix.size(), prefix) == 0);
+  });
+  report.copies.insert(at, copies.begin(), copies.end());
+}
+// ---- end report edges and copies ----
 
 std::vector<std::string> SummarizeReport(const AssignmentReport& report,
                                          const std::vector<std::shared_ptr<EpInstance>>& eps) {
   std::vector<std::string> lines;
   for (const auto& ep : eps) {
-    size_t nodes = 0, subgraphs = 0;
+    size_t nodes = 0, subgraphs = 0, fused = 0;
+    std::vector<const NxHardwareDevice*> devices;
     for (const AssignedSubgraph& sg : report.subgraphs) {
       if (sg.ep_name != ep->name()) continue;
       ++subgraphs;
+      fused += sg.kind == "fused" ? 1 : 0;
       nodes += sg.nodes.size();
+      for (const NxHardwareDevice* d : sg.devices)
+        if (std::find(devices.begin(), devices.end(), d) == devices.end()) devices.push_back(d);
     }
     std::string line = "EP " + ep->name() + ": " + std::to_string(nodes) + " node" +
                        (nodes == 1 ? "" : "s") + " in " + std::to_string(subgraphs) + " subgraph" +
                        (subgraphs == 1 ? "" : "s");
-    const auto devices = DevicesOf(*ep);
-    line += devices.empty() ? " (no hardware device)" : " on " + DescribeHardware(*devices[0]);
+    if (fused > 0) line += " (" + std::to_string(fused) + " fused)";
+    if (devices.empty()) devices = DevicesOf(*ep);
+    if (devices.empty()) line += " (no hardware device)";
+    for (size_t i = 0; i < devices.size(); ++i)
+      line += (i == 0 ? " on " : " and ") + DescribeHardware(*devices[i]);
     lines.push_back(line);
   }
   if (!report.fallbacks.empty()) {
@@ -232,5 +468,15 @@ std::vector<std::string> SummarizeReport(const AssignmentReport& report,
   }
   return lines;
 }
+
+// ---- profiling: the hardware device of a node's profile event ----
+std::string DescribeHardwareDevice(const NxHardwareDevice* device) {
+  return device != nullptr ? DescribeHardware(*device) : "none";
+}
+std::string DescribeEpHardware(const EpInstance& ep) {
+  const auto devices = DevicesOf(ep);
+  return DescribeHardwareDevice(devices.empty() ? nullptr : devices.front());
+}
+// ---- end profiling ----
 
 }  // namespace nxrt

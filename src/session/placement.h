@@ -3,6 +3,8 @@
 // and, for every node the preferred EP did not take, why.
 #pragma once
 
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,9 +25,11 @@ enum class FallbackKind {
   kDeclined,              // the EP has a kernel, its GetCapability did not claim the node
   kClaimedWithoutKernel,  // claimed, but the registry has no kernel for it
   kCapabilityFailed,      // GetCapability returned an error (the EP claims nothing)
+  kNonConvex,             // in a fused group that a path leaves and re-enters
+  kCompileFailed,         // in a fused group the EP's CompileGroup failed on
 };
 // Stable names for reports: "no_kernel", "opset_not_covered", "type_constraint", "declined",
-// "claimed_without_kernel", "capability_failed".
+// "claimed_without_kernel", "capability_failed", "non_convex", "compile_failed".
 const char* FallbackKindName(FallbackKind kind);
 
 // One EP's verdict on a node it did not take.
@@ -35,19 +39,51 @@ struct EpVerdict {
   std::string detail;
 };
 
+// A group of nodes one EP compiles as one (node indices ascending = execution order).
+struct FusedGroup {
+  int ep = -1;
+  std::vector<int> nodes;
+  const NxHardwareDevice* device = nullptr;  // declared by the EP, or null (its first device)
+};
+
 // The placement of one graph's nodes (not of its bodies).
 struct GraphPlacement {
   std::vector<int> node_ep;                      // per node: EP index, -1 when no EP takes it
   std::vector<std::vector<EpVerdict>> verdicts;  // per node: the EPs ahead of its EP that passed
+  std::vector<FusedGroup> groups;                // the accepted fused groups
+  std::vector<int> node_group;                   // per node: index into `groups`, or -1
 };
 
+// Groups whose compilation failed, keyed by (EP, nodes), with the EP's message: placing again
+// with them makes their nodes fall back.
+using FailedGroups = std::map<std::pair<int, std::vector<int>>, std::string>;
+
 // Asks every EP, in priority order, which nodes of `g` it claims (GetCapability, or every node
-// its registry has a kernel for); the first claimant with a kernel gets the node.
+// its registry has a kernel for); the first claimant with a kernel (or a fused group) gets the
+// node. A group that is not convex, or listed in `failed`, is rejected whole.
 GraphPlacement PlaceGraph(const Graph& g, const std::vector<std::shared_ptr<EpInstance>>& eps,
-                          const NxLogger& logger);
+                          const NxLogger& logger, const FailedGroups* failed = nullptr);
+
+// The values `group` (node indices) reads from outside it, and those it produces that are read
+// outside it or returned by `g`, each in order of first use.
+void GroupBoundary(const Graph& g, const std::vector<int>& group, std::vector<int>& inputs,
+                   std::vector<int>& outputs);
+
+// The view of `group`'s nodes that CompileGroup receives: a graph holding copies of them whose
+// inputs are the values they read from outside (initializers keep their data) and whose outputs
+// are the values used outside them or returned by `g`. `inputs`/`outputs` receive those values'
+// indices in `g`, in the same order.
+std::unique_ptr<Graph> MakeGroupGraph(const Graph& g, const std::vector<int>& group,
+                                      const std::string& name, std::vector<int>& inputs,
+                                      std::vector<int>& outputs);
 
 struct ReportNode {
   std::string name, domain, op_type;
+  // ---- report edges (issue 6 item 4) ----
+  // Value names, in order ("" for an omitted optional input or output). Filled for the nodes
+  // of `AssignedSubgraph::nodes` (see AddEdgesAndCopies); empty in fallbacks.
+  std::vector<std::string> inputs, outputs;
+  // ---- end report edges ----
 };
 
 struct AssignedSubgraph {
@@ -67,20 +103,55 @@ struct NodeFallback {
   std::string assigned_ep;  // the EP that runs it instead ("" when none can)
 };
 
+// ---- report copies (issue 6 item 4) ----
+// A value that crosses from one memory to another: produced (or fed) in the memory of
+// `from_ep` and read in the memory of `to_ep`.
+struct ReportCopy {
+  std::string graph;    // "" = the main graph; else the body's path
+  std::string value;    // the value's name
+  std::string from_ep;  // "" = a graph input, initializer or outer-scope value (host memory)
+  std::string to_ep;    // "" = a graph output (delivered to the host)
+};
+// ---- end report copies ----
+
 struct AssignmentReport {
   std::vector<AssignedSubgraph> subgraphs;
   std::vector<NodeFallback> fallbacks;
+  std::vector<ReportCopy> copies;  // report copies (issue 6 item 4): see AddEdgesAndCopies
 };
 
 // Adds `g` (placed as `placement`) and, recursively, its control-flow bodies to `report`.
-// Subgraphs are the connected groups of nodes on one EP, in execution order.
+// Subgraphs are the fused groups and the connected groups of kernel nodes on one EP, in
+// execution order. `place_body` places a body (a session compiles its groups there too).
+using BodyPlacer = std::function<GraphPlacement(const Graph& body)>;
 void AddToReport(const Graph& g, const GraphPlacement& placement, const std::string& scope,
-                 const std::vector<std::shared_ptr<EpInstance>>& eps, const NxLogger& logger,
+                 const std::vector<std::shared_ptr<EpInstance>>& eps, const BodyPlacer& place_body,
                  AssignmentReport& report);
+
+// ---- report edges and copies (issue 6 item 4) ----
+// Called by AddToReport for each graph it adds (main graph and bodies), dry runs included:
+// fills the inputs/outputs of `g`'s report nodes (scope `scope`) and adds `g`'s copies to
+// `report.copies`, ahead of those of its bodies. A copy is one per value and reading EP: a value
+// read by a node whose EP's memory is not the memory it is in (a node's output: its EP's memory;
+// graph inputs, initializers and outer-scope values: host memory), and a graph output produced in
+// memory the host cannot read. (Per EP memory: a kernel that takes an input in host memory, or a
+// pre-packed weight, may avoid a copy listed here.)
+void AddEdgesAndCopies(const Graph& g, const GraphPlacement& placement, const std::string& scope,
+                       const std::vector<std::shared_ptr<EpInstance>>& eps,
+                       AssignmentReport& report);
+// ---- end report edges and copies ----
 
 // One line per EP: "EP CPU: 120 nodes in 3 subgraphs on cpu (Intel Xeon ...)"; and whether any
 // node fell back.
 std::vector<std::string> SummarizeReport(const AssignmentReport& report,
                                          const std::vector<std::shared_ptr<EpInstance>>& eps);
+
+// ---- profiling: the hardware device of a node's profile event ----
+// "cpu (GenuineIntel)" for a device (as the report describes it), "none" when null.
+std::string DescribeHardwareDevice(const NxHardwareDevice* device);
+// The device an EP's kernels run on, as the report assigns it: its first EP device's hardware
+// device ("none" when it was created without EP devices).
+std::string DescribeEpHardware(const EpInstance& ep);
+// ---- end profiling ----
 
 }  // namespace nxrt

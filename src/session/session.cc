@@ -61,26 +61,44 @@ Session::Session(Env& env, std::shared_ptr<Model> model, const SessionOptions& o
   config_.entries["session.intra_op_num_threads"] = std::to_string(threads_);
   config_.entries["session.optimization_level"] = std::to_string(options.optimization_level);
   const std::string* share = options.config.Find("session.share_prepacked_weights");
+  if (!dry_run_) compiled_ = std::make_shared<CompiledGroups>();
+  // profiling: with a profile file the session records events (session/profiler.h)
+  if (!dry_run_ && !options.profile_file.empty())
+    profiler_ = std::make_shared<Profiler>(options.profile_file);
+  ProfileScope profile_step(profiler_.get(), "create_eps");  // profiling
   try {
     CreateEps(options);
+    profile_step.Next("partition");  // profiling
     AssignNodes();
     if (dry_run_) return;  // placement only: no kernels, nothing compiled
     if (options.optimization_level >= 1) {
+      profile_step.Next("optimize");  // profiling
       FuseNodes(*model_->graph, eps_, logger_.logger);
       node_ep_.resize(graph().nodes.size());
       for (const Node& node : graph().nodes)
         node_ep_[static_cast<size_t>(node.index)] = node.assigned_ep;
     }
+    profile_step.Next("create_kernels");  // profiling
     CreateKernels();
     PrePackWeights(share == nullptr || *share != "0");
+    profile_step.Next("plan_memory");  // profiling
     PlanMemory();
     PlanLifetimes();
+    profile_step.End();  // profiling
+    PrepareProfiling();  // profiling
   } catch (...) {
-    for (size_t i = 0; i < kernels_.size(); ++i)
-      if (kernels_[i]) kernels_[i]->Release(kernels_[i]);
-    kernels_.clear();
+    ReleaseKernels();
     throw;
   }
+}
+
+void Session::ReleaseKernels() {
+  for (NxKernel* k : kernels_)
+    if (k) k->Release(k);
+  kernels_.clear();
+  for (auto& [name, installed] : fused_kernels_)
+    if (installed.kernel) installed.kernel->Release(installed.kernel);
+  fused_kernels_.clear();
 }
 
 Session::Session(const Session& parent, std::shared_ptr<Graph> body)
@@ -96,6 +114,8 @@ Session::Session(const Session& parent, std::shared_ptr<Graph> body)
   ep_arena_ = parent.ep_arena_;
   fallback_ep_ = parent.fallback_ep_;
   fallback_mode_ = parent.fallback_mode_;
+  compiled_ = parent.compiled_;
+  profiler_ = parent.profiler_;  // profiling: body events go to the main session's profile
   const std::string* share = config_.Find("session.share_prepacked_weights");
   try {
     AssignNodes();
@@ -103,18 +123,24 @@ Session::Session(const Session& parent, std::shared_ptr<Graph> body)
     PrePackWeights(share == nullptr || *share != "0");
     PlanMemory();
     PlanLifetimes();
+    PrepareProfiling();  // profiling
   } catch (...) {
-    for (NxKernel* k : kernels_)
-      if (k) k->Release(k);
-    kernels_.clear();
+    ReleaseKernels();
     throw;
   }
 }
 
 Session::~Session() {
-  for (NxKernel* k : kernels_)
-    if (k) k->Release(k);
-  kernels_.clear();
+  // profiling: the profile is written when the main session goes, unless EndProfiling did
+  if (is_root_ && profiler_ && profiler_->active()) {
+    try {
+      profiler_->End();
+    } catch (const std::exception& e) {
+      logger_.logger.Log(NX_LOG_ERROR, e.what());
+    }
+  }
+  ReleaseKernels();
+  compiled_.reset();  // kernels compiled for bodies that never ran go before their EPs
   constants_.clear();
   shared_packs_.clear();
   device_pack_allocators_.clear();
@@ -245,7 +271,20 @@ void Session::CreateEps(const SessionOptions& options) {
 
 void Session::AssignNodes() {
   const Graph& g = graph();
-  GraphPlacement placement = PlaceGraph(g, eps_, logger_);
+  // Placement, and for a real session the compilation of fused groups (a group that fails to
+  // compile is placed again without it).
+  const CompiledGroups::CompileObserver on_compile = [this](uint64_t begin, uint64_t end,
+                                                            const std::string& ep,
+                                                            const std::string& name, bool ok) {
+    if (Profiler* p = profiler())
+      p->AddSessionEvent("compile", begin, end,
+                         {{"ep", ep}, {"group", name}, {"ok", ok ? "1" : "0"}});
+  };
+  const BodyPlacer place = [&](const Graph& x) {
+    return compiled_ ? compiled_->PlaceAndCompile(x, eps_, logger_, on_compile)
+                     : PlaceGraph(x, eps_, logger_);
+  };
+  GraphPlacement placement = place(g);
   node_ep_ = placement.node_ep;
   for (Node& node : model_->graph->nodes)
     node.assigned_ep = node_ep_[static_cast<size_t>(node.index)];
@@ -253,7 +292,7 @@ void Session::AssignNodes() {
   // made before fusion changes the nodes.
   if (is_root_) {
     report_ = std::make_shared<AssignmentReport>();
-    AddToReport(g, placement, "", eps_, logger_, *report_);
+    AddToReport(g, placement, "", eps_, place, *report_);
   }
   if (dry_run_) return;
   for (const Node& node : g.nodes) {
@@ -290,7 +329,34 @@ void Session::AssignNodes() {
     const NxLogLevel level = report_->fallbacks.empty() ? NX_LOG_INFO : NX_LOG_WARNING;
     for (const std::string& line : SummarizeReport(*report_, eps_)) logger_.logger.Log(level, line);
   }
+  if (!placement.groups.empty()) {
+    // Each group becomes one fused node. A body's graph is shared with the model's attribute
+    // (and other sessions): rewrite a copy.
+    const Graph* original = model_->graph.get();
+    if (!is_root_) model_->graph = std::make_shared<Graph>(*original);
+    fused_kernels_ = compiled_->Install(*model_->graph, original, placement);
+    for (const auto& [name, installed] : fused_kernels_)
+      if (installed.device != nullptr) fused_devices_[name] = installed.device;
+    node_ep_.assign(graph().nodes.size(), -1);
+    for (const Node& node : graph().nodes)
+      node_ep_[static_cast<size_t>(node.index)] = node.assigned_ep;
+  }
 }
+
+namespace {
+
+// The definition of every fused node's kernel: tensors in the EP's memory, nothing aliased.
+const KernelEntry& CompiledGroupEntry() {
+  static const KernelEntry entry = [] {
+    KernelEntry e;
+    e.op_type = "CompiledGroup";
+    e.domain = kCompiledDomain;
+    return e;
+  }();
+  return entry;
+}
+
+}  // namespace
 
 void Session::CreateKernels() {
   const Graph& g = graph();
@@ -299,6 +365,15 @@ void Session::CreateKernels() {
   for (const Node& node : g.nodes) {
     const size_t e = static_cast<size_t>(node_ep_[node.index]);
     EpInstance& ep = *eps_[e];
+    if (node.domain == kCompiledDomain) {
+      auto it = fused_kernels_.find(node.name);
+      NXRT_CHECK(it != fused_kernels_.end(), NX_RUNTIME_ERROR,
+                 "internal: no compiled kernel for " + node.Describe());
+      kernels_[node.index] = it->second.kernel;
+      entries_[node.index] = &CompiledGroupEntry();
+      fused_kernels_.erase(it);
+      continue;
+    }
     std::string why;
     const KernelEntry* entry = ep.registry()->Find(node, &why);
     NXRT_CHECK(entry != nullptr, NX_NOT_IMPLEMENTED, node.Describe() + ": " + why);

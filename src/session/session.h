@@ -13,8 +13,10 @@
 #include "plugins/host_objects.h"
 #include "session/ep_instance.h"
 #include "session/ep_selection.h"
+#include "session/fused_groups.h"
 #include "session/placement.h"
 #include "session/prepack_store.h"
+#include "session/profiler.h"
 #include "session/session_options.h"
 #include "session/thread_pool.h"
 
@@ -87,6 +89,17 @@ class Session {
   // preferred EP. Made at creation, always.
   const AssignmentReport& assignment_report() const { return *report_; }
 
+  // ---- profiling (session/profiler.h) ----
+  // The session's profile recorder, shared with its control-flow bodies; null when the session
+  // was created without a profile file. Creation steps record themselves through it, e.g.
+  //   ProfileScope scope(profiler(), "compile", {{"ep", name}});  // ends with the scope
+  Profiler* profiler() const { return profiler_.get(); }
+  // Writes the profile file now and stops recording (also done when the main session is
+  // destroyed). Returns the number of events written. Throws when the session is not profiling
+  // (or profiling ended) and when the file cannot be written.
+  size_t EndProfiling();
+  // ---- end profiling ----
+
  private:
   // One step of the plan: run a node, or copy a value into another memory.
   struct Step {
@@ -146,6 +159,17 @@ class Session {
   // device memory comes to the host first.
   std::vector<char> input_used_on_host_;
   SessionStats stats_;
+  // Fused groups compiled for this session and its bodies (null in a dry run), and the kernels
+  // of this graph's fused nodes until CreateKernels takes them.
+  std::shared_ptr<CompiledGroups> compiled_;
+  std::map<std::string, CompiledGroups::Installed> fused_kernels_;
+  std::map<std::string, const NxHardwareDevice*> fused_devices_;  // declared, by fused node
+  void ReleaseKernels();
+  // ---- profiling ----
+  std::shared_ptr<Profiler> profiler_;            // null when not profiling; shared with bodies
+  std::vector<std::string> profile_node_device_;  // per node: its hardware device, for events
+  void PrepareProfiling();                        // fills profile_node_device_ (executor.cc)
+  // ---- end profiling ----
   bool is_root_ = false;                      // the model's main graph (not a control-flow body)
   bool dry_run_ = false;                      // PlanPlacement: stop after placement
   std::shared_ptr<AssignmentReport> report_;  // the root's; null in bodies

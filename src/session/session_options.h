@@ -33,6 +33,7 @@ struct SessionOptions {
   std::optional<NxEpSelectionPolicy> policy;  // automatic selection
   EpSelector selector;                        // custom selection (replaces `policy`)
   NxFallbackMode fallback = NX_FALLBACK_ALLOW;
+  std::string profile_file;  // non-empty: record a profile, written there as Chrome trace JSON
 };
 
 }  // namespace nxrt

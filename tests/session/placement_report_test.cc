@@ -3,9 +3,14 @@
 // bodies included; and `nxrt partition` printing it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <nxrt/nxrt.hpp>
+#include <set>
 #include <string>
+#include <tuple>
 
 #include "controlflow/cf_models.h"
 #include "test_util.h"
@@ -180,6 +185,245 @@ TEST(PlacementReport, NxrtPartitionPrintsTheTableAndJson) {
             std::string::npos)
       << json;
   EXPECT_NE(json.find("\"reason\": \"no_kernel\""), std::string::npos) << json;
+}
+
+// ---- Report edges and copies (issue 6 item 4): node inputs/outputs, copies between memories,
+// their C API, and `nxrt partition --json/--dot/--html`. ----
+
+using Copy = std::tuple<std::string, std::string, std::string, std::string>;
+
+std::vector<Copy> Copies(const nxrt::AssignmentReport& r) {
+  std::vector<Copy> out;
+  for (const auto& c : r.copies) out.emplace_back(c.graph, c.value, c.from_ep, c.to_ep);
+  return out;
+}
+
+const nxrt::AssignedNode* FindNode(const nxrt::AssignmentReport& r, const std::string& name) {
+  for (const auto& sg : r.subgraphs)
+    for (const auto& n : sg.nodes)
+      if (n.name == name) return &n;
+  return nullptr;
+}
+
+using Names = std::vector<std::string>;
+
+TEST(PlacementReportEdges, NodesListTheirInputsAndOutputs) {
+  nxrt::Env env(NX_LOG_ERROR);
+  const std::string bytes = Sandwich();
+  nxrt::Session s(env, bytes.data(), bytes.size());
+  const nxrt::AssignmentReport r = s.assignment_report();
+  ASSERT_EQ(r.subgraphs.size(), 1u);
+  const auto& nodes = r.subgraphs[0].nodes;
+  ASSERT_EQ(nodes.size(), 3u);
+  EXPECT_EQ(nodes[0].inputs, (Names{"x", "one"}));
+  EXPECT_EQ(nodes[0].outputs, (Names{"a"}));
+  EXPECT_EQ(nodes[1].inputs, (Names{"a"}));
+  EXPECT_EQ(nodes[1].outputs, (Names{"s"}));
+  EXPECT_EQ(nodes[2].inputs, (Names{"s", "two"}));
+  EXPECT_EQ(nodes[2].outputs, (Names{"y"}));
+  EXPECT_TRUE(r.copies.empty());  // one EP, host memory
+}
+
+TEST(PlacementReportEdges, AnOmittedOptionalInputIsAnEmptyName) {
+  nxrt::Env env(NX_LOG_ERROR);
+  const std::string bytes = NestedModel();  // Loop(n, "", acc0), twice
+  const nxrt::AssignmentReport r = nxrt::PlanPlacement(env, bytes.data(), bytes.size());
+  size_t loops = 0;
+  for (const auto& sg : r.subgraphs) {
+    for (const auto& n : sg.nodes) {
+      if (n.op_type != "Loop") continue;
+      ++loops;
+      ASSERT_EQ(n.inputs.size(), 3u) << sg.graph;
+      EXPECT_EQ(n.inputs[1], "") << sg.graph;
+    }
+  }
+  EXPECT_EQ(loops, 2u);
+  bool inner_add = false;
+  for (const auto& sg : r.subgraphs)
+    for (const auto& n : sg.nodes)
+      if (n.op_type == "Add") {
+        inner_add = true;
+        EXPECT_EQ(n.inputs, (Names{"v_in", "step"}));  // `step`: an outer-scope value
+        EXPECT_EQ(n.outputs, (Names{"v_out"}));
+      }
+  EXPECT_TRUE(inner_add);
+}
+
+TEST(PlacementReportCopies, EveryValueCrossingMemoriesOnceInGraphOrder) {
+  nxrt::Env env(NX_LOG_ERROR);
+  env.RegisterEpLibrary("sim", SimLib());
+  const std::string bytes = Sandwich();
+  nxrt::SessionOptions o;
+  o.AppendEp("SimDevice");
+  nxrt::Session s(env, bytes.data(), bytes.size(), &o);
+  // Add (SimDevice) reads x and `one` from the host, Sigmoid (CPU) reads a from SimDevice, Mul
+  // (SimDevice) reads s from the CPU and `two` from the host, y goes back to the host.
+  const std::vector<Copy> want = {{"", "x", "", "SimDevice"},    {"", "one", "", "SimDevice"},
+                                  {"", "a", "SimDevice", "CPU"}, {"", "s", "CPU", "SimDevice"},
+                                  {"", "two", "", "SimDevice"},  {"", "y", "SimDevice", ""}};
+  EXPECT_EQ(Copies(s.assignment_report()), want);
+  EXPECT_EQ(s.statistic("copies"), 4);  // per run; `one` and `two` are uploaded at creation
+  // A dry run reports the same.
+  EXPECT_EQ(Copies(nxrt::PlanPlacement(env, bytes.data(), bytes.size(), &o)), want);
+  const auto* mul = FindNode(s.assignment_report(), "mul");
+  ASSERT_NE(mul, nullptr);
+  EXPECT_EQ(mul->inputs, (Names{"s", "two"}));
+}
+
+TEST(PlacementReportCopies, AValueReadTwiceOnOneEpIsCopiedOnce) {
+  nxrt::Env env(NX_LOG_ERROR);
+  env.RegisterEpLibrary("sim", SimLib());
+  // s (CPU) is read by two SimDevice nodes: one copy.
+  const std::string bytes = Model(
+      Graph("fan",
+            {MakeNode("Sigmoid", {"x"}, {"s"}, "sig"), MakeNode("Add", {"s", "s"}, {"d"}, "dbl"),
+             MakeNode("Mul", {"s", "d"}, {"y"}, "mul")},
+            {Info("x", F, {2})}, {Info("y", F, {2})}));
+  nxrt::SessionOptions o;
+  o.AppendEp("SimDevice");
+  const auto r = nxrt::PlanPlacement(env, bytes.data(), bytes.size(), &o);
+  EXPECT_EQ(Copies(r),
+            (std::vector<Copy>{{"", "s", "CPU", "SimDevice"}, {"", "y", "SimDevice", ""}}));
+  const auto* dbl = FindNode(r, "dbl");
+  ASSERT_NE(dbl, nullptr);
+  EXPECT_EQ(dbl->inputs, (Names{"s", "s"}));
+}
+
+TEST(PlacementReportCopies, BodiesListTheirCopiesAfterTheirParentsWithTheirPath) {
+  nxrt::Env env(NX_LOG_ERROR);
+  env.RegisterEpLibrary("sim", SimLib());
+  const std::string bytes = NestedModel();
+  nxrt::SessionOptions o;
+  o.AppendEp("SimDevice");
+  const auto r = nxrt::PlanPlacement(env, bytes.data(), bytes.size(), &o);
+  const std::vector<Copy> copies = Copies(r);
+  ASSERT_FALSE(copies.empty());
+  // The main graph's first: the Loop (SimDevice) reads n and acc0 from the host, acc goes back.
+  EXPECT_EQ(copies[0], (Copy{"", "n", "", "SimDevice"}));
+  EXPECT_EQ(copies[1], (Copy{"", "acc0", "", "SimDevice"}));
+  EXPECT_EQ(copies[2], (Copy{"", "acc", "SimDevice", ""}));
+  // In the outer body, Equal fell back to the CPU; the If on SimDevice reads its output.
+  EXPECT_NE(
+      std::find(copies.begin(), copies.end(), Copy{"Loop_acc/body", "even", "CPU", "SimDevice"}),
+      copies.end());
+  // Every copy is in a graph the report has, a body's after its parent's.
+  std::set<std::string> graphs;
+  for (const auto& sg : r.subgraphs) graphs.insert(sg.graph);
+  size_t last_main = 0, first_body = copies.size();
+  for (size_t i = 0; i < copies.size(); ++i) {
+    EXPECT_TRUE(graphs.count(std::get<0>(copies[i]))) << std::get<0>(copies[i]);
+    if (std::get<0>(copies[i]).empty())
+      last_main = i;
+    else
+      first_body = std::min(first_body, i);
+  }
+  EXPECT_LT(last_main, first_body);
+}
+
+TEST(PlacementReportCopies, CApiEdgesAndCopies) {
+  nxrt::Env env(NX_LOG_ERROR);
+  env.RegisterEpLibrary("sim", SimLib());
+  nxrt::SessionOptions o;
+  o.AppendEp("SimDevice");
+  const std::string bytes = Sandwich();
+  NxAssignmentReport* r = nullptr;
+  ASSERT_EQ(NxEnv_PlanPlacementFromBuffer(env.get(), bytes.data(), bytes.size(), o.get(), &r),
+            nullptr);
+  // Subgraph 2: Mul on SimDevice.
+  ASSERT_EQ(NxAssignmentReport_GetNodeInputCount(r, 2, 0), 2u);
+  EXPECT_STREQ(NxAssignmentReport_GetNodeInput(r, 2, 0, 0), "s");
+  EXPECT_STREQ(NxAssignmentReport_GetNodeInput(r, 2, 0, 1), "two");
+  EXPECT_EQ(NxAssignmentReport_GetNodeInput(r, 2, 0, 2), nullptr);
+  ASSERT_EQ(NxAssignmentReport_GetNodeOutputCount(r, 2, 0), 1u);
+  EXPECT_STREQ(NxAssignmentReport_GetNodeOutput(r, 2, 0, 0), "y");
+  EXPECT_EQ(NxAssignmentReport_GetNodeInputCount(r, 2, 1), 0u);  // no such node
+  EXPECT_EQ(NxAssignmentReport_GetNodeOutputCount(r, 9, 0), 0u);
+  EXPECT_EQ(NxAssignmentReport_GetNodeOutput(r, 9, 0, 0), nullptr);
+  ASSERT_EQ(NxAssignmentReport_GetCopyCount(r), 6u);
+  const char *graph = nullptr, *value = nullptr, *from = nullptr, *to = nullptr;
+  ASSERT_EQ(NxAssignmentReport_GetCopy(r, 2, &graph, &value, &from, &to), nullptr);
+  EXPECT_STREQ(graph, "");
+  EXPECT_STREQ(value, "a");
+  EXPECT_STREQ(from, "SimDevice");
+  EXPECT_STREQ(to, "CPU");
+  NxStatus* st = NxAssignmentReport_GetCopy(r, 6, &graph, &value, &from, &to);
+  ASSERT_NE(st, nullptr);
+  EXPECT_EQ(NxStatus_GetCode(st), NX_INVALID_ARGUMENT);
+  NxStatus_Release(st);
+  EXPECT_EQ(NxAssignmentReport_GetCopyCount(nullptr), 0u);
+  NxAssignmentReport_Release(r);
+}
+
+TEST(PlacementReportCopies, NxrtPartitionWritesJsonEdgesDotAndHtml) {
+  const std::string path = nxrt::test::WriteTempFile("partition/sandwich_views.onnx", Sandwich());
+  const std::string dot = path + ".dot", html = path + ".html";
+  const std::string cli = std::string(NXRT_TEST_EP_DIR) + "/../bin/nxrt";
+  std::string json;
+  {
+    FILE* p = popen(("'" + cli + "' partition '" + path + "' --ep-library '" + SimLib() +
+                     "' --ep SimDevice --json --dot '" + dot + "' --html '" + html + "' 2>&1")
+                        .c_str(),
+                    "r");
+    char buf[4096];
+    while (size_t n = fread(buf, 1, sizeof(buf), p)) json.append(buf, n);
+    ASSERT_EQ(pclose(p), 0) << json;
+  }
+  EXPECT_NE(json.find("{\"name\": \"mul\", \"domain\": \"\", \"op_type\": \"Mul\", \"inputs\": "
+                      "[\"s\", \"two\"], \"outputs\": [\"y\"]}"),
+            std::string::npos)
+      << json;
+  EXPECT_NE(json.find("\"copies\": [\n  {\"graph\": \"\", \"value\": \"x\", \"from_ep\": \"\", "
+                      "\"to_ep\": \"SimDevice\"},"),
+            std::string::npos)
+      << json;
+  // Fallback nodes keep their three keys.
+  EXPECT_NE(json.find("\"node\": {\"name\": \"sigmoid\", \"domain\": \"\", \"op_type\": "
+                      "\"Sigmoid\"}, \"preferred_ep\""),
+            std::string::npos)
+      << json;
+  auto read = [](const std::string& file) {
+    std::ifstream f(file, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  };
+  // DOT: balanced braces (outside strings), each node declared once, the copies as diamonds.
+  const std::string d = read(dot);
+  ASSERT_EQ(d.rfind("digraph partition {", 0), 0u) << d;
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < d.size(); ++i) {
+    if (in_string) {
+      if (d[i] == '\\')
+        ++i;
+      else if (d[i] == '"')
+        in_string = false;
+    } else if (d[i] == '"') {
+      in_string = true;
+    } else if (d[i] == '{') {
+      ++depth;
+    } else if (d[i] == '}') {
+      ASSERT_GT(depth, 0) << d;
+      --depth;
+    }
+  }
+  EXPECT_EQ(depth, 0) << d;
+  EXPECT_FALSE(in_string);
+  for (const char* node :
+       {"n0 [label=\"add\\nAdd\"", "n1 [label=\"sigmoid\\nSigmoid\"", "n2 [label=\"mul\\nMul\""}) {
+    const size_t at = d.find(node);
+    EXPECT_NE(at, std::string::npos) << node << "\n" << d;
+    EXPECT_EQ(d.find(node, at + 1), std::string::npos) << node;
+  }
+  EXPECT_EQ(d.find("n3 [label="), std::string::npos);
+  EXPECT_NE(d.find("label=\"copy a\""), std::string::npos) << d;
+  EXPECT_NE(d.find("subgraph cluster_s1 {"), std::string::npos) << d;
+  // HTML: every node drawn, no external URL.
+  const std::string h = read(html);
+  for (const char* name : {"add", "sigmoid", "mul"})
+    EXPECT_NE(h.find("data-name=\"" + std::string(name) + "\""), std::string::npos) << name;
+  EXPECT_EQ(h.find("https://"), std::string::npos);
+  EXPECT_EQ(h.find("src="), std::string::npos);
+  EXPECT_NE(h.find("<svg"), std::string::npos);
+  EXPECT_NE(h.find("class=\"edge copied\""), std::string::npos);
 }
 
 }  // namespace

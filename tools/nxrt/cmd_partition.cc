@@ -1,10 +1,13 @@
 // nxrt partition MODEL [--ep NAME[:k=v,...] ... | --policy NAME] [--fallback MODE]
 //                      [--ep-library PATH ...] [--virtual TYPE[:k=v,...] ...] [--json]
+//                      [--dot FILE] [--html FILE]
 // Where each node of a model would run with the given EPs, without creating kernels (a dry
 // run): the assigned subgraphs (EP, kind, hardware device, nodes) as a table or JSON, and every
-// node the preferred EP did not take, with the reason.
+// node the preferred EP did not take, with the reason; --dot/--html also draw it (see
+// partition_view.h).
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
 #include <map>
 #include <nxrt/nxrt.hpp>
 #include <optional>
@@ -13,6 +16,7 @@
 
 #include "nxrt/commands.h"
 #include "nxrt/ep_args.h"
+#include "nxrt/partition_view.h"
 
 namespace nxrt::cli {
 namespace {
@@ -25,6 +29,7 @@ struct PartitionArgs {
   std::optional<NxEpSelectionPolicy> policy;
   std::optional<NxFallbackMode> fallback;
   bool json = false;
+  std::string dot, html;  // files to write ("" = none)
 };
 
 PartitionArgs ParsePartitionArgs(const std::vector<std::string>& args) {
@@ -37,6 +42,10 @@ PartitionArgs ParsePartitionArgs(const std::vector<std::string>& args) {
     const std::string& a = args[i];
     if (a == "--json")
       p.json = true;
+    else if (a == "--dot")
+      p.dot = value(i);
+    else if (a == "--html")
+      p.html = value(i);
     else if (a == "--ep-library")
       p.ep_libraries.push_back(value(i));
     else if (a == "--ep")
@@ -59,27 +68,6 @@ PartitionArgs ParsePartitionArgs(const std::vector<std::string>& args) {
   if (!p.virtual_devices.empty() && p.ep_libraries.empty())
     throw UsageError("--virtual asks EP libraries for devices: give them with --ep-library");
   return p;
-}
-
-// "Conv x53, Relu x49, Add x16" (most frequent first, then by name).
-std::string OpCounts(const std::vector<AssignedNode>& nodes) {
-  std::map<std::string, size_t> counts;
-  for (const AssignedNode& n : nodes)
-    ++counts[(n.domain.empty() ? "" : n.domain + ".") + n.op_type];
-  std::vector<std::pair<std::string, size_t>> sorted(counts.begin(), counts.end());
-  std::stable_sort(sorted.begin(), sorted.end(),
-                   [](const auto& a, const auto& b) { return a.second > b.second; });
-  std::string out;
-  for (const auto& [op, count] : sorted)
-    out += (out.empty() ? "" : ", ") + op + (count > 1 ? " x" + std::to_string(count) : "");
-  return out;
-}
-
-std::string DeviceText(const AssignedSubgraph& sg) {
-  if (sg.devices.empty()) return "-";
-  std::string out;
-  for (const HardwareDevice& d : sg.devices) out += (out.empty() ? "" : "; ") + DescribeHardware(d);
-  return out;
 }
 
 void PrintTable(const std::string& model, const AssignmentReport& r) {
@@ -130,9 +118,20 @@ void PrintTable(const std::string& model, const AssignmentReport& r) {
   }
 }
 
-std::string JsonNode(const AssignedNode& n) {
+std::string JsonStrings(const std::vector<std::string>& list) {
+  std::string out = "[";
+  for (size_t i = 0; i < list.size(); ++i) out += (i ? ", " : "") + JsonString(list[i]);
+  return out + "]";
+}
+
+// A node; with its edges (input and output value names) for subgraph nodes.
+std::string JsonNode(const AssignedNode& n, bool edges = false) {
   return "{\"name\": " + JsonString(n.name) + ", \"domain\": " + JsonString(n.domain) +
-         ", \"op_type\": " + JsonString(n.op_type) + "}";
+         ", \"op_type\": " + JsonString(n.op_type) +
+         (edges ? ", \"inputs\": " + JsonStrings(n.inputs) +
+                      ", \"outputs\": " + JsonStrings(n.outputs)
+                : std::string()) +
+         "}";
 }
 
 void PrintJson(const std::string& model, const AssignmentReport& r) {
@@ -145,7 +144,8 @@ void PrintJson(const std::string& model, const AssignmentReport& r) {
     for (size_t d = 0; d < sg.devices.size(); ++d)
       out += (d ? ", " : "") + JsonHardware(sg.devices[d]);
     out += "], \"nodes\": [";
-    for (size_t n = 0; n < sg.nodes.size(); ++n) out += (n ? ", " : "") + JsonNode(sg.nodes[n]);
+    for (size_t n = 0; n < sg.nodes.size(); ++n)
+      out += (n ? ", " : "") + JsonNode(sg.nodes[n], true);
     out += "]}";
   }
   out += "\n ],\n \"fallbacks\": [";
@@ -155,6 +155,13 @@ void PrintJson(const std::string& model, const AssignmentReport& r) {
            ", \"node\": " + JsonNode(f.node) + ", \"preferred_ep\": " + JsonString(f.preferred_ep) +
            ", \"reason\": " + JsonString(f.reason_name) + ", \"detail\": " + JsonString(f.detail) +
            ", \"assigned_ep\": " + JsonString(f.assigned_ep) + "}";
+  }
+  out += "\n ],\n \"copies\": [";
+  for (size_t i = 0; i < r.copies.size(); ++i) {
+    const ReportCopy& c = r.copies[i];
+    out += std::string(i ? "," : "") + "\n  {\"graph\": " + JsonString(c.graph) +
+           ", \"value\": " + JsonString(c.value) + ", \"from_ep\": " + JsonString(c.from_ep) +
+           ", \"to_ep\": " + JsonString(c.to_ep) + "}";
   }
   out += "\n ]}\n";
   std::fputs(out.c_str(), stdout);
@@ -171,6 +178,14 @@ int PartitionCommand(const std::vector<std::string>& args) {
   if (p.policy) options.SetEpSelectionPolicy(*p.policy);
   if (p.fallback) options.SetFallback(*p.fallback);
   const AssignmentReport report = PlanPlacement(env, p.model, &options);
+  auto write = [](const std::string& path, const std::string& text) {
+    std::ofstream f(path, std::ios::binary);
+    f << text;
+    f.close();
+    if (!f) throw std::runtime_error("cannot write '" + path + "'");
+  };
+  if (!p.dot.empty()) write(p.dot, PartitionDot(p.model, report));
+  if (!p.html.empty()) write(p.html, PartitionHtml(p.model, report));
   if (p.json)
     PrintJson(p.model, report);
   else

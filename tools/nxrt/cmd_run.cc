@@ -1,10 +1,13 @@
 // nxrt run MODEL [--input NAME=FILE.npy ...] [--output-dir DIR] [--threads N] [--repeat N]
 //                [--ep-library PATH ...] [--virtual TYPE[:key=value,...] ...]
 //                [--ep NAME[:key=value,...] ... | --policy NAME] [--fallback allow|warn|forbid]
+//                [--profile FILE]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <optional>
 
@@ -27,6 +30,7 @@ struct RunArgs {
   std::vector<VirtualDeviceRequest> virtual_devices;  // asked of every library
   std::optional<NxEpSelectionPolicy> policy;
   std::optional<NxFallbackMode> fallback;
+  std::string profile;  // Chrome trace JSON of the session (creation and every run)
 };
 
 RunArgs ParseRunArgs(const std::vector<std::string>& args) {
@@ -55,6 +59,9 @@ RunArgs ParseRunArgs(const std::vector<std::string>& args) {
       r.policy = ParsePolicyName(TakeValue(args, i, a));
     } else if (a == "--fallback") {
       r.fallback = ParseFallbackName(TakeValue(args, i, a));
+    } else if (a == "--profile") {
+      r.profile = TakeValue(args, i, a);
+      if (r.profile.empty()) throw UsageError("--profile needs a file name");
     } else if (!a.empty() && a[0] == '-') {
       throw UsageError("unknown option '" + a + "'");
     } else if (r.model.empty()) {
@@ -81,6 +88,17 @@ std::string SanitizeFileName(const std::string& name) {
   return out;
 }
 
+// Complete events in a profile the runtime wrote (one per "ph":"X").
+size_t CountProfileEvents(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  size_t n = 0;
+  for (size_t at = text.find("\"ph\":\"X\""); at != std::string::npos;
+       at = text.find("\"ph\":\"X\"", at + 1))
+    ++n;
+  return n;
+}
+
 double Ms(std::chrono::steady_clock::duration d) {
   return std::chrono::duration<double, std::milli>(d).count();
 }
@@ -96,6 +114,7 @@ int RunCommand(const std::vector<std::string>& args) {
   for (const EpSpec& ep : r.eps) options.AppendEp(ep.name, ep.options);
   if (r.policy) options.SetEpSelectionPolicy(*r.policy);
   if (r.fallback) options.SetFallback(*r.fallback);
+  if (!r.profile.empty()) options.SetProfileFile(r.profile);
   auto t0 = std::chrono::steady_clock::now();
   Session session(env, r.model, &options);
   double create_ms = Ms(std::chrono::steady_clock::now() - t0);
@@ -188,6 +207,10 @@ int RunCommand(const std::vector<std::string>& args) {
   std::printf(
       "time: runs=%zu median_ms=%.3f min_ms=%.3f mean_ms=%.3f first_ms=%.3f create_ms=%.1f\n",
       times.size(), median, sorted.front(), mean, first_ms, create_ms);
+  if (!r.profile.empty()) {
+    session.EndProfiling();
+    std::printf("profile: %s (%zu events)\n", r.profile.c_str(), CountProfileEvents(r.profile));
+  }
   return 0;
 }
 

@@ -18,10 +18,12 @@ constexpr const char* kUsage =
     "  run MODEL [--input NAME=FILE.npy ...] [--output-dir DIR] [--threads N] [--repeat N]\n"
     "          [--ep-library PATH ...] [--virtual TYPE[:key=value,...] ...]\n"
     "          [--ep NAME[:key=value,...] ... | --policy NAME] [--fallback allow|warn|forbid]\n"
+    "          [--profile FILE]\n"
     "      run a model (random inputs of the declared shapes where none are given); --ep-library\n"
     "      registers an EP library (asking it for --virtual devices), --ep selects EPs in\n"
     "      priority order with options, --policy selects automatically (prefer-cpu, prefer-gpu,\n"
-    "      prefer-npu, max-performance, min-power); --fallback: CPU EP for unclaimed nodes\n"
+    "      prefer-npu, max-performance, min-power); --fallback: CPU EP for unclaimed nodes;\n"
+    "      --profile writes a Chrome trace JSON (session steps, runs, nodes, copies) to FILE\n"
     "  info MODEL\n"
     "      inputs, outputs, opsets and operator counts of a model\n"
     "  conformance DIR... [--verbose] [--expect FILE] [--write-passing FILE] [--threads N]\n"
@@ -31,9 +33,12 @@ constexpr const char* kUsage =
     "      devices of each EP library (the default CPU EP and those given)\n"
     "  partition MODEL [--ep NAME[:key=value,...] ... | --policy NAME] [--fallback MODE]\n"
     "          [--ep-library PATH ...] [--virtual TYPE[:key=value,...] ...] [--json]\n"
+    "          [--dot FILE] [--html FILE]\n"
     "      where each node would run (a dry run: no kernels are created): the assigned\n"
     "      subgraphs with EP, kind, hardware device and nodes, and why nodes left the\n"
-    "      preferred EP\n"
+    "      preferred EP; --json adds each node's inputs/outputs and the copies between\n"
+    "      memories; --dot writes a Graphviz graph, --html a self-contained page drawing\n"
+    "      every node coloured by EP with the summary\n"
     "  version\n";
 
 }  // namespace
