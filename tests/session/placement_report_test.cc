@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
@@ -424,6 +425,67 @@ TEST(PlacementReportCopies, NxrtPartitionWritesJsonEdgesDotAndHtml) {
   EXPECT_EQ(h.find("src="), std::string::npos);
   EXPECT_NE(h.find("<svg"), std::string::npos);
   EXPECT_NE(h.find("class=\"edge copied\""), std::string::npos);
+}
+
+}  // namespace
+
+// ---- capability going wrong: the two reasons no well-behaved EP produces ----
+
+namespace {
+
+std::string ProbeLib() {
+  return std::string(NXRT_TEST_EP_DIR) + "/libnxrt_test_capability_probe_ep.so";
+}
+
+// x -> Relu -> Sigmoid -> y: the probe has a kernel for Relu only.
+std::string ReluSigmoid() {
+  return Model(Graph("probe",
+                     {MakeNode("Relu", {"x"}, {"r"}, "relu"),
+                      MakeNode("Sigmoid", {"r"}, {"y"}, "sigmoid")},
+                     {Info("x", F, {4})}, {Info("y", F, {4})}));
+}
+
+TEST(PlacementReport, AFailingGetCapabilityIsAReasonForEveryNode) {
+  nxrt::Env env(NX_LOG_ERROR);
+  env.RegisterEpLibrary("probe", ProbeLib());
+  const std::string bytes = ReluSigmoid();
+  nxrt::SessionOptions o;
+  o.AppendEp("CapabilityProbe", {{"mode", "fail"}});
+  nxrt::Session s(env, bytes.data(), bytes.size(), &o);
+  const nxrt::AssignmentReport r = s.assignment_report();
+  ASSERT_EQ(r.fallbacks.size(), 2u);
+  for (const auto& f : r.fallbacks) {
+    EXPECT_EQ(f.reason, NX_FALLBACK_CAPABILITY_FAILED) << f.node.name;
+    EXPECT_EQ(f.reason_name, "capability_failed");
+    EXPECT_NE(f.detail.find("capability probe failed on purpose"), std::string::npos) << f.detail;
+    EXPECT_EQ(f.assigned_ep, "CPU");
+  }
+}
+
+TEST(PlacementReport, ANodeClaimedWithoutAKernelFallsBackWithThatReason) {
+  nxrt::Env env(NX_LOG_ERROR);
+  env.RegisterEpLibrary("probe", ProbeLib());
+  const std::string bytes = ReluSigmoid();
+  nxrt::SessionOptions o;
+  o.AppendEp("CapabilityProbe", {{"mode", "claim_all"}});
+  nxrt::Session s(env, bytes.data(), bytes.size(), &o);
+  const nxrt::AssignmentReport r = s.assignment_report();
+  ASSERT_EQ(r.subgraphs.size(), 2u);
+  EXPECT_EQ(r.subgraphs[0].ep_name, "CapabilityProbe");
+  EXPECT_EQ(Ops(r.subgraphs[0]), (std::vector<std::string>{"Relu"}));
+  ASSERT_EQ(r.fallbacks.size(), 1u);
+  EXPECT_EQ(r.fallbacks[0].node.name, "sigmoid");
+  EXPECT_EQ(r.fallbacks[0].reason, NX_FALLBACK_CLAIMED_WITHOUT_KERNEL);
+  EXPECT_EQ(r.fallbacks[0].reason_name, "claimed_without_kernel");
+  EXPECT_EQ(r.fallbacks[0].assigned_ep, "CPU");
+  // The session runs: Relu on the probe, Sigmoid on the CPU EP.
+  std::vector<float> x = {-1, 0, 1, 2};
+  std::vector<int64_t> dims = {4};
+  nxrt::Value in = nxrt::Value::WrapTensor(NX_TYPE_FLOAT, dims, x.data(), x.size() * 4);
+  std::vector<nxrt::Value> out = s.Run({"x"}, {&in}, {"y"});
+  const float* y = out[0].data<float>();
+  for (size_t i = 0; i < x.size(); ++i)
+    EXPECT_NEAR(y[i], 1 / (1 + std::exp(-std::max(x[i], 0.f))), 1e-6f);
 }
 
 }  // namespace
