@@ -266,7 +266,8 @@ TEST(PlacementReportCopies, EveryValueCrossingMemoriesOnceInGraphOrder) {
   EXPECT_EQ(s.statistic("copies"), 4);  // per run; `one` and `two` are uploaded at creation
   // A dry run reports the same.
   EXPECT_EQ(Copies(nxrt::PlanPlacement(env, bytes.data(), bytes.size(), &o)), want);
-  const auto* mul = FindNode(s.assignment_report(), "mul");
+  const nxrt::AssignmentReport report = s.assignment_report();  // FindNode points into it
+  const auto* mul = FindNode(report, "mul");
   ASSERT_NE(mul, nullptr);
   EXPECT_EQ(mul->inputs, (Names{"s", "two"}));
 }
