@@ -440,10 +440,10 @@ std::string ProbeLib() {
 
 // x -> Relu -> Sigmoid -> y: the probe has a kernel for Relu only.
 std::string ReluSigmoid() {
-  return Model(Graph("probe",
-                     {MakeNode("Relu", {"x"}, {"r"}, "relu"),
-                      MakeNode("Sigmoid", {"r"}, {"y"}, "sigmoid")},
-                     {Info("x", F, {4})}, {Info("y", F, {4})}));
+  return Model(
+      Graph("probe",
+            {MakeNode("Relu", {"x"}, {"r"}, "relu"), MakeNode("Sigmoid", {"r"}, {"y"}, "sigmoid")},
+            {Info("x", F, {4})}, {Info("y", F, {4})}));
 }
 
 TEST(PlacementReport, AFailingGetCapabilityIsAReasonForEveryNode) {
