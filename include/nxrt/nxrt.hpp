@@ -249,6 +249,11 @@ class SessionOptions : public detail::Handle<NxSessionOptions, NxSessionOptions_
     Check(NxSessionOptions_SetFallback(get(), mode));
     return *this;
   }
+  // At most `bytes` of tensor memory held by the session's runs (NxSessionOptions_SetMemoryLimit).
+  SessionOptions& SetMemoryLimit(size_t bytes) {
+    Check(NxSessionOptions_SetMemoryLimit(get(), bytes));
+    return *this;
+  }
   // Record a profile, written as Chrome trace JSON to `path` (see NxSessionOptions_SetProfileFile).
   SessionOptions& SetProfileFile(const std::string& path) {
     Check(NxSessionOptions_SetProfileFile(get(), path.c_str()));
@@ -315,6 +320,29 @@ class Value : public detail::Handle<NxValue, NxValue_Release> {
   }
 };
 
+// What bounds a run: a terminate flag any thread may set, and a time limit (NxRunOptions).
+class RunOptions : public detail::Handle<NxRunOptions, NxRunOptions_Release> {
+ public:
+  RunOptions() {
+    NxRunOptions* o = nullptr;
+    Check(NxRunOptions_Create(&o));
+    *this = RunOptions(o);
+  }
+  // Thread-safe: stops every run using these options (they fail with NX_CANCELLED).
+  RunOptions& SetTerminate(bool terminate) {
+    Check(NxRunOptions_SetTerminate(get(), terminate));
+    return *this;
+  }
+  // Time limit per run in seconds; 0 = none.
+  RunOptions& SetTimeout(double seconds) {
+    Check(NxRunOptions_SetTimeout(get(), seconds));
+    return *this;
+  }
+
+ private:
+  explicit RunOptions(NxRunOptions* o) : Handle(o) {}
+};
+
 // The placement report's types live in an inline namespace (still nxrt::AssignmentReport etc.
 // to users): the runtime has internal types of the same names in namespace nxrt, and a program
 // linking both (the unit tests) must not have their inline member functions (destructors)
@@ -360,6 +388,20 @@ class Session : public detail::Handle<NxSession, NxSession_Release> {
   std::vector<Value> Run(const std::vector<std::string>& input_names,
                          const std::vector<const Value*>& inputs,
                          std::vector<std::string> outputs = {}) {
+    return Run(nullptr, input_names, inputs, std::move(outputs));
+  }
+  // The same, bounded by `run_options` (terminate flag, time limit).
+  std::vector<Value> Run(const RunOptions& run_options, const std::vector<std::string>& input_names,
+                         const std::vector<const Value*>& inputs,
+                         std::vector<std::string> outputs = {}) {
+    return Run(run_options.get(), input_names, inputs, std::move(outputs));
+  }
+
+ private:
+  std::vector<Value> Run(const NxRunOptions* run_options,
+                         const std::vector<std::string>& input_names,
+                         const std::vector<const Value*>& inputs,
+                         std::vector<std::string> outputs) {
     if (outputs.empty())
       for (size_t i = 0; i < output_count(); ++i) outputs.push_back(output_name(i));
     std::vector<const char*> in_names, out_names;
@@ -370,13 +412,15 @@ class Session : public detail::Handle<NxSession, NxSession_Release> {
     }
     for (const auto& n : outputs) out_names.push_back(n.c_str());
     std::vector<NxValue*> raw(outputs.size(), nullptr);
-    Check(NxSession_Run(get(), in_names.data(), in_values.data(), in_values.size(),
-                        out_names.data(), out_names.size(), raw.data()));
+    Check(NxSession_RunWithOptions(get(), run_options, in_names.data(), in_values.data(),
+                                   in_values.size(), out_names.data(), out_names.size(),
+                                   raw.data()));
     std::vector<Value> result;
     for (NxValue* v : raw) result.emplace_back(v);
     return result;
   }
 
+ public:
   // Runs with outputs bound to caller tensors (`outputs[i]`, host or device memory) where given;
   // NULL slots are filled with new host values.
   void RunInto(const std::vector<std::string>& input_names, const std::vector<const Value*>& inputs,

@@ -19,11 +19,12 @@
 extern "C" {
 #endif
 
-#define NXRT_C_API_VERSION 2
+#define NXRT_C_API_VERSION 3
 
 typedef struct NxEnv NxEnv;
 typedef struct NxSessionOptions NxSessionOptions;
 typedef struct NxSession NxSession;
+typedef struct NxRunOptions NxRunOptions;
 
 /* ---- Status ------------------------------------------------------------------------------ */
 NXRT_EXPORT NxStatusCode NxStatus_GetCode(const NxStatus* status);
@@ -223,6 +224,31 @@ NXRT_EXPORT NxStatus* NxSessionOptions_SetFallback(NxSessionOptions* options, Nx
  * See docs/profiling.md. */
 NXRT_EXPORT NxStatus* NxSessionOptions_SetProfileFile(NxSessionOptions* options, const char* path);
 
+/* Memory limit (version 3): at most `bytes` of tensor memory held at once by the session's runs
+ * (intermediate values, outputs not yet released, scratch that kernels ask the host for; every
+ * memory, host and device), counted over all its concurrent runs. An allocation beyond it fails
+ * the run with NX_OUT_OF_MEMORY and a message naming the limit; the session stays usable.
+ * Buffers the runtime caches for reuse and memory an EP allocates by itself are not counted.
+ * 0 (the default) = no limit. */
+NXRT_EXPORT NxStatus* NxSessionOptions_SetMemoryLimit(NxSessionOptions* options, size_t bytes);
+
+/* ---- Run options (version 3) --------------------------------------------------------------
+ * What bounds a run: a terminate flag that any thread may set while runs are in progress, and
+ * a time limit. A run stopped by them fails with NX_CANCELLED (the message says which, and
+ * where: before which node, in which Loop iteration); the session stays usable. The runtime
+ * checks between nodes and copies, before every Loop/Scan iteration (bodies included) and
+ * inside kernels that poll it (plugin ABI KernelContext_ShouldStop), so a run stops within one
+ * node's time of the flag. */
+NXRT_EXPORT NxStatus* NxRunOptions_Create(NxRunOptions** options);
+/* No run may be using the options any more. */
+NXRT_EXPORT void NxRunOptions_Release(NxRunOptions* options);
+/* true: every run using these options stops as soon as it checks, and runs started with them
+ * fail at once, until it is set back to false. Safe from any thread at any time. */
+NXRT_EXPORT NxStatus* NxRunOptions_SetTerminate(NxRunOptions* options, bool terminate);
+/* A time limit for each run, counted from the start of NxSession_RunWithOptions; 0 (the
+ * default) = none. Negative, NaN or infinite values are refused. */
+NXRT_EXPORT NxStatus* NxRunOptions_SetTimeout(NxRunOptions* options, double seconds);
+
 /* ---- Sessions ---------------------------------------------------------------------------- */
 /* `options` may be NULL for defaults. The env must outlive the session. */
 NXRT_EXPORT NxStatus* NxSession_CreateFromFile(NxEnv* env, const char* model_path,
@@ -276,6 +302,13 @@ NXRT_EXPORT NxStatus* NxSession_Run(NxSession* session, const char* const* input
                                     const NxValue* const* inputs, size_t num_inputs,
                                     const char* const* output_names, size_t num_outputs,
                                     NxValue** outputs);
+/* NxSession_Run bounded by `run_options` (NULL = none; borrowed for the call, and it must not
+ * be released before the call returns). */
+NXRT_EXPORT NxStatus* NxSession_RunWithOptions(NxSession* session, const NxRunOptions* run_options,
+                                               const char* const* input_names,
+                                               const NxValue* const* inputs, size_t num_inputs,
+                                               const char* const* output_names, size_t num_outputs,
+                                               NxValue** outputs);
 
 /* Counters about the session's set-up, by name:
  *   "copies"                      copies inserted at memory boundaries (per run), including

@@ -582,6 +582,15 @@ class KernelContext {
   }
   // ---- end profiling ----
 
+  // ---- Stopping runs (host ABI version 7; always false on older hosts) ----
+  // Whether the run must stop (terminate flag or time limit): poll it in the outer loop of
+  // work that can run long, and throw (any error) when it says true.
+  bool ShouldStop() const { return Host().version >= 7 && Host().KernelContext_ShouldStop(ctx_); }
+  // Throws when the run must stop; `what` names the kernel in the message.
+  void ThrowIfShouldStop(const char* what) const {
+    if (ShouldStop()) throw std::runtime_error(std::string(what) + ": the run was stopped");
+  }
+
  private:
   // Tensor accessors on a sequence or optional would read an empty shape and no data: refuse
   // clearly instead (only kernels that set ValueKinds ever see one).

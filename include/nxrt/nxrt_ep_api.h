@@ -1,4 +1,4 @@
-/* nxrt_ep_api.h: the plugin execution-provider (EP) ABI, version 6.
+/* nxrt_ep_api.h: the plugin execution-provider (EP) ABI, version 7.
  *
  * An EP is a shared library that exports two C symbols (see "Library" below). The host hands it
  * a table of host services (NxHostApi); the library hands back factories (NxEpFactory), and each
@@ -47,6 +47,11 @@
  * Profiling (version 6). When the application asks a session for a profile, the host times
  * every kernel; a kernel may add its own events (KernelContext_AddProfileEvent).
  *
+ * Stopping runs (version 7). An application may stop a run from another thread or give it a time
+ * limit (NxRunOptions). The host checks between nodes and between control-flow iterations; a
+ * kernel that can run long (its work grows with attributes or data rather than with its output)
+ * polls KernelContext_ShouldStop in its outer loop and returns an error when it says true.
+ *
  * Versioning. Every struct that either side fills starts with `uint32_t version`, set to the
  * NXRT_EP_API_VERSION the filler was compiled with. Tables only grow at the end; a reader reads a
  * member only when the writer's version says the member exists, and optional members may be
@@ -69,7 +74,7 @@
 extern "C" {
 #endif
 
-#define NXRT_EP_API_VERSION 6
+#define NXRT_EP_API_VERSION 7
 
 /* ============================================================================================
  * Opaque host objects an EP sees. All are owned by the host.
@@ -707,6 +712,13 @@ typedef struct NxHostApi {
   void (*KernelContext_AddProfileEvent)(NxKernelContext* ctx, const char* name,
                                         uint64_t begin_ns, uint64_t end_ns,
                                         const NxKeyValue* args, size_t num_args);
+
+  /* ---- Version 7: stopping runs ----------------------------------------------------------- */
+  /* True when the run this Compute belongs to must stop (its terminate flag was set or its time
+   * limit passed). Cheap (an atomic load and, with a time limit, a clock read); callable from
+   * any thread the kernel uses during Compute. A kernel that sees true returns any error
+   * status; the host reports the run as cancelled (NX_CANCELLED) whatever the kernel said. */
+  bool (*KernelContext_ShouldStop)(const NxKernelContext* ctx);
 } NxHostApi;
 
 /* ============================================================================================

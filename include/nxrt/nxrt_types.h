@@ -29,14 +29,15 @@ typedef struct NxStatus NxStatus;
 
 typedef enum NxStatusCode {
   NX_OK = 0,
-  NX_FAIL = 1,               /* generic failure */
-  NX_INVALID_ARGUMENT = 2,   /* the caller passed something wrong (name, shape, type, null) */
-  NX_NOT_FOUND = 3,          /* a file, a name, an attribute or an entry does not exist */
-  NX_NOT_IMPLEMENTED = 4,    /* valid request that this runtime or plugin does not support */
-  NX_INVALID_MODEL = 5,      /* the model is malformed or fails validation */
-  NX_INVALID_PLUGIN = 6,     /* an EP library broke the ABI contract */
-  NX_RUNTIME_ERROR = 7,      /* a kernel failed while running */
-  NX_OUT_OF_MEMORY = 8,
+  NX_FAIL = 1,             /* generic failure */
+  NX_INVALID_ARGUMENT = 2, /* the caller passed something wrong (name, shape, type, null) */
+  NX_NOT_FOUND = 3,        /* a file, a name, an attribute or an entry does not exist */
+  NX_NOT_IMPLEMENTED = 4,  /* valid request that this runtime or plugin does not support */
+  NX_INVALID_MODEL = 5,    /* the model is malformed or fails validation */
+  NX_INVALID_PLUGIN = 6,   /* an EP library broke the ABI contract */
+  NX_RUNTIME_ERROR = 7,    /* a kernel failed while running */
+  NX_OUT_OF_MEMORY = 8,    /* an allocation failed, or the session's memory limit was reached */
+  NX_CANCELLED = 9,        /* a run stopped by its run options: terminate flag or time limit */
 } NxStatusCode;
 
 /* Tensor element types. The numbering is ONNX's TensorProto.DataType, so values read from a

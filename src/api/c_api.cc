@@ -2,6 +2,8 @@
 #include <strings.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cmath>
 #include <cstring>
 #include <new>
 
@@ -26,6 +28,11 @@ struct NxSessionOptions {
 
 struct NxAssignmentReport {
   nxrt::AssignmentReport report;
+};
+
+struct NxRunOptions {
+  std::atomic<bool> terminate{false};
+  double timeout_seconds = 0;
 };
 
 struct NxSession {
@@ -380,9 +387,47 @@ const char* NxSession_GetInputDimName(const NxSession* s, size_t i, size_t dim) 
   return dim < params.size() ? params[dim].c_str() : "";
 }
 
+NxStatus* NxSessionOptions_SetMemoryLimit(NxSessionOptions* options, size_t bytes) {
+  NX_REQUIRE(options);
+  options->options.memory_limit = bytes;
+  return nullptr;
+}
+
+NxStatus* NxRunOptions_Create(NxRunOptions** options) {
+  NX_REQUIRE(options);
+  return CatchAsStatus([&] { *options = new NxRunOptions(); });
+}
+
+void NxRunOptions_Release(NxRunOptions* options) { delete options; }
+
+NxStatus* NxRunOptions_SetTerminate(NxRunOptions* options, bool terminate) {
+  NX_REQUIRE(options);
+  options->terminate.store(terminate, std::memory_order_relaxed);
+  return nullptr;
+}
+
+NxStatus* NxRunOptions_SetTimeout(NxRunOptions* options, double seconds) {
+  NX_REQUIRE(options);
+  if (!std::isfinite(seconds) || seconds < 0) {
+    return MakeStatus(NX_INVALID_ARGUMENT,
+                      "NxRunOptions_SetTimeout: the time limit must be a finite number of seconds "
+                      ">= 0 (0 = none)");
+  }
+  options->timeout_seconds = seconds;
+  return nullptr;
+}
+
 NxStatus* NxSession_Run(NxSession* session, const char* const* input_names,
                         const NxValue* const* inputs, size_t num_inputs,
                         const char* const* output_names, size_t num_outputs, NxValue** outputs) {
+  return NxSession_RunWithOptions(session, nullptr, input_names, inputs, num_inputs, output_names,
+                                  num_outputs, outputs);
+}
+
+NxStatus* NxSession_RunWithOptions(NxSession* session, const NxRunOptions* run_options,
+                                   const char* const* input_names, const NxValue* const* inputs,
+                                   size_t num_inputs, const char* const* output_names,
+                                   size_t num_outputs, NxValue** outputs) {
   NX_REQUIRE(session);
   if (num_inputs > 0 && (input_names == nullptr || inputs == nullptr)) {
     return MakeStatus(NX_INVALID_ARGUMENT, "NxSession_Run: input names or values are null");
@@ -415,7 +460,12 @@ NxStatus* NxSession_Run(NxSession* session, const char* const* input_names,
     if (num_outputs == 0) return;
     // Caller-provided outputs are bound: kernels write straight into them where they can.
     std::vector<nxrt::Value*> bound(outputs, outputs + num_outputs);
-    auto results = session->session->Run(in_names, in_values, out_names, bound);
+    nxrt::RunLimits limits;
+    if (run_options != nullptr) {
+      limits.terminate = &run_options->terminate;
+      limits.timeout_seconds = run_options->timeout_seconds;
+    }
+    auto results = session->session->Run(in_names, in_values, out_names, bound, limits);
     for (size_t i = 0; i < num_outputs; ++i) {
       if (outputs[i] == nullptr) outputs[i] = new NxValue(*results[i]);
     }

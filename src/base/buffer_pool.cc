@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "base/memory_info.h"
+#include "base/run_control.h"
 
 namespace nxrt {
 namespace {
@@ -33,6 +34,12 @@ BufferPool::~BufferPool() {
 
 std::shared_ptr<void> BufferPool::Acquire(size_t bytes) {
   size_t capacity = RoundCapacity(bytes);
+  // A run with a memory limit pays for the buffer until it is freed (throws when over it).
+  std::shared_ptr<MemoryBudget> budget;
+  if (const auto* current = CurrentMemoryBudget()) {
+    (*current)->Charge(capacity);
+    budget = *current;
+  }
   void* p = nullptr;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -45,7 +52,14 @@ std::shared_ptr<void> BufferPool::Acquire(size_t bytes) {
       free_.erase(it);
     }
   }
-  if (p == nullptr) p = allocator_->Alloc(capacity);
+  if (p == nullptr) {
+    try {
+      p = allocator_->Alloc(capacity);
+    } catch (...) {
+      if (budget) budget->Release(capacity);
+      throw;
+    }
+  }
   // Testing aid: NXRT_POISON_BUFFERS=1 fills every handed-out buffer with 0xFF bytes (NaN for
   // floats, -1 for integers) to expose kernels that do not write all of their outputs.
   static const bool poison = [] {
@@ -55,9 +69,12 @@ std::shared_ptr<void> BufferPool::Acquire(size_t bytes) {
   if (poison && HostAccessible(allocator_->memory())) std::memset(p, 0xff, capacity);
   std::weak_ptr<BufferPool> weak = weak_from_this();
   // The deleter holds the allocator, so a buffer that outlives its pool is still freed right.
-  return std::shared_ptr<void>(p, [weak, capacity, allocator = allocator_](void* q) {
-    if (auto pool = weak.lock()) pool->Return(q, capacity);
-    else allocator->Free(q);
+  return std::shared_ptr<void>(p, [weak, capacity, allocator = allocator_, budget](void* q) {
+    if (budget) budget->Release(capacity);
+    if (auto pool = weak.lock())
+      pool->Return(q, capacity);
+    else
+      allocator->Free(q);
   });
 }
 

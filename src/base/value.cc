@@ -8,6 +8,7 @@
 #include "base/element_type.h"
 #include "base/error.h"
 #include "base/memory_info.h"
+#include "base/run_control.h"
 
 namespace nxrt {
 
@@ -38,11 +39,23 @@ ValuePtr MakeTensor(NxElementType type, std::span<const int64_t> dims) {
   size_t bytes = StorageBytes(type, v->count);
   size_t padded = (bytes + 63) / 64 * 64;
   if (padded == 0) padded = 64;
+  // A run with a memory limit pays for the tensor until it is freed (throws when over it).
+  std::shared_ptr<MemoryBudget> budget;
+  if (const auto* current = CurrentMemoryBudget()) {
+    (*current)->Charge(padded);
+    budget = *current;
+  }
   void* p = std::aligned_alloc(64, padded);
-  if (p == nullptr) Throw(NX_OUT_OF_MEMORY, "cannot allocate " + std::to_string(bytes) + " bytes");
+  if (p == nullptr) {
+    if (budget) budget->Release(padded);
+    Throw(NX_OUT_OF_MEMORY, "cannot allocate " + std::to_string(bytes) + " bytes");
+  }
   std::memset(p, 0, padded);
   v->data = p;
-  v->storage = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+  v->storage = std::shared_ptr<void>(p, [budget, padded](void* q) {
+    if (budget) budget->Release(padded);
+    std::free(q);
+  });
   return v;
 }
 

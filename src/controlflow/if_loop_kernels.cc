@@ -107,6 +107,9 @@ struct LoopKernel {
     for (size_t o = 0; o < num_carried + num_scan; ++o)
       deliver[1 + o] = OutputMemory(ctx, o, memory);
     for (int64_t i = 0; i < trip_count && cond; ++i) {
+      // A body with no nodes gives the executor no step to check: check every iteration.
+      if (ctx.run_control != nullptr && ctx.run_control->ShouldStop())
+        ctx.run_control->ThrowIfStopped(node.Describe() + ", iteration " + std::to_string(i));
       *static_cast<int64_t*>(iter->data) = i;
       *static_cast<bool*>(cond_in->data) = cond;
       feeds[0] = iter.get();

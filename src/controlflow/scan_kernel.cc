@@ -142,6 +142,8 @@ struct ScanKernel {
     std::vector<const NxMemoryInfo*> deliver(n + k_out);
     for (size_t o = 0; o < deliver.size(); ++o) deliver[o] = OutputMemory(ctx, o, memory);
     for (int64_t t = 0; t < seq_len; ++t) {
+      if (ctx.run_control != nullptr && ctx.run_control->ShouldStop())
+        ctx.run_control->ThrowIfStopped(node.Describe() + ", iteration " + std::to_string(t));
       std::vector<ValuePtr> slices;
       for (size_t j = 0; j < scan_inputs.size(); ++j)
         slices.push_back(Slice(ctx, *scan_inputs[j], dirs[j] ? seq_len - 1 - t : t));

@@ -704,6 +704,10 @@ NxStatus* ValueSetString(NxValue* v, size_t i, const char* data, size_t size) {
 
 // ---- Profiling (version 6) ----
 uint64_t ProfilerNowNs() { return Profiler::NowNs(); }
+bool ContextShouldStop(const NxKernelContext* ctx) {
+  return ctx != nullptr && ctx->run_control != nullptr && ctx->run_control->ShouldStop();
+}
+
 bool ContextIsProfiling(const NxKernelContext* ctx) {
   return ctx != nullptr && ctx->profile != nullptr && ctx->profile->profiler->active();
 }
@@ -833,6 +837,8 @@ NxHostApi MakeHostApi() {
   api.KernelContext_AddProfileEvent = ContextAddProfileEvent;
   // version 6: compiled groups
   api.Capability_AddFusedGroup = CapabilityAddFusedGroup;
+  // version 7: stopping runs
+  api.KernelContext_ShouldStop = ContextShouldStop;
   return api;
 }
 

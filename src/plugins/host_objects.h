@@ -9,6 +9,7 @@
 #include "base/buffer_pool.h"
 #include "base/config.h"
 #include "base/logger.h"
+#include "base/run_control.h"
 #include "base/value.h"
 #include "devices/ep_device.h"
 #include "graph/graph.h"
@@ -78,6 +79,8 @@ struct NxKernelContext {
   std::vector<std::shared_ptr<void>> scratch;  // freed when Compute returns
   // ---- profiling: the run being profiled (session/profiler.h), null when not profiling ----
   nxrt::ProfiledRun* profile = nullptr;
+  // The run's stop conditions (terminate flag, time limit), null when it has none.
+  const nxrt::RunControl* run_control = nullptr;
 };
 
 // Collects the virtual devices a factory creates for one request (CreateVirtualDevices).

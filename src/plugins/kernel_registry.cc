@@ -13,21 +13,23 @@ std::string NormalizeDomain(const char* domain) {
   return d == "ai.onnx" ? std::string() : d;
 }
 
-// Checks one constraint against the node's declared types. Unknown types pass: they can only be
-// checked at run time.
-bool Satisfies(const KernelTypeConstraint& c, const Node& node, std::string* reason) {
+// Checks one constraint against the types `type_of(is_output, index)` reports (UNDEFINED for an
+// omitted or unknown value: those pass, they can only be checked at run time). `outputs`: also
+// check the outputs (statically; at run time only inputs exist yet).
+template <class TypeOf>
+bool SatisfiesTypes(const KernelTypeConstraint& c, size_t num_inputs, size_t num_outputs,
+                    TypeOf&& type_of, std::string* reason) {
   // A type variable binds to one type: every value it constrains must have the same one (a
   // float x plus an int64 y is not an Add any kernel can run).
   NxElementType bound = NX_TYPE_UNDEFINED;
   std::string bound_at;
-  auto check = [&](const std::vector<int>& values, const std::vector<int32_t>& indices,
+  auto check = [&](bool is_output, size_t count, const std::vector<int32_t>& indices,
                    const char* what) {
     for (int32_t idx : indices) {
       size_t begin = idx < 0 ? 0 : static_cast<size_t>(idx);
-      size_t end = idx < 0 ? values.size() : std::min(values.size(), begin + 1);
+      size_t end = idx < 0 ? count : std::min(count, begin + 1);
       for (size_t i = begin; i < end; ++i) {
-        if (values[i] < 0) continue;
-        NxElementType t = node.owner->value(values[i]).type.elem_type;
+        NxElementType t = type_of(is_output, i);
         if (t == NX_TYPE_UNDEFINED) continue;
         bool ok = false;
         for (NxElementType a : c.allowed) ok = ok || a == t;
@@ -53,7 +55,17 @@ bool Satisfies(const KernelTypeConstraint& c, const Node& node, std::string* rea
     }
     return true;
   };
-  return check(node.inputs, c.inputs, "input") && check(node.outputs, c.outputs, "output");
+  return check(false, num_inputs, c.inputs, "input") &&
+         check(true, num_outputs, c.outputs, "output");
+}
+
+// Checks one constraint against the node's declared types.
+bool Satisfies(const KernelTypeConstraint& c, const Node& node, std::string* reason) {
+  auto type_of = [&](bool is_output, size_t i) {
+    const int v = is_output ? node.outputs[i] : node.inputs[i];
+    return v < 0 ? NX_TYPE_UNDEFINED : node.owner->value(v).type.elem_type;
+  };
+  return SatisfiesTypes(c, node.inputs.size(), node.outputs.size(), type_of, reason);
 }
 
 }  // namespace
@@ -224,6 +236,31 @@ const KernelEntry* KernelRegistry::Find(const Node& node, std::string* reason,
                 " (registered versions: " + ranges + ")";
   }
   return nullptr;
+}
+
+bool KernelEntry::NeedsRunTimeTypeCheck(const Node& node) const {
+  for (const auto& c : constraints) {
+    for (int32_t idx : c.inputs) {
+      size_t begin = idx < 0 ? 0 : static_cast<size_t>(idx);
+      size_t end = idx < 0 ? node.inputs.size() : std::min(node.inputs.size(), begin + 1);
+      for (size_t i = begin; i < end; ++i) {
+        const int v = node.inputs[i];
+        if (v >= 0 && node.owner->value(v).type.elem_type == NX_TYPE_UNDEFINED) return true;
+      }
+    }
+  }
+  return false;
+}
+
+bool KernelEntry::AcceptsRunTimeTypes(const Value* const* inputs, size_t num_inputs,
+                                      std::string* reason) const {
+  auto type_of = [&](bool, size_t i) {
+    const Value* v = inputs[i];
+    return v == nullptr || v->kind != NX_VALUE_TENSOR ? NX_TYPE_UNDEFINED : v->type;
+  };
+  for (const auto& c : constraints)
+    if (!SatisfiesTypes(c, num_inputs, 0, type_of, reason)) return false;
+  return true;
 }
 
 }  // namespace nxrt

@@ -40,6 +40,14 @@ struct KernelEntry {
   int AliasInput(size_t o) const;
   int InplaceInput(size_t o) const;
 
+  // Whether an input a type constraint covers has no static type in `node` (the model did not
+  // declare it and inference could not tell): its type is then checked at every run.
+  bool NeedsRunTimeTypeCheck(const Node& node) const;
+  // Whether the run-time types of `inputs` (null = omitted) meet the type constraints, which the
+  // kernel was created for; false with the reason ("input 1 has type uint8, not allowed for T").
+  bool AcceptsRunTimeTypes(const Value* const* inputs, size_t num_inputs,
+                           std::string* reason) const;
+
   // The definition as the ABI describes it, pointing into this entry (for FindKernel).
   NxKernelDef abi{};
   std::vector<NxTypeConstraint> abi_constraints;

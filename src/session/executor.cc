@@ -135,9 +135,25 @@ class ProfiledExecute {
 std::vector<ValuePtr> Session::Run(const std::vector<std::string>& input_names,
                                    const std::vector<const Value*>& inputs,
                                    const std::vector<std::string>& output_names,
-                                   const std::vector<Value*>& bound) const {
+                                   const std::vector<Value*>& bound,
+                                   const RunLimits& run_options) const {
   std::vector<const Value*> feeds(graph().values.size(), nullptr);
   CheckFeeds(input_names, inputs, feeds);
+  // A run with nothing to bound it makes no control current: the executor then checks one null
+  // pointer per step.
+  if (run_options.terminate == nullptr && run_options.timeout_seconds <= 0 && !memory_budget_)
+    return Execute(feeds, output_names, bound);
+  RunControl control;
+  control.terminate = run_options.terminate;
+  if (run_options.timeout_seconds > 0) {
+    control.has_deadline = true;
+    control.timeout_seconds = run_options.timeout_seconds;
+    control.deadline = std::chrono::steady_clock::now() +
+                       std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                           std::chrono::duration<double>(run_options.timeout_seconds));
+  }
+  control.budget = memory_budget_;
+  RunControlScope scope(&control);
   return Execute(feeds, output_names, bound);
 }
 
@@ -145,6 +161,7 @@ std::vector<ValuePtr> Session::Execute(const std::vector<const Value*>& feeds,
                                        const std::vector<std::string>& output_names,
                                        const std::vector<Value*>& bound, bool host_outputs) const {
   const Graph& g = graph();
+  const RunControl* const control = RunControl::Current();  // null: nothing stops this run
   // profiling: one null check per Execute, then one per step, when not profiling
   std::optional<ProfiledExecute> profiled;
   if (profiler_ && profiler_->active()) profiled.emplace(profiler_.get(), is_root_, g.nodes.size());
@@ -196,6 +213,11 @@ std::vector<ValuePtr> Session::Execute(const std::vector<const Value*>& feeds,
   std::vector<const Value*> node_implicit;
   for (size_t s = 0; s < steps_.size(); ++s) {
     const Step& step = steps_[s];
+    if (control != nullptr && control->ShouldStop()) {
+      control->ThrowIfStopped(
+          step.is_copy ? std::string("before a copy")
+                       : "before " + g.nodes[static_cast<size_t>(step.index)].Describe());
+    }
     if (step.is_copy) {
       const Copy& c = copies_[static_cast<size_t>(step.index)];
       const Value* src = slots[static_cast<size_t>(c.src_slot)];
@@ -277,6 +299,13 @@ std::vector<ValuePtr> Session::Execute(const std::vector<const Value*>& feeds,
                        (bit == NX_KIND_SEQUENCE ? "a sequence" : "an optional") +
                        " but the kernel of EP " + eps_[e]->name() + " takes tensors only");
       }
+      if (run_time_type_check_[n]) {
+        std::string why;
+        NXRT_CHECK(entries_[n]->AcceptsRunTimeTypes(node_inputs.data(), node_inputs.size(), &why),
+                   NX_INVALID_ARGUMENT,
+                   node.Describe() + ": " + why + " (the model does not declare the type; EP " +
+                       eps_[e]->name() + " has no kernel for it)");
+      }
       NxKernel* kernel = kernels_[n];
       uint64_t t0 = 0;  // profiling
       if (prof) {
@@ -285,8 +314,16 @@ std::vector<ValuePtr> Session::Execute(const std::vector<const Value*>& feeds,
         ctx.profile = prof;
         t0 = Profiler::NowNs();
       }
-      ThrowIfStatus(kernel->Compute(kernel, &ctx),
-                    node.Describe() + " (EP " + eps_[e]->name() + ") failed");
+      ctx.run_control = control;
+      try {
+        ThrowIfStatus(kernel->Compute(kernel, &ctx),
+                      node.Describe() + " (EP " + eps_[e]->name() + ") failed");
+      } catch (const Error&) {
+        // A kernel (or a body) that gave up because the run must stop: say so, whatever it said.
+        if (control != nullptr && control->ShouldStop())
+          control->ThrowIfStopped("in " + node.Describe());
+        throw;
+      }
       if (prof) {
         RecordNode(*prof, g, node, eps_[e]->name(),
                    n < profile_node_device_.size() ? profile_node_device_[n]

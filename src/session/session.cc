@@ -62,6 +62,8 @@ Session::Session(Env& env, std::shared_ptr<Model> model, const SessionOptions& o
   config_.entries["session.optimization_level"] = std::to_string(options.optimization_level);
   const std::string* share = options.config.Find("session.share_prepacked_weights");
   if (!dry_run_) compiled_ = std::make_shared<CompiledGroups>();
+  if (options.memory_limit > 0)
+    memory_budget_ = std::make_shared<MemoryBudget>(options.memory_limit);
   // profiling: with a profile file the session records events (session/profiler.h)
   if (!dry_run_ && !options.profile_file.empty())
     profiler_ = std::make_shared<Profiler>(options.profile_file);
@@ -362,6 +364,7 @@ void Session::CreateKernels() {
   const Graph& g = graph();
   kernels_.assign(g.nodes.size(), nullptr);
   entries_.assign(g.nodes.size(), nullptr);
+  run_time_type_check_.assign(g.nodes.size(), 0);
   for (const Node& node : g.nodes) {
     const size_t e = static_cast<size_t>(node_ep_[node.index]);
     EpInstance& ep = *eps_[e];
@@ -388,6 +391,7 @@ void Session::CreateKernels() {
     NXRT_CHECK(kernel->Compute != nullptr && kernel->Release != nullptr, NX_INVALID_PLUGIN,
                node.Describe() + ": EP " + ep.name() + " returned an incomplete kernel");
     entries_[node.index] = entry;
+    run_time_type_check_[node.index] = entry->NeedsRunTimeTypeCheck(node);
   }
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/buffer_pool.h"
+#include "base/run_control.h"
 #include "model/model.h"
 #include "plugins/host_objects.h"
 #include "session/ep_instance.h"
@@ -62,10 +63,13 @@ class Session {
   // `output_names` is empty). `bound[i]` (optional, may be shorter) is a tensor the caller
   // wants output i written into, in any memory; the kernel writes straight into it when it
   // lives where the output is produced. Unbound outputs come back in host memory.
+  // `run_options` may stop the run (NX_CANCELLED): a terminate flag and a time limit, checked
+  // between steps, in control-flow iterations and by kernels that poll them.
   std::vector<ValuePtr> Run(const std::vector<std::string>& input_names,
                             const std::vector<const Value*>& inputs,
                             const std::vector<std::string>& output_names,
-                            const std::vector<Value*>& bound = {}) const;
+                            const std::vector<Value*>& bound = {},
+                            const RunLimits& run_options = {}) const;
 
   // Run with feeds by value index (graph inputs and, for a control-flow body, the outer-scope
   // values it reads; `feeds` has one slot per graph value, null where not fed, in any memory).
@@ -137,6 +141,9 @@ class Session {
   std::vector<int> node_ep_;                           // EP index per node
   std::vector<const KernelEntry*> entries_;            // kernel definition per node
   std::vector<NxKernel*> kernels_;                     // kernel per node
+  // Per node: an input's type was unknown when its kernel was chosen, so every run checks the
+  // fed types against the kernel's constraints (a kernel must never see a type it did not take).
+  std::vector<char> run_time_type_check_;
   std::shared_ptr<BufferPool> pool_;                   // host buffers, reused across runs
   std::vector<std::shared_ptr<BufferPool>> ep_arena_;  // per EP: arena of its memory (host: pool_)
   std::shared_ptr<ThreadPool> thread_pool_;
@@ -170,6 +177,7 @@ class Session {
   std::vector<std::string> profile_node_device_;  // per node: its hardware device, for events
   void PrepareProfiling();                        // fills profile_node_device_ (executor.cc)
   // ---- end profiling ----
+  std::shared_ptr<MemoryBudget> memory_budget_;  // the session's memory limit; null = none
   bool is_root_ = false;                      // the model's main graph (not a control-flow body)
   bool dry_run_ = false;                      // PlanPlacement: stop after placement
   std::shared_ptr<AssignmentReport> report_;  // the root's; null in bodies

@@ -1,6 +1,7 @@
 // What an application configures before creating a session.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <optional>
@@ -34,6 +35,13 @@ struct SessionOptions {
   EpSelector selector;                        // custom selection (replaces `policy`)
   NxFallbackMode fallback = NX_FALLBACK_ALLOW;
   std::string profile_file;  // non-empty: record a profile, written there as Chrome trace JSON
+  size_t memory_limit = 0;   // bytes of tensors the session's runs may hold at once; 0 = none
+};
+
+// What the caller sets for one run (NxRunOptions): its stop conditions.
+struct RunLimits {
+  const std::atomic<bool>* terminate = nullptr;  // the run stops once it reads true
+  double timeout_seconds = 0;                    // time limit from the run's start; 0 = none
 };
 
 }  // namespace nxrt

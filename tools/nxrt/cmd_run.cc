@@ -1,9 +1,10 @@
 // nxrt run MODEL [--input NAME=FILE.npy ...] [--output-dir DIR] [--threads N] [--repeat N]
 //                [--ep-library PATH ...] [--virtual TYPE[:key=value,...] ...]
 //                [--ep NAME[:key=value,...] ... | --policy NAME] [--fallback allow|warn|forbid]
-//                [--profile FILE]
+//                [--profile FILE] [--timeout SECONDS] [--memory-limit MB]
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -31,7 +32,22 @@ struct RunArgs {
   std::optional<NxEpSelectionPolicy> policy;
   std::optional<NxFallbackMode> fallback;
   std::string profile;  // Chrome trace JSON of the session (creation and every run)
+  double timeout_seconds = 0;  // time limit of all runs together; 0 = none
+  size_t memory_limit = 0;     // bytes of tensors the runs may hold; 0 = none
 };
+
+double ParseSeconds(const std::string& text, const std::string& flag) {
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || !std::isfinite(v) || v <= 0 || v > 1e9)
+    throw UsageError(flag + " expects a number of seconds > 0, got '" + text + "'");
+  return v;
+}
 
 RunArgs ParseRunArgs(const std::vector<std::string>& args) {
   RunArgs r;
@@ -62,6 +78,10 @@ RunArgs ParseRunArgs(const std::vector<std::string>& args) {
     } else if (a == "--profile") {
       r.profile = TakeValue(args, i, a);
       if (r.profile.empty()) throw UsageError("--profile needs a file name");
+    } else if (a == "--timeout") {
+      r.timeout_seconds = ParseSeconds(TakeValue(args, i, a), a);
+    } else if (a == "--memory-limit") {
+      r.memory_limit = static_cast<size_t>(ParseInt(TakeValue(args, i, a), a, 1, 1 << 30)) << 20;
     } else if (!a.empty() && a[0] == '-') {
       throw UsageError("unknown option '" + a + "'");
     } else if (r.model.empty()) {
@@ -115,6 +135,7 @@ int RunCommand(const std::vector<std::string>& args) {
   if (r.policy) options.SetEpSelectionPolicy(*r.policy);
   if (r.fallback) options.SetFallback(*r.fallback);
   if (!r.profile.empty()) options.SetProfileFile(r.profile);
+  if (r.memory_limit > 0) options.SetMemoryLimit(r.memory_limit);
   auto t0 = std::chrono::steady_clock::now();
   Session session(env, r.model, &options);
   double create_ms = Ms(std::chrono::steady_clock::now() - t0);
@@ -154,15 +175,26 @@ int RunCommand(const std::vector<std::string>& args) {
   std::vector<const Value*> pointers;
   for (const Value& v : values) pointers.push_back(&v);
 
+  // --timeout bounds all runs together: each run gets what is left of it.
+  RunOptions run_options;
+  const auto runs_start = std::chrono::steady_clock::now();
+  auto run_once = [&] {
+    if (r.timeout_seconds > 0) {
+      const double used =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - runs_start).count();
+      run_options.SetTimeout(std::max(r.timeout_seconds - used, 1e-9));
+    }
+    return session.Run(run_options, names, pointers);
+  };
   auto start = std::chrono::steady_clock::now();
-  std::vector<Value> outputs = session.Run(names, pointers);
+  std::vector<Value> outputs = run_once();
   double first_ms = Ms(std::chrono::steady_clock::now() - start);
   std::vector<double> times{first_ms};
   if (r.repeat > 1) {
     times.clear();
     for (int k = 0; k < r.repeat; ++k) {
       auto s = std::chrono::steady_clock::now();
-      outputs = session.Run(names, pointers);
+      outputs = run_once();
       times.push_back(Ms(std::chrono::steady_clock::now() - s));
     }
   }

@@ -97,6 +97,7 @@ class TfIdfVectorizer : public ep::Kernel {
     float* out = y.data<float>();
     std::vector<int64_t> freq(output_size_);
     for (int64_t r = 0; r < rows; ++r) {
+      ctx.ThrowIfShouldStop("TfIdfVectorizer");
       std::fill(freq.begin(), freq.end(), 0);
       Count(tokens.data() + r * cols, cols, freq);
       float* yr = out + r * output_size_;
@@ -122,7 +123,10 @@ class TfIdfVectorizer : public ep::Kernel {
   // Skip distance s means tokens s apart (s = 1: adjacent). Unigrams do not depend on the skip,
   // so they are counted on the first pass only.
   void Count(const int64_t* t, int64_t len, std::vector<int64_t>& freq) const {
-    for (int64_t s = 1; s <= max_skip_ + 1; ++s) {
+    // n-grams of n >= 2 with skip distance s need s < len: larger skips count nothing (and a
+    // huge max_skip_count must not spin).
+    const int64_t last_skip = std::min<int64_t>(max_skip_, std::max<int64_t>(len - 2, 0)) + 1;
+    for (int64_t s = 1; s <= last_skip; ++s) {
       const int64_t lo = s == 1 ? min_n_ : std::max<int64_t>(min_n_, 2);
       for (int64_t start = 0; start < len; ++start) {
         for (int64_t n = lo; n <= max_n_ && start + (n - 1) * s < len; ++n) {
