@@ -1,5 +1,9 @@
 #include "base/element_type.h"
 
+#include <string>
+
+#include "base/error.h"
+
 namespace nxrt {
 
 const char* ElementTypeName(NxElementType type) {
@@ -52,8 +56,17 @@ bool IsKnownElementType(int32_t value) {
 }
 
 size_t StorageBytes(NxElementType type, size_t count) {
-  if (IsSubByteType(type)) return (count + 1) / 2;
-  return ElementSize(type) * count;
+  // No tensor can be larger than this (2^56 bytes); checking here keeps every size computed
+  // from a hostile shape from wrapping around to a small allocation.
+  constexpr size_t kMaxBytes = size_t{1} << 56;
+  const size_t bytes = IsSubByteType(type) ? count / 2 + count % 2
+                       : count > kMaxBytes ? kMaxBytes + 1
+                                           : ElementSize(type) * count;
+  if (bytes > kMaxBytes) {
+    Throw(NX_OUT_OF_MEMORY, std::to_string(count) + " elements of " + ElementTypeName(type) +
+                                " are more than any tensor can hold");
+  }
+  return bytes;
 }
 
 }  // namespace nxrt

@@ -28,6 +28,34 @@ void CopyTyped(const Field& field, void* out) {
   for (int i = 0; i < field.size(); ++i) dst[i] = static_cast<T>(field.Get(i));
 }
 
+// How many values the typed field of `type` must hold for `n` elements, and that field's size.
+// Checked before the tensor is allocated: a 100-byte model may declare 10^12 elements.
+void CheckTypedFieldCount(const onnx::TensorProto& proto, NxElementType type, size_t n) {
+  switch (type) {
+    case NX_TYPE_FLOAT:
+      return CheckCount(proto, proto.float_data(), n, "float_data");
+    case NX_TYPE_COMPLEX64:
+      return CheckCount(proto, proto.float_data(), n * 2, "float_data");
+    case NX_TYPE_DOUBLE:
+      return CheckCount(proto, proto.double_data(), n, "double_data");
+    case NX_TYPE_COMPLEX128:
+      return CheckCount(proto, proto.double_data(), n * 2, "double_data");
+    case NX_TYPE_INT64:
+      return CheckCount(proto, proto.int64_data(), n, "int64_data");
+    case NX_TYPE_UINT64:
+    case NX_TYPE_UINT32:
+      return CheckCount(proto, proto.uint64_data(), n, "uint64_data");
+    case NX_TYPE_INT4:
+    case NX_TYPE_UINT4:
+    case NX_TYPE_FLOAT4E2M1:
+      return CheckCount(proto, proto.int32_data(), (n + 1) / 2, "int32_data");
+    case NX_TYPE_STRING:
+      return CheckCount(proto, proto.string_data(), n, "string_data");
+    default:
+      return CheckCount(proto, proto.int32_data(), n, "int32_data");
+  }
+}
+
 void FillFromTypedFields(const onnx::TensorProto& proto, Value& v) {
   const size_t n = v.count;
   switch (v.type) {
@@ -173,6 +201,7 @@ ValuePtr TensorFromProto(const onnx::TensorProto& proto, ExternalDataResolver* e
     return v;
   }
 
+  if (count > 0) CheckTypedFieldCount(proto, type, count);
   ValuePtr v = MakeTensor(type, dims);
   FillFromTypedFields(proto, *v);
   return v;
