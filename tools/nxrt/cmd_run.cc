@@ -184,7 +184,15 @@ int RunCommand(const std::vector<std::string>& args) {
           std::chrono::duration<double>(std::chrono::steady_clock::now() - runs_start).count();
       run_options.SetTimeout(std::max(r.timeout_seconds - used, 1e-9));
     }
-    return session.Run(run_options, names, pointers);
+    try {
+      return session.Run(run_options, names, pointers);
+    } catch (const Exception& e) {
+      if (e.code() != NX_CANCELLED || r.timeout_seconds <= 0) throw;
+      char limit[32];
+      std::snprintf(limit, sizeof limit, "%g", r.timeout_seconds);
+      throw std::runtime_error(std::string("the time limit of ") + limit +
+                               " s (--timeout) was reached: " + e.what());
+    }
   };
   auto start = std::chrono::steady_clock::now();
   std::vector<Value> outputs = run_once();
