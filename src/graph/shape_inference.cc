@@ -381,7 +381,8 @@ std::optional<int64_t> WindowOutput(int64_t in, size_t axis, const Window& w) {
   auto padded = CheckedAdd(in, pb);
   if (padded) padded = CheckedAdd(*padded, pe);
   if (!padded) return std::nullopt;
-  auto room = CheckedSub(*padded, *span + 1);
+  auto extent = CheckedAdd(*span, 1);
+  auto room = extent ? CheckedSub(*padded, *extent) : std::nullopt;
   if (!room || *room < 0) return std::nullopt;  // window larger than the input
   if (!w.ceil_mode) return *room / s + 1;
   int64_t out = *room / s + (*room % s != 0) + 1;
@@ -473,10 +474,10 @@ std::optional<Shape> ConvTransposeShape(const Ctx& c) {
       // s * (in - 1) + output_padding + (kernel - 1) * dilation + 1 - pads
       const bool valid = w->auto_pad == "VALID";
       auto span = CheckedMul(w->kernel[i] - 1, w->dilations[i]);
+      auto extent = span ? CheckedAdd(*span, 1) : std::nullopt;
       o = CheckedMul(s, in - 1);
       if (o) o = CheckedAdd(*o, (*output_padding)[i]);
-      if (o && span) o = CheckedAdd(*o, *span + 1);
-      if (!span) o = std::nullopt;
+      o = o && extent ? CheckedAdd(*o, *extent) : std::nullopt;
       if (o && !valid) o = CheckedSub(*o, w->pads[i]);
       if (o && !valid) o = CheckedSub(*o, w->pads[i + k]);
     }
@@ -662,24 +663,25 @@ std::optional<Shape> ReshapeShape(const Ctx& c) {
 
 void InferReshape(Ctx& c) { c.Set(0, c.Type(0), ReshapeShape(c)); }
 
-void InferTranspose(Ctx& c) {
+std::optional<Shape> TransposeShape(const Ctx& c) {
   auto x = c.ShapeOf(0);
-  std::optional<Shape> out;
-  if (x) {
-    std::vector<int64_t> reverse(x->size());
-    for (size_t i = 0; i < x->size(); ++i) reverse[i] = static_cast<int64_t>(x->size() - 1 - i);
-    auto perm = IntsAttr(c.node(), "perm", reverse);
-    if (!perm || perm->size() != x->size()) return;
-    std::vector<bool> seen(x->size(), false);
-    out.emplace();
-    for (int64_t p : *perm) {
-      if (p < 0 || p >= static_cast<int64_t>(x->size()) || seen[static_cast<size_t>(p)]) return;
-      seen[static_cast<size_t>(p)] = true;
-      out->push_back((*x)[static_cast<size_t>(p)]);
-    }
+  if (!x) return std::nullopt;
+  std::vector<int64_t> reverse(x->size());
+  for (size_t i = 0; i < x->size(); ++i) reverse[i] = static_cast<int64_t>(x->size() - 1 - i);
+  auto perm = IntsAttr(c.node(), "perm", reverse);
+  if (!perm || perm->size() != x->size()) return std::nullopt;
+  std::vector<bool> seen(x->size(), false);
+  Shape out;
+  for (int64_t p : *perm) {
+    if (p < 0 || p >= static_cast<int64_t>(x->size()) || seen[static_cast<size_t>(p)])
+      return std::nullopt;
+    seen[static_cast<size_t>(p)] = true;
+    out.push_back((*x)[static_cast<size_t>(p)]);
   }
-  c.Set(0, c.Type(0), out);
+  return out;
 }
+
+void InferTranspose(Ctx& c) { c.Set(0, c.Type(0), TransposeShape(c)); }
 
 // Axes from the attribute (before `input_since`) or the constant input 1; nullopt when unknown
 // or malformed. `present` tells whether any axes were given.
