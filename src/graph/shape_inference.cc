@@ -828,6 +828,20 @@ std::optional<int64_t> SlicedLength(int64_t dim, int64_t start, int64_t end, int
   return static_cast<int64_t>(span / stride + 1);
 }
 
+// Slice keeps the rank whatever the bounds: with computed starts/ends (transformers slice by a
+// Shape-derived length) the sliced axes are unknown, the others unchanged.
+std::optional<Shape> SliceRankOnly(const Ctx& c, const Shape& x) {
+  Shape out = x;
+  std::optional<std::vector<size_t>> axes;
+  if (c.Has(3)) {
+    if (auto a = c.ConstInts(3)) axes = NormalizeAxes(*a, x.size());
+  }
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (!axes || std::find(axes->begin(), axes->end(), i) != axes->end()) out[i] = Unknown();
+  }
+  return out;
+}
+
 std::optional<Shape> SliceShape(const Ctx& c) {
   auto x = c.ShapeOf(0);
   if (!x) return std::nullopt;
@@ -842,6 +856,7 @@ std::optional<Shape> SliceShape(const Ctx& c) {
     ends = c.ConstInts(2);
     axes = c.Has(3) ? c.ConstInts(3) : std::vector<int64_t>{};
     steps = c.Has(4) ? c.ConstInts(4) : std::vector<int64_t>{};
+    if ((!starts || !ends) && c.Has(1) && c.Has(2)) return SliceRankOnly(c, *x);
   }
   if (!starts || !ends || !axes || !steps || starts->size() != ends->size()) return std::nullopt;
   if (axes->empty()) {
@@ -921,6 +936,48 @@ void InferSplit(Ctx& c) {
     c.Set(o, t, s);
   }
 }
+
+// Pad: each dim grows by its begin and end pads (negative pads crop). Only for constant pads
+// over every axis; the rank is kept in any case.
+std::optional<Shape> PadShape(const Ctx& c) {
+  auto x = c.ShapeOf(0);
+  if (!x) return std::nullopt;
+  auto pads = c.opset() < 11 ? IntsAttr(c.node(), "pads", {}) : c.ConstInts(1);
+  const bool has_axes = c.opset() >= 18 && c.Has(3);
+  Shape out = *x;
+  if (!pads || has_axes || pads->size() != 2 * x->size()) {
+    for (Dim& d : out) d = Unknown();
+    return out;
+  }
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (!out[i].known()) continue;
+    auto grown = CheckedAdd(out[i].value, (*pads)[i]);
+    if (grown) grown = CheckedAdd(*grown, (*pads)[i + out.size()]);
+    if (!grown || *grown < 0) return std::nullopt;
+    out[i] = Known(*grown);
+  }
+  return out;
+}
+
+void InferPad(Ctx& c) { c.Set(0, c.Type(0), PadShape(c)); }
+
+// Resize/Upsample keep the rank. The sizes are exact only from a constant `sizes` input over
+// every axis with the default aspect-ratio policy; scales would need the kernel's float rounding.
+std::optional<Shape> ResizeShape(const Ctx& c) {
+  auto x = c.ShapeOf(0);
+  if (!x) return std::nullopt;
+  Shape out(x->size(), Unknown());
+  if (c.node().op_type != "Resize" || c.opset() < 11 || !c.Has(3)) return out;
+  auto policy = StringAttr(c.node(), "keep_aspect_ratio_policy", "stretch");
+  auto sizes = c.ConstInts(3);
+  if (!policy || *policy != "stretch" || c.node().FindAttribute("axes") != nullptr || !sizes ||
+      sizes->size() != x->size() || !AllAtLeast(*sizes, 0))
+    return out;
+  for (size_t i = 0; i < out.size(); ++i) out[i] = Known((*sizes)[i]);
+  return out;
+}
+
+void InferResize(Ctx& c) { c.Set(0, c.Type(0), ResizeShape(c)); }
 
 std::optional<Shape> ExpandShape(const Ctx& c) {
   auto x = c.ShapeOf(0);
@@ -1215,9 +1272,11 @@ const std::unordered_map<std::string, InferFn>& OnnxRules() {
       (*m)[op] = InferReduce;
     for (const char* op : {"RNN", "GRU", "LSTM"}) (*m)[op] = InferRecurrent;
     for (const char* op : {"ArgMax", "ArgMin"}) (*m)[op] = InferArgMinMax;
-    for (const char* op :
-         {"Pad", "Resize", "Upsample", "GatherND", "Compress", "DepthToSpace", "SpaceToDepth"})
+    for (const char* op : {"GatherND", "Compress", "DepthToSpace", "SpaceToDepth"})
       (*m)[op] = TypeOfInput<0>;
+    (*m)["Pad"] = InferPad;
+    (*m)["Resize"] = InferResize;
+    (*m)["Upsample"] = InferResize;
     (*m)["Identity"] = InferIdentity;
     (*m)["Dropout"] = InferDropout;
     (*m)["Pow"] = InferPow;

@@ -487,6 +487,29 @@ TEST(ShapeInference, ConcatGatherSliceSplit) {
   ExpectTensor(*m, "e1", NX_TYPE_FLOAT, {5, 20});
 }
 
+TEST(ShapeInference, SliceWithComputedBoundsPadResize) {
+  Builder b(13);
+  b.Input("x", kFloat, {2, 3, 4}).Input("end", kInt64, {1});
+  b.Ints("zero", {0}).Ints("axis1", {1}).Ints("pads", {0, 1, 0, 0, 2, -1});
+  b.Floats("roi", {0}).Floats("scales", {3}).Ints("sizes", {4, 6, 8});
+  b.Node("Slice", {"x", "zero", "end", "axis1"}, {"slice_axis"});
+  b.Node("Slice", {"x", "zero", "end"}, {"slice_any"});
+  b.Node("Pad", {"x", "pads"}, {"pad"});
+  b.Node("Pad", {"x", "end"}, {"pad_dyn"});
+  b.Node("Resize", {"x", "", "", "sizes"}, {"resize_sizes"});
+  b.Node("Resize", {"x", "roi", "scales"}, {"resize_scales"});
+  for (const char* o :
+       {"slice_axis", "slice_any", "pad", "pad_dyn", "resize_sizes", "resize_scales"})
+    b.Output(o);
+  auto m = b.Load();
+  ExpectTensor(*m, "slice_axis", NX_TYPE_FLOAT, {2, kUnknown, 4});
+  ExpectTensor(*m, "slice_any", NX_TYPE_FLOAT, {kUnknown, kUnknown, kUnknown});
+  ExpectTensor(*m, "pad", NX_TYPE_FLOAT, {2, 6, 3});
+  ExpectTensor(*m, "pad_dyn", NX_TYPE_FLOAT, {kUnknown, kUnknown, kUnknown});
+  ExpectTensor(*m, "resize_sizes", NX_TYPE_FLOAT, {4, 6, 8});
+  ExpectTensor(*m, "resize_scales", NX_TYPE_FLOAT, {kUnknown, kUnknown, kUnknown});
+}
+
 TEST(ShapeInference, UnevenSplitWithNumOutputsFromOpset18) {
   Builder b(18);
   b.Input("x", kFloat, {7, 2});

@@ -10,7 +10,7 @@ something, ONNX must agree:
   - a dimension nxrt knows must equal ONNX's when ONNX knows it, and must not be one ONNX
     gives a symbolic name from the model (`batch`, `p2o.DynamicDimension.0`, ...), which would
     mean nxrt fixed a size that depends on the inputs. ONNX's own placeholders (`unk__N`)
-    count as unknown.
+    and negative dim values (malformed, as in ppocr_cls) count as unknown.
 A value nxrt leaves unknown is fine (that only costs an optimisation). The script prints the
 coverage over node outputs: the fraction with a known element type, a known rank and a fully
 static shape, for nxrt and for ONNX. It exits 1 on any disagreement.
@@ -66,7 +66,7 @@ def nxrt_values(nxrt, model):
 def onnx_dim(d):
     """A dim as (value or None, symbolic name or None); ONNX's unk__N placeholders are unknown."""
     if d.HasField("dim_value"):
-        return (d.dim_value, None)
+        return (d.dim_value, None) if d.dim_value >= 0 else (None, None)  # -1: malformed
     if d.HasField("dim_param") and not d.dim_param.startswith("unk__"):
         return (None, d.dim_param)
     return (None, None)
