@@ -847,6 +847,7 @@ std::optional<Shape> SliceShape(const Ctx& c) {
   if (!x) return std::nullopt;
   std::optional<std::vector<int64_t>> starts, ends, axes, steps;
   if (c.opset() < 10) {
+    if (!c.node().FindAttribute("starts") || !c.node().FindAttribute("ends")) return std::nullopt;
     starts = IntsAttr(c.node(), "starts", {});
     ends = IntsAttr(c.node(), "ends", {});
     axes = IntsAttr(c.node(), "axes", {});
@@ -908,6 +909,9 @@ std::optional<std::vector<int64_t>> SplitLengths(const Ctx& c, const Dim& dim) {
   }
   if (!dim.known() || n == 0) return std::nullopt;
   const auto parts = static_cast<int64_t>(n);
+  // num_outputs, when given, must match the node's outputs.
+  if (auto given = IntAttr(c.node(), "num_outputs", parts); !given || *given != parts)
+    return std::nullopt;
   if (dim.value % parts == 0) return std::vector<int64_t>(n, dim.value / parts);
   // Opset 18's num_outputs allows an uneven split: equal chunks, the last one smaller.
   if (c.opset() < 18 || c.node().FindAttribute("num_outputs") == nullptr) return std::nullopt;
@@ -1100,6 +1104,8 @@ std::optional<Shape> ReduceShape(const Ctx& c) {
   auto noop = IntAttr(c.node(), "noop_with_empty_axes", 0);
   if (!x || !keepdims || !noop) return std::nullopt;
   const int input_since = c.node().op_type == "ReduceSum" ? 13 : 18;
+  // An axes attribute at an opset where axes is an input makes the node malformed.
+  if (c.opset() >= input_since && c.node().FindAttribute("axes") != nullptr) return std::nullopt;
   bool present = false;
   auto axes = AxesOf(c, input_since, &present);
   if (!axes) return std::nullopt;
