@@ -1205,63 +1205,22 @@ void InferUnique(Ctx& c) {
   for (size_t o = 1; o < 4; ++o) c.Set(o, NX_TYPE_INT64);
 }
 
+// Ops whose output 0 has the type and shape of input 0.
+// clang-format off
+constexpr const char* kSameTypeAndShapeOps[] = {
+    "Relu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Neg", "Abs", "Erf", "Clip", "LeakyRelu",
+    "HardSigmoid", "HardSwish", "Gelu", "Softplus", "Softsign", "Reciprocal", "Floor", "Ceil",
+    "Round", "Sign", "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh",
+    "Acosh", "Atanh", "Elu", "Selu", "Celu", "ThresholdedRelu", "Mish", "Shrink", "BitwiseNot",
+    "Softmax", "LogSoftmax", "Hardmax", "LRN", "LpNormalization", "CumSum", "Trilu",
+    "MeanVarianceNormalization", "InstanceNormalization", "ReverseSequence", "ScatterND",
+    "ScatterElements", "Scatter", "Not"};
+// clang-format on
+
 const std::unordered_map<std::string, InferFn>& OnnxRules() {
   static const auto* rules = [] {
     auto* m = new std::unordered_map<std::string, InferFn>;
-    for (const char* op : {"Relu",
-                           "Sigmoid",
-                           "Tanh",
-                           "Exp",
-                           "Log",
-                           "Sqrt",
-                           "Neg",
-                           "Abs",
-                           "Erf",
-                           "Clip",
-                           "LeakyRelu",
-                           "HardSigmoid",
-                           "HardSwish",
-                           "Gelu",
-                           "Softplus",
-                           "Softsign",
-                           "Reciprocal",
-                           "Floor",
-                           "Ceil",
-                           "Round",
-                           "Sign",
-                           "Sin",
-                           "Cos",
-                           "Tan",
-                           "Asin",
-                           "Acos",
-                           "Atan",
-                           "Sinh",
-                           "Cosh",
-                           "Asinh",
-                           "Acosh",
-                           "Atanh",
-                           "Elu",
-                           "Selu",
-                           "Celu",
-                           "ThresholdedRelu",
-                           "Mish",
-                           "Shrink",
-                           "BitwiseNot",
-                           "Softmax",
-                           "LogSoftmax",
-                           "Hardmax",
-                           "LRN",
-                           "LpNormalization",
-                           "CumSum",
-                           "Trilu",
-                           "MeanVarianceNormalization",
-                           "InstanceNormalization",
-                           "ReverseSequence",
-                           "ScatterND",
-                           "ScatterElements",
-                           "Scatter",
-                           "Not"})
-      (*m)[op] = SameAsInput0;
+    for (const char* op : kSameTypeAndShapeOps) (*m)[op] = SameAsInput0;
     for (const char* op : {"IsNaN", "IsInf"}) (*m)[op] = BoolLikeInput0;
     for (const char* op : {"Add", "Sub", "Mul", "Div", "Max", "Min", "Sum", "Mean", "Mod",
                            "BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor"})
