@@ -3,7 +3,8 @@
 #   1. unit tests (GoogleTest via CTest)
 #   2. ONNX backend node tests of the pinned onnx wheel, against tests/conformance/onnx_node_pass.txt
 #   3. Debian's onnx-1.12 node tests, against tests/conformance/debian_node_pass.txt
-#   4. real models (torchvision exports, BERT, PaddleOCR) compared with onnxruntime
+#   4. real models (torchvision exports, BERT, PaddleOCR) compared with onnxruntime, and their
+#      static types/shapes (nxrt info --values) compared with onnx's shape inference
 #   5. the unit tests and node tests again under AddressSanitizer + UBSan (skip: NXRT_SKIP_SANITIZE=1)
 # Exits non-zero if any suite fails. The last line sums up the suites.
 set -uo pipefail
@@ -46,6 +47,8 @@ run_suite "SimDevice example EP (CLI, mixed placement vs numpy)" \
   python3 eps/examples/sim_device/demo_model.py --build-dir build
 run_suite "real models vs onnxruntime" bash -c \
   "tools/scripts/prepare_test_models.sh build/models && python3 tests/models/run_model_comparison.py --models build/models --nxrt build/bin/nxrt $models"
+run_suite "shape inference vs onnx" \
+  python3 tests/models/shape_inference_check.py --build-dir build --models build/models
 run_suite "control flow: seed models (If, Loop, Scan) on the CPU EP" \
   python3 tests/models/control_flow_seed.py --build-dir build
 run_suite "control flow: seed models on SimDevice (device memory, device helpers)" \

@@ -383,6 +383,17 @@ class Session : public detail::Handle<NxSession, NxSession_Release> {
   std::string input_dim_name(size_t i, size_t dim) const {
     return NxSession_GetInputDimName(get(), i, dim);
   }
+  // Every value of the main graph with its static type (declared or inferred at load).
+  size_t value_count() const { return NxSession_GetValueCount(get()); }
+  std::string value_name(size_t i) const {
+    const char* name = NxSession_GetValueName(get(), i);
+    return name ? name : "";
+  }
+  NxTypeInfo value_type(size_t i) const {
+    NxTypeInfo info{};
+    Check(NxSession_GetValueTypeInfo(get(), i, &info));
+    return info;
+  }
 
   // Runs with named inputs; returns the named outputs (all outputs when `outputs` is empty).
   std::vector<Value> Run(const std::vector<std::string>& input_names,

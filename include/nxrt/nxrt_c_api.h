@@ -289,6 +289,15 @@ NXRT_EXPORT NxStatus* NxSession_GetOutputTypeInfo(const NxSession* session, size
 NXRT_EXPORT const char* NxSession_GetInputDimName(const NxSession* session, size_t index,
                                                   size_t dim);
 
+/* Every value of the session's main graph (graph inputs, initializers, intermediate values,
+ * outputs) with its static type: declared by the model or inferred when it was loaded. For tools
+ * (`nxrt info MODEL --values`); the order is unspecified. Names and dims are borrowed for the
+ * session's lifetime; an index out of range gives NULL / NX_INVALID_ARGUMENT. */
+NXRT_EXPORT size_t NxSession_GetValueCount(const NxSession* session);
+NXRT_EXPORT const char* NxSession_GetValueName(const NxSession* session, size_t index);
+NXRT_EXPORT NxStatus* NxSession_GetValueTypeInfo(const NxSession* session, size_t index,
+                                                 NxTypeInfo* info);
+
 /* Runs the model. `inputs` are borrowed for the call; they may live in host memory or in an EP's
  * device memory (NxEnv_CreateTensorInMemory): the runtime moves them where the consuming
  * kernels need them. For each requested output either pass a NULL slot in `outputs` (the

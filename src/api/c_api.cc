@@ -386,6 +386,19 @@ const char* NxSession_GetInputDimName(const NxSession* s, size_t i, size_t dim) 
   const auto& params = g.value(g.inputs[i]).type.dim_params;
   return dim < params.size() ? params[dim].c_str() : "";
 }
+size_t NxSession_GetValueCount(const NxSession* s) {
+  return s ? s->session->graph().values.size() : 0;
+}
+const char* NxSession_GetValueName(const NxSession* s, size_t i) {
+  if (!s || i >= s->session->graph().values.size()) return nullptr;
+  return s->session->graph().values[i].name.c_str();
+}
+NxStatus* NxSession_GetValueTypeInfo(const NxSession* s, size_t i, NxTypeInfo* info) {
+  NX_REQUIRE(s);
+  const auto& g = s->session->graph();
+  if (i >= g.values.size()) return MakeStatus(NX_INVALID_ARGUMENT, "value index out of range");
+  return FillTypeInfo(g.values[i], info);
+}
 
 NxStatus* NxSessionOptions_SetMemoryLimit(NxSessionOptions* options, size_t bytes) {
   NX_REQUIRE(options);

@@ -1,6 +1,4 @@
-#include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
-#include <onnx/shape_inference/implementation.h>
 
 #include <filesystem>
 #include <fstream>
@@ -8,6 +6,7 @@
 
 #include "base/element_type.h"
 #include "base/error.h"
+#include "graph/shape_inference.h"
 #include "model/model.h"
 #include "model/tensor_proto.h"
 #include "nxrt/nxrt_ep_api.h"
@@ -199,7 +198,7 @@ std::shared_ptr<Graph> ConvertGraph(const onnx::GraphProto& proto,
     }
     // Large raw_data moves out of the proto into a buffer of its own (no copy), so an
     // initializer the session no longer needs (its consumers pre-packed it) can really be freed.
-    // Shape inference has already run on the proto, which is not read for values again.
+    // The proto is not read for values again.
     def.initializer = TensorTakingProtoData(const_cast<onnx::TensorProto&>(t), ctx.external);
     def.type.elem_type = def.initializer->type;
     def.type.has_shape = true;
@@ -266,25 +265,6 @@ std::shared_ptr<Graph> ConvertGraph(const onnx::GraphProto& proto,
   return graph;
 }
 
-// Fills value_info with ONNX's own shape inference, so the IR knows intermediate types and static
-// shapes (the graph optimiser and EPs use them). Only for models whose opsets the linked ONNX
-// schema registry knows: inferring a newer opset with older schemas could be wrong, and a
-// missing shape only costs an optimisation, never correctness.
-void InferStaticShapes(onnx::ModelProto& proto) {
-  const auto& known = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
-  for (const auto& op : proto.opset_import()) {
-    std::string domain = op.domain() == "ai.onnx" ? "" : op.domain();
-    auto it = known.find(domain);
-    if (it != known.end() && op.version() > it->second.second) return;
-  }
-  try {
-    onnx::shape_inference::InferShapes(proto, onnx::OpSchemaRegistry::Instance(),
-                                       onnx::ShapeInferenceOptions(false, 0, false));
-  } catch (const std::exception&) {
-    // Inconsistent declared shapes: keep what the file says and infer nothing.
-  }
-}
-
 std::shared_ptr<Model> ConvertModel(std::shared_ptr<onnx::ModelProto> proto,
                                     const std::string& source, const std::string& external_dir) {
   auto model = std::make_shared<Model>();
@@ -310,13 +290,15 @@ std::shared_ptr<Model> ConvertModel(std::shared_ptr<onnx::ModelProto> proto,
   // IR v1/v2 models predate opset imports and mean ai.onnx opset 1. Other models may import
   // only other domains (e.g. ai.onnx.ml); a node of an unimported domain is rejected below.
   if (proto->opset_import_size() == 0 && proto->ir_version() < 3) opsets[""] = 1;
-  InferStaticShapes(*proto);
   ExternalDataResolver external(external_dir);
   LoadContext ctx{source, &external, proto, {}};
   model->graph = ConvertGraph(proto->graph(), opsets, nullptr, ctx);
   if (model->graph->outputs.empty()) Throw(NX_INVALID_MODEL, source + ": the graph has no outputs");
   model->graph->Finalize();
   for (auto& sub : ctx.subgraphs) sub->Finalize();  // parents are complete by now
+  // Our own inference on the finalized IR (not ONNX's on the raw proto, which crashes on
+  // malformed models and knows no opset newer than its schemas); subgraphs follow their parents.
+  InferTypesAndShapes(*model->graph);
   return model;
 }
 

@@ -58,6 +58,34 @@ TEST(CApi, RunsAModelWithCallerBuffers) {
   for (int i = 0; i < 6; ++i) EXPECT_EQ(out[i], expected[i]);
 }
 
+TEST(CApi, ListsEveryValueWithItsStaticType) {
+  nxrt::Env env(NX_LOG_ERROR);
+  // y is declared; the intermediate value a is not: its type comes from the loader's inference.
+  std::string bytes = nxrt::test::Serialize(
+      MakeModel({MakeNode("Relu", {"x"}, {"a"}, "relu"), MakeNode("Neg", {"a"}, {"y"}, "neg")},
+                {"x"}, {"y"}, {2, 3}));
+  nxrt::Session session(env, bytes.data(), bytes.size());
+  ASSERT_EQ(session.value_count(), 3u);
+  bool saw_a = false;
+  for (size_t i = 0; i < session.value_count(); ++i) {
+    if (session.value_name(i) != "a") continue;
+    saw_a = true;
+    NxTypeInfo info = session.value_type(i);
+    EXPECT_EQ(info.kind, NX_VALUE_TENSOR);
+    EXPECT_EQ(info.element_type, NX_TYPE_FLOAT);
+    ASSERT_TRUE(info.has_shape);
+    ASSERT_EQ(info.rank, 2u);
+    EXPECT_EQ(info.dims[0], 2);
+    EXPECT_EQ(info.dims[1], 3);
+  }
+  EXPECT_TRUE(saw_a);
+  EXPECT_EQ(NxSession_GetValueName(session.get(), 3), nullptr);
+  NxTypeInfo info{};
+  NxStatus* status = NxSession_GetValueTypeInfo(session.get(), 3, &info);
+  EXPECT_EQ(NxStatus_GetCode(status), NX_INVALID_ARGUMENT);
+  NxStatus_Release(status);
+}
+
 TEST(CApi, BadInputsGiveClearErrors) {
   nxrt::Env env(NX_LOG_ERROR);
   std::string bytes = ReluModelBytes();

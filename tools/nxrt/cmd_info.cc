@@ -1,5 +1,6 @@
 // nxrt info MODEL: inputs, outputs, opsets and operator counts, read from the file itself so it
-// works for models this runtime cannot run.
+// works for models this runtime cannot run. --values also loads the model with the runtime (CPU EP)
+// and lists every value of the main graph with its static type, declared or inferred.
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -40,10 +41,38 @@ void CountOps(const onnx::GraphProto& g, std::map<std::string, int>& counts) {
   }
 }
 
+// "float[1,?,224]" (rank known), "float" (rank unknown), "?" (nothing known).
+std::string StaticTypeText(const NxTypeInfo& t) {
+  std::string s = t.element_type == NX_TYPE_UNDEFINED ? "?" : Nx_ElementTypeName(t.element_type);
+  if (t.kind == NX_VALUE_SEQUENCE) return "sequence<" + s + ">";
+  if (t.kind == NX_VALUE_OPTIONAL) return "optional<" + s + ">";
+  if (!t.has_shape) return s;
+  s += "[";
+  for (size_t d = 0; d < t.rank; ++d) {
+    if (d) s += ",";
+    s += t.dims[d] >= 0 ? std::to_string(t.dims[d]) : "?";
+  }
+  return s + "]";
+}
+
+// Static types as the runtime sees them after loading (what shape inference found), sorted by
+// name so runs compare line by line.
+void PrintValues(const std::string& path) {
+  Env env(NX_LOG_ERROR);
+  Session session(env, path);
+  std::map<std::string, std::string> lines;
+  for (size_t i = 0; i < session.value_count(); ++i)
+    lines[session.value_name(i)] = StaticTypeText(session.value_type(i));
+  std::printf("values (%zu):\n", lines.size());
+  for (const auto& [name, type] : lines) std::printf("  %s: %s\n", name.c_str(), type.c_str());
+}
+
 }  // namespace
 
 int InfoCommand(const std::vector<std::string>& args) {
-  if (args.size() != 1 || args[0].empty() || args[0][0] == '-') throw UsageError("usage: nxrt info MODEL");
+  const bool values = args.size() == 2 && args[1] == "--values";
+  if ((args.size() != 1 && !values) || args[0].empty() || args[0][0] == '-')
+    throw UsageError("usage: nxrt info MODEL [--values]");
   const std::string& path = args[0];
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) throw Exception(NX_NOT_FOUND, path + ": no such model file");
@@ -78,6 +107,7 @@ int InfoCommand(const std::vector<std::string>& args) {
   for (const auto& [op, n] : counts) total += n;
   std::printf("operators (%d nodes):\n", total);
   for (const auto& [op, n] : counts) std::printf("  %-28s %d\n", op.c_str(), n);
+  if (values) PrintValues(path);
   return 0;
 }
 
