@@ -64,7 +64,9 @@ std::shared_ptr<ExternalDataResolver::Mapping> ExternalDataResolver::Map(
   auto it = mappings_.find(full.string());
   if (it != mappings_.end()) return it->second;
 
-  int fd = open(full.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO (or device) named as external data must not block open(); it is refused
+  // just below. O_NOFOLLOW: the path was resolved above, a symlink swapped in since is refused.
+  int fd = open(full.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
   if (fd < 0) Reject(tensor_name, "cannot open file '" + location + "'");
   struct stat st {};
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {

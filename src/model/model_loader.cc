@@ -1,5 +1,11 @@
+#include <fcntl.h>
+#include <google/protobuf/io/coded_stream.h>
 #include <onnx/onnx_pb.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -302,6 +308,9 @@ std::shared_ptr<Model> ConvertModel(std::shared_ptr<onnx::ModelProto> proto,
   return model;
 }
 
+// protobuf's default recursion limit, which ParseFromArray applies.
+constexpr int kProtobufDepthLimit = 100;
+
 std::shared_ptr<onnx::ModelProto> ParseModel(const void* data, size_t size,
                                              const std::string& source) {
   if (size > static_cast<size_t>(INT32_MAX)) {
@@ -309,23 +318,63 @@ std::shared_ptr<onnx::ModelProto> ParseModel(const void* data, size_t size,
           source + ": the model is larger than 2 GiB; store weights as external data");
   }
   auto proto = std::make_shared<onnx::ModelProto>();
-  if (size == 0 || !proto->ParseFromArray(data, static_cast<int>(size))) {
-    Throw(NX_INVALID_MODEL,
-          source + ": not a valid ONNX model (the protobuf data is truncated or corrupt)");
+  if (size > 0 && proto->ParseFromArray(data, static_cast<int>(size))) return proto;
+  // Tell a model nested deeper than protobuf's recursion limit (100 levels: subgraphs in
+  // subgraphs, types in types) from a damaged one by parsing again with a larger limit, only to
+  // word the error: the model is refused either way (deep recursion risks the stack).
+  if (size > 0) {
+    google::protobuf::io::CodedInputStream stream(static_cast<const uint8_t*>(data),
+                                                  static_cast<int>(size));
+    stream.SetRecursionLimit(1000);
+    onnx::ModelProto probe;
+    if (probe.ParseFromCodedStream(&stream) && stream.ConsumedEntireMessage()) {
+      Throw(NX_INVALID_MODEL, source + ": the model is nested deeper than " +
+                                  std::to_string(kProtobufDepthLimit) +
+                                  " levels (graphs within graphs or types within types), more "
+                                  "than the loader accepts");
+    }
   }
-  return proto;
+  Throw(NX_INVALID_MODEL,
+        source + ": not a valid ONNX model (the protobuf data is truncated or corrupt)");
 }
 
 }  // namespace
 
 std::shared_ptr<Model> LoadModelFromFile(const std::string& path) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
-    Throw(NX_NOT_FOUND, path + ": no such model file");
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT || errno == ENOTDIR) Throw(NX_NOT_FOUND, path + ": no such model file");
+    Throw(NX_NOT_FOUND, path + ": cannot open the model file: " + std::strerror(errno));
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) Throw(NX_NOT_FOUND, path + ": cannot open the model file");
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (S_ISDIR(st.st_mode)) Throw(NX_INVALID_ARGUMENT, path + ": is a folder, not a model file");
+  if (!S_ISREG(st.st_mode)) {
+    Throw(NX_INVALID_ARGUMENT,
+          path + ": is not a regular file (a FIFO, socket or device cannot hold a model)");
+  }
+  // O_NONBLOCK: if the path became a FIFO since the check, open() must not wait for a writer.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) Throw(NX_NOT_FOUND, path + ": cannot open the model file: " + std::strerror(errno));
+  std::string bytes;
+  struct stat opened {};
+  bool ok = ::fstat(fd, &opened) == 0 && S_ISREG(opened.st_mode);
+  if (ok && static_cast<uint64_t>(opened.st_size) > static_cast<uint64_t>(INT32_MAX)) {
+    ::close(fd);
+    ParseModel(nullptr, static_cast<size_t>(opened.st_size), path);  // throws: too large
+  }
+  if (ok) {
+    bytes.resize(static_cast<size_t>(opened.st_size));
+    size_t done = 0;
+    while (ok && done < bytes.size()) {
+      const ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0)
+        ok = false;
+      else
+        done += static_cast<size_t>(n);
+    }
+  }
+  ::close(fd);
+  if (!ok) Throw(NX_INVALID_ARGUMENT, path + ": cannot read the model file");
   auto proto = ParseModel(bytes.data(), bytes.size(), path);
   bytes.clear();
   bytes.shrink_to_fit();
