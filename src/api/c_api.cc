@@ -79,13 +79,17 @@ NxStatus* FillTypeInfo(const nxrt::ValueDef& def, NxTypeInfo* info) {
 
 extern "C" {
 
-NxStatusCode NxStatus_GetCode(const NxStatus* status) { return status ? status->code : NX_OK; }
-const char* NxStatus_GetMessage(const NxStatus* status) {
-  return status ? status->message.c_str() : "";
+NxStatusCode NxStatus_GetCode(const NxStatus* status) {
+  if (status == nullptr) return NX_OK;
+  return nxrt::IsHostStatus(status) ? status->code : NX_FAIL;
 }
-void NxStatus_Release(NxStatus* status) { delete status; }
+const char* NxStatus_GetMessage(const NxStatus* status) {
+  if (status == nullptr) return "";
+  return nxrt::IsHostStatus(status) ? status->message.c_str() : "(not a status nxrt created)";
+}
+void NxStatus_Release(NxStatus* status) { nxrt::FreeStatus(status); }
 NxStatus* NxStatus_Create(NxStatusCode code, const char* message) {
-  return new (std::nothrow) NxStatus{code, message ? message : ""};
+  return nxrt::NewStatus(code, message ? message : "");
 }
 const char* Nx_GetVersionString(void) { return "0.1.0"; }
 const char* Nx_ElementTypeName(NxElementType type) { return nxrt::ElementTypeName(type); }

@@ -3,9 +3,11 @@
 #pragma once
 
 #include <cstring>
+#include <new>
 #include <stdexcept>
 #include <string>
 
+#include "base/status_registry.h"
 #include "nxrt/nxrt_types.h"
 
 namespace nxrt {
@@ -38,9 +40,11 @@ struct NxStatus {
 
 namespace nxrt {
 
-// A new heap status (caller releases with delete or NxStatus_Release).
+// A new recorded status (base/status_registry.h; released with FreeStatus / NxStatus_Release).
 inline NxStatus* MakeStatus(NxStatusCode code, const std::string& message) {
-  return new NxStatus{code, message};
+  NxStatus* s = NewStatus(code, message);
+  if (s == nullptr) throw std::bad_alloc();
+  return s;
 }
 
 // Runs fn, returning NULL on success or a status describing the exception.
@@ -70,13 +74,19 @@ int RawEnum(const E& e) {
   return v;
 }
 
-// Throws the error carried by a status (taking ownership of it), if any.
+// Throws the error carried by a status (taking ownership of it), if any. `context` names who
+// returned it (the EP, the call). A pointer the host did not create is not touched: it becomes
+// an NX_INVALID_PLUGIN error.
 inline void ThrowIfStatus(NxStatus* status, const std::string& context = "") {
   if (status == nullptr) return;
-  NxStatusCode code = status->code;
-  std::string message = context.empty() ? status->message : context + ": " + status->message;
-  delete status;
-  throw Error(code, message);
+  NxStatusCode code = NX_FAIL;
+  std::string message;
+  if (!TakeStatus(status, code, message)) {
+    throw Error(NX_INVALID_PLUGIN, (context.empty() ? std::string() : context + ": ") +
+                                       "returned a status pointer the host did not create "
+                                       "(garbage or already released)");
+  }
+  throw Error(code, context.empty() ? message : context + ": " + message);
 }
 
 }  // namespace nxrt

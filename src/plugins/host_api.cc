@@ -28,11 +28,18 @@ const NxValueInfo* VI(const Graph* g, int index) {
 
 // ---- Status ----
 NxStatus* CreateStatus(NxStatusCode code, const char* message) {
-  return new (std::nothrow) NxStatus{code, message ? message : ""};
+  return NewStatus(code, message ? message : "");
 }
-NxStatusCode StatusGetCode(const NxStatus* s) { return s ? s->code : NX_OK; }
-const char* StatusGetMessage(const NxStatus* s) { return s ? s->message.c_str() : ""; }
-void ReleaseStatus(NxStatus* s) { delete s; }
+// A plugin may only pass statuses the host gave it; anything else reads as a generic failure.
+NxStatusCode StatusGetCode(const NxStatus* s) {
+  if (s == nullptr) return NX_OK;
+  return IsHostStatus(s) ? s->code : NX_FAIL;
+}
+const char* StatusGetMessage(const NxStatus* s) {
+  if (s == nullptr) return "";
+  return IsHostStatus(s) ? s->message.c_str() : "(not a status the host created)";
+}
+void ReleaseStatus(NxStatus* s) { FreeStatus(s); }
 
 // ---- Logging and config ----
 void Log(const NxLogger* logger, NxLogLevel level, const char* message) {
@@ -144,9 +151,19 @@ const NxGraph* AttributeGetGraphAt(const NxAttribute* a, size_t i) {
 }
 
 // ---- Capability ----
+// Whether `node` is one of `graph`'s nodes, decided from the pointer alone: a plugin may pass a
+// stale node of another (released) graph, which must not be read.
+bool IsNodeOf(const nxrt::Graph* graph, const NxNode* node) {
+  if (graph == nullptr || node == nullptr || graph->nodes.empty()) return false;
+  const auto base = reinterpret_cast<uintptr_t>(graph->nodes.data());
+  const auto p = reinterpret_cast<uintptr_t>(node);
+  const uintptr_t bytes = graph->nodes.size() * sizeof(nxrt::Node);
+  return p >= base && p - base < bytes && (p - base) % sizeof(nxrt::Node) == 0;
+}
+
 NxStatus* CapabilityAddNode(NxCapability* cap, const NxNode* node) {
   if (!cap || !node) return CreateStatus(NX_INVALID_ARGUMENT, "Capability_AddNode: null argument");
-  if (N(node)->owner != cap->graph) {
+  if (!IsNodeOf(cap->graph, node)) {
     return CreateStatus(NX_INVALID_ARGUMENT, "Capability_AddNode: the node is not in this graph");
   }
   for (const auto& group : cap->groups) {
@@ -174,8 +191,8 @@ NxStatus* CapabilityAddFusedGroup(NxCapability* cap, const NxNode* const* nodes,
       const nxrt::Node* node = N(nodes[i]);
       NXRT_CHECK(node != nullptr, NX_INVALID_ARGUMENT,
                  "Capability_AddFusedGroup: node " + std::to_string(i) + " is null");
-      NXRT_CHECK(node->owner == cap->graph, NX_INVALID_ARGUMENT,
-                 "Capability_AddFusedGroup: " + node->Describe() + " is not in this graph");
+      NXRT_CHECK(IsNodeOf(cap->graph, nodes[i]), NX_INVALID_ARGUMENT,
+                 "Capability_AddFusedGroup: node " + std::to_string(i) + " is not in this graph");
       const bool in_group =
           std::find(group.nodes.begin(), group.nodes.end(), node) != group.nodes.end();
       bool taken = std::find(cap->claimed.begin(), cap->claimed.end(), node) != cap->claimed.end();

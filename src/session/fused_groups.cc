@@ -35,8 +35,9 @@ GraphPlacement CompiledGroups::PlaceAndCompile(const Graph& g,
         NxStatus* st = raw->CompileGroup(raw, reinterpret_cast<const NxGraph*>(view.get()),
                                          name.c_str(), &kernel);
         if (st != nullptr) {
-          error = st->message;
-          delete st;
+          NxStatusCode code = NX_FAIL;
+          if (!TakeStatus(st, code, error))
+            error = "it returned a status pointer the host did not create";
           if (kernel != nullptr) kernel->Release(kernel);
           kernel = nullptr;
         } else if (kernel == nullptr) {

@@ -141,11 +141,12 @@ GraphPlacement PlaceGraph(const Graph& g, const std::vector<std::shared_ptr<EpIn
     if (raw->GetCapability != nullptr) {
       NxStatus* st = raw->GetCapability(raw, reinterpret_cast<const NxGraph*>(&g), &cap);
       if (st != nullptr) {
-        failure = st->message;
+        NxStatusCode code = NX_FAIL;
+        if (!TakeStatus(st, code, failure))
+          failure = "it returned a status pointer the host did not create";
         logger.logger.Log(
             NX_LOG_WARNING,
             "EP '" + ep.name() + "' GetCapability failed (it claims no node): " + failure);
-        delete st;
         cap.claimed.clear();
         cap.groups.clear();
         capability_failed = true;

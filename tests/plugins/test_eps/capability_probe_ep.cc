@@ -4,9 +4,16 @@
 // GetCapability does:
 //   "fail"       returns an error (the host treats it as "claims nothing": capability_failed)
 //   "claim_all"  claims every node, also those it has no kernel for (claimed_without_kernel)
+// and the hostile modes, for the host's checks of what a plugin hands back:
+//   "garbage_status"   returns a status pointer the host never made
+//   "unknown_code"     returns a status with code 12345
+//   "remember"         claims as usual and keeps its first node's pointer ...
+//   "stale_node"       ... which it then passes to Capability_AddNode for another graph
+//   "garbage_compute"  claims as usual; its Relu kernel returns a garbage status pointer
 //   otherwise    claims the nodes it has a kernel for
 #include <nxrt/nxrt_ep_api.h>
 
+#include <cstdint>
 #include <cstring>
 #include <new>
 #include <string>
@@ -16,7 +23,14 @@ namespace {
 const NxHostApi* g_host = nullptr;
 NxKernelRegistry* g_registry = nullptr;
 
+bool g_garbage_compute = false;        // set by "garbage_compute"
+const NxNode* g_remembered = nullptr;  // set by "remember": a node of an earlier graph
+
+// A pointer that is no status: the host must neither read nor free it.
+NxStatus* Garbage() { return reinterpret_cast<NxStatus*>(static_cast<uintptr_t>(0xdead0000)); }
+
 NxStatus* ReluCompute(NxKernel*, NxKernelContext* ctx) {
+  if (g_garbage_compute) return Garbage();
   const NxValue* x = g_host->KernelContext_GetInput(ctx, 0);
   const int64_t* dims = nullptr;
   size_t rank = 0;
@@ -55,6 +69,12 @@ NxStatus* EpCapability(NxEp* self, const NxGraph* graph, NxCapability* capabilit
   const std::string& mode = reinterpret_cast<ProbeEp*>(self)->mode;
   if (mode == "fail")
     return g_host->CreateStatus(NX_RUNTIME_ERROR, "capability probe failed on purpose");
+  if (mode == "garbage_status") return Garbage();
+  if (mode == "unknown_code")
+    return g_host->CreateStatus(static_cast<NxStatusCode>(12345), "a code from the future");
+  if (mode == "stale_node") return g_host->Capability_AddNode(capability, g_remembered);
+  if (mode == "remember" && g_host->Graph_GetNodeCount(graph) > 0)
+    g_remembered = g_host->Graph_GetNode(graph, 0);
   for (size_t i = 0, n = g_host->Graph_GetNodeCount(graph); i < n; ++i) {
     const NxNode* node = g_host->Graph_GetNode(graph, i);
     if (mode != "claim_all" && !g_host->KernelRegistry_HasKernel(g_registry, node, nullptr))
@@ -77,6 +97,7 @@ NxStatus* CreateEp(NxEpFactory*, const NxEpCreateArgs* args, NxEp** out) {
   ep->base.GetKernelRegistry = EpRegistry;
   const char* mode = g_host->Config_Get(args->session_config, "ep.capabilityprobe.mode");
   ep->mode = mode ? mode : "";
+  g_garbage_compute = ep->mode == "garbage_compute";
   *out = &ep->base;
   return nullptr;
 }
