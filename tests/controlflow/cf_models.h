@@ -100,6 +100,20 @@ inline std::string NestedModel() {
   return Model(main);
 }
 
+// x (`elements` floats) -> Loop n times: x = x + 1 carried (one Add per iteration), no scan
+// output.
+inline std::string CountingLoop(int64_t elements) {
+  auto body = Graph(
+      "body",
+      {MakeNode("Identity", {"c_in"}, {"c_out"}), MakeNode("Add", {"x_in", "one"}, {"x_out"})},
+      {Info("i", I64, {}), Info("c_in", B, {}), Info("x_in", F, {elements})},
+      {Info("c_out", B, {}), Info("x_out", F, {elements})},
+      {nxrt::test::MakeFloatTensor("one", {1}, {1.0f})});
+  auto main = Graph("counting", {WithGraph(MakeNode("Loop", {"n", "", "x0"}, {"x"}), "body", body)},
+                    {Info("n", I64, {}), Info("x0", F, {elements})}, {Info("x", F, {elements})});
+  return Model(main);
+}
+
 inline nxrt::Value Scalar64(int64_t v) {
   auto t = nxrt::Value::Tensor(NX_TYPE_INT64, std::vector<int64_t>{});
   *t.data<int64_t>() = v;

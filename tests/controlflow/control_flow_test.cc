@@ -30,19 +30,6 @@ TEST(ControlFlow, LoopInsideIfInsideLoopReadsEveryScope) {
   }
 }
 
-// x (64 KiB) -> Loop N times: x = x + 1 carried, with the per-iteration scan output off.
-std::string CountingLoop(int64_t elements) {
-  auto body = Graph(
-      "body",
-      {MakeNode("Identity", {"c_in"}, {"c_out"}), MakeNode("Add", {"x_in", "one"}, {"x_out"})},
-      {Info("i", I64, {}), Info("c_in", B, {}), Info("x_in", F, {elements})},
-      {Info("c_out", B, {}), Info("x_out", F, {elements})},
-      {nxrt::test::MakeFloatTensor("one", {1}, {1.0f})});
-  auto main = Graph("counting", {WithGraph(MakeNode("Loop", {"n", "", "x0"}, {"x"}), "body", body)},
-                    {Info("n", I64, {}), Info("x0", F, {elements})}, {Info("x", F, {elements})});
-  return Model(main);
-}
-
 size_t ResidentKiB() {
   std::ifstream status("/proc/self/status");
   std::string line;

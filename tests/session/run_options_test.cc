@@ -19,19 +19,6 @@ double MsSince(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
 }
 
-// x -> Loop n times: x = x + 1 (a body with one real node per iteration).
-std::string AddingLoop(int64_t elements) {
-  auto body = Graph(
-      "body",
-      {MakeNode("Identity", {"c_in"}, {"c_out"}), MakeNode("Add", {"x_in", "one"}, {"x_out"})},
-      {Info("i", I64, {}), Info("c_in", B, {}), Info("x_in", F, {elements})},
-      {Info("c_out", B, {}), Info("x_out", F, {elements})},
-      {nxrt::test::MakeFloatTensor("one", {1}, {1.0f})});
-  auto main = Graph("adding", {WithGraph(MakeNode("Loop", {"n", "", "x0"}, {"x"}), "body", body)},
-                    {Info("n", I64, {}), Info("x0", F, {elements})}, {Info("x", F, {elements})});
-  return Model(main);
-}
-
 // A Loop whose body has no node at all (its outputs are its inputs) and whose trip count is a
 // constant 2^62: the executor has no step to check, only the Loop kernel's iterations.
 std::string EmptyBodyEndlessLoop() {
@@ -71,7 +58,7 @@ NxStatusCode CodeOf(const std::function<void()>& fn, std::string* message = null
 
 TEST(RunOptions, TerminateFromAnotherThreadStopsTheRunWithin100ms) {
   nxrt::Env env(NX_LOG_ERROR);
-  const std::string bytes = AddingLoop(16);
+  const std::string bytes = CountingLoop(16);
   nxrt::SessionOptions o;
   o.SetIntraOpThreads(1);
   nxrt::Session s(env, bytes.data(), bytes.size(), &o);
@@ -124,7 +111,7 @@ TEST(RunOptions, TimeLimitStopsALoopWhoseBodyHasNoNodes) {
 
 TEST(RunOptions, TimeLimitLeavesFastRunsAloneAndTheSessionUsable) {
   nxrt::Env env(NX_LOG_ERROR);
-  const std::string bytes = AddingLoop(16);
+  const std::string bytes = CountingLoop(16);
   nxrt::Session s(env, bytes.data(), bytes.size());
   nxrt::RunOptions run;
   run.SetTimeout(0.05);
