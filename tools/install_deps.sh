@@ -9,7 +9,8 @@ want_torch=0
 [[ "${1:-}" == "--torch" ]] && want_torch=1
 
 packages=(cmake ninja-build g++ libprotobuf-dev protobuf-compiler libonnx-dev libdnnl-dev ocl-icd-opencl-dev libgtest-dev libgmock-dev ccache
-          libonnx-testdata python3-numpy chromium graphviz)
+          libonnx-testdata python3-numpy chromium graphviz
+          clang libclang-rt-dev libomp-dev)  # the fuzz build: clang, libFuzzer, clang's OpenMP
 if [[ $want_torch == 1 ]]; then packages+=(python3-torch python3-torchvision python3-onnx); fi
 
 missing=()

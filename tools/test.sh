@@ -6,6 +6,7 @@
 #   4. real models (torchvision exports, BERT, PaddleOCR) compared with onnxruntime, and their
 #      static types/shapes (nxrt info --values) compared with onnx's shape inference
 #   5. the unit tests and node tests again under AddressSanitizer + UBSan (skip: NXRT_SKIP_SANITIZE=1)
+#   6. the session fuzzer (clang, libFuzzer): regression corpus + 60 s smoke (skip: NXRT_SKIP_FUZZ=1)
 # Exits non-zero if any suite fails. The last line sums up the suites.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -77,6 +78,11 @@ if [[ "${NXRT_SKIP_SANITIZE:-0}" != 1 ]]; then
   else
     failed_suites+=("sanitizer build")
   fi
+fi
+
+if [[ "${NXRT_SKIP_FUZZ:-0}" != 1 ]]; then
+  # Builds into build-fuzz with clang; sets its own sanitizer options (docs/fuzzing.md).
+  run_suite "fuzz: regression corpus + 60 s smoke" tests/fuzz/run_fuzz_smoke.sh build-fuzz
 fi
 
 echo

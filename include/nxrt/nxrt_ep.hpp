@@ -411,18 +411,28 @@ class NodeView {
     }
     return out;
   }
+  // A TENSOR attribute, or std::nullopt when the node does not have it. An attribute of that name
+  // that holds no tensor (a malformed model: `value` with only `s` set) is an error, not a
+  // tensor wrapping NULL.
   std::optional<ConstTensor> attr_tensor(const char* name) const {
     const NxAttribute* a = attr(name);
     if (!a) return std::nullopt;
-    return ConstTensor(Host().Attribute_GetTensor(a));
+    const NxValue* t = Host().Attribute_GetTensor(a);
+    if (t == nullptr)
+      Fail(NX_INVALID_MODEL, describe() + ": attribute '" + name + "' is not a tensor");
+    return ConstTensor(t);
   }
 
   std::vector<ConstTensor> attr_tensors(const char* name) const {
     std::vector<ConstTensor> out;
     const NxAttribute* a = attr(name);
     if (!a) return out;
-    for (size_t i = 0, n = Host().Attribute_GetTensorCount(a); i < n; ++i)
-      out.emplace_back(Host().Attribute_GetTensorAt(a, i));
+    for (size_t i = 0, n = Host().Attribute_GetTensorCount(a); i < n; ++i) {
+      const NxValue* t = Host().Attribute_GetTensorAt(a, i);
+      if (t == nullptr)
+        Fail(NX_INVALID_MODEL, describe() + ": attribute '" + name + "' holds a null tensor");
+      out.emplace_back(t);
+    }
     return out;
   }
   // A TYPE_PROTO attribute (ABI version 4), or std::nullopt when the node does not have it.

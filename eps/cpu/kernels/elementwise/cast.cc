@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "common/attr_types.h"
 #include "kernels/elementwise/cast_convert.h"
 #include "kernels/elementwise/elementwise_kernels.h"
 #include "kernels/elementwise/ew_common.h"
@@ -144,7 +145,7 @@ class CastKernel : public ep::Kernel {
     const NxAttribute* a = info.attr("to");
     if (a == nullptr) ep::Fail(NX_INVALID_MODEL, info.describe() + ": missing attribute 'to'");
     if (ep::Host().Attribute_GetType(a) != NX_ATTR_STRING) {
-      return static_cast<NxElementType>(ep::Host().Attribute_GetInt(a));
+      return AttrElementType(info, "to");
     }
     std::string name = info.attr_string("to", "");
     for (int t = NX_TYPE_FLOAT; t <= NX_TYPE_FLOAT4E2M1; ++t) {
@@ -247,7 +248,7 @@ class CastKernel : public ep::Kernel {
         int64_t v = is_unsigned64 ? static_cast<int64_t>(std::strtoull(b, &end, 10))
                                   : static_cast<int64_t>(std::strtoll(b, &end, 10));
         if (end == b || *end != '\0' || errno == ERANGE)
-          v = static_cast<int64_t>(ParseDouble(s, op));
+          v = SaturatingFloatToInt<int64_t>(ParseDouble(s, op));  // "nan", "1e300": no UB
         tmp[i] = v;
       }
       ConvertArray(tmp.data(), is_unsigned64 ? NX_TYPE_UINT64 : NX_TYPE_INT64, y.mutable_raw(), to,

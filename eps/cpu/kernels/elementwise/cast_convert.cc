@@ -70,8 +70,21 @@ void DispatchStd(NxElementType t, Fn&& fn) {
   }
 }
 
+// A float as a narrow integer (8/16-bit, uint32): numpy's astype goes through int64 and keeps
+// the low bits (300.0 -> int8 44); values beyond int64 (and infinities) saturate to D's range
+// instead of wrapping an arbitrary int64, and NaN becomes 0.
+template <class D>
+inline D FloatToNarrowInt(double f) {
+  const int64_t wide = SaturatingFloatToInt<int64_t>(f);
+  const bool beyond_int64 = std::fabs(f) >= 9223372036854775808.0;  // 2^63
+  if (beyond_int64) return f < 0 ? std::numeric_limits<D>::min() : std::numeric_limits<D>::max();
+  return static_cast<D>(wide);
+}
+
 // One value, with numpy's astype semantics where C++ leaves things undefined: float -> narrow
-// integer goes through int64 and wraps, negative float -> uint64 wraps.
+// integer goes through int64 and wraps, negative float -> uint64 wraps. Where numpy itself is
+// undefined, Cast is defined here as: NaN -> 0 for every integer type; +-inf and values outside
+// the (int64 for narrow types) range saturate to the destination's minimum / maximum.
 template <class D, class S>
 inline D CastValue(S v) {
   if constexpr (std::is_same_v<D, S>) {
@@ -92,13 +105,14 @@ inline D CastValue(S v) {
       return D(As<float>(v));
     }
   } else if constexpr (std::is_integral_v<D> && kIsFloatLike<S>) {
-    const auto f = As<ComputeT<S>>(v);
+    const double f = static_cast<double>(As<ComputeT<S>>(v));
     if constexpr (std::is_same_v<D, uint64_t>) {
-      return f < 0 ? static_cast<D>(static_cast<int64_t>(f)) : static_cast<D>(f);
+      return f < 0 ? static_cast<D>(SaturatingFloatToInt<int64_t>(f))
+                   : SaturatingFloatToInt<uint64_t>(f);
     } else if constexpr (std::is_same_v<D, int32_t> || std::is_same_v<D, int64_t>) {
-      return static_cast<D>(f);
+      return SaturatingFloatToInt<D>(f);
     } else {
-      return static_cast<D>(static_cast<int64_t>(f));
+      return FloatToNarrowInt<D>(f);
     }
   } else {
     return As<D>(v);

@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "kernels/elementwise/binary_kernel.h"
+#include "kernels/elementwise/cast_convert.h"
 #include "kernels/elementwise/elementwise_kernels.h"
 
 namespace nxrt::cpu::elementwise {
@@ -39,6 +40,10 @@ struct PowOp {
       return IntPow(a, b);
     } else if constexpr (std::is_same_v<CA, float> && std::is_same_v<CB, float>) {
       return std::pow(a, b);
+    } else if constexpr (std::is_integral_v<CA>) {
+      // int ** float: NaN (0 ** -inf... or a NaN exponent), inf and huge results have no integer
+      // value; they become 0 or saturate (Cast's rules) instead of undefined behaviour.
+      return SaturatingFloatToInt<CA>(std::pow(static_cast<double>(a), static_cast<double>(b)));
     } else {
       return static_cast<CA>(std::pow(static_cast<double>(a), static_cast<double>(b)));
     }

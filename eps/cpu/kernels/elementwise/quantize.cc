@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "common/attr_types.h"
 #include "kernels/elementwise/cast_convert.h"
 #include "kernels/elementwise/elementwise_kernels.h"
 #include "kernels/elementwise/ew_common.h"
@@ -128,9 +129,22 @@ bool IntegerRange(NxElementType t, float* lo, float* hi) {
       *lo = -8;
       *hi = 7;
       return true;
+    case NX_TYPE_INT32:
+      // 2^31 - 1 is not a float: clamp to +-2^31 and let the store saturate the top end.
+      *lo = -2147483648.0f;
+      *hi = 2147483648.0f;
+      return true;
     default:
       return false;
   }
+}
+
+// The quantised integer value of round(x / scale) + zero_point: out-of-range values saturate to
+// [lo, hi] (as onnxruntime does) and NaN (0 / 0, a NaN input or scale) becomes 0, which C++
+// would leave undefined when converting to an integer.
+inline float SaturateQuantized(float v, float lo, float hi) {
+  if (std::isnan(v)) return 0.0f;
+  return v < lo ? lo : (v > hi ? hi : v);
 }
 
 // Rounds a float to the precision of a 16-bit float type (identity for other types).
@@ -146,8 +160,8 @@ class QuantizeLinear : public ep::Kernel {
       : axis_(info.attr_int("axis", 1)),
         block_size_(info.attr_int("block_size", 0)),
         saturate_(info.attr_int("saturate", 1) != 0),
-        output_dtype_(static_cast<NxElementType>(info.attr_int("output_dtype", 0))),
-        precision_(static_cast<NxElementType>(info.attr_int("precision", 0))) {}
+        output_dtype_(AttrElementType(info, "output_dtype", 0)),
+        precision_(AttrElementType(info, "precision", 0)) {}
 
   void Compute(ep::KernelContext& ctx) override {
     ep::ConstTensor x = ctx.input(0), scale = ctx.input(1);
@@ -211,9 +225,7 @@ class QuantizeLinear : public ep::Kernel {
           const int64_t p = off + (j0 + j) * stride;
           float q = RoundTo(buf[j] / s[p], precision);
           if (integral) {
-            float v = std::nearbyint(q) + z[p];
-            if (std::isnan(v)) v = lo;
-            buf[j] = std::min(std::max(v, lo), hi);
+            buf[j] = SaturateQuantized(std::nearbyint(q) + z[p], lo, hi);
           } else {
             buf[j] = q + z[p];
           }
@@ -233,16 +245,12 @@ class QuantizeLinear : public ep::Kernel {
     if (stride == 0) {
       const float sv = s[0], zv = z[0];
       for (int64_t i = 0; i < n; ++i) {
-        float v = std::nearbyint(x[i] / sv) + zv;
-        v = v < lo ? lo : v;
-        v = v > hi ? hi : v;
+        const float v = SaturateQuantized(std::nearbyint(x[i] / sv) + zv, lo, hi);
         y[i] = static_cast<Q>(static_cast<int32_t>(v));
       }
     } else {
       for (int64_t i = 0; i < n; ++i) {
-        float v = std::nearbyint(x[i] / s[i]) + z[i];
-        v = v < lo ? lo : v;
-        v = v > hi ? hi : v;
+        const float v = SaturateQuantized(std::nearbyint(x[i] / s[i]) + z[i], lo, hi);
         y[i] = static_cast<Q>(static_cast<int32_t>(v));
       }
     }
@@ -258,7 +266,7 @@ class DequantizeLinear : public ep::Kernel {
   explicit DequantizeLinear(const ep::KernelInfo& info)
       : axis_(info.attr_int("axis", 1)),
         block_size_(info.attr_int("block_size", 0)),
-        output_dtype_(static_cast<NxElementType>(info.attr_int("output_dtype", 0))) {}
+        output_dtype_(AttrElementType(info, "output_dtype", 0)) {}
 
   void Compute(ep::KernelContext& ctx) override {
     ep::ConstTensor x = ctx.input(0), scale = ctx.input(1);
@@ -363,9 +371,7 @@ class DynamicQuantizeLinear : public ep::Kernel {
     uint8_t* py = y.data<uint8_t>();
     ParallelFor(ThreadsFor(ctx.threads(), n), n, kGrain, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) {
-        float v = std::nearbyint(px[i] / scale) + zp;
-        v = v < 0.0f ? 0.0f : v;
-        v = v > 255.0f ? 255.0f : v;
+        const float v = SaturateQuantized(std::nearbyint(px[i] / scale) + zp, 0.0f, 255.0f);
         py[i] = static_cast<uint8_t>(static_cast<int32_t>(v));
       }
     });

@@ -89,6 +89,21 @@ concept HasFloatArray = requires(const Op& op, const float* x, float* y, int64_t
   op.Array(x, y, n);
 };
 
+// The vectorised float path (float, or 16-bit floats through float blocks). A separate function
+// rather than lambdas under `if constexpr`: clang 14 instantiates lambdas in discarded branches
+// and would then look for Op::Array in ops that have none.
+template <class T, HasFloatArray Op>
+void UnaryFloatArray(const Op& op, int threads, const T* px, T* py, int64_t n) {
+  ParallelFor(threads, n, kGrain, [&](int64_t b, int64_t e) {
+    if constexpr (std::is_same_v<T, float>) {
+      op.Array(px + b, py + b, e - b);
+    } else {
+      ViaFloatBlocks(px + b, py + b, e - b,
+                     [&](const float* in, float* out, int64_t m) { op.Array(in, out, m); });
+    }
+  });
+}
+
 template <class Op>
 class UnaryKernel : public ep::Kernel {
  public:
@@ -105,14 +120,7 @@ class UnaryKernel : public ep::Kernel {
       T* py = y.data<T>();
       const int threads = ThreadsFor(ctx.threads(), n);
       if constexpr (HasFloatArray<Op> && (std::is_same_v<T, float> || kIsHalfLike<T>)) {
-        ParallelFor(threads, n, kGrain, [&](int64_t b, int64_t e) {
-          if constexpr (std::is_same_v<T, float>) {
-            op_.Array(px + b, py + b, e - b);
-          } else {
-            ViaFloatBlocks(px + b, py + b, e - b,
-                           [&](const float* in, float* out, int64_t m) { op_.Array(in, out, m); });
-          }
-        });
+        UnaryFloatArray(op_, threads, px, py, n);
       } else {
         ParallelUnary(threads, px, py, n, op_);
       }

@@ -64,7 +64,6 @@ inline __m256 Expm1Clamped8(__m256 x) {
 }
 
 inline __m256 Abs8(__m256 x) { return _mm256_andnot_ps(Set(-0.0f), x); }
-inline __m256 SignBits(__m256 x) { return _mm256_and_ps(Set(-0.0f), x); }
 
 // 1 / (1 + exp(-x))
 inline __m256 Sigmoid8(__m256 x) {

@@ -92,9 +92,12 @@ inline void WidenSubtract(const ep::ConstTensor& x, const std::vector<int32_t>& 
 }
 
 // Saturating requantization: round half to even (as numpy's rint), add the zero point, clamp.
+// NaN (a NaN or zero output scale) becomes 0: std::clamp passes NaN through and converting it to
+// an integer is undefined.
 inline void Requantize(double value, int32_t zero_point, NxElementType out_type, void* out,
                        size_t index) {
   double r = std::nearbyint(value) + zero_point;
+  if (std::isnan(r)) r = 0.0;
   if (out_type == NX_TYPE_INT8) {
     static_cast<int8_t*>(out)[index] = static_cast<int8_t>(std::clamp(r, -128.0, 127.0));
   } else {

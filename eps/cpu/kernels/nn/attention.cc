@@ -9,6 +9,7 @@
 #include <cstring>
 #include <limits>
 
+#include "common/attr_types.h"
 #include "common/parallel.h"
 #include "kernels/nn/gemm_nt.h"
 #include "kernels/nn/nn_common.h"
@@ -60,7 +61,7 @@ class Attention : public ep::Kernel {
     has_scale_ = info.has_attr("scale");
     scale_ = info.attr_float("scale", 1.0f);
     softcap_ = info.attr_float("softcap", 0.0f);
-    softmax_precision_ = static_cast<NxElementType>(info.attr_int("softmax_precision", 0));
+    softmax_precision_ = AttrElementType(info, "softmax_precision", 0);
     qk_mode_ = info.attr_int("qk_matmul_output_mode", 0);
     left_window_ = info.attr_int("left_window_size", -1);
     right_window_ = info.attr_int("right_window_size", -1);

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/attr_types.h"
 #include "common/dispatch.h"
 #include "kernels/reduction/reduce_ops.h"
 #include "kernels/reduction/reduction_kernels.h"
@@ -49,7 +50,7 @@ class WindowKernel : public ep::Kernel {
  public:
   explicit WindowKernel(const ep::KernelInfo& info)
       : periodic_(info.attr_int("periodic", 1) != 0),
-        type_(static_cast<NxElementType>(info.attr_int("output_datatype", NX_TYPE_FLOAT))) {}
+        type_(AttrElementType(info, "output_datatype", NX_TYPE_FLOAT)) {}
 
   void Compute(ep::KernelContext& ctx) override {
     const double size_d = ScalarAsDouble(ctx.input(0), "window size");
@@ -87,7 +88,7 @@ class WindowKernel : public ep::Kernel {
 class MelWeightMatrix : public ep::Kernel {
  public:
   explicit MelWeightMatrix(const ep::KernelInfo& info)
-      : type_(static_cast<NxElementType>(info.attr_int("output_datatype", NX_TYPE_FLOAT))) {}
+      : type_(AttrElementType(info, "output_datatype", NX_TYPE_FLOAT)) {}
 
   void Compute(ep::KernelContext& ctx) override {
     const int64_t mels = static_cast<int64_t>(ScalarAsDouble(ctx.input(0), "num_mel_bins"));

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "common/attr_types.h"
 #include "kernels/sequence/sequence_kernels.h"
 #include "kernels/sequence/sequence_util.h"
 
@@ -24,7 +25,7 @@ ep::ValueView SequenceInput(const ep::KernelContext& ctx, const char* op) {
 class SequenceEmpty : public ep::Kernel {
  public:
   explicit SequenceEmpty(const ep::KernelInfo& info)
-      : dtype_(static_cast<NxElementType>(info.attr_int("dtype", NX_TYPE_FLOAT))) {
+      : dtype_(AttrElementType(info, "dtype", NX_TYPE_FLOAT)) {
     NXRT_EP_ENFORCE(std::string(ep::ElementTypeName(dtype_)) != "undefined",
                     "SequenceEmpty: unknown dtype " + std::to_string(static_cast<int>(dtype_)));
   }

@@ -1,4 +1,5 @@
 // BitCast (opset 26): the same bytes, read as another type of the same width.
+#include "common/attr_types.h"
 #include "kernels/tensor/tensor_kernels.h"
 #include "kernels/tensor/tensor_util.h"
 
@@ -18,8 +19,7 @@ size_t BitWidth(NxElementType t) {
 
 class BitCast : public ep::Kernel {
  public:
-  explicit BitCast(const ep::KernelInfo& info)
-      : to_(static_cast<NxElementType>(info.attr_int("to"))) {
+  explicit BitCast(const ep::KernelInfo& info) : to_(AttrElementType(info, "to")) {
     NXRT_EP_ENFORCE(to_ != NX_TYPE_STRING && BitWidth(to_) > 0,
                     std::string("BitCast: unsupported target type ") + ep::ElementTypeName(to_));
   }

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "common/attr_types.h"
 #include "kernels/tensor/tensor_kernels.h"
 #include "kernels/tensor/tensor_util.h"
 
@@ -136,7 +137,7 @@ class ConstantOfShape : public ep::Kernel {
 class EyeLike : public ep::Kernel {
  public:
   explicit EyeLike(const ep::KernelInfo& info)
-      : dtype_(static_cast<NxElementType>(info.attr_int("dtype", 0))), k_(info.attr_int("k", 0)) {}
+      : dtype_(AttrElementType(info, "dtype", 0)), k_(info.attr_int("k", 0)) {}
   void Compute(ep::KernelContext& ctx) override {
     ep::ConstTensor x = ctx.input(0);
     auto s = x.shape();
@@ -161,7 +162,7 @@ class EyeLike : public ep::Kernel {
 class Range : public ep::Kernel {
  public:
   explicit Range(const ep::KernelInfo& info)
-      : stash_(static_cast<NxElementType>(info.attr_int("stash_type", NX_TYPE_FLOAT))) {}
+      : stash_(AttrElementType(info, "stash_type", NX_TYPE_FLOAT)) {}
   void Compute(ep::KernelContext& ctx) override {
     ep::ConstTensor start = ctx.input(0), limit = ctx.input(1), delta = ctx.input(2);
     NxElementType type = start.type();

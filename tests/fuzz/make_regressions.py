@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""Writes the hand-made hostile models of tests/fuzz/regressions/ (checked in; rerun this script
+to regenerate them after changing it).
+
+    make_regressions.py [OUT_DIR]        (default: the folder of this script/regressions)
+
+Each model needs no graph inputs (everything is an initializer), so the fuzzer, the regression
+unit test and `nxrt run` all exercise the same values. Files found by the fuzzer itself
+(crash inputs, minimised) live next to these and are not generated:
+    pow_int64_base_nan_result.onnx   Pow(int64, float) whose result is NaN (UBSan float-cast)
+"""
+import math
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+NAN, INF = float("nan"), float("inf")
+# Values C++ cannot convert to an integer without undefined behaviour.
+HOSTILE = [NAN, INF, -INF, 1e30, -1e30, 3e9, -3e9, 2.5, -0.0, 300.0]
+
+
+def model(name, nodes, outputs, initializers, opset=21):
+    graph = helper.make_graph(nodes, name, [], outputs, initializer=initializers)
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
+                          producer_name="nxrt-make-regressions")
+    m.ir_version = 10
+    return m
+
+
+def out(name, elem_type, shape):
+    return helper.make_tensor_value_info(name, elem_type, shape)
+
+
+def f32(name, values):
+    return numpy_helper.from_array(np.array(values, dtype=np.float32), name)
+
+
+def cast_nan_to_int():
+    targets = [("i8", TensorProto.INT8), ("u8", TensorProto.UINT8), ("i16", TensorProto.INT16),
+               ("u16", TensorProto.UINT16), ("i32", TensorProto.INT32), ("u32", TensorProto.UINT32),
+               ("i64", TensorProto.INT64), ("u64", TensorProto.UINT64), ("i4", TensorProto.INT4),
+               ("u4", TensorProto.UINT4)]
+    nodes, outs = [], []
+    for suffix, t in targets:
+        nodes.append(helper.make_node("Cast", ["x"], [f"y_{suffix}"], to=t))
+        outs.append(out(f"y_{suffix}", t, [len(HOSTILE)]))
+    # double and float16 sources take other conversion paths
+    nodes.append(helper.make_node("Cast", ["x"], ["xd"], to=TensorProto.DOUBLE))
+    nodes.append(helper.make_node("Cast", ["xd"], ["y_d_i32"], to=TensorProto.INT32))
+    nodes.append(helper.make_node("Cast", ["x"], ["xh"], to=TensorProto.FLOAT16))
+    nodes.append(helper.make_node("Cast", ["xh"], ["y_h_i8"], to=TensorProto.INT8))
+    outs += [out("y_d_i32", TensorProto.INT32, [len(HOSTILE)]),
+             out("y_h_i8", TensorProto.INT8, [len(HOSTILE)])]
+    return model("cast_nan_to_int", nodes, outs, [f32("x", HOSTILE)])
+
+
+def cast_string_nan_to_int():
+    x = helper.make_tensor("x", TensorProto.STRING, [4], [b"nan", b"1e300", b"-inf", b"12"])
+    nodes = [helper.make_node("Cast", ["x"], ["y"], to=TensorProto.INT64),
+             helper.make_node("Cast", ["x"], ["z"], to=TensorProto.INT8)]
+    return model("cast_string_nan_to_int", nodes,
+                 [out("y", TensorProto.INT64, [4]), out("z", TensorProto.INT8, [4])], [x])
+
+
+def quantize_linear_nan():
+    # uint8 / int8 outputs take the fast path, int16 / int4 / int32 the generic one; a zero scale
+    # turns 0 into 0 / 0 = NaN.
+    inits = [f32("x", HOSTILE), f32("s", 0.5), f32("s0", 0.0),
+             numpy_helper.from_array(np.array(3, dtype=np.int8), "zp_i8"),
+             numpy_helper.from_array(np.array(-7, dtype=np.int16), "zp_i16"),
+             numpy_helper.from_array(np.array(1, dtype=np.int32), "zp_i32"),
+             helper.make_tensor("zp_i4", TensorProto.INT4, [], [1])]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s"], ["y_u8"]),
+             helper.make_node("QuantizeLinear", ["x", "s", "zp_i8"], ["y_i8"]),
+             helper.make_node("QuantizeLinear", ["x", "s0"], ["y_u8_zero_scale"]),
+             helper.make_node("QuantizeLinear", ["x", "s", "zp_i16"], ["y_i16"]),
+             helper.make_node("QuantizeLinear", ["x", "s0", "zp_i16"], ["y_i16_zero_scale"]),
+             helper.make_node("QuantizeLinear", ["x", "s", "zp_i4"], ["y_i4"]),
+             helper.make_node("QuantizeLinear", ["x", "s", "zp_i32"], ["y_i32"])]
+    n = len(HOSTILE)
+    outs = [out("y_u8", TensorProto.UINT8, [n]), out("y_i8", TensorProto.INT8, [n]),
+            out("y_u8_zero_scale", TensorProto.UINT8, [n]), out("y_i16", TensorProto.INT16, [n]),
+            out("y_i16_zero_scale", TensorProto.INT16, [n]), out("y_i4", TensorProto.INT4, [n]),
+            out("y_i32", TensorProto.INT32, [n])]
+    return model("quantize_linear_nan", nodes, outs, inits)
+
+
+def dynamic_quantize_linear_nan():
+    nodes = [helper.make_node("DynamicQuantizeLinear", ["x"], ["y", "s", "z"])]
+    outs = [out("y", TensorProto.UINT8, [len(HOSTILE)]), out("s", TensorProto.FLOAT, []),
+            out("z", TensorProto.UINT8, [])]
+    return model("dynamic_quantize_linear_nan", nodes, outs, [f32("x", HOSTILE)])
+
+
+def qlinear_matmul_nan_scale():
+    # y = requantize(a @ b * a_scale * b_scale / y_scale): a NaN scale gives NaN results.
+    inits = [numpy_helper.from_array(np.arange(4, dtype=np.uint8).reshape(2, 2), "a"),
+             f32("a_scale", NAN), numpy_helper.from_array(np.array(0, np.uint8), "a_zp"),
+             numpy_helper.from_array(np.arange(4, dtype=np.uint8).reshape(2, 2), "b"),
+             f32("b_scale", 1.0), numpy_helper.from_array(np.array(0, np.uint8), "b_zp"),
+             f32("y_scale", 0.0), numpy_helper.from_array(np.array(5, np.uint8), "y_zp")]
+    nodes = [helper.make_node("QLinearMatMul", ["a", "a_scale", "a_zp", "b", "b_scale", "b_zp",
+                                                "y_scale", "y_zp"], ["y"])]
+    return model("qlinear_matmul_nan_scale", nodes, [out("y", TensorProto.UINT8, [2, 2])], inits)
+
+
+def sequence_empty_bad_dtype():
+    nodes = [helper.make_node("SequenceEmpty", [], ["seq"], dtype=1000),
+             helper.make_node("SequenceLength", ["seq"], ["n"])]
+    return model("sequence_empty_bad_dtype", nodes, [out("n", TensorProto.INT64, [])], [])
+
+
+def cast_bad_to():
+    nodes = [helper.make_node("Cast", ["x"], ["y"], to=-3)]
+    return model("cast_bad_to", nodes, [out("y", TensorProto.FLOAT, [2])], [f32("x", [1.0, 2.0])])
+
+
+def eye_like_bad_dtype():
+    inits = [numpy_helper.from_array(np.ones((2, 2), np.float32), "x")]
+    nodes = [helper.make_node("EyeLike", ["x"], ["y"], dtype=4096)]
+    return model("eye_like_bad_dtype", nodes, [out("y", TensorProto.FLOAT, [2, 2])], inits)
+
+
+def quantize_linear_bad_output_dtype():
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s"], ["y"], output_dtype=77)]
+    return model("quantize_linear_bad_output_dtype", nodes, [out("y", TensorProto.UINT8, [2])],
+                 [f32("x", [1.0, 2.0]), f32("s", 1.0)])
+
+
+def pow_int_base_float_exponent():
+    # numpy would compute these in double and cast back: NaN, inf and 3 ** 1e30 have no int64.
+    inits = [numpy_helper.from_array(np.array([2, 0, -1, 3], np.int64), "a"),
+             f32("b", [NAN, -INF, 0.5, 1e30])]
+    nodes = [helper.make_node("Pow", ["a", "b"], ["y"])]
+    return model("pow_int_base_float_exponent", nodes, [out("y", TensorProto.INT64, [4])], inits)
+
+
+MODELS = [cast_nan_to_int, cast_string_nan_to_int, quantize_linear_nan,
+          dynamic_quantize_linear_nan, qlinear_matmul_nan_scale, sequence_empty_bad_dtype,
+          cast_bad_to, eye_like_bad_dtype, quantize_linear_bad_output_dtype, pow_int_base_float_exponent]
+
+
+def main():
+    out_dir = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(
+        os.path.abspath(__file__)), "regressions")
+    os.makedirs(out_dir, exist_ok=True)
+    for make in MODELS:
+        path = os.path.join(out_dir, make.__name__ + ".onnx")
+        with open(path, "wb") as f:
+            f.write(make().SerializeToString())
+        print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# CI smoke for nxrt_session_fuzzer (docs/fuzzing.md):
+#   1. configures and builds the fuzz build (clang, NXRT_FUZZ=ON: ASan + UBSan + libFuzzer
+#      coverage, RelWithDebInfo, no unit tests) into BUILD_DIR;
+#   2. replays every file of tests/fuzz/regressions once: none may crash;
+#   3. fuzzes for FUZZ_SECONDS (default 60) from the ONNX node-test seed corpus.
+# A crash, sanitizer report or leak fails the script. A timeout or out-of-memory fails it only
+# if the saved input reproduces it when run again alone: two shared cores make a slow but
+# finite model flaky, and run-time limits for hostile models (Loop with a huge trip count) are
+# not there yet.
+#   tests/fuzz/run_fuzz_smoke.sh BUILD_DIR
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+build_dir="${1:?usage: run_fuzz_smoke.sh BUILD_DIR}"
+seconds="${FUZZ_SECONDS:-60}"
+
+# -O1 and line tables only (OSS-Fuzz's choice): sanitizer-instrumented templates compile about
+# twice as fast as with -O2 -g, and reports still carry file:line frames.
+cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG" \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG" \
+  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DNXRT_FUZZ=ON -DNXRT_BUILD_TESTS=OFF \
+  ${CMAKE_ARGS:-} >/dev/null
+cmake --build "$build_dir" -j "$(nproc)" --target nxrt_session_fuzzer
+fuzzer="$build_dir/bin/nxrt_session_fuzzer"
+
+# OpenMP workers and LeakSanitizer's ptrace do not mix in sandboxes (as for tools/test.sh's
+# sanitizer suites). A huge allocation requested by a hostile model returns NULL (nxrt reports
+# out of memory) instead of aborting; libFuzzer's malloc limit stays above ASan's maximum so
+# only real RSS growth counts.
+export OMP_NUM_THREADS=1
+export ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=1:max_allocation_size_mb=2048:${ASAN_OPTIONS:-}"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"
+limits=(-timeout=10 -rss_limit_mb=4096 -malloc_limit_mb=4096)
+
+echo "== regression corpus (tests/fuzz/regressions)"
+"$fuzzer" "${limits[@]}" tests/fuzz/regressions/*
+
+echo "== seed corpus"
+python3 tests/fuzz/make_seed_corpus.py "$build_dir/fuzz/seeds"
+mkdir -p "$build_dir/fuzz/corpus" "$build_dir/fuzz/artifacts"
+rm -f "$build_dir"/fuzz/artifacts/*
+
+echo "== ${seconds} s smoke"
+status=0
+"$fuzzer" "${limits[@]}" -max_total_time="$seconds" -print_final_stats=1 \
+  -artifact_prefix="$build_dir/fuzz/artifacts/" "$build_dir/fuzz/corpus" "$build_dir/fuzz/seeds" ||
+  status=$?
+((status == 0)) && exit 0
+
+# Decide by the artifact libFuzzer saved: crashes and leaks fail at once; timeouts and OOMs only
+# when they come back.
+shopt -s nullglob
+artifacts=("$build_dir"/fuzz/artifacts/*)
+if ((${#artifacts[@]} == 0)); then
+  echo "!! the fuzzer failed (exit $status) without saving an input: FAIL"
+  exit 1
+fi
+for a in "${artifacts[@]}"; do
+  case "$(basename "$a")" in
+    timeout-* | oom-* | slow-unit-*)
+      echo "== re-running $a"
+      if "$fuzzer" "${limits[@]}" "$a"; then
+        echo "!! $(basename "$a") did not reproduce: not counted (see docs/fuzzing.md)"
+      else
+        echo "!! $(basename "$a") reproduces: FAIL"
+        exit 1
+      fi
+      ;;
+    *)
+      echo "!! fuzzer found $a: FAIL (reproduce with: $fuzzer $a)"
+      exit 1
+      ;;
+  esac
+done
+exit 0
