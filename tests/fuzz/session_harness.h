@@ -18,6 +18,13 @@ namespace nxrt_fuzz {
 // filling and copying memory instead of exploring kernels.
 constexpr int64_t kMaxInputElements = int64_t{1} << 16;
 
+// What bounds one run, as a server would bound runs of models it does not trust (the run options
+// and memory limit are what the fuzzer exercises here): a Loop with a trip count of 2^62 or a
+// scan output that grows without end must end in a clean error, not in libFuzzer's timeout or
+// out-of-memory kill.
+constexpr double kRunSeconds = 2.0;
+constexpr size_t kSessionMemoryBytes = size_t{512} << 20;
+
 // Every log line is dropped: thousands of rejected models a second would drown the fuzzer's own
 // output.
 inline void DropLog(void*, NxLogLevel, const char*) {}
@@ -183,8 +190,13 @@ inline void RunOnce(NxSession* session, Fill fill) {
   if (runnable) {
     size_t num_outputs = NxSession_GetOutputCount(session);
     std::vector<NxValue*> outputs(num_outputs, nullptr);
-    Ok(NxSession_Run(session, names.data(), inputs.data(), inputs.size(), nullptr, num_outputs,
-                     outputs.data()));
+    NxRunOptions* run_options = nullptr;
+    if (Ok(NxRunOptions_Create(&run_options))) {
+      Ok(NxRunOptions_SetTimeout(run_options, kRunSeconds));
+      Ok(NxSession_RunWithOptions(session, run_options, names.data(), inputs.data(),
+                                  inputs.size(), nullptr, num_outputs, outputs.data()));
+      NxRunOptions_Release(run_options);
+    }
     for (NxValue* o : outputs) NxValue_Release(o);
   }
   for (NxValue* v : inputs) NxValue_Release(v);
@@ -197,6 +209,7 @@ inline void CreateAndRun(NxEnv* env, const uint8_t* data, size_t size) {
   if (!Ok(NxSessionOptions_Create(&options))) return;
   Ok(NxSessionOptions_SetIntraOpThreads(options, 1));
   Ok(NxSessionOptions_SetLogLevel(options, NX_LOG_ERROR));
+  Ok(NxSessionOptions_SetMemoryLimit(options, kSessionMemoryBytes));
   NxSession* session = nullptr;
   if (Ok(NxSession_CreateFromBuffer(env, data, size, options, &session))) {
     RunOnce(session, ChooseFill(data, size));
