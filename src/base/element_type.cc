@@ -1,5 +1,10 @@
 #include "base/element_type.h"
 
+#include <limits>
+#include <string>
+
+#include "base/error.h"
+
 namespace nxrt {
 
 const char* ElementTypeName(NxElementType type) {
@@ -52,8 +57,14 @@ bool IsKnownElementType(int32_t value) {
 }
 
 size_t StorageBytes(NxElementType type, size_t count) {
-  if (IsSubByteType(type)) return (count + 1) / 2;
-  return ElementSize(type) * count;
+  if (IsSubByteType(type)) return count / 2 + (count & 1);
+  const size_t size = ElementSize(type);
+  // A shape from a hostile model can have a valid element count whose bytes do not fit size_t.
+  if (size != 0 && count > std::numeric_limits<size_t>::max() / size) {
+    Throw(NX_OUT_OF_MEMORY, std::to_string(count) + " elements of " + std::to_string(size) +
+                                " bytes do not fit in memory");
+  }
+  return size * count;
 }
 
 }  // namespace nxrt
