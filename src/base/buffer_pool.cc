@@ -15,6 +15,11 @@ namespace {
 // buffers, 1/16 of the size's power of two for large ones.
 size_t RoundCapacity(size_t bytes) {
   if (bytes <= 4096) return (bytes + 63) / 64 * 64 + (bytes == 0 ? 64 : 0);
+  // No machine has 2^62 bytes; above 2^63 the power-of-two search below would overflow to 0
+  // and never end.
+  if (bytes > (size_t{1} << 62)) {
+    Throw(NX_OUT_OF_MEMORY, "cannot allocate " + std::to_string(bytes) + " bytes");
+  }
   size_t p = 1;
   while (p < bytes) p <<= 1;
   size_t step = p / 16;

@@ -8,6 +8,9 @@ Each model needs no graph inputs (everything is an initializer), so the fuzzer, 
 unit test and `nxrt run` all exercise the same values. Files found by the fuzzer itself
 (crash inputs, minimised) live next to these and are not generated:
     pow_int64_base_nan_result.onnx   Pow(int64, float) whose result is NaN (UBSan float-cast)
+    constant_value_attribute_not_a_tensor.onnx   Constant `value` holding a string: NULL tensor
+    tfidf_ngram_index_overflows_buffer_pool.onnx  TfIdfVectorizer index ~7e18: the byte size
+                                     wrapped and BufferPool's rounding looped for ever
 """
 import math
 import os
@@ -138,9 +141,34 @@ def pow_int_base_float_exponent():
     return model("pow_int_base_float_exponent", nodes, [out("y", TensorProto.INT64, [4])], inits)
 
 
+def tfidf(name, **attrs):
+    base = dict(mode="TF", min_gram_length=1, max_gram_length=2, max_skip_count=0,
+                ngram_counts=[0, 2], ngram_indexes=[0, 1, 2], pool_int64s=[1, 2, 1, 2])
+    base.update(attrs)
+    inits = [numpy_helper.from_array(np.array([1, 2, 1, 2, 2, 1], np.int64), "x")]
+    nodes = [helper.make_node("TfIdfVectorizer", ["x"], ["y"], **base)]
+    return model(name, nodes, [out("y", TensorProto.FLOAT, None)], inits)
+
+
+def tfidf_negative_ngram_index():
+    # Counted at freq[-5]: a heap overflow before the fix.
+    return tfidf("tfidf_negative_ngram_index", ngram_indexes=[0, -5, 2])
+
+
+def tfidf_huge_max_skip():
+    # 10^18 skip distances to try: spun for ever before the fix.
+    return tfidf("tfidf_huge_max_skip", max_skip_count=10**18)
+
+
+def tfidf_huge_ngram_index():
+    # Output [2^40] floats: must be an out-of-memory error, not an abort or a hang.
+    return tfidf("tfidf_huge_ngram_index", ngram_indexes=[0, 1, 2**40])
+
+
 MODELS = [cast_nan_to_int, cast_string_nan_to_int, quantize_linear_nan,
           dynamic_quantize_linear_nan, qlinear_matmul_nan_scale, sequence_empty_bad_dtype,
-          cast_bad_to, eye_like_bad_dtype, quantize_linear_bad_output_dtype, pow_int_base_float_exponent]
+          cast_bad_to, eye_like_bad_dtype, quantize_linear_bad_output_dtype, pow_int_base_float_exponent,
+          tfidf_negative_ngram_index, tfidf_huge_max_skip, tfidf_huge_ngram_index]
 
 
 def main():

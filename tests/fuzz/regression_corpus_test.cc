@@ -164,4 +164,29 @@ TEST(FuzzRegressions, TensorAttributeWithoutATensorIsAClearError) {
   EXPECT_NE(err.find("attribute 'value' is not a tensor"), std::string::npos) << err;
 }
 
+// Found by the fuzzer (timeout): an ngram index near 2^63 made the output's byte count wrap and
+// the host's buffer pool round it up for ever. Negative indexes counted outside the output and a
+// huge max_skip_count spun.
+TEST(FuzzRegressions, TfIdfVectorizerRejectsOrBoundsHostileAttributes) {
+  nxrt::Env env(NX_LOG_FATAL);
+  auto error_of_run = [&](const char* file) {
+    return ErrorOf([&] {
+      nxrt::Session s(env, Regression(file).string());
+      s.Run({}, {});
+    });
+  };
+  std::string err = error_of_run("tfidf_negative_ngram_index.onnx");
+  EXPECT_NE(err.find("ngram_indexes must be non-negative, got -5"), std::string::npos) << err;
+  err = error_of_run("tfidf_huge_ngram_index.onnx");
+  EXPECT_NE(err.find("allocate"), std::string::npos) << err;
+  err = error_of_run("tfidf_ngram_index_overflows_buffer_pool.onnx");
+  EXPECT_FALSE(err.empty());
+
+  // x = 1 2 1 2 2 1, pool 1-grams {1, 2} -> outputs 0, 1 and the 2-gram (1, 2) -> output 2; with
+  // skips up to 10^18, (1, 2) occurs at distances 1, 3, 4 (from position 0) and 1, 2 (from 2).
+  nxrt::Session s(env, Regression("tfidf_huge_max_skip.onnx").string());
+  auto outs = s.Run({}, {});
+  EXPECT_EQ(Output<float>(outs, s, "y"), (std::vector<float>{3, 3, 5}));
+}
+
 }  // namespace

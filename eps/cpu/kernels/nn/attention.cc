@@ -5,6 +5,7 @@
 // Each (batch, query head) pair is independent: its score rows are computed, masked, softmaxed
 // and multiplied by V in a per-thread scratch buffer. Computation is in float (double inputs in
 // double); 16-bit inputs are widened once.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -161,13 +162,15 @@ class Attention : public ep::Kernel {
         for (int64_t h = 0; h < Hkv; ++h) {
           A* kd = kall.data() + (b * Hkv + h) * T * Dk;
           A* vd = vall.data() + (b * Hkv + h) * T * Dv;
+          // std::copy_n, not memcpy: with a head size of 0 the vectors are empty and their
+          // data() may be NULL, which memcpy must not get even for 0 bytes.
           if (P > 0) {
-            std::memcpy(kd, pk.data() + (b * Hkv + h) * P * Dk, P * Dk * sizeof(A));
-            std::memcpy(vd, pv.data() + (b * Hkv + h) * P * Dv, P * Dv * sizeof(A));
+            std::copy_n(pk.data() + (b * Hkv + h) * P * Dk, P * Dk, kd);
+            std::copy_n(pv.data() + (b * Hkv + h) * P * Dv, P * Dv, vd);
           }
           for (int64_t s = 0; s < Skv; ++s) {
-            std::memcpy(kd + (P + s) * Dk, ka_new.data() + kv.Offset(b, h, s), Dk * sizeof(A));
-            std::memcpy(vd + (P + s) * Dv, va_new.data() + vv.Offset(b, h, s), Dv * sizeof(A));
+            std::copy_n(ka_new.data() + kv.Offset(b, h, s), Dk, kd + (P + s) * Dk);
+            std::copy_n(va_new.data() + vv.Offset(b, h, s), Dv, vd + (P + s) * Dv);
           }
         }
       }
@@ -325,8 +328,8 @@ class Attention : public ep::Kernel {
       for (int64_t b = 0; b < B; ++b) {
         for (int64_t h = 0; h < Hq; ++h) {
           for (int64_t i = 0; i < Sq; ++i) {
-            std::memcpy(y3.data() + ((b * Sq + i) * Hq + h) * Dv,
-                        y.data() + ((b * Hq + h) * Sq + i) * Dv, Dv * sizeof(A));
+            std::copy_n(y.data() + ((b * Hq + h) * Sq + i) * Dv, Dv,
+                        y3.data() + ((b * Sq + i) * Hq + h) * Dv);  // Dv may be 0 (NULL data)
           }
         }
       }

@@ -3,6 +3,7 @@
 // float [E] or [B, E] with E = max(ngram_indexes) + 1.
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <nxrt/nxrt_ep.hpp>
 #include <string>
 #include <string_view>
@@ -46,7 +47,13 @@ class TfIdfVectorizer : public ep::Kernel {
         pool.push_back(it->second);
       }
     }
-    for (int64_t i : indexes) output_size_ = std::max(output_size_, i + 1);
+    for (int64_t i : indexes) {
+      // A negative index would count outside the output; INT64_MAX would overflow i + 1.
+      NXRT_EP_ENFORCE(
+          i >= 0 && i < std::numeric_limits<int64_t>::max(),
+          "TfIdfVectorizer: ngram_indexes must be non-negative, got " + std::to_string(i));
+      output_size_ = std::max(output_size_, i + 1);
+    }
     NXRT_EP_ENFORCE(weights_.empty() || static_cast<int64_t>(weights_.size()) >= output_size_,
                     "TfIdfVectorizer: fewer weights than output entries");
     // The pool holds all 1-grams from counts[0], then 2-grams from counts[1], ...; the k-th n-gram
@@ -63,7 +70,11 @@ class TfIdfVectorizer : public ep::Kernel {
         NXRT_EP_ENFORCE(ngram_id < static_cast<int64_t>(indexes.size()),
                         "TfIdfVectorizer: fewer ngram_indexes than pool n-grams");
         if (n < min_n_ || n > max_n_) continue;
-        grams_[Key(pool.data() + at, n, 1)] = indexes[ngram_id];
+        // Counts live per distinct output slot that some n-gram uses, not per output entry: the
+        // output may be huge (E comes from the model), the pool is only as big as the model.
+        auto slot = slots_.emplace(indexes[ngram_id], static_cast<int64_t>(slot_outputs_.size()));
+        if (slot.second) slot_outputs_.push_back(indexes[ngram_id]);
+        grams_[Key(pool.data() + at, n, 1)] = slot.first->second;
       }
     }
   }
@@ -95,16 +106,19 @@ class TfIdfVectorizer : public ep::Kernel {
     ep::Tensor y = shape.size() == 2 ? ctx.output(0, {rows, output_size_}, NX_TYPE_FLOAT)
                                      : ctx.output(0, {output_size_}, NX_TYPE_FLOAT);
     float* out = y.data<float>();
-    std::vector<int64_t> freq(output_size_);
+    std::vector<int64_t> freq(slot_outputs_.size());
     for (int64_t r = 0; r < rows; ++r) {
       ctx.ThrowIfShouldStop("TfIdfVectorizer");
       std::fill(freq.begin(), freq.end(), 0);
       Count(tokens.data() + r * cols, cols, freq);
       float* yr = out + r * output_size_;
-      for (int64_t i = 0; i < output_size_; ++i) {
-        const float f = static_cast<float>(freq[i]);
+      // Entries no n-gram maps to have count 0, which is 0 in every mode.
+      std::fill(yr, yr + output_size_, 0.0f);
+      for (size_t k = 0; k < slot_outputs_.size(); ++k) {
+        const int64_t i = slot_outputs_[k];
+        const float f = static_cast<float>(freq[k]);
         const float w = weights_.empty() ? 1.0f : weights_[i];
-        yr[i] = mode_ == kTf ? f : mode_ == kIdf ? (freq[i] > 0 ? w : 0.0f) : w * f;
+        yr[i] = mode_ == kTf ? f : mode_ == kIdf ? (freq[k] > 0 ? w : 0.0f) : w * f;
       }
     }
   }
@@ -143,7 +157,9 @@ class TfIdfVectorizer : public ep::Kernel {
   Mode mode_ = kTf;
   int64_t output_size_ = 0;
   std::unordered_map<std::string, int64_t> string_ids_;
-  std::unordered_map<std::string, int64_t> grams_;
+  std::unordered_map<std::string, int64_t> grams_;  // n-gram -> slot
+  std::unordered_map<int64_t, int64_t> slots_;      // output index -> slot
+  std::vector<int64_t> slot_outputs_;               // slot -> output index
 };
 
 }  // namespace
