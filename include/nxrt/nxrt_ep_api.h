@@ -546,6 +546,8 @@ typedef struct NxHostApi {
   int32_t (*KernelContext_GetThreadCount)(const NxKernelContext* ctx);
 
   /* ---- Values -------------------------------------------------------------------------- */
+  /* A NULL value reads as an empty tensor (kind TENSOR, type UNDEFINED, rank 0, no data);
+   * Value_SetString on NULL returns NX_INVALID_ARGUMENT. */
   NxValueKind (*Value_GetKind)(const NxValue* value);
   NxElementType (*Value_GetElementType)(const NxValue* value);
   /* Shape of a tensor; dims borrowed for the value's lifetime. */

@@ -688,21 +688,24 @@ const char* EpDeviceGetMetadataValue(const NxEpDevice* d, const char* key) {
 }
 
 // ---- Values ----
-NxValueKind ValueGetKind(const NxValue* v) { return v->kind; }
+// A NULL value (a plugin's bug, e.g. an optional input it did not check) reads as an empty
+// tensor, as in the public C API, instead of crashing the host.
+NxValueKind ValueGetKind(const NxValue* v) { return v ? v->kind : NX_VALUE_TENSOR; }
 NxElementType ValueGetElementType(const NxValue* v) {
+  if (v == nullptr) return NX_TYPE_UNDEFINED;
   return v->kind == NX_VALUE_SEQUENCE ? v->sequence_type : v->type;
 }
 void ValueGetShape(const NxValue* v, const int64_t** dims, size_t* rank) {
-  if (dims) *dims = v->dims.data();
-  if (rank) *rank = v->dims.size();
+  if (dims) *dims = v ? v->dims.data() : nullptr;
+  if (rank) *rank = v ? v->dims.size() : 0;
 }
-size_t ValueGetElementCount(const NxValue* v) { return v->count; }
+size_t ValueGetElementCount(const NxValue* v) { return v ? v->count : 0; }
 void* ValueGetData(const NxValue* v) {
-  if (v->type == NX_TYPE_STRING) return nullptr;
+  if (v == nullptr || v->type == NX_TYPE_STRING) return nullptr;
   return v->data;
 }
 const char* ValueGetString(const NxValue* v, size_t i, size_t* size) {
-  if (v->type != NX_TYPE_STRING || i >= v->strings.size()) {
+  if (v == nullptr || v->type != NX_TYPE_STRING || i >= v->strings.size()) {
     if (size) *size = 0;
     return nullptr;
   }
@@ -710,6 +713,7 @@ const char* ValueGetString(const NxValue* v, size_t i, size_t* size) {
   return v->strings[i].data();
 }
 NxStatus* ValueSetString(NxValue* v, size_t i, const char* data, size_t size) {
+  if (v == nullptr) return CreateStatus(NX_INVALID_ARGUMENT, "Value_SetString: value is null");
   if (v->type != NX_TYPE_STRING)
     return CreateStatus(NX_INVALID_ARGUMENT, "Value_SetString: not a string tensor");
   if (i >= v->strings.size())

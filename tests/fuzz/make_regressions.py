@@ -11,6 +11,11 @@ unit test and `nxrt run` all exercise the same values. Files found by the fuzzer
     constant_value_attribute_not_a_tensor.onnx   Constant `value` holding a string: NULL tensor
     tfidf_ngram_index_overflows_buffer_pool.onnx  TfIdfVectorizer index ~7e18: the byte size
                                      wrapped and BufferPool's rounding looped for ever
+    attention_zero_head_size_memcpy_null.onnx     Attention with V head size 0: memcpy from NULL
+    scan8_without_num_scan_inputs_shape_inference_segv.onnx, scan9_shape_inference_segv.onnx,
+    maxunpool_shape_inference_segv.onnx  SIGSEGV in ONNX 1.12's shape inference (Scan-8 with a
+                                     misspelt num_scan_inputs, Scan-9 with malformed attributes,
+                                     MaxUnpool kernel_shape/strides not matching the rank)
 """
 import math
 import os
@@ -165,10 +170,67 @@ def tfidf_huge_ngram_index():
     return tfidf("tfidf_huge_ngram_index", ngram_indexes=[0, 1, 2**40])
 
 
+# The ONNX 1.12 shape-inference crashes that issue 12 lists (SIGSEGV / SIGFPE / overflow while
+# loading). nxrt now infers shapes itself; each must load with static shapes left unknown or fail
+# with a clear error.
+def x_of(shape, name="x"):
+    return numpy_helper.from_array(np.ones(shape, np.float32), name)
+
+
+def layer_norm_axis_outside_rank():
+    nodes = [helper.make_node("LayerNormalization", ["x", "g"], ["y"], axis=7)]
+    return model("layer_norm_axis_outside_rank", nodes, [out("y", TensorProto.FLOAT, None)],
+                 [x_of([2, 3]), x_of([3], "g")])
+
+
+def conv_transpose_weight_rank_mismatch():
+    nodes = [helper.make_node("ConvTranspose", ["x", "w"], ["y"])]
+    return model("conv_transpose_weight_rank_mismatch", nodes, [out("y", TensorProto.FLOAT, None)],
+                 [x_of([1, 2, 4, 4]), x_of([2, 3, 3], "w")])
+
+
+def rnn_weight_shape_mismatch():
+    # hidden_size 3 but W and R say 4 and 5: the merged output shapes disagree.
+    nodes = [helper.make_node("RNN", ["x", "w", "r"], ["y", "h"], hidden_size=3)]
+    return model("rnn_weight_shape_mismatch", nodes,
+                 [out("y", TensorProto.FLOAT, None), out("h", TensorProto.FLOAT, None)],
+                 [x_of([2, 1, 2]), x_of([1, 4, 2], "w"), x_of([1, 5, 5], "r")])
+
+
+def pool_and_conv_zero_stride():
+    nodes = [helper.make_node("MaxPool", ["x"], ["p"], kernel_shape=[2, 2], strides=[0, 0]),
+             helper.make_node("Conv", ["x", "w"], ["c"], strides=[0, 1])]
+    return model("pool_and_conv_zero_stride", nodes,
+                 [out("p", TensorProto.FLOAT, None), out("c", TensorProto.FLOAT, None)],
+                 [x_of([1, 1, 4, 4]), x_of([1, 1, 2, 2], "w")])
+
+
+def loop_body_constant_shorter_than_shape():
+    # The body's Constant declares 1000 floats and carries 2.
+    short = TensorProto(name="v", data_type=TensorProto.FLOAT, dims=[1000], float_data=[1.0, 2.0])
+    body = helper.make_graph(
+        [helper.make_node("Constant", [], ["c"], value=short),
+         helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+         helper.make_node("ReduceSum", ["c"], ["s"], keepdims=0)],
+        "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond_in", TensorProto.BOOL, [])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("s", TensorProto.FLOAT, None)])
+    inits = [numpy_helper.from_array(np.array(2, np.int64), "n"),
+             numpy_helper.from_array(np.array(True), "cond")]
+    nodes = [helper.make_node("Loop", ["n", "cond"], ["sums"], body=body)]
+    return model("loop_body_constant_shorter_than_shape", nodes,
+                 [out("sums", TensorProto.FLOAT, None)], inits)
+
+
 MODELS = [cast_nan_to_int, cast_string_nan_to_int, quantize_linear_nan,
           dynamic_quantize_linear_nan, qlinear_matmul_nan_scale, sequence_empty_bad_dtype,
           cast_bad_to, eye_like_bad_dtype, quantize_linear_bad_output_dtype, pow_int_base_float_exponent,
-          tfidf_negative_ngram_index, tfidf_huge_max_skip, tfidf_huge_ngram_index]
+          tfidf_negative_ngram_index, tfidf_huge_max_skip, tfidf_huge_ngram_index,
+          layer_norm_axis_outside_rank, conv_transpose_weight_rank_mismatch,
+          rnn_weight_shape_mismatch, pool_and_conv_zero_stride,
+          loop_body_constant_shorter_than_shape]
 
 
 def main():
