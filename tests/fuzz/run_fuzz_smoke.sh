@@ -32,9 +32,10 @@ fuzzer="$build_dir/bin/nxrt_session_fuzzer"
 # OpenMP workers and LeakSanitizer's ptrace do not mix in sandboxes (as for tools/test.sh's
 # sanitizer suites). A huge allocation requested by a hostile model returns NULL (nxrt reports
 # out of memory) instead of aborting; libFuzzer's malloc limit stays above ASan's maximum so
-# only real RSS growth counts.
+# only real RSS growth counts. intercept_tls_get_addr=0 as in tools/test.sh: LeakSanitizer's
+# tracer otherwise dies at exit on a misread dynamic TLS block.
 export OMP_NUM_THREADS=1
-export ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=1:max_allocation_size_mb=2048:${ASAN_OPTIONS:-}"
+export ASAN_OPTIONS="detect_leaks=1:intercept_tls_get_addr=0:allocator_may_return_null=1:max_allocation_size_mb=2048:${ASAN_OPTIONS:-}"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"
 limits=(-timeout=10 -rss_limit_mb=4096 -malloc_limit_mb=4096)
 
