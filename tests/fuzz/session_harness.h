@@ -193,8 +193,8 @@ inline void RunOnce(NxSession* session, Fill fill) {
     NxRunOptions* run_options = nullptr;
     if (Ok(NxRunOptions_Create(&run_options))) {
       Ok(NxRunOptions_SetTimeout(run_options, kRunSeconds));
-      Ok(NxSession_RunWithOptions(session, run_options, names.data(), inputs.data(),
-                                  inputs.size(), nullptr, num_outputs, outputs.data()));
+      Ok(NxSession_RunWithOptions(session, run_options, names.data(), inputs.data(), inputs.size(),
+                                  nullptr, num_outputs, outputs.data()));
       NxRunOptions_Release(run_options);
     }
     for (NxValue* o : outputs) NxValue_Release(o);
