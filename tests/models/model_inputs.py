@@ -161,8 +161,8 @@ def vad_audio(info, rng):
     return np.broadcast_to(audio, info.shape).astype(info.dtype)
 
 
-def vad_state(info, rng):
-    """A non-zero recurrent state, as after some audio, so the state path is exercised."""
+def small_state(info, rng):
+    """A non-zero recurrent state, as after some input, so the state path is exercised."""
     return (0.1 * rng.standard_normal(info.shape)).astype(info.dtype)
 
 
@@ -176,9 +176,13 @@ def model_specs():
     return {
         "resnet50": image,
         "mobilenet_v2": image,
+        "mobilenet_v3_small": image,
         "efficientnet_b0": image,
         "squeezenet1_1": image,
+        "vit_b_16": image,
         "transformer_encoder": ModelSpec(generators={"input": normal_noise}),
+        "lstm_gru": ModelSpec(generators={"input": normal_noise, "lstm_h0": small_state,
+                                          "lstm_c0": small_state, "gru_h0": small_state}),
         "bert4": ModelSpec(dims={"input_ids": {0: 1, 1: 128}, "attention_mask": {0: 1, 1: 128}},
                            generators={"input_ids": bert_token_ids,
                                        "attention_mask": bert_attention_mask}),
@@ -190,15 +194,16 @@ def model_specs():
         "ppocr_cls": ModelSpec(dims={"x": {0: 1, 2: 48, 3: 192}},
                                generators={"x": ppocr_text_line}),
         "silero_vad": ModelSpec(dims={"input": {0: 1, 1: 576}, "state": {1: 1}},
-                                generators={"input": vad_audio, "state": vad_state,
+                                generators={"input": vad_audio, "state": small_state,
                                             "sr": vad_sample_rate}),
     }
 
 
 def known_model_names():
     """Known model names in a sensible test order (small, fast ones first)."""
-    return ["squeezenet1_1", "mobilenet_v2", "efficientnet_b0", "resnet50",
-            "transformer_encoder", "bert4", "ppocr_cls", "ppocr_rec", "ppocr_det", "silero_vad"]
+    return ["squeezenet1_1", "mobilenet_v3_small", "mobilenet_v2", "efficientnet_b0",
+            "resnet50", "vit_b_16", "transformer_encoder", "bert4", "lstm_gru", "ppocr_cls",
+            "ppocr_rec", "ppocr_det", "silero_vad"]
 
 
 # --------------------------------------------------------------------------------------------

@@ -31,7 +31,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import model_inputs  # noqa: E402  (sibling module)
 
 RELATIVE_TOLERANCE = 1e-4
-# nxrt run prints e.g. "time: runs=1 median_ms=12.3 min_ms=... first_ms=12.3 create_ms=45.6"
+# nxrt run prints e.g.
+# "time: runs=1 median_ms=12.3 min_ms=... first_ms=12.3 create_ms=45.6 peak_rss_mb=80.1"
 NXRT_TIME_RE = re.compile(r"^time:.*$", re.MULTILINE)
 
 

@@ -25,8 +25,9 @@ import sys
 import onnx
 from onnx import shape_inference
 
-MODELS = ["resnet50", "mobilenet_v2", "efficientnet_b0", "squeezenet1_1", "transformer_encoder",
-          "bert4", "ppocr_det", "ppocr_rec", "ppocr_cls", "silero_vad"]
+MODELS = ["resnet50", "mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0", "squeezenet1_1",
+          "vit_b_16", "transformer_encoder", "bert4", "lstm_gru", "ppocr_det", "ppocr_rec",
+          "ppocr_cls", "silero_vad"]
 
 # ONNX TensorProto data types by the names nxrt prints (Nx_ElementTypeName).
 ONNX_TYPE_NAMES = {

@@ -2,10 +2,13 @@
 //                [--ep-library PATH ...] [--virtual TYPE[:key=value,...] ...]
 //                [--ep NAME[:key=value,...] ... | --policy NAME] [--fallback allow|warn|forbid]
 //                [--profile FILE] [--timeout SECONDS] [--memory-limit MB]
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -121,6 +124,20 @@ size_t CountProfileEvents(const std::string& path) {
 
 double Ms(std::chrono::steady_clock::duration d) {
   return std::chrono::duration<double, std::milli>(d).count();
+}
+
+// Peak resident set size of this process so far, in MB: VmHWM of /proc/self/status, which
+// starts afresh at exec. getrusage's ru_maxrss (the fallback where /proc is missing) keeps the
+// peak of the process that started nxrt from before its exec (427 MB for nxrt started by a
+// Python process holding 400 MB), so it can only be trusted when the parent is small.
+double PeakRssMb() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::strtod(line.c_str() + 6, nullptr) / 1024.0;
+  }
+  struct rusage usage {};
+  if (getrusage(RUSAGE_SELF, &usage) != 0) return 0;
+  return static_cast<double>(usage.ru_maxrss) / 1024.0;  // KiB on Linux
 }
 
 }  // namespace
@@ -245,8 +262,9 @@ int RunCommand(const std::vector<std::string>& args) {
   std::printf("\n");
   std::printf("copies: %lld\n", static_cast<long long>(session.statistic("copies")));
   std::printf(
-      "time: runs=%zu median_ms=%.3f min_ms=%.3f mean_ms=%.3f first_ms=%.3f create_ms=%.1f\n",
-      times.size(), median, sorted.front(), mean, first_ms, create_ms);
+      "time: runs=%zu median_ms=%.3f min_ms=%.3f mean_ms=%.3f first_ms=%.3f create_ms=%.1f "
+      "peak_rss_mb=%.1f\n",
+      times.size(), median, sorted.front(), mean, first_ms, create_ms, PeakRssMb());
   if (!r.profile.empty()) {
     session.EndProfiling();
     std::printf("profile: %s (%zu events)\n", r.profile.c_str(), CountProfileEvents(r.profile));

@@ -7,7 +7,7 @@ Run with Debian's interpreter, which is the one that sees python3-torch / python
 
 OUT_DIR defaults to build/models. Models written (NAME.onnx):
 
-    resnet50, mobilenet_v2, efficientnet_b0, squeezenet1_1
+    resnet50, mobilenet_v2, mobilenet_v3_small, efficientnet_b0, squeezenet1_1, vit_b_16
         torchvision classifiers; input `input` float32 [1,3,224,224], output `logits` [1,1000]
     transformer_encoder
         torch.nn.TransformerEncoder (d_model 256, 4 heads, FFN 2048, 2 layers, batch_first);
@@ -16,14 +16,24 @@ OUT_DIR defaults to build/models. Models written (NAME.onnx):
         4-layer BERT-style encoder made of plain torch modules (hidden 768, 12 heads,
         intermediate 3072, vocab 30522, seq 128); inputs `input_ids`, `attention_mask`
         int64 [1,128]; output `last_hidden_state` float32 [1,128,768]
+    lstm_gru
+        a small recurrent model: nn.LSTM (64 -> 128) followed by nn.GRU (128 -> 128), one layer
+        each, batch_first, 48 time steps; inputs `input` float32 [1,48,64] and the initial
+        states `lstm_h0`, `lstm_c0`, `gru_h0` float32 [1,1,128]; outputs `output` float32
+        [1,48,128] (the GRU's outputs) and the final states `lstm_h`, `lstm_c`, `gru_h`
+        float32 [1,1,128]
 
 No weights are downloaded: every model is randomly initialised from a seed fixed per model, so
 the files are the same on every run with the same torch version. Existing files are kept unless
 --force is given. Fixes for quirks of random-weight export (see shared/ENVIRONMENT-NOTES.md):
   * BatchNorm running statistics are recomputed on one random batch (otherwise MobileNet and
-    EfficientNet logits collapse to ~0, which makes a comparison meaningless);
+    EfficientNet logits collapse to ~0, which makes a comparison meaningless); MobileNetV3's
+    classifier layers are also drawn again (N(0, 1/fan_in)), as its default init leaves the
+    logits around 0.01;
   * the copies of the TransformerEncoderLayer inside nn.TransformerEncoder start out identical
     (and the exporter would share their weights), so each layer's weights are drawn again;
+  * torchvision's ViT has a zero-initialised classification head (all logits would be 0), so
+    the head is drawn again; its LayerNorms also get random scales and shifts;
   * attention is exported with autograd enabled (nn.MultiheadAttention's fused inference path
     does not export).
 """
@@ -93,6 +103,21 @@ def export(model, args, path, input_names, output_names):
 # torchvision image classifiers
 # --------------------------------------------------------------------------------------------
 
+def redraw_linear(linear, generator):
+    """Draws an nn.Linear's weights from N(0, 1/fan_in) (outputs keep the scale of the inputs)
+    and its bias from N(0, 0.02^2)."""
+    with torch.no_grad():
+        linear.weight.copy_(torch.randn(linear.weight.shape, generator=generator)
+                            / math.sqrt(linear.in_features))
+        linear.bias.copy_(0.02 * torch.randn(linear.bias.shape, generator=generator))
+
+
+# Classifiers whose Linear layers are drawn again: torchvision initialises MobileNetV3's two
+# classifier layers with N(0, 0.01^2), which leaves its logits around 0.01 (MobileNetV2 has one
+# such layer and logits around 0.2).
+REDRAW_CLASSIFIER = ("mobilenet_v3_small",)
+
+
 def export_torchvision(name, path):
     import torchvision  # imported here so that the transformer models do not need it
 
@@ -100,8 +125,61 @@ def export_torchvision(name, path):
     generator = torch.Generator().manual_seed(seed_for(name) + 1)
     model = getattr(torchvision.models, name)(weights=None)
     recalibrate_batch_norm(model, IMAGE_SHAPE, generator)
+    if name in REDRAW_CLASSIFIER:
+        for m in model.classifier.modules():
+            if isinstance(m, nn.Linear):
+                redraw_linear(m, generator)
     x = torch.randn(IMAGE_SHAPE, generator=generator)
     export(model, (x,), path, ["input"], ["logits"])
+
+
+def export_vit(name, path):
+    """torchvision ViT: its head starts at zero, so it is drawn again (logits of about unit
+    scale); LayerNorms get random affine parameters."""
+    import torchvision
+
+    torch.manual_seed(seed_for(name))
+    generator = torch.Generator().manual_seed(seed_for(name) + 1)
+    model = getattr(torchvision.models, name)(weights=None)
+    redraw_linear(model.heads.head, generator)
+    randomise_layer_norms(model, generator)
+    x = torch.randn(IMAGE_SHAPE, generator=generator)
+    export(model, (x,), path, ["input"], ["logits"])
+
+
+# --------------------------------------------------------------------------------------------
+# A small recurrent model: LSTM then GRU
+# --------------------------------------------------------------------------------------------
+
+LSTM_GRU_STEPS = 48
+LSTM_GRU_FEATURES = 64
+LSTM_GRU_HIDDEN = 128
+
+
+class LstmGru(nn.Module):
+    """nn.LSTM followed by nn.GRU (one layer each, batch_first), with explicit initial states
+    in and final states out, as a streaming model would have."""
+
+    def __init__(self, features=LSTM_GRU_FEATURES, hidden=LSTM_GRU_HIDDEN):
+        super().__init__()
+        self.lstm = nn.LSTM(features, hidden, batch_first=True)
+        self.gru = nn.GRU(hidden, hidden, batch_first=True)
+
+    def forward(self, x, lstm_h0, lstm_c0, gru_h0):
+        y, (lstm_h, lstm_c) = self.lstm(x, (lstm_h0, lstm_c0))
+        y, gru_h = self.gru(y, gru_h0)
+        return y, lstm_h, lstm_c, gru_h
+
+
+def export_lstm_gru(name, path):
+    torch.manual_seed(seed_for(name))  # nn.LSTM / nn.GRU draw U(-1/sqrt(H), 1/sqrt(H))
+    generator = torch.Generator().manual_seed(seed_for(name) + 1)
+    model = LstmGru()
+    x = torch.randn((1, LSTM_GRU_STEPS, LSTM_GRU_FEATURES), generator=generator)
+    states = tuple(0.1 * torch.randn((1, 1, LSTM_GRU_HIDDEN), generator=generator)
+                   for _ in range(3))
+    export(model, (x,) + states, path, ["input", "lstm_h0", "lstm_c0", "gru_h0"],
+           ["output", "lstm_h", "lstm_c", "gru_h"])
 
 
 # --------------------------------------------------------------------------------------------
@@ -251,9 +329,12 @@ def export_bert4(name, path, seq=128, vocab=30522):
 def model_exporters():
     """Model name -> function(name, path) that writes it."""
     exporters = {name: export_torchvision
-                 for name in ("resnet50", "mobilenet_v2", "efficientnet_b0", "squeezenet1_1")}
+                 for name in ("resnet50", "mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0",
+                              "squeezenet1_1")}
+    exporters["vit_b_16"] = export_vit
     exporters["transformer_encoder"] = export_transformer_encoder
     exporters["bert4"] = export_bert4
+    exporters["lstm_gru"] = export_lstm_gru
     return exporters
 
 

@@ -20,7 +20,8 @@ cd "$repo_root"
 python="${PYTHON:-python3}"
 scripts="tools/scripts"
 
-torch_models=(resnet50 mobilenet_v2 efficientnet_b0 squeezenet1_1 transformer_encoder bert4)
+torch_models=(resnet50 mobilenet_v2 mobilenet_v3_small efficientnet_b0 squeezenet1_1 vit_b_16
+              transformer_encoder bert4 lstm_gru)
 
 # --- 1. pinned Python packages for the comparison and benchmark scripts -----------------------
 # Compares installed versions with the `name==version` pins; pip runs only on a mismatch.
