@@ -134,7 +134,12 @@ NXRT_EXPORT NxStatus* NxSessionOptions_SetIntraOpThreads(NxSessionOptions* optio
 NXRT_EXPORT NxStatus* NxSessionOptions_SetLogLevel(NxSessionOptions* options, NxLogLevel level);
 /* 0 = no graph optimisation, 1 = basic (default), 2 = all. */
 NXRT_EXPORT NxStatus* NxSessionOptions_SetOptimizationLevel(NxSessionOptions* options, int level);
-/* A free-form configuration entry ("session.*" keys; EPs read them too). */
+/* A free-form configuration entry ("session.*" keys; EPs read them too). Keys nxrt reads:
+ *   "session.share_prepacked_weights" "0" | "1" (default "1"): share packed weights between
+ *     sessions of one env (docs/writing-an-ep.md);
+ *   "session.intra_op_spin_us" microseconds (default 200): how long an idle intra-op worker
+ *     thread spins waiting for the next parallel kernel before it sleeps (docs/threading.md);
+ *     0 sleeps at once (least CPU on a busy machine, about 50 us more per parallel kernel). */
 NXRT_EXPORT NxStatus* NxSessionOptions_SetConfig(NxSessionOptions* options, const char* key,
                                                  const char* value);
 /* Appends the EP named `ep_name` (from a registered library, or "CPU") with options, in

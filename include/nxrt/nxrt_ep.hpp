@@ -22,10 +22,13 @@
 #define NXRT_EP_HPP_
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <exception>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -491,6 +494,19 @@ class KernelInfo : public NodeView {
   const NxKernelInfo* info_;
 };
 
+namespace detail {
+// The NxKernelContext of the Compute running on this thread (set by the SDK around Compute).
+inline NxKernelContext*& CurrentContextSlot() {
+  thread_local NxKernelContext* current = nullptr;
+  return current;
+}
+}  // namespace detail
+
+// The context of the Compute running on this thread, or null (outside Compute, and on the
+// pool's worker threads inside a parallel_for chunk). Lets helpers deep inside a kernel reach
+// the session's threads without passing the context down.
+inline NxKernelContext* CurrentKernelContext() { return detail::CurrentContextSlot(); }
+
 // What Compute receives.
 class KernelContext {
  public:
@@ -567,13 +583,32 @@ class KernelContext {
     ThrowIfError(Host().KernelContext_GetScratch(ctx_, bytes, host, &p));
     return p;
   }
-  // fn(begin, end) over [0, total) on the session's threads. fn must not throw.
+  // fn(begin, end) over [0, total) on the session's threads, in chunks of at least `grain`.
+  // If fn throws, the remaining chunks are skipped and the first exception is rethrown here
+  // (it never crosses the C ABI).
   template <class Fn>
   void parallel_for(size_t total, size_t grain, Fn&& fn) const {
     using F = std::remove_reference_t<Fn>;
-    auto trampoline = [](void* user, size_t begin, size_t end) { (*static_cast<F*>(user))(begin, end); };
-    ThrowIfError(Host().KernelContext_ParallelFor(ctx_, total, grain, trampoline,
-                                                  const_cast<void*>(static_cast<const void*>(&fn))));
+    struct Job {
+      F* fn = nullptr;
+      std::atomic<bool> failed{false};
+      std::exception_ptr error;
+      std::mutex mu;
+    } job;
+    job.fn = &fn;
+    auto trampoline = [](void* user, size_t begin, size_t end) {
+      Job& j = *static_cast<Job*>(user);
+      if (j.failed.load(std::memory_order_relaxed)) return;
+      try {
+        (*j.fn)(begin, end);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(j.mu);
+        if (!j.error) j.error = std::current_exception();
+        j.failed.store(true, std::memory_order_relaxed);
+      }
+    };
+    ThrowIfError(Host().KernelContext_ParallelFor(ctx_, total, grain, trampoline, &job));
+    if (job.error) std::rethrow_exception(job.error);
   }
 
   // ---- Profiling (host ABI version 6; a no-op on older hosts) ----
@@ -726,10 +761,15 @@ struct KernelBox {
 };
 inline NxStatus* BoxCompute(NxKernel* self, NxKernelContext* ctx) {
   auto* box = reinterpret_cast<KernelBox*>(self);
-  return Guard([&] {
+  // Restored afterwards: a control-flow kernel's body runs nested Computes on this thread.
+  NxKernelContext* const previous = CurrentContextSlot();
+  CurrentContextSlot() = ctx;
+  NxStatus* status = Guard([&] {
     KernelContext context(ctx);
     box->impl->Compute(context);
   });
+  CurrentContextSlot() = previous;
+  return status;
 }
 inline void BoxRelease(NxKernel* self) { delete reinterpret_cast<KernelBox*>(self); }
 inline NxStatus* BoxPrePack(NxKernel* self, const NxValue* weight, size_t input_index,

@@ -592,7 +592,10 @@ typedef struct NxHostApi {
                                         void** memory);
   /* Runs fn(user, begin, end) over [0, total) split into chunks of at least `grain` items on the
    * session's intra-op threads (the calling thread takes part) and returns when all are done.
-   * A chunk must not call ParallelFor again. */
+   * Idle workers spin briefly before sleeping ("session.intra_op_spin_us"); the call never
+   * waits for a worker that has not started, so a chunk may run on any thread, in any order.
+   * A call from inside a chunk runs inline on that thread. fn must not let a C++ exception
+   * escape (the C++ SDK's parallel_for catches and rethrows them for you). */
   NxStatus* (*KernelContext_ParallelFor)(NxKernelContext* ctx, size_t total, size_t grain,
                                          void (*fn)(void* user, size_t begin, size_t end),
                                          void* user);

@@ -202,11 +202,13 @@ EpFactory* Env::FindFactory(const std::string& ep_name) {
 EpFactory* Env::DefaultCpuFactory() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!cpu_library_) {
-    // The CPU EP runs on OpenMP (oneDNN from Debian supports nothing else). libgomp reads its
-    // wait policy once, when it is loaded with the EP, and by default spins for a long time
-    // between parallel regions: on a busy machine that makes two threads 10-100x slower than
-    // one. Sleeping costs a few microseconds per region on an idle machine. Applications that
-    // want spinning set OMP_WAIT_POLICY=ACTIVE (or GOMP_SPINCOUNT) themselves.
+    // The CPU EP's kernels run on the session's thread pool (session/thread_pool.h); only
+    // oneDNN's convolution primitives still open OpenMP regions (Debian's oneDNN supports
+    // nothing else). libgomp reads its wait policy once, when it is loaded with the EP, and by
+    // default spins for milliseconds between regions: next to the pool's own spinning workers,
+    // and with its barrier waiting for every team thread, that makes a busy machine up to 200x
+    // slower (docs/threading.md). Its workers sleep instead; applications that want them to
+    // spin set OMP_WAIT_POLICY=ACTIVE (or GOMP_SPINCOUNT) themselves.
     if (std::getenv("OMP_WAIT_POLICY") == nullptr && std::getenv("GOMP_SPINCOUNT") == nullptr) {
       setenv("OMP_WAIT_POLICY", "PASSIVE", /*overwrite=*/0);
     }

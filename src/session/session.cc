@@ -1,6 +1,7 @@
 #include "session/session.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <thread>
 
@@ -56,7 +57,16 @@ Session::Session(Env& env, std::shared_ptr<Model> model, const SessionOptions& o
                  : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   // Cache up to 1 GiB of freed tensor buffers for reuse by later nodes and runs.
   pool_ = std::make_shared<BufferPool>(size_t{1} << 30);
-  thread_pool_ = std::make_shared<ThreadPool>(threads_);
+  int spin_us = ThreadPool::kDefaultSpinMicroseconds;
+  if (const std::string* spin = options.config.Find("session.intra_op_spin_us")) {
+    char* end = nullptr;
+    const long v = std::strtol(spin->c_str(), &end, 10);
+    NXRT_CHECK(
+        !spin->empty() && *end == '\0' && v >= 0 && v <= 1000000, NX_INVALID_ARGUMENT,
+        "session.intra_op_spin_us must be microseconds from 0 to 1000000, got '" + *spin + "'");
+    spin_us = static_cast<int>(v);
+  }
+  thread_pool_ = std::make_shared<ThreadPool>(threads_, spin_us);
   config_.entries = options.config.entries;
   config_.entries["session.intra_op_num_threads"] = std::to_string(threads_);
   config_.entries["session.optimization_level"] = std::to_string(options.optimization_level);

@@ -13,6 +13,7 @@
 
 #include "common/broadcast.h"
 #include "common/dispatch.h"
+#include "common/parallel.h"
 #include "kernels/linalg/conv_dnnl.h"
 #include "kernels/linalg/conv_geometry.h"
 #include "kernels/linalg/conv_reference.h"
@@ -151,7 +152,12 @@ class Conv : public ep::PrePackingKernel {
     }
     ep::Tensor y = ctx.output(0, y_dims, t);
     if (ShapeSize(y_dims) == 0) return;
-    const int threads = ctx.threads();
+    // A small convolution stays on one thread: waking a second costs more than it saves. The
+    // bar is higher than kMinParallelMacs because oneDNN's own convolutions run on OpenMP,
+    // whose sleeping workers take about 50 us to wake (docs/threading.md).
+    const double macs = static_cast<double>(g.batch) * g.out_channels * g.out_size() *
+                        g.in_channels_per_group() * g.kernel_size();
+    const int threads = macs < kMinOmpParallelMacs ? 1 : ctx.threads();
     const size_t y_count = static_cast<size_t>(ShapeSize(y_dims));
 
     switch (t) {

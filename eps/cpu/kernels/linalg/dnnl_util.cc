@@ -2,11 +2,14 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <mutex>
 #include <new>
 #include <stdexcept>
 #include <vector>
+
+#include "common/parallel.h"
 
 namespace nxrt::cpu::linalg {
 
@@ -84,9 +87,33 @@ void Sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float al
     }
     return;
   }
-  CheckDnnl(dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb,
-                       beta, c, ldc),
-            "dnnl_sgemm");
+  // Split on the session's pool (common/parallel.h): the larger of M and N into one part per
+  // thread, each part one single-threaded oneDNN call. Small products stay on one thread,
+  // where the fork-join would cost more than it saves.
+  const int threads = omp_get_max_threads();
+  const char ta = trans_a ? 'T' : 'N', tb = trans_b ? 'T' : 'N';
+  if (threads <= 1 || static_cast<double>(m) * n * k < kMinParallelMacs) {
+    SingleOmpThread one;
+    CheckDnnl(dnnl_sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc), "dnnl_sgemm");
+    return;
+  }
+  const bool split_n = n >= m;
+  const int64_t extent = split_n ? n : m;
+  const int64_t align = split_n ? 16 : 8;  // whole vector columns / register-block rows
+  const int64_t blocks = (extent + align - 1) / align;
+  const int64_t per_thread = (blocks + threads - 1) / threads;
+  ParallelFor(threads, blocks, per_thread, [&](int64_t begin, int64_t end) {
+    const int64_t lo = begin * align, hi = std::min(extent, end * align);
+    dnnl_status_t st;
+    if (split_n) {  // columns [lo, hi) of op(B) and C
+      const float* bp = trans_b ? b + lo * ldb : b + lo;
+      st = dnnl_sgemm(ta, tb, m, hi - lo, k, alpha, a, lda, bp, ldb, beta, c + lo, ldc);
+    } else {  // rows [lo, hi) of op(A) and C
+      const float* ap = trans_a ? a + lo : a + lo * lda;
+      st = dnnl_sgemm(ta, tb, hi - lo, n, k, alpha, ap, lda, b, ldb, beta, c + lo * ldc, ldc);
+    }
+    CheckDnnl(st, "dnnl_sgemm");
+  });
 }
 
 }  // namespace nxrt::cpu::linalg

@@ -1,7 +1,6 @@
 // Shared plumbing for the oneDNN-backed linear-algebra kernels: one process-wide CPU engine, one
 // stream per calling thread, per-thread scratch buffers, and the OpenMP thread-count scope.
 //
-// Nothing here depends on the EP SDK, so the benchmark programs can use it as well.
 #pragma once
 
 #include <cstddef>
@@ -59,7 +58,9 @@ void CheckDnnl(dnnl_status_t status, const char* what);
 void WarmUpSgemm();
 
 // Row-major single-precision GEMM through oneDNN: C = alpha * op(A) * op(B) + beta * C.
-// Runs on omp_get_max_threads() threads, or on one when called inside a parallel region.
+// Runs on omp_get_max_threads() threads (set by OmpThreadScope) of the session's pool, each
+// part a single-threaded oneDNN call; on one thread inside a ParallelFor chunk or outside a
+// Compute.
 void Sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
            int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 
