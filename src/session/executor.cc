@@ -316,8 +316,9 @@ std::vector<ValuePtr> Session::Execute(const std::vector<const Value*>& feeds,
       }
       ctx.run_control = control;
       try {
-        ThrowIfStatus(kernel->Compute(kernel, &ctx),
-                      node.Describe() + " (EP " + eps_[e]->name() + ") failed");
+        // The message is built only on failure: no string work per node per run.
+        if (NxStatus* status = kernel->Compute(kernel, &ctx))
+          ThrowIfStatus(status, node.Describe() + " (EP " + eps_[e]->name() + ") failed");
       } catch (const Error&) {
         // A kernel (or a body) that gave up because the run must stop: say so, whatever it said.
         if (control != nullptr && control->ShouldStop())

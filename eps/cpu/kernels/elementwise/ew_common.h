@@ -98,10 +98,11 @@ inline To As(From v) {
 
 // ---- Parallel thresholds ----------------------------------------------------------------------
 
-// Below this many elements a kernel runs on the calling thread: the fork/join costs more.
-inline constexpr int64_t kParallelThreshold = 64 * 1024;
+// Below this many elements a kernel runs on the calling thread: the fork/join (about 1 us on
+// the spinning pool, docs/threading.md) costs more.
+inline constexpr int64_t kParallelThreshold = 16 * 1024;
 // Smallest chunk handed to one thread.
-inline constexpr int64_t kGrain = 16 * 1024;
+inline constexpr int64_t kGrain = 4 * 1024;
 
 inline int ThreadsFor(int threads, int64_t n) { return n >= kParallelThreshold ? threads : 1; }
 
