@@ -47,6 +47,7 @@ struct IfKernel {
 
   void Compute(NxKernelContext& ctx) const {
     const Node& node = *ctx.node;
+    NXRT_CHECK(ctx.num_inputs >= 1, NX_INVALID_MODEL, node.Describe() + ": has no condition input");
     const BodyRunner& branch =
         ReadBool(ctx.inputs[0], node, "the condition") ? *then_branch : *else_branch;
     std::vector<const NxMemoryInfo*> deliver(ctx.num_outputs);
@@ -73,7 +74,10 @@ struct LoopKernel {
 
   void Compute(NxKernelContext& ctx) const {
     const Node& node = *ctx.node;
-    const size_t num_carried = ctx.num_inputs >= 2 ? ctx.num_inputs - 2 : 0;
+    // M and cond may be empty names (nullptr here) but the slots must be there.
+    NXRT_CHECK(ctx.num_inputs >= 2, NX_INVALID_MODEL,
+               node.Describe() + ": needs the inputs M and cond (either may be empty)");
+    const size_t num_carried = ctx.num_inputs - 2;
     NXRT_CHECK(body->num_inputs() == num_carried + 2, NX_INVALID_MODEL,
                node.Describe() + ": the body takes " + std::to_string(body->num_inputs()) +
                    " inputs, expected " + std::to_string(num_carried + 2));
@@ -207,6 +211,7 @@ struct SequenceMapKernel {
 
   void Compute(NxKernelContext& ctx) const {
     const Node& node = *ctx.node;
+    NXRT_CHECK(ctx.num_inputs >= 1, NX_INVALID_MODEL, node.Describe() + ": has no input sequence");
     const Value* first = ctx.inputs[0];
     NXRT_CHECK(first != nullptr && first->kind == NX_VALUE_SEQUENCE, NX_INVALID_ARGUMENT,
                node.Describe() + ": input 0 must be a sequence");

@@ -75,6 +75,12 @@ for a in "${artifacts[@]}"; do
       ;;
     *)
       echo "!! fuzzer found $a: FAIL (reproduce with: $fuzzer $a)"
+      # CI's clone is thrown away: the log's tail keeps a small input, to reproduce from.
+      if (($(stat -c %s "$a") <= 8192)); then
+        echo "!! the input as base64 (base64 -d > crash.onnx):"
+        base64 -w 0 "$a"
+        echo
+      fi
       exit 1
       ;;
   esac

@@ -7,23 +7,12 @@
 #include <limits>
 #include <nxrt/nxrt_ep.hpp>
 
+#include "common/float_to_int.h"
+
 namespace nxrt::cpu::elementwise {
 
-// A floating-point value as integer type D without undefined behaviour: truncates toward zero
-// like static_cast when the result fits; NaN becomes 0 and everything else outside D's range
-// (infinities included) saturates to D's minimum or maximum. C++ leaves those cases undefined
-// and x86 would produce the "integer indefinite" value, which is not what a model means.
-template <class D>
-inline D SaturatingFloatToInt(double f) {
-  static_assert(std::is_integral_v<D> && !std::is_same_v<D, bool>);
-  if (std::isnan(f)) return D(0);
-  // 2^digits is exactly representable; D's range is [min, 2^digits) with min = -2^digits or 0.
-  const double limit = std::ldexp(1.0, std::numeric_limits<D>::digits);
-  const double t = std::trunc(f);
-  if (t >= limit) return std::numeric_limits<D>::max();
-  if (t < static_cast<double>(std::numeric_limits<D>::min())) return std::numeric_limits<D>::min();
-  return static_cast<D>(t);
-}
+// SaturatingFloatToInt (common/float_to_int.h) is the float -> integer conversion of Cast.
+using nxrt::cpu::SaturatingFloatToInt;
 
 // True for the types ConvertArray handles: numbers, bool, float16 / bfloat16, float8, float4,
 // int4 / uint4.

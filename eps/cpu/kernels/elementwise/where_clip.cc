@@ -1,5 +1,6 @@
 // Where (three-way broadcast select, any element type including strings) and Clip (bounds as
 // attributes before opset 11, as optional scalar inputs from 11 on).
+#include <cmath>
 #include <limits>
 #include <string>
 #include <type_traits>
@@ -76,8 +77,8 @@ class Clip : public ep::Kernel {
           kIsFloatLike<T> ? -std::numeric_limits<C>::infinity() : std::numeric_limits<C>::lowest();
       C hi = kIsFloatLike<T> ? std::numeric_limits<C>::infinity() : std::numeric_limits<C>::max();
       if (attr_bounds_) {
-        lo = static_cast<C>(min_attr_);
-        hi = static_cast<C>(max_attr_);
+        lo = AttrBound<C>(min_attr_, lo);
+        hi = AttrBound<C>(max_attr_, hi);
       } else {
         if (auto m = ctx.optional_input(1)) lo = Bound<T>(*m, "min");
         if (auto m = ctx.optional_input(2)) hi = Bound<T>(*m, "max");
@@ -92,6 +93,20 @@ class Clip : public ep::Kernel {
   }
 
  private:
+  // A float attribute bound as the compute type: integers saturate (the default bound is
+  // float's lowest/max, far outside int8's range) and a NaN bound means no bound.
+  template <class C>
+  static C AttrBound(float v, C unbounded) {
+    if constexpr (std::is_integral_v<C>) {
+      if (std::isnan(v)) return unbounded;
+      if (v <= static_cast<float>(std::numeric_limits<C>::lowest()))
+        return std::numeric_limits<C>::lowest();
+      if (v >= static_cast<float>(std::numeric_limits<C>::max()))
+        return std::numeric_limits<C>::max();
+    }
+    return static_cast<C>(v);
+  }
+
   template <class T>
   static ComputeT<T> Bound(const ep::ConstTensor& t, const char* which) {
     NXRT_EP_ENFORCE(t.size() == 1, std::string("Clip: ") + which +

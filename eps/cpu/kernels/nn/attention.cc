@@ -236,7 +236,8 @@ class Attention : public ep::Kernel {
     std::vector<A> y(B * Hq * Sq * Dv);
     std::vector<A> qk_out(want_[3] ? B * Hq * Sq * T : 0);
     const int64_t group = Hq / Hkv;
-    ParallelFor(ctx.threads(), B * Hq, 1, [&](int64_t begin, int64_t end) {
+    // No queries, no scores: Q's data may be NULL and no offset may be applied to it.
+    ParallelFor(ctx.threads(), Sq > 0 ? B * Hq : 0, 1, [&](int64_t begin, int64_t end) {
       std::vector<A> scores(Sq * T), bias(T);
       for (int64_t bh = begin; bh < end; ++bh) {
         const int64_t b = bh / Hq, h = bh % Hq, hk = h / group;

@@ -22,8 +22,15 @@ class DeformConv : public ep::Kernel {
     pads_ = info.attr_ints("pads", {0, 0, 0, 0});
     NXRT_EP_ENFORCE(group_ > 0 && offset_group_ > 0,
                     "DeformConv: group and offset_group must be positive");
-    NXRT_EP_ENFORCE(strides_.size() == 2 && dilations_.size() == 2 && pads_.size() == 4,
+    NXRT_EP_ENFORCE(strides_.size() == 2 && dilations_.size() == 2 && pads_.size() == 4 &&
+                        (kernel_.empty() || kernel_.size() == 2),
                     "DeformConv: only 2-D convolution is supported");
+    for (int i = 0; i < 2; ++i) {
+      NXRT_EP_ENFORCE(strides_[i] > 0 && dilations_[i] > 0 && pads_[i] >= 0 && pads_[i + 2] >= 0 &&
+                          (kernel_.empty() || kernel_[i] > 0),
+                      "DeformConv: strides, dilations and kernel_shape must be positive and pads "
+                      "non-negative");
+    }
   }
 
   void Compute(ep::KernelContext& ctx) override {

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "common/float_to_int.h"
+
 namespace nxrt::cpu::nn {
 
 enum class ResizeMode { kNearest, kLinear, kCubic };
@@ -78,20 +80,22 @@ inline double OriginalCoordinate(const ResizeOptions& opt, int64_t o, double sca
 }
 
 inline int64_t NearestIndex(NearestMode mode, double x, double scale) {
+  // Saturating: a coordinate from a hostile scale may be NaN or past int64 (the caller clamps
+  // the index to the input).
   double f = std::floor(x);
   switch (mode) {
     case NearestMode::kRoundPreferFloor:
-      return static_cast<int64_t>(x - f <= 0.5 ? f : f + 1);
+      return SaturatingToInt64(x - f <= 0.5 ? f : f + 1);
     case NearestMode::kRoundPreferCeil:
-      return static_cast<int64_t>(x - f < 0.5 ? f : f + 1);
+      return SaturatingToInt64(x - f < 0.5 ? f : f + 1);
     case NearestMode::kFloor:
-      return static_cast<int64_t>(f);
+      return SaturatingToInt64(f);
     case NearestMode::kCeil:
-      return static_cast<int64_t>(std::ceil(x));
+      return SaturatingToInt64(std::ceil(x));
     case NearestMode::kSimple:
-      return static_cast<int64_t>(scale < 1.0 ? std::ceil(x) : std::trunc(x));
+      return SaturatingToInt64(scale < 1.0 ? std::ceil(x) : std::trunc(x));
   }
-  return static_cast<int64_t>(f);
+  return SaturatingToInt64(f);
 }
 
 // Keys cubic convolution kernel with parameter a.
@@ -112,6 +116,9 @@ inline AxisPlan MakeAxisPlan(const ResizeOptions& opt, size_t axis, int64_t in, 
   if (crop) p.extrapolated.assign(out, 0);
   // Antialiasing stretches the filter by 1/scale when downsampling.
   double support_scale = opt.antialias && scale < 1.0 ? scale : 1.0;
+  // Each output reads about 4 / scale inputs when antialiasing: bound it before sizing tables.
+  NXRT_EP_ENFORCE(support_scale >= 1e-4, "Resize: antialiasing with a scale of " +
+                                             std::to_string(scale) + " (below 1e-4)");
   int64_t first = 0;  // tap offsets [first, first + taps) relative to floor(x)
   if (opt.mode == ResizeMode::kNearest) {
     p.taps = 1;
@@ -136,6 +143,9 @@ inline AxisPlan MakeAxisPlan(const ResizeOptions& opt, size_t axis, int64_t in, 
     }
     double base = std::floor(x);
     double ratio = x - base;
+    // The first tap's input index, kept far from int64's ends (x may be huge or NaN).
+    const int64_t base_index =
+        std::clamp<int64_t>(SaturatingToInt64(base), -(int64_t{1} << 53), int64_t{1} << 53);
     double sum = 0.0;
     for (int t = 0; t < p.taps; ++t) {
       if (opt.mode == ResizeMode::kLinear && p.taps == 2) {
@@ -154,7 +164,7 @@ inline AxisPlan MakeAxisPlan(const ResizeOptions& opt, size_t axis, int64_t in, 
     if (opt.exclude_outside) {
       double kept = 0.0;
       for (int t = 0; t < p.taps; ++t) {
-        int64_t i = static_cast<int64_t>(base) + first + t;
+        int64_t i = base_index + first + t;
         if (i < 0 || i >= in) w[t] = 0.0;
         kept += w[t];
       }
@@ -163,7 +173,7 @@ inline AxisPlan MakeAxisPlan(const ResizeOptions& opt, size_t axis, int64_t in, 
       }
     }
     for (int t = 0; t < p.taps; ++t) {
-      int64_t i = static_cast<int64_t>(base) + first + t;
+      int64_t i = base_index + first + t;
       p.index[o * p.taps + t] = std::clamp<int64_t>(i, 0, in - 1);
       p.weight[o * p.taps + t] = w[t];
     }

@@ -5,11 +5,22 @@
 #include <cmath>
 #include <limits>
 
+#include "common/float_to_int.h"
 #include "common/parallel.h"
 #include "kernels/nn/nn_common.h"
 
 namespace nxrt::cpu::nn {
 namespace {
+
+// RoiAlign's sampling grid per bin side, at most (a ROI of 1e30 pixels must not ask for it).
+constexpr int64_t kMaxGrid = 4096;
+
+// A MaxRoiPool corner in pixels: rounded, NaN as 0, and kept within +-2^40 so that the ROI's
+// extent (end - start + 1) cannot overflow.
+int64_t RoiCoordinate(double v) {
+  constexpr int64_t kLimit = int64_t{1} << 40;
+  return std::clamp<int64_t>(SaturatingToInt64(std::round(v)), -kLimit, kLimit);
+}
 
 // One bilinear sample: four input offsets and their weights (all zero outside the input).
 template <class A>
@@ -73,11 +84,15 @@ class RoiAlign : public ep::Kernel {
           }
           double bin_h = rh / out_h_, bin_w = rw / out_w_;
           int64_t grid_h =
-              sampling_ratio_ > 0 ? sampling_ratio_ : static_cast<int64_t>(std::ceil(rh / out_h_));
+              sampling_ratio_ > 0 ? sampling_ratio_ : SaturatingToInt64(std::ceil(rh / out_h_));
           int64_t grid_w =
-              sampling_ratio_ > 0 ? sampling_ratio_ : static_cast<int64_t>(std::ceil(rw / out_w_));
+              sampling_ratio_ > 0 ? sampling_ratio_ : SaturatingToInt64(std::ceil(rw / out_w_));
           grid_h = std::max<int64_t>(grid_h, 0);
           grid_w = std::max<int64_t>(grid_w, 0);
+          // A ROI of 1e30 pixels would ask for more samples than memory holds.
+          NXRT_EP_ENFORCE(grid_h <= kMaxGrid && grid_w <= kMaxGrid,
+                          "RoiAlign: ROI " + std::to_string(n) +
+                              " needs a sampling grid of more than 4096 per bin side");
           const A count = static_cast<A>(std::max<int64_t>(grid_h * grid_w, 1));
           samples.resize(out_h_ * out_w_ * grid_h * grid_w);
           size_t si = 0;
@@ -187,25 +202,24 @@ class MaxRoiPool : public ep::Kernel {
       T* yd = y.data<T>();
       for (int64_t n = 0; n < R; ++n) {
         const double* r = roi.data() + n * 5;
-        int64_t b = static_cast<int64_t>(r[0]);
+        int64_t b = SaturatingToInt64(r[0]);
         NXRT_EP_ENFORCE(b >= 0 && b < xs[0], "MaxRoiPool: batch index out of range");
-        int64_t sw = static_cast<int64_t>(std::round(r[1] * spatial_scale_));
-        int64_t sh = static_cast<int64_t>(std::round(r[2] * spatial_scale_));
-        int64_t ew = static_cast<int64_t>(std::round(r[3] * spatial_scale_));
-        int64_t eh = static_cast<int64_t>(std::round(r[4] * spatial_scale_));
+        int64_t sw = RoiCoordinate(r[1] * spatial_scale_);
+        int64_t sh = RoiCoordinate(r[2] * spatial_scale_);
+        int64_t ew = RoiCoordinate(r[3] * spatial_scale_);
+        int64_t eh = RoiCoordinate(r[4] * spatial_scale_);
         int64_t rh = std::max<int64_t>(eh - sh + 1, 1), rw = std::max<int64_t>(ew - sw + 1, 1);
         double bh = static_cast<double>(rh) / ph_, bw = static_cast<double>(rw) / pw_;
         for (int64_t c = 0; c < C; ++c) {
           const T* plane = xd + (b * C + c) * H * W;
           T* out = yd + (n * C + c) * ph_ * pw_;
           for (int64_t i = 0; i < ph_; ++i) {
-            int64_t h0 = std::clamp<int64_t>(static_cast<int64_t>(std::floor(i * bh)) + sh, 0, H);
-            int64_t h1 =
-                std::clamp<int64_t>(static_cast<int64_t>(std::ceil((i + 1) * bh)) + sh, 0, H);
+            int64_t h0 = std::clamp<int64_t>(SaturatingToInt64(std::floor(i * bh)) + sh, 0, H);
+            int64_t h1 = std::clamp<int64_t>(SaturatingToInt64(std::ceil((i + 1) * bh)) + sh, 0, H);
             for (int64_t j = 0; j < pw_; ++j) {
-              int64_t w0 = std::clamp<int64_t>(static_cast<int64_t>(std::floor(j * bw)) + sw, 0, W);
+              int64_t w0 = std::clamp<int64_t>(SaturatingToInt64(std::floor(j * bw)) + sw, 0, W);
               int64_t w1 =
-                  std::clamp<int64_t>(static_cast<int64_t>(std::ceil((j + 1) * bw)) + sw, 0, W);
+                  std::clamp<int64_t>(SaturatingToInt64(std::ceil((j + 1) * bw)) + sw, 0, W);
               A m = -std::numeric_limits<A>::infinity();
               bool empty = h1 <= h0 || w1 <= w0;
               for (int64_t yy = h0; yy < h1; ++yy) {

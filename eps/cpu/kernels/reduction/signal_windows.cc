@@ -9,6 +9,7 @@
 
 #include "common/attr_types.h"
 #include "common/dispatch.h"
+#include "common/float_to_int.h"
 #include "kernels/reduction/reduce_ops.h"
 #include "kernels/reduction/reduction_kernels.h"
 
@@ -106,7 +107,7 @@ class MelWeightMatrix : public ep::Kernel {
     std::vector<int64_t> edge(mels + 2);
     for (int64_t k = 0; k < mels + 2; ++k) {
       const double hz = 700.0 * (std::pow(10.0, (lo_mel + k * step) / 2595.0) - 1.0);
-      edge[k] = static_cast<int64_t>(std::floor(static_cast<double>(dft + 1) * hz / rate));
+      edge[k] = SaturatingToInt64(std::floor(static_cast<double>(dft + 1) * hz / rate));
     }
     std::vector<double> w(bins * mels, 0.0);
     auto set = [&](int64_t bin, int64_t m, double v) {

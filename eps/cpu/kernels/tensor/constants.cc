@@ -10,6 +10,9 @@
 namespace nxrt::cpu::tensor {
 namespace {
 
+// More Range elements than any tensor can hold (2^62): refused before the size is computed.
+constexpr int64_t kMaxRangeElements = int64_t{1} << 62;
+
 // A tensor value owned by a kernel.
 struct OwnedTensor {
   NxElementType type = NX_TYPE_FLOAT;
@@ -173,13 +176,19 @@ class Range : public ep::Kernel {
       int64_t l = ReadScalarInt(limit, "Range", "limit");
       int64_t d = ReadScalarInt(delta, "Range", "delta");
       NXRT_EP_ENFORCE(d != 0, "Range: delta must not be 0");
-      int64_t n = 0;
-      if (d > 0 && l > s) n = (l - s + d - 1) / d;
-      if (d < 0 && l < s) n = (s - l + (-d) - 1) / (-d);
+      // In 128 bits: limit - start and -delta may not fit in int64.
+      using Wide = __int128;
+      Wide count = 0;
+      if (d > 0 && l > s) count = (Wide{l} - s + d - 1) / d;
+      if (d < 0 && l < s) count = (Wide{s} - l - d - 1) / -Wide{d};
+      NXRT_EP_ENFORCE(count <= kMaxRangeElements, "Range: too many elements");
+      const int64_t n = static_cast<int64_t>(count);
       ep::Tensor y = ctx.output(0, {n}, type);
       DispatchInteger(type, [&]<class T>() {
         T* out = y.data<T>();
-        for (int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(s + i * d);
+        // Every value lies between start and limit; the product alone may not fit in int64.
+        for (int64_t i = 0; i < n; ++i)
+          out[i] = static_cast<T>(static_cast<int64_t>(Wide{s} + Wide{i} * d));
       });
       return;
     }
@@ -189,6 +198,7 @@ class Range : public ep::Kernel {
     NXRT_EP_ENFORCE(d != 0.0, "Range: delta must not be 0");
     double count = std::ceil((l - s) / d);
     NXRT_EP_ENFORCE(std::isfinite(count), "Range: the number of elements is not finite");
+    NXRT_EP_ENFORCE(count <= static_cast<double>(kMaxRangeElements), "Range: too many elements");
     int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
     ep::Tensor y = ctx.output(0, {n}, type);
     // 16-bit floats compute in the stash type (float by default) and round once per element.

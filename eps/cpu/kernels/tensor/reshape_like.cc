@@ -16,6 +16,7 @@ std::vector<int64_t> ReshapeDims(std::span<const int64_t> in, const std::vector<
   int64_t known = 1;
   std::optional<size_t> infer;
   bool has_zero = false;
+  bool overflow = false;  // a hostile shape's product past int64 (harmless if a dim is 0)
   for (size_t i = 0; i < spec.size(); ++i) {
     int64_t v = spec[i];
     if (v == -1) {
@@ -33,8 +34,11 @@ std::vector<int64_t> ReshapeDims(std::span<const int64_t> in, const std::vector<
         v >= 0, "Reshape: invalid dim " + std::to_string(v) + " in shape " + ShapeToString(spec));
     has_zero |= v == 0;
     out[i] = v;
-    known *= v;
+    overflow |= __builtin_mul_overflow(known, v, &known);
   }
+  if (has_zero) known = 0;
+  NXRT_EP_ENFORCE(!overflow || has_zero, "Reshape: shape " + ShapeToString(spec) +
+                                             " has more elements than int64 can count");
   int64_t total = ShapeSize(in);
   if (infer) {
     NXRT_EP_ENFORCE(!(allowzero && has_zero),

@@ -110,7 +110,13 @@ inline int64_t ReadScalarInt(const ep::ConstTensor& t, const char* op, const cha
     }
     return ReadInts(t, op, what)[0];
   }
-  return static_cast<int64_t>(ReadScalarDouble(t, op, what));
+  const double v = ReadScalarDouble(t, op, what);
+  // 2^63 is exact in double; NaN fails both comparisons.
+  if (!(v >= -9223372036854775808.0 && v < 9223372036854775808.0)) {
+    ep::Fail(NX_INVALID_ARGUMENT, std::string(op) + ": input '" + what + "' (" + std::to_string(v) +
+                                      ") is not an int64 value");
+  }
+  return static_cast<int64_t>(v);
 }
 
 // Bytes taken by `count` elements of type t, including the packed 4-bit types.
