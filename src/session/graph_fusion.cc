@@ -26,7 +26,8 @@ std::optional<float> ScalarConstant(const Graph& g, int v) {
   const ValuePtr& init = g.value(v).initializer;
   if (!init || init->count != 1) return std::nullopt;
   if (init->type == NX_TYPE_FLOAT) return *static_cast<const float*>(init->data);
-  if (init->type == NX_TYPE_DOUBLE) return static_cast<float>(*static_cast<const double*>(init->data));
+  if (init->type == NX_TYPE_DOUBLE)
+    return static_cast<float>(*static_cast<const double*>(init->data));
   return std::nullopt;
 }
 
@@ -54,6 +55,10 @@ bool ActivationOf(const Graph& g, const Node& act, std::string* name, std::vecto
   if (act.op_type == "LeakyRelu") {
     *name = "LeakyRelu";
     params->push_back(attr_f("alpha", 0.01f));
+    return true;
+  }
+  if (act.op_type == "HardSwish") {  // x * HardSigmoid(x) with alpha 1/6, beta 0.5; no attributes
+    *name = "HardSwish";
     return true;
   }
   if (act.op_type == "HardSigmoid") {
@@ -111,15 +116,19 @@ class Fuser {
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
       if (dead_[i]) continue;
       const Node& n = g_.nodes[i];
-      if (IsOnnx(n, "Conv")) TryConv(n);
-      else if (IsOnnx(n, "Erf")) TryGelu(n);
+      if (IsOnnx(n, "Conv"))
+        TryConv(n);
+      else if (IsOnnx(n, "Erf"))
+        TryGelu(n);
     }
     if (fusions_ == 0) return 0;
     std::vector<Node> kept;
     kept.reserve(g_.nodes.size());
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
-      if (replacement_[i]) kept.push_back(std::move(*replacement_[i]));
-      else if (!dead_[i]) kept.push_back(std::move(g_.nodes[i]));
+      if (replacement_[i])
+        kept.push_back(std::move(*replacement_[i]));
+      else if (!dead_[i])
+        kept.push_back(std::move(g_.nodes[i]));
     }
     g_.nodes = std::move(kept);
     g_.Finalize();
@@ -127,7 +136,9 @@ class Fuser {
   }
 
  private:
-  bool SameEp(const Node& a, const Node& b) const { return a.assigned_ep == b.assigned_ep && a.assigned_ep >= 0; }
+  bool SameEp(const Node& a, const Node& b) const {
+    return a.assigned_ep == b.assigned_ep && a.assigned_ep >= 0;
+  }
 
   // Installs `fused` in place of `chain` (last node last) if the EP has a kernel for it.
   bool Commit(Node fused, const std::vector<const Node*>& chain) {
@@ -183,7 +194,9 @@ class Fuser {
     const ValueDef& erf_in = g_.value(erf.inputs[0]);
     if (erf_in.producer < 0) return;
     const Node& scale = g_.nodes[static_cast<size_t>(erf_in.producer)];
-    if (dead_[static_cast<size_t>(scale.index)] || scale.inputs.size() != 2 || scale.outputs[0] != erf.inputs[0]) return;
+    if (dead_[static_cast<size_t>(scale.index)] || scale.inputs.size() != 2 ||
+        scale.outputs[0] != erf.inputs[0])
+      return;
     int x = scale.inputs[0];
     auto c = ScalarConstant(g_, scale.inputs[1]);
     bool ok = c && ((IsOnnx(scale, "Div") && std::fabs(*c - 1.41421356f) < 1e-3f) ||
@@ -223,9 +236,11 @@ class Fuser {
 
 }  // namespace
 
-int FuseNodes(Graph& graph, const std::vector<std::shared_ptr<EpInstance>>& eps, const Logger& logger) {
+int FuseNodes(Graph& graph, const std::vector<std::shared_ptr<EpInstance>>& eps,
+              const Logger& logger) {
   int fused = Fuser(graph, eps).Run();
-  if (fused > 0) logger.Log(NX_LOG_INFO, "graph fusion: " + std::to_string(fused) + " node chains fused");
+  if (fused > 0)
+    logger.Log(NX_LOG_INFO, "graph fusion: " + std::to_string(fused) + " node chains fused");
   return fused;
 }
 

@@ -2,9 +2,8 @@
 // results equal the unfused graph's.
 #include <gtest/gtest.h>
 
-#include <random>
-
 #include <nxrt/nxrt.hpp>
+#include <random>
 
 #include "test_util.h"
 
@@ -77,8 +76,80 @@ TEST(GraphFusion, FusedGraphMatchesUnfusedGraph) {
   for (size_t o = 0; o < 2; ++o) {
     ASSERT_EQ(a[o].shape(), b[o].shape());
     for (size_t i = 0; i < a[o].size(); ++i) {
-      EXPECT_NEAR(a[o].data<float>()[i], b[o].data<float>()[i], 1e-5f) << "output " << o << " element " << i;
+      EXPECT_NEAR(a[o].data<float>()[i], b[o].data<float>()[i], 1e-5f)
+          << "output " << o << " element " << i;
     }
+  }
+}
+
+// x[1,8,6,6] -> Conv(k x k, pad k/2, `group`) -> HardSwish: one model per convolution path of the
+// CPU EP (3x3: oneDNN primitive, 1x1: GEMM, depthwise: our own loop).
+std::string ConvHardSwishModel(int64_t k, int64_t group) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  auto* g = m.mutable_graph();
+  g->set_name("conv_hardswish");
+  auto conv = MakeNode("Conv", {"x", "w", "b"}, {"c"}, "conv");
+  auto* pads = conv.add_attribute();
+  pads->set_name("pads");
+  pads->set_type(onnx::AttributeProto::INTS);
+  for (int i = 0; i < 4; ++i) pads->add_ints(k / 2);
+  auto* grp = conv.add_attribute();
+  grp->set_name("group");
+  grp->set_type(onnx::AttributeProto::INT);
+  grp->set_i(group);
+  *g->add_node() = conv;
+  *g->add_node() = MakeNode("HardSwish", {"c"}, {"y"}, "hardswish");
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal;
+  std::vector<float> w(8 * (8 / group) * k * k), b(8);
+  for (float& v : w) v = normal(rng) * 0.5f;
+  for (float& v : b) v = normal(rng);
+  *g->add_initializer() = nxrt::test::MakeFloatTensor("w", {8, 8 / group, k, k}, w);
+  *g->add_initializer() = nxrt::test::MakeFloatTensor("b", {8}, b);
+  auto add_vi = [](onnx::ValueInfoProto* vi, const std::string& name) {
+    vi->set_name(name);
+    auto* t = vi->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : {1, 8, 6, 6}) t->mutable_shape()->add_dim()->set_dim_value(d);
+  };
+  add_vi(g->add_input(), "x");
+  add_vi(g->add_output(), "y");
+  return m.SerializeAsString();
+}
+
+TEST(GraphFusion, ConvHardSwishFusesOnEveryConvolutionPath) {
+  nxrt::Env env(NX_LOG_ERROR);
+  const struct { int64_t k, group; } cases[] = {{3, 1}, {1, 1}, {3, 8}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE("kernel " + std::to_string(c.k) + " group " + std::to_string(c.group));
+    std::string bytes = ConvHardSwishModel(c.k, c.group);
+    nxrt::SessionOptions plain_options, fused_options;
+    plain_options.SetOptimizationLevel(0).SetIntraOpThreads(1);
+    fused_options.SetOptimizationLevel(1).SetIntraOpThreads(1);
+    nxrt::Session plain(env, bytes.data(), bytes.size(), &plain_options);
+    nxrt::Session fused(env, bytes.data(), bytes.size(), &fused_options);
+    EXPECT_EQ(plain.ep_node_count(0), 2u);
+    EXPECT_EQ(fused.ep_node_count(0), 1u);  // FusedConv with activation HardSwish
+
+    const std::vector<int64_t> dims = {1, 8, 6, 6};
+    nxrt::Value x = nxrt::Value::Tensor(NX_TYPE_FLOAT, dims);
+    std::mt19937 rng(5);
+    std::normal_distribution<float> normal;
+    // Wide values: the outputs cross HardSwish's corners at -3 and 3.
+    for (size_t i = 0; i < x.size(); ++i) x.data<float>()[i] = 2.0f * normal(rng);
+    auto a = plain.Run({"x"}, {&x});
+    auto b = fused.Run({"x"}, {&x});
+    ASSERT_EQ(a[0].shape(), b[0].shape());
+    int below = 0, above = 0;
+    for (size_t i = 0; i < a[0].size(); ++i) {
+      EXPECT_NEAR(a[0].data<float>()[i], b[0].data<float>()[i], 1e-4f) << "element " << i;
+      below += a[0].data<float>()[i] == 0.0f;
+      above += a[0].data<float>()[i] > 3.0f;
+    }
+    EXPECT_GT(below, 0);  // both flat parts were reached
+    EXPECT_GT(above, 0);
   }
 }
 

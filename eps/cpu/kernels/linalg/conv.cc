@@ -28,7 +28,7 @@ namespace {
 
 // Reads the fused activation in the form com.microsoft FusedConv uses: `activation` names the
 // op, `activation_params` holds its attributes in order (LeakyRelu alpha; Clip min, max;
-// HardSigmoid alpha, beta).
+// HardSigmoid alpha, beta; none for HardSwish, which only nxrt's own fusion produces).
 ConvFusion ReadFusion(const ep::KernelInfo& info, bool with_sum) {
   ConvFusion f;
   f.sum = with_sum;
@@ -47,6 +47,8 @@ ConvFusion ReadFusion(const ep::KernelInfo& info, bool with_sum) {
     f.eltwise.push_back({A::eltwise_logistic, 0.0f, 0.0f});
   else if (act == "Tanh")
     f.eltwise.push_back({A::eltwise_tanh, 0.0f, 0.0f});
+  else if (act == "HardSwish")  // oneDNN 2.x: x * min(max(x / 6 + 0.5, 0), 1)
+    f.eltwise.push_back({A::eltwise_hardswish, 0.0f, 0.0f});
   else if (act == "HardSigmoid") {
     f.eltwise.push_back({A::eltwise_linear, param(0, 0.2f), param(1, 0.5f)});
     f.eltwise.push_back({A::eltwise_clip, 0.0f, 1.0f});
@@ -152,17 +154,13 @@ class Conv : public ep::PrePackingKernel {
     }
     ep::Tensor y = ctx.output(0, y_dims, t);
     if (ShapeSize(y_dims) == 0) return;
-    // A small convolution stays on one thread: waking a second costs more than it saves. The
-    // bar is higher than kMinParallelMacs because oneDNN's own convolutions run on OpenMP,
-    // whose sleeping workers take about 50 us to wake (docs/threading.md).
-    const double macs = static_cast<double>(g.batch) * g.out_channels * g.out_size() *
-                        g.in_channels_per_group() * g.kernel_size();
-    const int threads = macs < kMinOmpParallelMacs ? 1 : ctx.threads();
+    // DnnlConv decides how many of these its paths use (OpenMP primitives only for large
+    // convolutions); the double path splits its GEMMs on the pool.
+    const int threads = ctx.threads();
     const size_t y_count = static_cast<size_t>(ShapeSize(y_dims));
 
     switch (t) {
       case NX_TYPE_FLOAT: {
-        OmpThreadScope scope(threads);
         const float* bias = b_.packed() ? b_.data() : b ? b->data<float>() : nullptr;
         dnnl_.Run(g, x.data<float>(), const_w ? nullptr : w.data<float>(), bias,
                   z ? z->data<float>() : nullptr, y.data<float>(), threads);
@@ -172,7 +170,6 @@ class Conv : public ep::PrePackingKernel {
       case NX_TYPE_BFLOAT16:
         DispatchFloat(t, [&]<class T>() {
           if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
-            OmpThreadScope scope(threads);
             const float* xf = ToFloatScratch(x.data<T>(), x.size(), kScratchA);
             const float* wf = const_w ? nullptr : ToFloatScratch(w.data<T>(), w.size(), kScratchB);
             std::vector<float> bf, zf;

@@ -68,6 +68,8 @@ float Eltwise1(const ConvFusion::Eltwise& e, float v) {
       return 1.0f / (1.0f + std::exp(-v));
     case dnnl::algorithm::eltwise_tanh:
       return std::tanh(v);
+    case dnnl::algorithm::eltwise_hardswish:
+      return v * std::min(std::max(v * (1.0f / 6.0f) + 0.5f, 0.0f), 1.0f);
     default:
       throw std::runtime_error("Conv: unsupported fused activation");
   }
@@ -82,8 +84,39 @@ bool IsPointwiseConv(const ConvGeometry& g) {
 void ApplyEltwise(const std::vector<ConvFusion::Eltwise>& ops, float* y, int64_t n, int threads) {
   if (ops.empty()) return;
   ParallelFor(threads, n, 16384, [&](int64_t begin, int64_t end) {
+    float* p = y + begin;
+    const int64_t m = end - begin;
+    // The choice outside the loops: these bodies vectorise (a per-element switch did not, and
+    // cost more than the pointwise convolution it followed).
     for (const auto& e : ops) {
-      for (int64_t i = begin; i < end; ++i) y[i] = Eltwise1(e, y[i]);
+      const float alpha = e.alpha, beta = e.beta;
+      switch (e.alg) {
+        case dnnl::algorithm::eltwise_relu:
+          // Branch-free (max + alpha * min): a select on the sign mispredicted on every other
+          // element of real activations and did not vectorise.
+          for (int64_t i = 0; i < m; ++i)
+            p[i] = std::max(p[i], 0.0f) + alpha * std::min(p[i], 0.0f);
+          break;
+        case dnnl::algorithm::eltwise_clip:
+          for (int64_t i = 0; i < m; ++i) {
+            float t = p[i] < alpha ? alpha : p[i];
+            p[i] = t > beta ? beta : t;
+          }
+          break;
+        case dnnl::algorithm::eltwise_linear:
+          for (int64_t i = 0; i < m; ++i) p[i] = alpha * p[i] + beta;
+          break;
+        case dnnl::algorithm::eltwise_hardswish:
+          for (int64_t i = 0; i < m; ++i) {  // selects, not std::min/max: these vectorise
+            float t = p[i] * (1.0f / 6.0f) + 0.5f;
+            t = t < 0.0f ? 0.0f : t;
+            t = t > 1.0f ? 1.0f : t;
+            p[i] *= t;
+          }
+          break;
+        default:
+          for (int64_t i = 0; i < m; ++i) p[i] = Eltwise1(e, p[i]);
+      }
     }
   });
 }
@@ -215,23 +248,37 @@ std::shared_ptr<DnnlConv::Plan> DnnlConv::GetPlan(const ConvGeometry& g, int thr
   return plan;
 }
 
+int DnnlConv::PrimitiveThreads(const ConvGeometry& g, int threads) {
+  // oneDNN's primitives run on OpenMP, whose sleeping workers take about 50 us to wake
+  // (docs/threading.md): a small convolution is cheaper on one thread.
+  const double macs = static_cast<double>(g.batch) * g.out_channels * g.out_size() *
+                      g.in_channels_per_group() * g.kernel_size();
+  return macs < kMinOmpParallelMacs ? 1 : threads;
+}
+
 void DnnlConv::Prepare(const ConvGeometry& g, int threads, bool has_bias) {
-  OmpThreadScope scope(threads);
-  GetPlan(g, threads, has_bias);
+  const int omp_threads = PrimitiveThreads(g, threads);
+  OmpThreadScope scope(omp_threads);
+  GetPlan(g, omp_threads, has_bias);
 }
 
 void DnnlConv::Run(const ConvGeometry& g, const float* x, const float* w, const float* bias,
                    const float* z, float* y, int threads) {
   if (g.batch == 0 || g.out_size() == 0 || g.out_channels == 0) return;
   if (const_w_ != nullptr) w = const_w_;
-  std::shared_ptr<Plan> plan = GetPlan(g, threads, bias != nullptr);
+  const int omp_threads = PrimitiveThreads(g, threads);
+  std::shared_ptr<Plan> plan = GetPlan(g, omp_threads, bias != nullptr);
+  // The GEMM and depthwise paths split on the session's pool, which costs well under a
+  // microsecond per region: they get every thread and split from kMinParallelMacs on.
   if (plan->gemm) {
+    OmpThreadScope scope(threads);  // Sgemm reads the thread count from OpenMP
     RunGemm(g, x, w, bias, fusion_.sum ? z : nullptr, y);
     ApplyEltwise(fusion_.eltwise, y, g.batch * g.out_channels * g.out_size(), threads);
   } else if (plan->depthwise) {
     DepthwiseConvNchw(g, x, w, bias, fusion_.sum ? z : nullptr, y, threads);
     ApplyEltwise(fusion_.eltwise, y, g.batch * g.out_channels * g.out_size(), threads);
   } else {
+    OmpThreadScope scope(omp_threads);
     RunDnnl(*plan, x, w, bias, z, y);
   }
 }

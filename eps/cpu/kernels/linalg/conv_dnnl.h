@@ -39,11 +39,12 @@ namespace nxrt::cpu::linalg {
 // Operations fused after the convolution (and its bias), in this order:
 //   y = eltwise_n(... eltwise_1(conv(x) + bias + (sum ? z : 0)))
 // Nothing in the plain ONNX Conv uses this; it is here so a graph optimiser can fuse a following
-// Relu/Clip/LeakyRelu/Sigmoid or a residual Add into the convolution (com.microsoft FusedConv).
+// Relu/Clip/LeakyRelu/Sigmoid/HardSwish or a residual Add into the convolution (com.microsoft
+// FusedConv).
 struct ConvFusion {
   struct Eltwise {
     dnnl::algorithm alg;  // eltwise_relu (alpha = negative slope), eltwise_clip, eltwise_linear,
-                          // eltwise_logistic, eltwise_tanh
+                          // eltwise_logistic, eltwise_tanh, eltwise_hardswish
     float alpha = 0.0f;
     float beta = 0.0f;
   };
@@ -71,13 +72,15 @@ class DnnlConv {
   void Prepare(const ConvGeometry& g, int threads, bool has_bias);
 
   // y = conv(x, w) + bias (+ z when fusion.sum), then the fused activations; plain layouts.
-  // w is ignored when constant weights were set; bias may be nullptr. The caller sets OpenMP's
-  // thread count to `threads` (OmpThreadScope).
+  // w is ignored when constant weights were set; bias may be nullptr. `threads` is the
+  // kernel's thread count: the pool-based paths use all of them, oneDNN primitives (OpenMP)
+  // only from kMinOmpParallelMacs on; Run sets OpenMP's count itself.
   void Run(const ConvGeometry& g, const float* x, const float* w, const float* bias, const float* z,
            float* y, int threads);
 
  private:
   struct Plan;
+  static int PrimitiveThreads(const ConvGeometry& g, int threads);
   std::shared_ptr<Plan> GetPlan(const ConvGeometry& g, int threads, bool has_bias);
   std::shared_ptr<Plan> BuildPlan(const ConvGeometry& g, bool has_bias);  // under mu_
   void RunGemm(const ConvGeometry& g, const float* x, const float* w, const float* bias,
