@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <optional>
+#include <utility>
 
 #include "base/error.h"
 #include "nxrt/nxrt_ep_api.h"
@@ -155,6 +156,29 @@ class Fuser {
     return true;
   }
 
+  // y -> Sigmoid -> Mul(y, Sigmoid(y)) (either operand order), where y feeds only these two
+  // and the Sigmoid only the Mul: EfficientNet's SiLU after every convolution.
+  bool MatchSwish(const Node& conv, int y, const Node** sigmoid, const Node** mul) const {
+    const ValueDef& def = g_.value(y);
+    if (def.is_graph_output || def.consumers.size() != 2) return false;
+    const Node* a = &g_.nodes[static_cast<size_t>(def.consumers[0])];
+    const Node* b = &g_.nodes[static_cast<size_t>(def.consumers[1])];
+    if (IsOnnx(*b, "Sigmoid")) std::swap(a, b);
+    if (!IsOnnx(*a, "Sigmoid") || !IsOnnx(*b, "Mul") || a->inputs.size() != 1 ||
+        b->inputs.size() != 2 || a->outputs.size() != 1 || b->outputs.size() != 1 ||
+        !SameEp(conv, *a) || !SameEp(conv, *b) || dead_[static_cast<size_t>(a->index)] ||
+        dead_[static_cast<size_t>(b->index)]) {
+      return false;
+    }
+    if (SoleConsumer(g_, a->outputs[0], dead_) != b) return false;
+    const int s = a->outputs[0];
+    if (!((b->inputs[0] == y && b->inputs[1] == s) || (b->inputs[0] == s && b->inputs[1] == y)))
+      return false;
+    *sigmoid = a;
+    *mul = b;
+    return true;
+  }
+
   void TryConv(const Node& conv) {
     if (conv.outputs.size() != 1) return;
     Node fused = conv;
@@ -177,7 +201,14 @@ class Fuser {
     }
     std::string act;
     std::vector<float> params;
-    if (next && SameEp(conv, *next) && ActivationOf(g_, *next, &act, &params)) {
+    const Node* sigmoid = nullptr;
+    const Node* mul = nullptr;
+    if (MatchSwish(conv, y, &sigmoid, &mul)) {  // y * Sigmoid(y): SiLU, two consumers of y
+      fused.attributes.push_back(StringAttr("activation", "Swish"));
+      chain.push_back(sigmoid);
+      chain.push_back(mul);
+      y = mul->outputs[0];
+    } else if (next && SameEp(conv, *next) && ActivationOf(g_, *next, &act, &params)) {
       fused.attributes.push_back(StringAttr("activation", act));
       if (!params.empty()) fused.attributes.push_back(FloatsAttr("activation_params", params));
       chain.push_back(next);

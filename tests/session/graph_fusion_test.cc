@@ -2,6 +2,8 @@
 // results equal the unfused graph's.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
 #include <nxrt/nxrt.hpp>
 #include <random>
 
@@ -82,9 +84,10 @@ TEST(GraphFusion, FusedGraphMatchesUnfusedGraph) {
   }
 }
 
-// x[1,8,6,6] -> Conv(k x k, pad k/2, `group`) -> HardSwish: one model per convolution path of the
-// CPU EP (3x3: oneDNN primitive, 1x1: GEMM, depthwise: our own loop).
-std::string ConvHardSwishModel(int64_t k, int64_t group) {
+// x[1,8,6,6] -> Conv(k x k, pad k/2, `group`) -> HardSwish, or -> Sigmoid -> Mul(conv, sigmoid)
+// (SiLU) when `silu`: one model per convolution path of the CPU EP (3x3: oneDNN primitive,
+// 1x1: GEMM, depthwise: our own loop).
+std::string ConvActivationModel(int64_t k, int64_t group, bool silu) {
   onnx::ModelProto m;
   m.set_ir_version(8);
   m.add_opset_import()->set_version(17);
@@ -100,7 +103,12 @@ std::string ConvHardSwishModel(int64_t k, int64_t group) {
   grp->set_type(onnx::AttributeProto::INT);
   grp->set_i(group);
   *g->add_node() = conv;
-  *g->add_node() = MakeNode("HardSwish", {"c"}, {"y"}, "hardswish");
+  if (silu) {
+    *g->add_node() = MakeNode("Sigmoid", {"c"}, {"s"}, "sigmoid");
+    *g->add_node() = MakeNode("Mul", {"s", "c"}, {"y"}, "mul");
+  } else {
+    *g->add_node() = MakeNode("HardSwish", {"c"}, {"y"}, "hardswish");
+  }
   std::mt19937 rng(11);
   std::normal_distribution<float> normal;
   std::vector<float> w(8 * (8 / group) * k * k), b(8);
@@ -119,37 +127,48 @@ std::string ConvHardSwishModel(int64_t k, int64_t group) {
   return m.SerializeAsString();
 }
 
-TEST(GraphFusion, ConvHardSwishFusesOnEveryConvolutionPath) {
+TEST(GraphFusion, ConvActivationsFuseOnEveryConvolutionPath) {
   nxrt::Env env(NX_LOG_ERROR);
   const struct { int64_t k, group; } cases[] = {{3, 1}, {1, 1}, {3, 8}};
-  for (const auto& c : cases) {
-    SCOPED_TRACE("kernel " + std::to_string(c.k) + " group " + std::to_string(c.group));
-    std::string bytes = ConvHardSwishModel(c.k, c.group);
-    nxrt::SessionOptions plain_options, fused_options;
-    plain_options.SetOptimizationLevel(0).SetIntraOpThreads(1);
-    fused_options.SetOptimizationLevel(1).SetIntraOpThreads(1);
-    nxrt::Session plain(env, bytes.data(), bytes.size(), &plain_options);
-    nxrt::Session fused(env, bytes.data(), bytes.size(), &fused_options);
-    EXPECT_EQ(plain.ep_node_count(0), 2u);
-    EXPECT_EQ(fused.ep_node_count(0), 1u);  // FusedConv with activation HardSwish
+  for (bool silu : {false, true}) {
+    for (const auto& c : cases) {
+      SCOPED_TRACE(std::string(silu ? "SiLU" : "HardSwish") + " kernel " + std::to_string(c.k) +
+                   " group " + std::to_string(c.group));
+      std::string bytes = ConvActivationModel(c.k, c.group, silu);
+      nxrt::SessionOptions plain_options, fused_options;
+      plain_options.SetOptimizationLevel(0).SetIntraOpThreads(1);
+      fused_options.SetOptimizationLevel(1).SetIntraOpThreads(1);
+      nxrt::Session plain(env, bytes.data(), bytes.size(), &plain_options);
+      nxrt::Session fused(env, bytes.data(), bytes.size(), &fused_options);
+      EXPECT_EQ(plain.ep_node_count(0), silu ? 3u : 2u);
+      EXPECT_EQ(fused.ep_node_count(0), 1u);  // FusedConv with the activation
 
-    const std::vector<int64_t> dims = {1, 8, 6, 6};
-    nxrt::Value x = nxrt::Value::Tensor(NX_TYPE_FLOAT, dims);
-    std::mt19937 rng(5);
-    std::normal_distribution<float> normal;
-    // Wide values: the outputs cross HardSwish's corners at -3 and 3.
-    for (size_t i = 0; i < x.size(); ++i) x.data<float>()[i] = 2.0f * normal(rng);
-    auto a = plain.Run({"x"}, {&x});
-    auto b = fused.Run({"x"}, {&x});
-    ASSERT_EQ(a[0].shape(), b[0].shape());
-    int below = 0, above = 0;
-    for (size_t i = 0; i < a[0].size(); ++i) {
-      EXPECT_NEAR(a[0].data<float>()[i], b[0].data<float>()[i], 1e-4f) << "element " << i;
-      below += a[0].data<float>()[i] == 0.0f;
-      above += a[0].data<float>()[i] > 3.0f;
+      const std::vector<int64_t> dims = {1, 8, 6, 6};
+      nxrt::Value x = nxrt::Value::Tensor(NX_TYPE_FLOAT, dims);
+      std::mt19937 rng(5);
+      std::normal_distribution<float> normal;
+      // Wide values: the outputs cross HardSwish's corners at -3 and 3 and reach SiLU's tails.
+      for (size_t i = 0; i < x.size(); ++i) x.data<float>()[i] = 4.0f * normal(rng);
+      x.data<float>()[0] = std::numeric_limits<float>::quiet_NaN();  // NaN stays NaN
+      auto a = plain.Run({"x"}, {&x});
+      auto b = fused.Run({"x"}, {&x});
+      ASSERT_EQ(a[0].shape(), b[0].shape());
+      int nans = 0, negative = 0, large = 0;
+      for (size_t i = 0; i < a[0].size(); ++i) {
+        const float va = a[0].data<float>()[i], vb = b[0].data<float>()[i];
+        if (std::isnan(va)) {
+          EXPECT_TRUE(std::isnan(vb)) << "element " << i;
+          ++nans;
+          continue;
+        }
+        EXPECT_NEAR(va, vb, 1e-5f * std::max(1.0f, std::fabs(va))) << "element " << i;
+        negative += va < -0.1f;
+        large += va > 3.0f;
+      }
+      EXPECT_GT(nans, 0);
+      EXPECT_GT(negative, 0);  // both sides of the activation were reached
+      EXPECT_GT(large, 0);
     }
-    EXPECT_GT(below, 0);  // both flat parts were reached
-    EXPECT_GT(above, 0);
   }
 }
 

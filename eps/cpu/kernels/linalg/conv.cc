@@ -28,7 +28,8 @@ namespace {
 
 // Reads the fused activation in the form com.microsoft FusedConv uses: `activation` names the
 // op, `activation_params` holds its attributes in order (LeakyRelu alpha; Clip min, max;
-// HardSigmoid alpha, beta; none for HardSwish, which only nxrt's own fusion produces).
+// HardSigmoid alpha, beta; none for HardSwish and Swish, which only nxrt's own fusion
+// produces).
 ConvFusion ReadFusion(const ep::KernelInfo& info, bool with_sum) {
   ConvFusion f;
   f.sum = with_sum;
@@ -47,6 +48,8 @@ ConvFusion ReadFusion(const ep::KernelInfo& info, bool with_sum) {
     f.eltwise.push_back({A::eltwise_logistic, 0.0f, 0.0f});
   else if (act == "Tanh")
     f.eltwise.push_back({A::eltwise_tanh, 0.0f, 0.0f});
+  else if (act == "Swish")  // x * sigmoid(x) (SiLU), from nxrt's own fusion
+    f.eltwise.push_back({A::eltwise_swish, 1.0f, 0.0f});
   else if (act == "HardSwish")  // oneDNN 2.x: x * min(max(x / 6 + 0.5, 0), 1)
     f.eltwise.push_back({A::eltwise_hardswish, 0.0f, 0.0f});
   else if (act == "HardSigmoid") {

@@ -161,7 +161,8 @@ bool IsDepthwiseConv(const ConvGeometry& g) {
 }
 
 void DepthwiseConvNchw(const ConvGeometry& g, const float* x, const float* w, const float* bias,
-                       const float* z, float* y, int threads) {
+                       const float* z, float* y, int threads,
+                       const std::function<void(float*, int64_t)>& epilogue) {
   const int64_t in_size = g.in_size(), out_size = g.out_size(), ks = g.kernel_size();
   const int64_t multiplier = g.out_channels / g.in_channels;
   const int64_t planes = g.batch * g.out_channels;
@@ -180,6 +181,7 @@ void DepthwiseConvNchw(const ConvGeometry& g, const float* x, const float* w, co
       } else {
         PlaneRows(g, plane, w + oc * ks, bv, zp, y + p * out_size);
       }
+      if (epilogue) epilogue(y + p * out_size, out_size);
     }
   });
 }

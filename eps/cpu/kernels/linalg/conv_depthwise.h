@@ -6,6 +6,9 @@
 // channel plane in place avoids both reorders.
 #pragma once
 
+#include <cstdint>
+#include <functional>
+
 #include "kernels/linalg/conv_geometry.h"
 
 namespace nxrt::cpu::linalg {
@@ -14,8 +17,10 @@ namespace nxrt::cpu::linalg {
 bool IsDepthwiseConv(const ConvGeometry& g);
 
 // y = depthwise_conv(x, w) + bias (+ z). w is [M, 1, k...]; bias and z may be nullptr.
-// Planes are split across `threads`.
+// Planes are split across `threads`. `epilogue`, if set, runs on each output plane (pointer,
+// element count) right after it is computed, while it is still in cache (fused activations).
 void DepthwiseConvNchw(const ConvGeometry& g, const float* x, const float* w, const float* bias,
-                       const float* z, float* y, int threads);
+                       const float* z, float* y, int threads,
+                       const std::function<void(float*, int64_t)>& epilogue = {});
 
 }  // namespace nxrt::cpu::linalg

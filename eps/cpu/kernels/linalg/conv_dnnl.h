@@ -39,12 +39,13 @@ namespace nxrt::cpu::linalg {
 // Operations fused after the convolution (and its bias), in this order:
 //   y = eltwise_n(... eltwise_1(conv(x) + bias + (sum ? z : 0)))
 // Nothing in the plain ONNX Conv uses this; it is here so a graph optimiser can fuse a following
-// Relu/Clip/LeakyRelu/Sigmoid/HardSwish or a residual Add into the convolution (com.microsoft
+// Relu/Clip/LeakyRelu/Sigmoid/HardSwish/SiLU or a residual Add into the convolution (com.microsoft
 // FusedConv).
 struct ConvFusion {
   struct Eltwise {
     dnnl::algorithm alg;  // eltwise_relu (alpha = negative slope), eltwise_clip, eltwise_linear,
-                          // eltwise_logistic, eltwise_tanh, eltwise_hardswish
+                          // eltwise_logistic, eltwise_tanh, eltwise_hardswish, eltwise_swish
+                          // (alpha: x * sigmoid(alpha x))
     float alpha = 0.0f;
     float beta = 0.0f;
   };
@@ -103,6 +104,9 @@ class DnnlConv {
 
 // Whether the GEMM strategy applies: a 1x1 kernel with no padding.
 bool IsPointwiseConv(const ConvGeometry& g);
+
+// Applies fused activations to m floats in place on this thread.
+void ApplyEltwiseRange(const std::vector<ConvFusion::Eltwise>& ops, float* p, int64_t m);
 
 // Applies fused activations to n floats in place (for the paths outside oneDNN primitives).
 void ApplyEltwise(const std::vector<ConvFusion::Eltwise>& ops, float* y, int64_t n, int threads);
