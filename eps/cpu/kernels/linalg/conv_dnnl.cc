@@ -304,6 +304,9 @@ void DnnlConv::Run(const ConvGeometry& g, const float* x, const float* w, const 
   if (g.batch == 0 || g.out_size() == 0 || g.out_channels == 0) return;
   if (const_w_ != nullptr) w = const_w_;
   const int omp_threads = PrimitiveThreads(g, threads);
+  // A oneDNN primitive keeps the OpenMP thread count it was created with: build (GetPlan) and
+  // run it under the same count.
+  OmpThreadScope primitive_scope(omp_threads);
   std::shared_ptr<Plan> plan = GetPlan(g, omp_threads, bias != nullptr);
   // The GEMM and depthwise paths split on the session's pool, which costs well under a
   // microsecond per region: they get every thread and split from kMinParallelMacs on.
@@ -320,7 +323,6 @@ void DnnlConv::Run(const ConvGeometry& g, const float* x, const float* w, const 
           [this](float* plane, int64_t n) { ApplyEltwiseRange(fusion_.eltwise, plane, n); });
     }
   } else {
-    OmpThreadScope scope(omp_threads);
     RunDnnl(*plan, x, w, bias, z, y);
   }
 }
