@@ -13,6 +13,15 @@ namespace {
 
 using nxrt::test::MakeNode;
 
+// A float graph input or output of static shape `dims`.
+void AddFloatValue(onnx::ValueInfoProto* vi, const std::string& name,
+                   std::initializer_list<int64_t> dims) {
+  vi->set_name(name);
+  auto* t = vi->mutable_type()->mutable_tensor_type();
+  t->set_elem_type(onnx::TensorProto::FLOAT);
+  for (int64_t d : dims) t->mutable_shape()->add_dim()->set_dim_value(d);
+}
+
 // x[1,4,6,6] -> Conv(3x3, pad 1) -> Add(residual x) -> Relu, plus a separate erf-GELU branch.
 std::string ConvAddReluGeluModel() {
   onnx::ModelProto m;
@@ -44,15 +53,9 @@ std::string ConvAddReluGeluModel() {
   *g->add_initializer() = nxrt::test::MakeFloatTensor("sqrt2", {}, {1.41421356f});
   *g->add_initializer() = nxrt::test::MakeFloatTensor("one", {}, {1.0f});
   *g->add_initializer() = nxrt::test::MakeFloatTensor("half", {}, {0.5f});
-  auto add_vi = [](onnx::ValueInfoProto* vi, const std::string& name) {
-    vi->set_name(name);
-    auto* t = vi->mutable_type()->mutable_tensor_type();
-    t->set_elem_type(onnx::TensorProto::FLOAT);
-    for (int64_t d : {1, 4, 6, 6}) t->mutable_shape()->add_dim()->set_dim_value(d);
-  };
-  add_vi(g->add_input(), "x");
-  add_vi(g->add_output(), "y");
-  add_vi(g->add_output(), "gelu");
+  AddFloatValue(g->add_input(), "x", {1, 4, 6, 6});
+  AddFloatValue(g->add_output(), "y", {1, 4, 6, 6});
+  AddFloatValue(g->add_output(), "gelu", {1, 4, 6, 6});
   return m.SerializeAsString();
 }
 
@@ -116,14 +119,8 @@ std::string ConvActivationModel(int64_t k, int64_t group, bool silu) {
   for (float& v : b) v = normal(rng);
   *g->add_initializer() = nxrt::test::MakeFloatTensor("w", {8, 8 / group, k, k}, w);
   *g->add_initializer() = nxrt::test::MakeFloatTensor("b", {8}, b);
-  auto add_vi = [](onnx::ValueInfoProto* vi, const std::string& name) {
-    vi->set_name(name);
-    auto* t = vi->mutable_type()->mutable_tensor_type();
-    t->set_elem_type(onnx::TensorProto::FLOAT);
-    for (int64_t d : {1, 8, 6, 6}) t->mutable_shape()->add_dim()->set_dim_value(d);
-  };
-  add_vi(g->add_input(), "x");
-  add_vi(g->add_output(), "y");
+  AddFloatValue(g->add_input(), "x", {1, 8, 6, 6});
+  AddFloatValue(g->add_output(), "y", {1, 8, 6, 6});
   return m.SerializeAsString();
 }
 
