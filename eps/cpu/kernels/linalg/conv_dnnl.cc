@@ -1,7 +1,5 @@
 #include "kernels/linalg/conv_dnnl.h"
 
-#include <immintrin.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -10,6 +8,7 @@
 #include <unordered_map>
 
 #include "common/parallel.h"
+#include "common/vector_math.h"
 #include "kernels/linalg/conv_depthwise.h"
 #include "kernels/linalg/dnnl_util.h"
 
@@ -56,36 +55,6 @@ std::vector<int64_t> PlanKey(const ConvGeometry& g, int threads, bool has_bias) 
     key.insert(key.end(), d->begin(), d->end());
   }
   return key;
-}
-
-// x * sigmoid(alpha x) in place, eight at a time (the CPU EP is built for AVX2 + FMA): exp by
-// x = n ln2 + r, |r| <= ln2 / 2, the Taylor polynomial of exp(r) to r^6 (relative error below
-// 2e-7) and 2^n built in the exponent bits. The exponent's argument is clamped to [-87, 88]
-// (1.6e-38 .. 1.7e38, ample for a sigmoid) and NaN computed as 0; x's NaN still reaches the
-// result through the final x / (1 + e). GCC leaves the scalar form of this loop unvectorised.
-void SwishInPlace(float* p, int64_t m, float alpha) {
-  const __m256 neg_alpha = _mm256_set1_ps(-alpha), lo = _mm256_set1_ps(-87.0f),
-               hi = _mm256_set1_ps(88.0f), log2e = _mm256_set1_ps(1.44269504f),
-               ln2_hi = _mm256_set1_ps(0.693145752f), ln2_lo = _mm256_set1_ps(1.42860677e-6f),
-               one = _mm256_set1_ps(1.0f);
-  const float coef[] = {1.0f / 720.0f, 1.0f / 120.0f, 1.0f / 24.0f, 1.0f / 6.0f, 0.5f, 1.0f, 1.0f};
-  int64_t i = 0;
-  for (; i + 8 <= m; i += 8) {
-    const __m256 v = _mm256_loadu_ps(p + i);
-    __m256 x = _mm256_mul_ps(neg_alpha, v);
-    x = _mm256_and_ps(x, _mm256_cmp_ps(x, x, _CMP_ORD_Q));  // NaN -> 0
-    x = _mm256_min_ps(_mm256_max_ps(x, lo), hi);
-    const __m256 n =
-        _mm256_round_ps(_mm256_mul_ps(x, log2e), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    const __m256 r = _mm256_fnmadd_ps(n, ln2_lo, _mm256_fnmadd_ps(n, ln2_hi, x));
-    __m256 e = _mm256_set1_ps(coef[0]);
-    for (int k = 1; k < 7; ++k) e = _mm256_fmadd_ps(e, r, _mm256_set1_ps(coef[k]));
-    const __m256i bits =
-        _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-    e = _mm256_mul_ps(e, _mm256_castsi256_ps(bits));
-    _mm256_storeu_ps(p + i, _mm256_div_ps(v, _mm256_add_ps(one, e)));
-  }
-  for (; i < m; ++i) p[i] = p[i] / (1.0f + std::exp(-alpha * p[i]));
 }
 
 float Eltwise1(const ConvFusion::Eltwise& e, float v) {

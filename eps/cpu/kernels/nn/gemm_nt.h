@@ -3,7 +3,8 @@
 //   GemmNT: C (+)= alpha * A[M, K] * B[N, K]^T (both row-major).
 //
 // Few rows (a matrix-vector product, e.g. one recurrent step of batch 1) use dot products over
-// contiguous rows of B, four at a time. Larger products pack B transposed ([K, N]) and run a
+// contiguous rows of B, eight at a time with AVX2 (one horizontal-add tree per eight), four at a
+// time otherwise. Larger products pack B transposed ([K, N]) and run a
 // register-tiled 6 x 16 outer-product kernel (AVX2/FMA intrinsics for float when the build
 // enables them, portable loops otherwise). Large products are
 // split over threads by output columns.
@@ -22,6 +23,45 @@
 
 namespace nxrt::cpu::nn {
 
+#if defined(__AVX2__) && defined(__FMA__)
+// Eight dot products ar . b[q * ldb], q < 8, over k floats: one AVX accumulator per row of B, so
+// each load of B feeds one FMA, and one horizontal-add tree for all eight at the end (instead
+// of a reduction per column). Returns the sums in one register, row q in lane q.
+inline __m256 Dot8Rows(int64_t k, const float* ar, const float* b, int64_t ldb) {
+  __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps(), s2 = _mm256_setzero_ps(),
+         s3 = _mm256_setzero_ps(), s4 = _mm256_setzero_ps(), s5 = _mm256_setzero_ps(),
+         s6 = _mm256_setzero_ps(), s7 = _mm256_setzero_ps();
+  int64_t p = 0;
+  for (; p + 8 <= k; p += 8) {
+    const __m256 av = _mm256_loadu_ps(ar + p);
+    s0 = _mm256_fmadd_ps(av, _mm256_loadu_ps(b + p), s0);
+    s1 = _mm256_fmadd_ps(av, _mm256_loadu_ps(b + ldb + p), s1);
+    s2 = _mm256_fmadd_ps(av, _mm256_loadu_ps(b + 2 * ldb + p), s2);
+    s3 = _mm256_fmadd_ps(av, _mm256_loadu_ps(b + 3 * ldb + p), s3);
+    s4 = _mm256_fmadd_ps(av, _mm256_loadu_ps(b + 4 * ldb + p), s4);
+    s5 = _mm256_fmadd_ps(av, _mm256_loadu_ps(b + 5 * ldb + p), s5);
+    s6 = _mm256_fmadd_ps(av, _mm256_loadu_ps(b + 6 * ldb + p), s6);
+    s7 = _mm256_fmadd_ps(av, _mm256_loadu_ps(b + 7 * ldb + p), s7);
+  }
+  // Per 128-bit lane hadd(x, y) = [x0+x1, x2+x3, y0+y1, y2+y3]: two levels leave row q's low and
+  // high half-sums in lane q of each 128-bit half, the permutes line the halves up.
+  const __m256 u0 = _mm256_hadd_ps(_mm256_hadd_ps(s0, s1), _mm256_hadd_ps(s2, s3));
+  const __m256 u1 = _mm256_hadd_ps(_mm256_hadd_ps(s4, s5), _mm256_hadd_ps(s6, s7));
+  __m256 sum =
+      _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
+  if (p < k) {  // the last k % 8 products
+    alignas(32) float tail[8];
+    for (int q = 0; q < 8; ++q) {
+      float t = 0.0f;
+      for (int64_t r = p; r < k; ++r) t += ar[r] * b[q * ldb + r];
+      tail[q] = t;
+    }
+    sum = _mm256_add_ps(sum, _mm256_load_ps(tail));
+  }
+  return sum;
+}
+#endif
+
 // Dot-product form for columns [n_begin, n_end).
 template <class A>
 inline void GemmNTDots(int64_t m, int64_t k, const A* a, int64_t lda, const A* b, int64_t ldb, A* c,
@@ -30,6 +70,16 @@ inline void GemmNTDots(int64_t m, int64_t k, const A* a, int64_t lda, const A* b
     const A* ar = a + i * lda;
     A* cr = c + i * ldc;
     int64_t j = n_begin;
+#if defined(__AVX2__) && defined(__FMA__)
+    if constexpr (std::is_same_v<A, float>) {
+      const __m256 va = _mm256_set1_ps(alpha);
+      for (; j + 8 <= n_end; j += 8) {
+        __m256 r = _mm256_mul_ps(va, Dot8Rows(k, ar, b + j * ldb, ldb));
+        if (accumulate) r = _mm256_add_ps(_mm256_loadu_ps(cr + j), r);
+        _mm256_storeu_ps(cr + j, r);
+      }
+    }
+#endif
     for (; j + 4 <= n_end; j += 4) {
       const A* b0 = b + j * ldb;
       const A* b1 = b0 + ldb;

@@ -8,8 +8,10 @@
 #include <cstdint>
 #include <nxrt/nxrt_ep.hpp>
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#include "common/vector_math.h"
 #include "kernels/nn/nn_common.h"
 
 namespace nxrt::cpu::nn {
@@ -41,10 +43,16 @@ struct Activation {
         for (int64_t i = 0; i < n; ++i) v[i] = v[i] > A(0) ? v[i] : A(0);
         break;
       case ActKind::kTanh:
-        for (int64_t i = 0; i < n; ++i) v[i] = std::tanh(v[i]);
+        if constexpr (std::is_same_v<A, float>)
+          TanhInPlace(v, n);
+        else
+          for (int64_t i = 0; i < n; ++i) v[i] = std::tanh(v[i]);
         break;
       case ActKind::kSigmoid:
-        for (int64_t i = 0; i < n; ++i) v[i] = A(1) / (A(1) + std::exp(-v[i]));
+        if constexpr (std::is_same_v<A, float>)
+          SigmoidInPlace(v, n);
+        else
+          for (int64_t i = 0; i < n; ++i) v[i] = A(1) / (A(1) + std::exp(-v[i]));
         break;
       case ActKind::kAffine:
         for (int64_t i = 0; i < n; ++i) v[i] = a * v[i] + b;
