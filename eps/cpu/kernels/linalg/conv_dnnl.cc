@@ -8,7 +8,7 @@
 #include <unordered_map>
 
 #include "common/parallel.h"
-#include "common/vector_math.h"
+#include "kernels/elementwise/vec_math.h"
 #include "kernels/linalg/conv_depthwise.h"
 #include "kernels/linalg/dnnl_util.h"
 
@@ -113,7 +113,7 @@ void ApplyEltwiseRange(const std::vector<ConvFusion::Eltwise>& ops, float* p, in
         }
         break;
       case dnnl::algorithm::eltwise_swish:
-        SwishInPlace(p, m, alpha);
+        elementwise::SwishArray(p, p, m, alpha);
         break;
       default:
         for (int64_t i = 0; i < m; ++i) p[i] = Eltwise1(e, p[i]);

@@ -11,7 +11,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "common/vector_math.h"
+#include "kernels/elementwise/vec_math.h"
 #include "kernels/nn/nn_common.h"
 
 namespace nxrt::cpu::nn {
@@ -44,13 +44,13 @@ struct Activation {
         break;
       case ActKind::kTanh:
         if constexpr (std::is_same_v<A, float>)
-          TanhInPlace(v, n);
+          elementwise::TanhArray(v, v, n);
         else
           for (int64_t i = 0; i < n; ++i) v[i] = std::tanh(v[i]);
         break;
       case ActKind::kSigmoid:
         if constexpr (std::is_same_v<A, float>)
-          SigmoidInPlace(v, n);
+          elementwise::SigmoidArray(v, v, n);
         else
           for (int64_t i = 0; i < n; ++i) v[i] = A(1) / (A(1) + std::exp(-v[i]));
         break;
