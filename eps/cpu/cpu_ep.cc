@@ -2,11 +2,13 @@
 // EP per session; every node runs through the kernel registry built once per library load.
 #include <cstdlib>
 #include <memory>
-#include <string>
-
 #include <nxrt/nxrt_ep.hpp>
+#include <string>
+#include <system_error>
+#include <thread>
 
 #include "kernels/all_kernels.h"
+#include "kernels/linalg/dnnl_util.h"
 
 namespace nxrt::cpu {
 namespace {
@@ -23,6 +25,11 @@ struct CpuEp {
 struct CpuFactory {
   NxEpFactory base;  // first member
   NxKernelRegistry* registry = nullptr;
+  // oneDNN generates its sgemm kernels on the first call, about 30 ms (more than onnxruntime's
+  // whole creation of a small model). This thread does it while the application loads its model
+  // and creates its session (the host loads the CPU EP before it reads a model); a first run
+  // that calls sgemm before it is done waits inside oneDNN for the rest.
+  std::thread sgemm_warm_up;
 };
 
 const char* EpGetName(const NxEp*) { return kEpName; }
@@ -78,6 +85,15 @@ extern "C" NXRT_EXPORT NxStatus* NxrtCreateEpFactories(const NxHostApi* host, co
   factory->base.GetVendorId = &FactoryGetVendorId;
   factory->base.CreateEp = &FactoryCreateEp;
   factory->base.ReleaseEp = &FactoryReleaseEp;
+  try {
+    factory->sgemm_warm_up = std::thread([] {
+      try {
+        linalg::WarmUpSgemm();
+      } catch (...) {  // the first kernel that calls sgemm reports the error
+      }
+    });
+  } catch (const std::system_error&) {  // no thread to spare: the first sgemm call does it
+  }
   factories[0] = &factory.release()->base;
   *num_factories = 1;
   return nullptr;
@@ -85,6 +101,7 @@ extern "C" NXRT_EXPORT NxStatus* NxrtCreateEpFactories(const NxHostApi* host, co
 
 extern "C" NXRT_EXPORT void NxrtReleaseEpFactory(NxEpFactory* factory) {
   auto* cpu = reinterpret_cast<nxrt::cpu::CpuFactory*>(factory);
+  if (cpu->sgemm_warm_up.joinable()) cpu->sgemm_warm_up.join();
   if (cpu->registry) nxrt::ep::Host().ReleaseKernelRegistry(cpu->registry);
   delete cpu;
 }

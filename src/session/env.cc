@@ -223,6 +223,13 @@ EpFactory* Env::DefaultCpuFactory() {
   return &cpu_library_->factories().front();
 }
 
+void Env::PreloadDefaultCpu() noexcept {
+  try {
+    DefaultCpuFactory();
+  } catch (...) {  // reported by the session that needs the CPU EP
+  }
+}
+
 void Env::AddUse(EpLibrary* library) {
   std::lock_guard<std::mutex> lock(mutex_);
   ++uses_[library];

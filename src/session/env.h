@@ -37,6 +37,10 @@ class Env {
   // The factory whose EP is named `ep_name` (case-insensitive), or nullptr.
   EpFactory* FindFactory(const std::string& ep_name);
   // The default CPU EP's factory, loading its library on first call.
+  // Loads the default CPU EP now if it is not loaded yet, reporting no error (the session that
+  // needs it reports it): session creation calls this before it reads the model, so that the
+  // CPU EP's start-up work (oneDNN generating its GEMM kernels) overlaps the model load.
+  void PreloadDefaultCpu() noexcept;
   EpFactory* DefaultCpuFactory();
 
   // The hardware devices this env offers to factories (discovered, not virtual).

@@ -87,7 +87,7 @@ class Conv : public ep::PrePackingKernel {
         w_(info, 1),
         b_(info, 2),
         dnnl_(ReadFusion(info, fused && info.has_input(3)), ConvStrategy::kAuto, channels_last) {
-    WarmUpSgemm();  // pointwise convolutions run through sgemm
+
     has_sum_ = fused && info.has_input(3);
     has_fusion_ = has_sum_ || !info.attr_string("activation", "").empty();
     has_bias_ = info.has_input(2);

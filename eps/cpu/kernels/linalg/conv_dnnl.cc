@@ -17,16 +17,29 @@ namespace nxrt::cpu::linalg {
 using dnnl::memory;
 using Tag = dnnl::memory::format_tag;
 
+// One oneDNN primitive per slice of output channels. With more than one, the slices run in
+// parallel on the session's pool, each single-threaded, all reading the same reordered input
+// (oneDNN's own threading is OpenMP, whose sleeping workers cost ~50 us per region and compete
+// with the pool's spinning workers for the same cores).
+struct DnnlConv::PlanPart {
+  int64_t oc_begin = 0, oc_end = 0;
+  dnnl::convolution_forward conv;
+  memory::desc w_plain, w_conv, bias_md, dst_conv, scratch_md;
+  memory::desc dst_view;  // this slice's channels of the plain output (all of it for one part)
+  bool reorder_w = false, reorder_dst = false;
+  dnnl::reorder w_reorder, dst_reorder, sum_reorder;
+  size_t dst_bytes = 0, w_bytes = 0, scratch_bytes = 0;
+  std::shared_ptr<memory> packed_w;  // constant weights of this slice in w_conv layout
+};
+
 struct DnnlConv::Plan {
   bool gemm = false;       // pointwise GEMM strategy: nothing below is used
   bool depthwise = false;  // direct depthwise loop: nothing below is used
-  dnnl::convolution_forward conv;
-  memory::desc src_plain, dst_plain, w_plain, bias_md;
-  memory::desc src_conv, dst_conv, w_conv, scratch_md;
-  bool reorder_src = false, reorder_dst = false, reorder_w = false, has_bias = false;
-  dnnl::reorder src_reorder, dst_reorder, sum_reorder, w_reorder;
-  size_t src_bytes = 0, dst_bytes = 0, w_bytes = 0, scratch_bytes = 0;
-  std::shared_ptr<memory> packed_w;  // constant weights in w_conv layout
+  memory::desc src_plain, src_conv;
+  bool reorder_src = false;
+  dnnl::reorder src_reorder;
+  size_t src_bytes = 0;
+  std::vector<PlanPart> parts;  // see PlanPart
 };
 
 namespace {
@@ -55,6 +68,22 @@ std::vector<int64_t> PlanKey(const ConvGeometry& g, int threads, bool has_bias) 
     key.insert(key.end(), d->begin(), d->end());
   }
   return key;
+}
+
+// Output channels per slice are a multiple of this (a whole AVX-512 register block).
+constexpr int64_t kChannelSliceAlign = 16;
+
+// [begin, end) output channels for `parts` slices: whole register blocks, as even as possible.
+std::vector<std::pair<int64_t, int64_t>> ChannelSlices(int64_t channels, int parts) {
+  const int64_t blocks = (channels + kChannelSliceAlign - 1) / kChannelSliceAlign;
+  std::vector<std::pair<int64_t, int64_t>> slices;
+  for (int i = 0; i < parts; ++i) {
+    const int64_t b0 = blocks * i / parts, b1 = blocks * (i + 1) / parts;
+    const int64_t begin = b0 * kChannelSliceAlign,
+                  end = std::min(channels, b1 * kChannelSliceAlign);
+    if (end > begin) slices.emplace_back(begin, end);
+  }
+  return slices;
 }
 
 float Eltwise1(const ConvFusion::Eltwise& e, float v) {
@@ -132,9 +161,9 @@ void DnnlConv::SetConstantWeights(const float* w, size_t num_weights) {
   const_w_count_ = num_weights;
 }
 
-std::shared_ptr<DnnlConv::Plan> DnnlConv::BuildPlan(const ConvGeometry& g, bool has_bias) {
+std::shared_ptr<DnnlConv::Plan> DnnlConv::BuildPlan(const ConvGeometry& g, bool has_bias,
+                                                    int parts) {
   auto plan = std::make_shared<Plan>();
-  plan->has_bias = has_bias;
   const bool pointwise = IsPointwiseConv(g);
   const bool nchw_auto = strategy_ == ConvStrategy::kAuto && !channels_last_;
   if ((nchw_auto || strategy_ == ConvStrategy::kGemm) && pointwise && !channels_last_) {
@@ -159,19 +188,12 @@ std::shared_ptr<DnnlConv::Plan> DnnlConv::BuildPlan(const ConvGeometry& g, bool 
 
   const auto f32 = memory::data_type::f32;
   plan->src_plain = memory::desc(src_dims, f32, ActivationTag(g.spatial, channels_last_));
-  plan->dst_plain = memory::desc(dst_dims, f32, ActivationTag(g.spatial, channels_last_));
-  plan->w_plain = memory::desc(w_dims, f32, WeightTag(g.spatial, grouped));
-  if (plan->has_bias) plan->bias_md = memory::desc({g.out_channels}, f32, Tag::x);
+  const memory::desc dst_plain(dst_dims, f32, ActivationTag(g.spatial, channels_last_));
+  const memory::desc w_plain(w_dims, f32, WeightTag(g.spatial, grouped));
 
   const bool blocked = strategy_ != ConvStrategy::kPlain && !channels_last_;
   memory::desc src_any = blocked ? memory::desc(src_dims, f32, Tag::any) : plan->src_plain;
-  memory::desc dst_any = blocked ? memory::desc(dst_dims, f32, Tag::any) : plan->dst_plain;
-  memory::desc w_any(w_dims, f32, Tag::any);
 
-  dnnl::convolution_forward::desc desc(
-      dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src_any, w_any,
-      plan->bias_md, dst_any, Real(g, g.stride), Real(g, g.dilation, 1), Real(g, g.pad_begin),
-      Real(g, g.pad_end));
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   if (fusion_.sum || !fusion_.eltwise.empty()) {
@@ -181,71 +203,112 @@ std::shared_ptr<DnnlConv::Plan> DnnlConv::BuildPlan(const ConvGeometry& g, bool 
     attr.set_post_ops(ops);
   }
   auto& eng = DnnlEngine();
-  dnnl::convolution_forward::primitive_desc pd(desc, attr, eng);
-  plan->conv = dnnl::convolution_forward(pd);
-  plan->src_conv = pd.src_desc();
-  plan->dst_conv = pd.dst_desc();
-  plan->w_conv = pd.weights_desc();
-  plan->scratch_md = pd.scratchpad_desc();
-  plan->scratch_bytes = plan->scratch_md.get_size();
-  plan->src_bytes = plan->src_conv.get_size();
-  plan->dst_bytes = plan->dst_conv.get_size();
-  plan->w_bytes = plan->w_conv.get_size();
-
-  plan->reorder_src = plan->src_conv != plan->src_plain;
-  plan->reorder_dst = plan->dst_conv != plan->dst_plain;
-  plan->reorder_w = plan->w_conv != plan->w_plain;
-  if (plan->reorder_src) {
-    plan->src_reorder =
-        dnnl::reorder(dnnl::reorder::primitive_desc(eng, plan->src_plain, eng, plan->src_conv));
-  }
-  if (plan->reorder_dst) {
-    plan->dst_reorder =
-        dnnl::reorder(dnnl::reorder::primitive_desc(eng, plan->dst_conv, eng, plan->dst_plain));
-    if (fusion_.sum) {
-      plan->sum_reorder =
-          dnnl::reorder(dnnl::reorder::primitive_desc(eng, plan->dst_plain, eng, plan->dst_conv));
-    }
-  }
-  if (plan->reorder_w) {
-    plan->w_reorder =
-        dnnl::reorder(dnnl::reorder::primitive_desc(eng, plan->w_plain, eng, plan->w_conv));
-  }
-
-  if (const_w_ != nullptr) {
-    if (plan->w_plain.get_size() != const_w_count_ * sizeof(float)) {
-      throw std::runtime_error("Conv: constant weight size does not match the geometry");
-    }
-    for (const auto& [md, mem] : packed_weights_) {
-      if (md == plan->w_conv) plan->packed_w = mem;
-    }
-    if (!plan->packed_w) {
-      std::shared_ptr<memory> mem;
-      if (plan->reorder_w) {
-        mem = std::make_shared<memory>(plan->w_conv, eng);
-        memory src(plan->w_plain, eng, const_cast<float*>(const_w_));
-        plan->w_reorder.execute(DnnlStream(), src, *mem);
-        DnnlStream().wait();
-      } else {
-        // The primitive reads the plain layout: use the borrowed weights, no second copy.
-        mem = std::make_shared<memory>(plan->w_conv, eng, const_cast<float*>(const_w_));
+  const int64_t w_per_channel = static_cast<int64_t>(w_plain.get_size() / sizeof(float)) /
+                                std::max<int64_t>(g.out_channels, 1);
+  const std::vector<std::pair<int64_t, int64_t>> ranges =
+      parts > 1 ? ChannelSlices(g.out_channels, parts)
+                : std::vector<std::pair<int64_t, int64_t>>{{0, g.out_channels}};
+  for (const auto& [oc_begin, oc_end] : ranges) {
+    PlanPart part;
+    part.oc_begin = oc_begin;
+    part.oc_end = oc_end;
+    const int64_t count = oc_end - oc_begin;
+    const bool whole = ranges.size() == 1;
+    memory::dims part_dst_dims = dst_dims, part_w_dims = w_dims, offsets(dst_dims.size(), 0);
+    part_dst_dims[1] = count;
+    offsets[1] = oc_begin;
+    if (!whole) part_w_dims[0] = count;  // slices are only made of ungrouped convolutions
+    part.dst_view = whole ? dst_plain : dst_plain.submemory_desc(part_dst_dims, offsets);
+    part.w_plain = whole ? w_plain : memory::desc(part_w_dims, f32, WeightTag(g.spatial, false));
+    if (has_bias) part.bias_md = memory::desc({count}, f32, Tag::x);
+    // Every slice reads the input in the layout the first one chose.
+    const memory::desc src_in = part.oc_begin == 0 ? src_any : plan->src_conv;
+    const memory::desc dst_any =
+        blocked ? memory::desc(part_dst_dims, f32, Tag::any) : part.dst_view;
+    dnnl::convolution_forward::desc desc(
+        dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src_in,
+        memory::desc(part_w_dims, f32, Tag::any), part.bias_md, dst_any, Real(g, g.stride),
+        Real(g, g.dilation, 1), Real(g, g.pad_begin), Real(g, g.pad_end));
+    dnnl::convolution_forward::primitive_desc pd(desc, attr, eng);
+    if (part.oc_begin == 0) {
+      plan->src_conv = pd.src_desc();
+      plan->src_bytes = plan->src_conv.get_size();
+      plan->reorder_src = plan->src_conv != plan->src_plain;
+      if (plan->reorder_src) {
+        plan->src_reorder =
+            dnnl::reorder(dnnl::reorder::primitive_desc(eng, plan->src_plain, eng, plan->src_conv));
       }
-      packed_weights_.emplace_back(plan->w_conv, mem);
-      plan->packed_w = mem;
+    } else if (pd.src_desc() != plan->src_conv) {
+      throw std::runtime_error("the output-channel slices want different input layouts");
     }
+    part.conv = dnnl::convolution_forward(pd);
+    part.dst_conv = pd.dst_desc();
+    part.w_conv = pd.weights_desc();
+    part.scratch_md = pd.scratchpad_desc();
+    part.scratch_bytes = part.scratch_md.get_size();
+    part.dst_bytes = part.dst_conv.get_size();
+    part.w_bytes = part.w_conv.get_size();
+    part.reorder_dst = part.dst_conv != part.dst_view;
+    part.reorder_w = part.w_conv != part.w_plain;
+    if (part.reorder_dst) {
+      part.dst_reorder =
+          dnnl::reorder(dnnl::reorder::primitive_desc(eng, part.dst_conv, eng, part.dst_view));
+    }
+    if (fusion_.sum) {  // the summand into the primitive's destination (a copy if the same)
+      part.sum_reorder =
+          dnnl::reorder(dnnl::reorder::primitive_desc(eng, part.dst_view, eng, part.dst_conv));
+    }
+    if (part.reorder_w) {
+      part.w_reorder =
+          dnnl::reorder(dnnl::reorder::primitive_desc(eng, part.w_plain, eng, part.w_conv));
+    }
+    if (const_w_ != nullptr) {
+      if (w_plain.get_size() != const_w_count_ * sizeof(float)) {
+        throw std::runtime_error("Conv: constant weight size does not match the geometry");
+      }
+      part.packed_w = PackedWeights(part, const_w_ + oc_begin * w_per_channel);
+    }
+    plan->parts.push_back(std::move(part));
   }
   return plan;
 }
 
-std::shared_ptr<DnnlConv::Plan> DnnlConv::GetPlan(const ConvGeometry& g, int threads,
+std::shared_ptr<memory> DnnlConv::PackedWeights(const PlanPart& part, const float* w) {
+  for (const auto& packed : packed_weights_) {
+    if (packed.oc_begin == part.oc_begin && packed.md == part.w_conv) return packed.mem;
+  }
+  auto& eng = DnnlEngine();
+  std::shared_ptr<memory> mem;
+  if (part.reorder_w) {
+    mem = std::make_shared<memory>(part.w_conv, eng);
+    memory src(part.w_plain, eng, const_cast<float*>(w));
+    part.w_reorder.execute(DnnlStream(), src, *mem);
+    DnnlStream().wait();
+  } else {
+    // The primitive reads the plain layout: use the borrowed weights, no second copy.
+    mem = std::make_shared<memory>(part.w_conv, eng, const_cast<float*>(w));
+  }
+  packed_weights_.push_back({part.w_conv, part.oc_begin, mem});
+  return mem;
+}
+
+std::shared_ptr<DnnlConv::Plan> DnnlConv::GetPlan(const ConvGeometry& g, int omp_threads, int parts,
                                                   bool has_bias) {
-  std::vector<int64_t> key = PlanKey(g, threads, has_bias);
+  std::vector<int64_t> key = PlanKey(g, omp_threads, has_bias);
+  key.push_back(parts);
   std::lock_guard<std::mutex> lock(mu_);
   auto it = plans_.find(key);
   if (it != plans_.end()) return it->second;
   std::shared_ptr<Plan> plan;
   try {
-    plan = BuildPlan(g, has_bias);
+    try {
+      plan = BuildPlan(g, has_bias, parts);
+    } catch (const std::exception&) {
+      if (parts <= 1) throw;
+      // oneDNN declined the slices (or they disagree on the input layout): one primitive,
+      // as without the pool.
+      plan = BuildPlan(g, has_bias, 1);
+    }
   } catch (const dnnl::error& e) {
     throw std::runtime_error(std::string("Conv: oneDNN could not build the convolution: ") +
                              e.what());
@@ -262,21 +325,34 @@ int DnnlConv::PrimitiveThreads(const ConvGeometry& g, int threads) {
   return macs < kMinOmpParallelMacs ? 1 : threads;
 }
 
+int DnnlConv::PrimitiveParts(const ConvGeometry& g, int threads) const {
+  if (threads <= 1 || g.group != 1 || strategy_ == ConvStrategy::kPlain) return 1;
+  const double macs = static_cast<double>(g.batch) * g.out_channels * g.out_size() * g.in_channels *
+                      g.kernel_size();
+  if (macs < kMinParallelMacs) return 1;
+  const int64_t blocks = (g.out_channels + kChannelSliceAlign - 1) / kChannelSliceAlign;
+  return static_cast<int>(std::min<int64_t>(threads, blocks));
+}
+
 void DnnlConv::Prepare(const ConvGeometry& g, int threads, bool has_bias) {
-  const int omp_threads = PrimitiveThreads(g, threads);
+  const int parts = PrimitiveParts(g, threads);
+  const int omp_threads = parts > 1 ? 1 : PrimitiveThreads(g, threads);
   OmpThreadScope scope(omp_threads);
-  GetPlan(g, omp_threads, has_bias);
+  GetPlan(g, omp_threads, parts, has_bias);
 }
 
 void DnnlConv::Run(const ConvGeometry& g, const float* x, const float* w, const float* bias,
                    const float* z, float* y, int threads) {
   if (g.batch == 0 || g.out_size() == 0 || g.out_channels == 0) return;
   if (const_w_ != nullptr) w = const_w_;
-  const int omp_threads = PrimitiveThreads(g, threads);
+  // Output-channel slices on the pool where they pay (each slice one single-threaded
+  // primitive); otherwise one primitive on OpenMP threads, for large convolutions only.
+  const int parts = PrimitiveParts(g, threads);
+  const int omp_threads = parts > 1 ? 1 : PrimitiveThreads(g, threads);
   // A oneDNN primitive keeps the OpenMP thread count it was created with: build (GetPlan) and
   // run it under the same count.
   OmpThreadScope primitive_scope(omp_threads);
-  std::shared_ptr<Plan> plan = GetPlan(g, omp_threads, bias != nullptr);
+  std::shared_ptr<Plan> plan = GetPlan(g, omp_threads, parts, bias != nullptr);
   // The GEMM and depthwise paths split on the session's pool, which costs well under a
   // microsecond per region: they get every thread and split from kMinParallelMacs on.
   if (plan->gemm) {
@@ -292,7 +368,7 @@ void DnnlConv::Run(const ConvGeometry& g, const float* x, const float* w, const 
           [this](float* plane, int64_t n) { ApplyEltwiseRange(fusion_.eltwise, plane, n); });
     }
   } else {
-    RunDnnl(*plan, x, w, bias, z, y);
+    RunDnnl(*plan, g, x, w, bias, z, y, threads);
   }
 }
 
@@ -343,52 +419,62 @@ void DnnlConv::RunGemm(const ConvGeometry& g, const float* x, const float* w, co
   }
 }
 
-void DnnlConv::RunDnnl(const Plan& plan, const float* x, const float* w, const float* b,
-                       const float* z, float* y) {
-  const bool const_w = const_w_ != nullptr;
+void DnnlConv::RunDnnl(const Plan& plan, const ConvGeometry& g, const float* x, const float* w,
+                       const float* b, const float* z, float* y, int threads) {
   auto& eng = DnnlEngine();
-  auto& strm = DnnlStream();
-  memory src_user(plan.src_plain, eng, const_cast<float*>(x));
-  memory src_mem = src_user;
+  const float* src = x;
   if (plan.reorder_src) {
-    src_mem = memory(plan.src_conv, eng, ThreadScratch(kScratchSrc, plan.src_bytes));
-    plan.src_reorder.execute(strm, src_user, src_mem);
+    void* blocked = ThreadScratch(kScratchSrc, plan.src_bytes);
+    memory src_user(plan.src_plain, eng, const_cast<float*>(x));
+    memory src_mem(plan.src_conv, eng, blocked);
+    plan.src_reorder.execute(DnnlStream(), src_user, src_mem);
+    DnnlStream().wait();
+    src = static_cast<const float*>(blocked);
   }
-  memory dst_user(plan.dst_plain, eng, y);
-  memory dst_mem = dst_user;
-  if (plan.reorder_dst) {
-    dst_mem = memory(plan.dst_conv, eng, ThreadScratch(kScratchDst, plan.dst_bytes));
-  }
-  if (fusion_.sum) {
-    if (plan.reorder_dst) {
-      memory z_user(plan.dst_plain, eng, const_cast<float*>(z));
-      plan.sum_reorder.execute(strm, z_user, dst_mem);
-    } else if (z != y) {
-      std::memcpy(y, z, plan.dst_plain.get_size());
+  const int64_t w_per_channel =
+      g.in_channels_per_group() * g.kernel_size();  // floats of one output channel's weights
+  auto run_part = [&](const PlanPart& part) {
+    auto& strm = DnnlStream();  // this thread's
+    memory dst_user(part.dst_view, eng, y);
+    memory dst_mem = dst_user;
+    if (part.reorder_dst) {
+      dst_mem = memory(part.dst_conv, eng, ThreadScratch(kScratchDst, part.dst_bytes));
     }
-  }
-  memory w_mem;
-  if (const_w) {
-    w_mem = *plan.packed_w;
-  } else {
-    memory w_user(plan.w_plain, eng, const_cast<float*>(w));
-    w_mem = w_user;
-    if (plan.reorder_w) {
-      w_mem = memory(plan.w_conv, eng, ThreadScratch(kScratchWeights, plan.w_bytes));
-      plan.w_reorder.execute(strm, w_user, w_mem);
+    if (fusion_.sum && (part.reorder_dst || z != y)) {
+      memory z_user(part.dst_view, eng, const_cast<float*>(z));
+      part.sum_reorder.execute(strm, z_user, dst_mem);
     }
-  }
-  std::unordered_map<int, memory> args = {
-      {DNNL_ARG_SRC, src_mem},
-      {DNNL_ARG_WEIGHTS, w_mem},
-      {DNNL_ARG_DST, dst_mem},
-      {DNNL_ARG_SCRATCHPAD,
-       memory(plan.scratch_md, eng, ThreadScratch(kScratchPad, plan.scratch_bytes))},
+    memory w_mem;
+    if (const_w_ != nullptr) {
+      w_mem = *part.packed_w;
+    } else {
+      memory w_user(part.w_plain, eng, const_cast<float*>(w + part.oc_begin * w_per_channel));
+      w_mem = w_user;
+      if (part.reorder_w) {
+        w_mem = memory(part.w_conv, eng, ThreadScratch(kScratchWeights, part.w_bytes));
+        part.w_reorder.execute(strm, w_user, w_mem);
+      }
+    }
+    std::unordered_map<int, memory> args = {
+        {DNNL_ARG_SRC, memory(plan.src_conv, eng, const_cast<float*>(src))},
+        {DNNL_ARG_WEIGHTS, w_mem},
+        {DNNL_ARG_DST, dst_mem},
+        {DNNL_ARG_SCRATCHPAD,
+         memory(part.scratch_md, eng, ThreadScratch(kScratchPad, part.scratch_bytes))},
+    };
+    if (b != nullptr)
+      args[DNNL_ARG_BIAS] = memory(part.bias_md, eng, const_cast<float*>(b + part.oc_begin));
+    part.conv.execute(strm, args);
+    if (part.reorder_dst) part.dst_reorder.execute(strm, dst_mem, dst_user);
+    strm.wait();
   };
-  if (b != nullptr) args[DNNL_ARG_BIAS] = memory(plan.bias_md, eng, const_cast<float*>(b));
-  plan.conv.execute(strm, args);
-  if (plan.reorder_dst) plan.dst_reorder.execute(strm, dst_mem, dst_user);
-  strm.wait();
+  if (plan.parts.size() == 1) {
+    run_part(plan.parts[0]);
+    return;
+  }
+  ParallelFor(threads, static_cast<int64_t>(plan.parts.size()), 1, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) run_part(plan.parts[static_cast<size_t>(i)]);
+  });
 }
 
 }  // namespace nxrt::cpu::linalg

@@ -21,6 +21,11 @@
 // are constant (borrowed from the kernel's pre-packed float32 copy, which the plain-layout paths
 // read directly), on every run otherwise.
 //
+// With more than one thread, a oneDNN primitive is split into output-channel slices (whole
+// 16-channel blocks), one single-threaded primitive each, run in parallel on the session's pool
+// after one shared input reorder; only convolutions that cannot be sliced (grouped, or a single
+// block of output channels) use oneDNN's OpenMP threads (docs/threading.md).
+//
 // Plans (primitive descriptor + primitives + packed weights) are cached per input geometry and
 // thread count; Run may be called from several threads at once.
 #pragma once
@@ -81,13 +86,18 @@ class DnnlConv {
 
  private:
   struct Plan;
+  struct PlanPart;
   static int PrimitiveThreads(const ConvGeometry& g, int threads);
-  std::shared_ptr<Plan> GetPlan(const ConvGeometry& g, int threads, bool has_bias);
-  std::shared_ptr<Plan> BuildPlan(const ConvGeometry& g, bool has_bias);  // under mu_
+  // How many output-channel slices a oneDNN primitive is split into on the pool (1: none).
+  int PrimitiveParts(const ConvGeometry& g, int threads) const;
+  std::shared_ptr<Plan> GetPlan(const ConvGeometry& g, int omp_threads, int parts, bool has_bias);
+  std::shared_ptr<Plan> BuildPlan(const ConvGeometry& g, bool has_bias, int parts);  // under mu_
+  // Constant weights of a slice in its primitive's layout, packed once (under mu_).
+  std::shared_ptr<dnnl::memory> PackedWeights(const PlanPart& part, const float* w);
   void RunGemm(const ConvGeometry& g, const float* x, const float* w, const float* bias,
                const float* z, float* y);
-  void RunDnnl(const Plan& plan, const float* x, const float* w, const float* bias, const float* z,
-               float* y);
+  void RunDnnl(const Plan& plan, const ConvGeometry& g, const float* x, const float* w,
+               const float* bias, const float* z, float* y, int threads);
 
   ConvFusion fusion_;
   ConvStrategy strategy_;
@@ -98,8 +108,13 @@ class DnnlConv {
   std::mutex mu_;
   std::map<std::vector<int64_t>, std::shared_ptr<Plan>> plans_;
   // Constant weights in the layouts the plans want (reordered copies, or the borrowed plain
-  // weights wrapped), shared by the plans that want the same layout.
-  std::vector<std::pair<dnnl::memory::desc, std::shared_ptr<dnnl::memory>>> packed_weights_;
+  // weights wrapped), shared by the plans that want the same layout of the same channels.
+  struct PackedWeightsEntry {
+    dnnl::memory::desc md;
+    int64_t oc_begin = 0;
+    std::shared_ptr<dnnl::memory> mem;
+  };
+  std::vector<PackedWeightsEntry> packed_weights_;
 };
 
 // Whether the GEMM strategy applies: a 1x1 kernel with no padding.

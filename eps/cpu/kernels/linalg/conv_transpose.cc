@@ -51,7 +51,7 @@ void ConvTransposeImpl(const ConvGeometry& g, const T* x, const T* w, const T* b
 
 class ConvTranspose : public ep::Kernel {
  public:
-  explicit ConvTranspose(const ep::KernelInfo& info) : attrs_(info) { WarmUpSgemm(); }
+  explicit ConvTranspose(const ep::KernelInfo& info) : attrs_(info) {}
 
   void Compute(ep::KernelContext& ctx) override {
     ep::ConstTensor x = ctx.input(0);

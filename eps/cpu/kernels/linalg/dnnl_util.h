@@ -52,9 +52,9 @@ class OmpThreadScope {
 // Throws a readable error for a failed oneDNN call outside the C++ API (dnnl_sgemm).
 void CheckDnnl(dnnl_status_t status, const char* what);
 
-// oneDNN generates its sgemm kernels on the first sizeable call (~40 ms). Kernels that will call
-// Sgemm run this once per process from their constructors, moving that cost from the first
-// inference to session creation.
+// oneDNN generates its sgemm kernels on the first sizeable call (~30 ms). The CPU EP runs this
+// once per process on a thread of its own, started when the library loads (cpu_ep.cc), so that
+// the cost overlaps model loading and session creation instead of adding to either.
 void WarmUpSgemm();
 
 // Row-major single-precision GEMM through oneDNN: C = alpha * op(A) * op(B) + beta * C.

@@ -255,7 +255,7 @@ class Einsum : public ep::Kernel {
   explicit Einsum(const ep::KernelInfo& info)
       : op_(info.describe()),
         eq_(ParseEinsumEquation(info.attr_string("equation", ""), info.describe())) {
-    WarmUpSgemm();
+
   }
 
   void Compute(ep::KernelContext& ctx) override {

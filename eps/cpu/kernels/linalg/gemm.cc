@@ -29,7 +29,7 @@ class Gemm : public ep::PrePackingKernel {
         alpha_(info.attr_float("alpha", 1.0f)),
         beta_(info.attr_float("beta", 1.0f)),
         b_(info, 1) {
-    WarmUpSgemm();
+
   }
 
   // A constant 2-D float/float16/bfloat16 B becomes a float32 copy in the same layout.
