@@ -87,10 +87,10 @@ TEST(GraphFusion, FusedGraphMatchesUnfusedGraph) {
   }
 }
 
-// x[1,8,6,6] -> Conv(k x k, pad k/2, `group`) -> HardSwish, or -> Sigmoid -> Mul(conv, sigmoid)
-// (SiLU) when `silu`: one model per convolution path of the CPU EP (3x3: oneDNN primitive,
-// 1x1: GEMM, depthwise: our own loop).
-std::string ConvActivationModel(int64_t k, int64_t group, bool silu) {
+// x[1,8,6,6] -> Conv(k x k, pad k/2, `group`) -> `activation`: HardSwish, Clip(-2, 5) or SiLU
+// (Sigmoid, then Mul(conv, sigmoid)): one model per convolution path of the CPU EP (3x3: oneDNN
+// primitive, 1x1: GEMM, depthwise: our own loop).
+std::string ConvActivationModel(int64_t k, int64_t group, const std::string& activation) {
   onnx::ModelProto m;
   m.set_ir_version(8);
   m.add_opset_import()->set_version(17);
@@ -106,9 +106,13 @@ std::string ConvActivationModel(int64_t k, int64_t group, bool silu) {
   grp->set_type(onnx::AttributeProto::INT);
   grp->set_i(group);
   *g->add_node() = conv;
-  if (silu) {
+  if (activation == "SiLU") {
     *g->add_node() = MakeNode("Sigmoid", {"c"}, {"s"}, "sigmoid");
     *g->add_node() = MakeNode("Mul", {"s", "c"}, {"y"}, "mul");
+  } else if (activation == "Clip") {
+    *g->add_node() = MakeNode("Clip", {"c", "lo", "hi"}, {"y"}, "clip");
+    *g->add_initializer() = nxrt::test::MakeFloatTensor("lo", {}, {-2.0f});
+    *g->add_initializer() = nxrt::test::MakeFloatTensor("hi", {}, {5.0f});
   } else {
     *g->add_node() = MakeNode("HardSwish", {"c"}, {"y"}, "hardswish");
   }
@@ -127,17 +131,17 @@ std::string ConvActivationModel(int64_t k, int64_t group, bool silu) {
 TEST(GraphFusion, ConvActivationsFuseOnEveryConvolutionPath) {
   nxrt::Env env(NX_LOG_ERROR);
   const struct { int64_t k, group; } cases[] = {{3, 1}, {1, 1}, {3, 8}};
-  for (bool silu : {false, true}) {
+  for (const std::string activation : {"HardSwish", "SiLU", "Clip"}) {
     for (const auto& c : cases) {
-      SCOPED_TRACE(std::string(silu ? "SiLU" : "HardSwish") + " kernel " + std::to_string(c.k) +
-                   " group " + std::to_string(c.group));
-      std::string bytes = ConvActivationModel(c.k, c.group, silu);
+      SCOPED_TRACE(activation + " kernel " + std::to_string(c.k) + " group " +
+                   std::to_string(c.group));
+      std::string bytes = ConvActivationModel(c.k, c.group, activation);
       nxrt::SessionOptions plain_options, fused_options;
       plain_options.SetOptimizationLevel(0).SetIntraOpThreads(1);
       fused_options.SetOptimizationLevel(1).SetIntraOpThreads(1);
       nxrt::Session plain(env, bytes.data(), bytes.size(), &plain_options);
       nxrt::Session fused(env, bytes.data(), bytes.size(), &fused_options);
-      EXPECT_EQ(plain.ep_node_count(0), silu ? 3u : 2u);
+      EXPECT_EQ(plain.ep_node_count(0), activation == "SiLU" ? 3u : 2u);
       EXPECT_EQ(fused.ep_node_count(0), 1u);  // FusedConv with the activation
 
       const std::vector<int64_t> dims = {1, 8, 6, 6};

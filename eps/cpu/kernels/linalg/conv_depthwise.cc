@@ -1,5 +1,7 @@
 #include "kernels/linalg/conv_depthwise.h"
 
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -18,17 +20,36 @@ namespace {
 // computed and dropped. This beats a row-by-row loop by far on the short rows (7 to 28) of the
 // late layers of MobileNet-style networks.
 
-template <int S>
-void PlaneTaps3x3(const float* p, int64_t count, const int64_t* off, const float* w, float* t) {
-  const float w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3], w4 = w[4], w5 = w[5], w6 = w[6],
-              w7 = w[7], w8 = w[8];
-  const float *p0 = p + off[0], *p1 = p + off[1], *p2 = p + off[2], *p3 = p + off[3],
-              *p4 = p + off[4], *p5 = p + off[5], *p6 = p + off[6], *p7 = p + off[7],
-              *p8 = p + off[8];
-  for (int64_t i = 0; i < count; ++i) {
-    const int64_t j = S * i;
-    t[i] = w0 * p0[j] + w1 * p1[j] + w2 * p2[j] + w3 * p3[j] + w4 * p4[j] + w5 * p5[j] +
-           w6 * p6[j] + w7 * p7[j] + w8 * p8[j];
+// t[i] = sum_k w[k] * src[k][i] for i in [0, count), rounded up to whole vectors: the sources
+// and t must be readable / writable kVectorSlack floats past `count`. Four vectors of outputs
+// stay in registers across all taps (a tap-by-tap pass over t loaded and stored t once per tap,
+// three times the memory traffic of the taps themselves).
+constexpr int64_t kVectorSlack = 8;
+constexpr int64_t kMaxVectorTaps = 64;  // kernels up to 8x8; larger ones take the scalar loop
+
+void SumOfTaps(const float* const* src, const float* w, int64_t taps, int64_t count, float* t) {
+  int64_t i = 0;
+  for (; i + 32 <= count; i += 32) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(),
+           a3 = _mm256_setzero_ps();
+    for (int64_t k = 0; k < taps; ++k) {
+      const __m256 wk = _mm256_broadcast_ss(w + k);
+      const float* p = src[k] + i;
+      a0 = _mm256_fmadd_ps(wk, _mm256_loadu_ps(p), a0);
+      a1 = _mm256_fmadd_ps(wk, _mm256_loadu_ps(p + 8), a1);
+      a2 = _mm256_fmadd_ps(wk, _mm256_loadu_ps(p + 16), a2);
+      a3 = _mm256_fmadd_ps(wk, _mm256_loadu_ps(p + 24), a3);
+    }
+    _mm256_storeu_ps(t + i, a0);
+    _mm256_storeu_ps(t + i + 8, a1);
+    _mm256_storeu_ps(t + i + 16, a2);
+    _mm256_storeu_ps(t + i + 24, a3);
+  }
+  for (; i < count; i += 8) {  // the last one may run into the slack
+    __m256 a = _mm256_setzero_ps();
+    for (int64_t k = 0; k < taps; ++k)
+      a = _mm256_fmadd_ps(_mm256_broadcast_ss(w + k), _mm256_loadu_ps(src[k] + i), a);
+    _mm256_storeu_ps(t + i, a);
   }
 }
 
@@ -72,8 +93,14 @@ void Plane2d(const ConvGeometry& g, const PlaneLayout& l, const float* x, const 
              float bias, const float* z, float* y) {
   const int64_t h = g.in[1], wd = g.in[2], oh = g.out[1], ow = g.out[2], s = g.stride[2];
   const int64_t pt = g.pad_begin[1], pl = g.pad_begin[2];
-  float* p = static_cast<float*>(ThreadScratch(kScratchPlane, sizeof(float) * l.rows * l.pitch));
-  float* t = static_cast<float*>(ThreadScratch(kScratchPlaneOut, sizeof(float) * l.count));
+  const int64_t padded = l.rows * l.pitch;
+  // Stride 2 also keeps the even and odd elements of the flattened plane apart (after it), so
+  // that every tap reads contiguous floats: P[2 i + o] is even[i + o / 2] or odd[i + o / 2].
+  const int64_t half = (padded + 1) / 2 + kVectorSlack;
+  const int64_t p_floats = s == 2 ? padded + 2 * half : padded + kVectorSlack;
+  float* p = static_cast<float*>(ThreadScratch(kScratchPlane, sizeof(float) * p_floats));
+  float* t = static_cast<float*>(
+      ThreadScratch(kScratchPlaneOut, sizeof(float) * (l.count + kVectorSlack)));
   // Zero only the border; the interior is overwritten by the copy.
   std::fill(p, p + pt * l.pitch, 0.0f);
   for (int64_t r = 0; r < h; ++r) {
@@ -82,20 +109,33 @@ void Plane2d(const ConvGeometry& g, const PlaneLayout& l, const float* x, const 
     std::memcpy(row + pl, x + r * wd, sizeof(float) * wd);
     std::fill(row + pl + wd, row + l.pitch, 0.0f);
   }
-  std::fill(p + (pt + h) * l.pitch, p + l.rows * l.pitch, 0.0f);
+  std::fill(p + (pt + h) * l.pitch, p + padded, 0.0f);
 
   const int64_t taps = g.kernel[1] * g.kernel[2];
   const int64_t* off = l.offsets.data();
-  if (taps == 9 && s == 1)
-    PlaneTaps3x3<1>(p, l.count, off, w, t);
-  else if (taps == 9 && s == 2)
-    PlaneTaps3x3<2>(p, l.count, off, w, t);
-  else if (s == 1)
+  if ((s == 1 || s == 2) && taps <= kMaxVectorTaps) {
+    const float* src[kMaxVectorTaps];
+    if (s == 2) {
+      float* even = p + padded;
+      float* odd = even + half;
+      for (int64_t j = 0; j < padded / 2; ++j) {
+        even[j] = p[2 * j];
+        odd[j] = p[2 * j + 1];
+      }
+      if (padded % 2 != 0) even[padded / 2] = p[padded - 1];
+      std::fill(even + (padded + 1) / 2, even + half, 0.0f);  // the slack
+      std::fill(odd + padded / 2, odd + half, 0.0f);
+      for (int64_t k = 0; k < taps; ++k) src[k] = (off[k] % 2 == 0 ? even : odd) + off[k] / 2;
+    } else {
+      std::fill(p + padded, p + p_floats, 0.0f);  // the slack
+      for (int64_t k = 0; k < taps; ++k) src[k] = p + off[k];
+    }
+    SumOfTaps(src, w, taps, l.count, t);
+  } else if (s == 1) {
     PlaneTapsGeneric<1>(p, l.count, s, off, w, taps, t);
-  else if (s == 2)
-    PlaneTapsGeneric<2>(p, l.count, s, off, w, taps, t);
-  else
+  } else {
     PlaneTapsGeneric<0>(p, l.count, s, off, w, taps, t);
+  }
 
   for (int64_t r = 0; r < oh; ++r) {
     const float* src = t + r * l.pitch;

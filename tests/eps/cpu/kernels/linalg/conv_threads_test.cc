@@ -154,67 +154,29 @@ nxrt::Value RandomTensor(const std::vector<int64_t>& dims, std::mt19937& rng) {
 }
 
 TEST(ConvThreads, EveryThreadCountMatchesTheReference) {
+  // clang-format off
   const std::vector<ConvCase> cases = {
-      // 40 output channels: slices of 16, 16, 8 at 3 threads; batch 2; constant weights
-      {"3x3 pad 1, 40 channels",
-       2,
-       5,
-       40,
-       1,
-       {12, 12},
-       {3, 3},
-       {1, 1},
-       {1, 1},
-       {1, 1, 1, 1},
-       true,
-       true,
-       false},
+      // name, batch, in/out channels, group, input, kernel, stride, dilation, pads, bias,
+      // constant weights, residual + Relu
+      // 40 output channels: slices of 16, 16, 8 at 3 threads; batch 2
+      {"3x3 pad 1, 40 channels", 2, 5, 40, 1, {12, 12}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, true, true, false},
       // stride, dilation, asymmetric padding, no bias, weights given at run time
-      {"3x3 stride 2 dilation 2",
-       1,
-       7,
-       64,
-       1,
-       {17, 15},
-       {3, 3},
-       {2, 2},
-       {2, 2},
-       {2, 1, 0, 3},
-       false,
-       false,
-       false},
+      {"3x3 stride 2 dilation 2", 1, 7, 64, 1, {17, 15}, {3, 3}, {2, 2}, {2, 2}, {2, 1, 0, 3}, false, false, false},
       // the residual sum and activation fused into the primitive of every slice
-      {"3x3 + Add + Relu",
-       1,
-       16,
-       48,
-       1,
-       {14, 14},
-       {3, 3},
-       {1, 1},
-       {1, 1},
-       {1, 1, 1, 1},
-       true,
-       true,
-       true},
+      {"3x3 + Add + Relu", 1, 16, 48, 1, {14, 14}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, true, true, true},
       {"1-D kernel 5", 2, 24, 72, 1, {50}, {5}, {1}, {1}, {2, 2}, true, true, false},
       // paths that split without slices: pointwise GEMM, grouped, depthwise
       {"1x1 GEMM", 1, 24, 40, 1, {20, 20}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, true, true, false},
       {"grouped", 1, 32, 48, 4, {16, 16}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, true, true, false},
-      {"depthwise",
-       1,
-       40,
-       40,
-       40,
-       {30, 30},
-       {3, 3},
-       {2, 2},
-       {1, 1},
-       {1, 1, 1, 1},
-       true,
-       true,
-       false},
+      {"depthwise", 1, 40, 40, 40, {30, 30}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, true, true, false},
+      // depthwise 5x5 at stride 1 and 2 on odd planes (vector taps, the stride-2 even/odd
+      // split), dilated with a channel multiplier, and 9x9 (more taps than the vector kernel takes)
+      {"depthwise 5x5", 1, 24, 24, 24, {15, 13}, {5, 5}, {1, 1}, {1, 1}, {2, 2, 2, 2}, true, true, false},
+      {"depthwise 5x5 stride 2", 2, 20, 20, 20, {15, 17}, {5, 5}, {2, 2}, {1, 1}, {2, 1, 2, 3}, true, true, false},
+      {"depthwise dilated", 1, 16, 32, 16, {19, 19}, {3, 3}, {1, 1}, {2, 2}, {2, 2, 2, 2}, false, false, false},
+      {"depthwise 9x9", 1, 8, 8, 8, {21, 20}, {9, 9}, {1, 1}, {1, 1}, {4, 4, 4, 4}, true, true, false},
   };
+  // clang-format on
   nxrt::Env env(NX_LOG_ERROR);
   for (const ConvCase& c : cases) {
     SCOPED_TRACE(c.name);
