@@ -1,16 +1,17 @@
 #include "test_util.h"
 
+#include <gtest/gtest.h>
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 
-#include <unistd.h>
-
-#include <gtest/gtest.h>
-
 namespace nxrt::test {
 
-onnx::ModelProto MakeModel(const std::vector<onnx::NodeProto>& nodes, const std::vector<std::string>& inputs,
-                           const std::vector<std::string>& outputs, const std::vector<int64_t>& shape, int opset) {
+onnx::ModelProto MakeModel(const std::vector<onnx::NodeProto>& nodes,
+                           const std::vector<std::string>& inputs,
+                           const std::vector<std::string>& outputs,
+                           const std::vector<int64_t>& shape, int opset) {
   onnx::ModelProto m;
   m.set_ir_version(8);
   auto* op = m.add_opset_import();
@@ -50,12 +51,36 @@ onnx::TensorProto MakeFloatTensor(const std::string& name, const std::vector<int
   return t;
 }
 
+void AddFloatValue(onnx::ValueInfoProto* vi, const std::string& name,
+                   const std::vector<int64_t>& dims) {
+  vi->set_name(name);
+  auto* t = vi->mutable_type()->mutable_tensor_type();
+  t->set_elem_type(onnx::TensorProto::FLOAT);
+  for (int64_t d : dims) t->mutable_shape()->add_dim()->set_dim_value(d);
+}
+
+void AddIntAttribute(onnx::NodeProto* node, const std::string& name, int64_t value) {
+  auto* a = node->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(value);
+}
+
+void AddIntsAttribute(onnx::NodeProto* node, const std::string& name,
+                      const std::vector<int64_t>& values) {
+  auto* a = node->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INTS);
+  for (int64_t v : values) a->add_ints(v);
+}
+
 std::string Serialize(const onnx::ModelProto& model) { return model.SerializeAsString(); }
 
 std::string TempDir() {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
   std::string name = info ? std::string(info->test_suite_name()) + "." + info->name() : "nxrt";
-  auto dir = std::filesystem::temp_directory_path() / ("nxrt_test_" + std::to_string(::getpid())) / name;
+  auto dir =
+      std::filesystem::temp_directory_path() / ("nxrt_test_" + std::to_string(::getpid())) / name;
   std::filesystem::create_directories(dir);
   return dir.string();
 }

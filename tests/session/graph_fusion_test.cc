@@ -11,16 +11,10 @@
 
 namespace {
 
+using nxrt::test::AddFloatValue;
+using nxrt::test::AddIntAttribute;
+using nxrt::test::AddIntsAttribute;
 using nxrt::test::MakeNode;
-
-// A float graph input or output of static shape `dims`.
-void AddFloatValue(onnx::ValueInfoProto* vi, const std::string& name,
-                   std::initializer_list<int64_t> dims) {
-  vi->set_name(name);
-  auto* t = vi->mutable_type()->mutable_tensor_type();
-  t->set_elem_type(onnx::TensorProto::FLOAT);
-  for (int64_t d : dims) t->mutable_shape()->add_dim()->set_dim_value(d);
-}
 
 // x[1,4,6,6] -> Conv(3x3, pad 1) -> Add(residual x) -> Relu, plus a separate erf-GELU branch.
 std::string ConvAddReluGeluModel() {
@@ -31,10 +25,7 @@ std::string ConvAddReluGeluModel() {
   auto* g = m.mutable_graph();
   g->set_name("fusion");
   auto conv = MakeNode("Conv", {"x", "w", "b"}, {"c"}, "conv");
-  auto* pads = conv.add_attribute();
-  pads->set_name("pads");
-  pads->set_type(onnx::AttributeProto::INTS);
-  for (int i = 0; i < 4; ++i) pads->add_ints(1);
+  AddIntsAttribute(&conv, "pads", {1, 1, 1, 1});
   *g->add_node() = conv;
   *g->add_node() = MakeNode("Add", {"c", "x"}, {"s"}, "residual");
   *g->add_node() = MakeNode("Relu", {"s"}, {"y"}, "relu");
@@ -97,14 +88,8 @@ std::string ConvActivationModel(int64_t k, int64_t group, const std::string& act
   auto* g = m.mutable_graph();
   g->set_name("conv_hardswish");
   auto conv = MakeNode("Conv", {"x", "w", "b"}, {"c"}, "conv");
-  auto* pads = conv.add_attribute();
-  pads->set_name("pads");
-  pads->set_type(onnx::AttributeProto::INTS);
-  for (int i = 0; i < 4; ++i) pads->add_ints(k / 2);
-  auto* grp = conv.add_attribute();
-  grp->set_name("group");
-  grp->set_type(onnx::AttributeProto::INT);
-  grp->set_i(group);
+  AddIntsAttribute(&conv, "pads", {k / 2, k / 2, k / 2, k / 2});
+  AddIntAttribute(&conv, "group", group);
   *g->add_node() = conv;
   if (activation == "SiLU") {
     *g->add_node() = MakeNode("Sigmoid", {"c"}, {"s"}, "sigmoid");

@@ -13,6 +13,9 @@
 
 namespace {
 
+using nxrt::test::AddFloatValue;
+using nxrt::test::AddIntAttribute;
+using nxrt::test::AddIntsAttribute;
 using nxrt::test::MakeFloatTensor;
 using nxrt::test::MakeNode;
 
@@ -33,21 +36,6 @@ std::vector<int64_t> OutputSpatial(const ConvCase& c) {
     out.push_back((c.in[d] + c.pads[d] + c.pads[r + d] - span) / c.stride[d] + 1);
   }
   return out;
-}
-
-void AddFloatValue(onnx::ValueInfoProto* vi, const std::string& name,
-                   const std::vector<int64_t>& dims) {
-  vi->set_name(name);
-  auto* t = vi->mutable_type()->mutable_tensor_type();
-  t->set_elem_type(onnx::TensorProto::FLOAT);
-  for (int64_t d : dims) t->mutable_shape()->add_dim()->set_dim_value(d);
-}
-
-void AddInts(onnx::NodeProto* node, const std::string& name, const std::vector<int64_t>& values) {
-  auto* a = node->add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::INTS);
-  for (int64_t v : values) a->add_ints(v);
 }
 
 int64_t Product(const std::vector<int64_t>& v) {
@@ -74,14 +62,11 @@ std::string ConvModel(const ConvCase& c, const ConvData& data) {
   std::vector<std::string> inputs = {"x", "w"};
   if (c.bias) inputs.push_back("b");
   auto conv = MakeNode("Conv", inputs, {c.residual_relu ? "c" : "y"}, "conv");
-  AddInts(&conv, "kernel_shape", c.kernel);
-  AddInts(&conv, "strides", c.stride);
-  AddInts(&conv, "dilations", c.dilation);
-  AddInts(&conv, "pads", c.pads);
-  auto* group = conv.add_attribute();
-  group->set_name("group");
-  group->set_type(onnx::AttributeProto::INT);
-  group->set_i(c.group);
+  AddIntsAttribute(&conv, "kernel_shape", c.kernel);
+  AddIntsAttribute(&conv, "strides", c.stride);
+  AddIntsAttribute(&conv, "dilations", c.dilation);
+  AddIntsAttribute(&conv, "pads", c.pads);
+  AddIntAttribute(&conv, "group", c.group);
   *g->add_node() = conv;
   const std::vector<int64_t> w_dims = Concat({c.out_channels, c.in_channels / c.group}, c.kernel);
   const std::vector<int64_t> y_dims = Concat({c.batch, c.out_channels}, OutputSpatial(c));
