@@ -2,6 +2,7 @@
 // EP per session; every node runs through the kernel registry built once per library load.
 #include <cstdlib>
 #include <memory>
+#include <mutex>
 #include <nxrt/nxrt_ep.hpp>
 #include <string>
 #include <system_error>
@@ -25,11 +26,53 @@ struct CpuEp {
 struct CpuFactory {
   NxEpFactory base;  // first member
   NxKernelRegistry* registry = nullptr;
-  // oneDNN generates its sgemm kernels on the first call, about 30 ms (more than onnxruntime's
-  // whole creation of a small model). This thread does it while the application loads its model
-  // and creates its session (the host loads the CPU EP before it reads a model); a first run
-  // that calls sgemm before it is done waits inside oneDNN for the rest.
-  std::thread sgemm_warm_up;
+};
+
+// oneDNN generates its sgemm kernels on the first call, about 30 ms (more than onnxruntime's
+// whole creation of a small model). A thread of the library does it while the application loads
+// its model and creates its session (the host loads the CPU EP before it reads a model); a first
+// run that calls sgemm before it is done waits inside oneDNN for the rest.
+//
+// The thread must be finished before the process tears oneDNN down: oneDNN registers the
+// destructors of the kernels it generates (atexit order: last registered, first run), so a
+// process that exits right after loading the library without releasing its env (a fuzzer, an
+// interpreter at exit) destroyed kernels under the running generator (3 crashes in 50 such
+// exits). exit() runs the exiting thread's thread_local destructors before any atexit handler,
+// so a thread_local guard in the thread that loaded the library joins first; releasing the
+// factory joins too. What remains: a process ended within those 30 ms by a thread that never
+// loaded the library, with the env still alive (an atexit handler of ours would run after
+// oneDNN's, too late).
+class SgemmWarmUp {
+ public:
+  static void Start() {
+    std::lock_guard lock(mutex_);
+    if (thread_ != nullptr) return;
+    try {
+      thread_ = new std::thread([] {
+        try {
+          linalg::WarmUpSgemm();
+        } catch (...) {  // the first kernel that calls sgemm reports the error
+        }
+      });
+    } catch (const std::system_error&) {  // no thread to spare: the first sgemm call does it
+      return;
+    }
+    thread_local JoinAtThreadExit guard;
+  }
+
+  static void Join() noexcept {
+    std::lock_guard lock(mutex_);
+    if (thread_ != nullptr && thread_->joinable()) thread_->join();
+  }
+
+ private:
+  struct JoinAtThreadExit {
+    ~JoinAtThreadExit() { Join(); }
+  };
+  // Never deleted: a std::thread destroyed while joinable would terminate the process, and
+  // joined it is only a handle.
+  static inline std::mutex mutex_;
+  static inline std::thread* thread_ = nullptr;
 };
 
 const char* EpGetName(const NxEp*) { return kEpName; }
@@ -85,15 +128,7 @@ extern "C" NXRT_EXPORT NxStatus* NxrtCreateEpFactories(const NxHostApi* host, co
   factory->base.GetVendorId = &FactoryGetVendorId;
   factory->base.CreateEp = &FactoryCreateEp;
   factory->base.ReleaseEp = &FactoryReleaseEp;
-  try {
-    factory->sgemm_warm_up = std::thread([] {
-      try {
-        linalg::WarmUpSgemm();
-      } catch (...) {  // the first kernel that calls sgemm reports the error
-      }
-    });
-  } catch (const std::system_error&) {  // no thread to spare: the first sgemm call does it
-  }
+  SgemmWarmUp::Start();
   factories[0] = &factory.release()->base;
   *num_factories = 1;
   return nullptr;
@@ -101,7 +136,7 @@ extern "C" NXRT_EXPORT NxStatus* NxrtCreateEpFactories(const NxHostApi* host, co
 
 extern "C" NXRT_EXPORT void NxrtReleaseEpFactory(NxEpFactory* factory) {
   auto* cpu = reinterpret_cast<nxrt::cpu::CpuFactory*>(factory);
-  if (cpu->sgemm_warm_up.joinable()) cpu->sgemm_warm_up.join();
+  nxrt::cpu::SgemmWarmUp::Join();
   if (cpu->registry) nxrt::ep::Host().ReleaseKernelRegistry(cpu->registry);
   delete cpu;
 }
