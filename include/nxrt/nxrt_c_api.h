@@ -334,6 +334,9 @@ NXRT_EXPORT NxStatus* NxSession_RunWithOptions(NxSession* session, const NxRunOp
  *   "prepack.shared_hits"         packings reused from another session instead of packing
  *   "initializers.released"       initializers freed because every consumer packed them
  *   "initializers.released_bytes" bytes those freed
+ *   "nodes.folded"                nodes computed once at creation because all their inputs are
+ *                                 constants (constant folding, in the main graph and in
+ *                                 control-flow bodies; optimization level 1 and up)
  * NX_NOT_FOUND for an unknown name. */
 NXRT_EXPORT NxStatus* NxSession_GetStatistic(const NxSession* session, const char* key,
                                              int64_t* value);

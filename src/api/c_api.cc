@@ -505,6 +505,7 @@ NxStatus* NxSession_GetStatistic(const NxSession* session, const char* key, int6
       {"prepack.calls", st.prepack_calls},
       {"prepack.weights", st.prepacked_weights},
       {"prepack.shared_hits", st.prepack_shared_hits},
+      {"nodes.folded", session->session->folded_nodes()},
   };
   for (const auto& [name, v] : table) {
     if (std::strcmp(name, key) == 0) {

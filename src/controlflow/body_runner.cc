@@ -13,9 +13,13 @@
 namespace nxrt {
 
 BodyRunner::BodyRunner(const Session& session, const Node& node, std::shared_ptr<Graph> body) {
+  // The plan first: it may turn outer-scope constants into initializers of its own copy of the
+  // body, which then need no feeding.
+  plan_ = std::make_unique<Session>(session, std::move(body));
+  const Graph& g = plan_->graph();
   const Graph& outer = *node.owner;
-  for (size_t v = 0; v < body->values.size(); ++v) {
-    const ValueDef& def = body->values[v];
+  for (size_t v = 0; v < g.values.size(); ++v) {
+    const ValueDef& def = g.values[v];
     if (!def.is_outer_scope) continue;
     size_t k = 0;
     while (k < node.implicit_inputs.size() && outer.value(node.implicit_inputs[k]).name != def.name)
@@ -25,8 +29,7 @@ BodyRunner::BodyRunner(const Session& session, const Node& node, std::shared_ptr
                    "', which the enclosing graph does not provide");
     outer_.emplace_back(static_cast<int>(v), k);
   }
-  inputs_ = body->inputs;
-  plan_ = std::make_unique<Session>(session, std::move(body));
+  inputs_ = g.inputs;
 }
 
 BodyRunner::~BodyRunner() = default;

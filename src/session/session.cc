@@ -8,6 +8,7 @@
 #include "base/element_type.h"
 #include "base/error.h"
 #include "base/memory_info.h"
+#include "session/constant_folding.h"
 #include "session/env.h"
 #include "session/ep_selection.h"
 #include "session/graph_fusion.h"
@@ -85,10 +86,7 @@ Session::Session(Env& env, std::shared_ptr<Model> model, const SessionOptions& o
     if (dry_run_) return;  // placement only: no kernels, nothing compiled
     if (options.optimization_level >= 1) {
       profile_step.Next("optimize");  // profiling
-      FuseNodes(*model_->graph, eps_, logger_.logger);
-      node_ep_.resize(graph().nodes.size());
-      for (const Node& node : graph().nodes)
-        node_ep_[static_cast<size_t>(node.index)] = node.assigned_ep;
+      Optimize(*model_->graph, options.memory_limit);
     }
     profile_step.Next("create_kernels");  // profiling
     CreateKernels();
@@ -102,6 +100,21 @@ Session::Session(Env& env, std::shared_ptr<Model> model, const SessionOptions& o
     ReleaseKernels();
     throw;
   }
+}
+
+int Session::CpuEpIndex() const {
+  const EpFactory* cpu = env_.DefaultCpuFactory();
+  for (size_t e = 0; e < eps_.size(); ++e)
+    if (&eps_[e]->factory() == cpu) return static_cast<int>(e);
+  return -1;
+}
+
+void Session::Optimize(Graph& g, size_t memory_limit) {
+  *folded_nodes_ +=
+      static_cast<size_t>(FoldConstants(g, CpuEpIndex(), env_, memory_limit, logger_.logger));
+  FuseNodes(g, eps_, logger_.logger);
+  node_ep_.assign(g.nodes.size(), -1);
+  for (const Node& node : g.nodes) node_ep_[static_cast<size_t>(node.index)] = node.assigned_ep;
 }
 
 void Session::ReleaseKernels() {
@@ -128,9 +141,20 @@ Session::Session(const Session& parent, std::shared_ptr<Graph> body)
   fallback_mode_ = parent.fallback_mode_;
   compiled_ = parent.compiled_;
   profiler_ = parent.profiler_;  // profiling: body events go to the main session's profile
+  folded_nodes_ = parent.folded_nodes_;
   const std::string* share = config_.Find("session.share_prepacked_weights");
+  const std::string* level = config_.Find("session.optimization_level");
   try {
+    const Graph* shared = model_->graph.get();
     AssignNodes();
+    if (level == nullptr || *level != "0") {
+      // The body graph belongs to the model (and to other sessions of it): optimize a copy
+      // (placement made one already when it installed fused groups).
+      if (model_->graph.get() == shared) model_->graph = std::make_shared<Graph>(*shared);
+      Graph& g = *model_->graph;
+      if (ResolveOuterConstants(g, parent.graph()) > 0) g.Finalize();
+      Optimize(g, parent.memory_budget_ ? parent.memory_budget_->limit() : 0);
+    }
     CreateKernels();
     PrePackWeights(share == nullptr || *share != "0");
     PlanMemory();

@@ -56,6 +56,8 @@ class Session {
   const Graph& graph() const { return *model_->graph; }
   int threads() const { return threads_; }
   const SessionStats& stats() const { return stats_; }
+  // Nodes constant folding computed at creation, in the main graph and every control-flow body.
+  size_t folded_nodes() const { return *folded_nodes_; }
   Env& env() const { return env_; }
 
   // Runs the model. `inputs[i]` feeds the graph input named `input_names[i]` (borrowed for the
@@ -120,6 +122,11 @@ class Session {
   void CreateEps(const SessionOptions& options);
   Session(Env& env, std::shared_ptr<Model> model, const SessionOptions& options, bool dry_run);
   void AssignNodes();
+  // The session's EP index of the env's CPU EP, or -1 when the session does not use it.
+  int CpuEpIndex() const;
+  // Graph optimizations after placement (optimization level >= 1): constant folding on the CPU
+  // EP (session/constant_folding.h), then fusion (session/graph_fusion.h).
+  void Optimize(Graph& g, size_t memory_limit);
   void CreateKernels();
   void PrePackWeights(bool share);
   void PlanMemory();
@@ -138,9 +145,9 @@ class Session {
   std::vector<std::shared_ptr<EpInstance>> eps_;  // shared with control-flow bodies
   int fallback_ep_ = -1;  // the CPU EP appended as fallback (not chosen), or -1
   NxFallbackMode fallback_mode_ = NX_FALLBACK_ALLOW;
-  std::vector<int> node_ep_;                           // EP index per node
-  std::vector<const KernelEntry*> entries_;            // kernel definition per node
-  std::vector<NxKernel*> kernels_;                     // kernel per node
+  std::vector<int> node_ep_;                 // EP index per node
+  std::vector<const KernelEntry*> entries_;  // kernel definition per node
+  std::vector<NxKernel*> kernels_;           // kernel per node
   // Per node: an input's type was unknown when its kernel was chosen, so every run checks the
   // fed types against the kernel's constraints (a kernel must never see a type it did not take).
   std::vector<char> run_time_type_check_;
@@ -166,6 +173,7 @@ class Session {
   // device memory comes to the host first.
   std::vector<char> input_used_on_host_;
   SessionStats stats_;
+  std::shared_ptr<size_t> folded_nodes_ = std::make_shared<size_t>(0);  // shared with bodies
   // Fused groups compiled for this session and its bodies (null in a dry run), and the kernels
   // of this graph's fused nodes until CreateKernels takes them.
   std::shared_ptr<CompiledGroups> compiled_;
@@ -178,9 +186,9 @@ class Session {
   void PrepareProfiling();                        // fills profile_node_device_ (executor.cc)
   // ---- end profiling ----
   std::shared_ptr<MemoryBudget> memory_budget_;  // the session's memory limit; null = none
-  bool is_root_ = false;                      // the model's main graph (not a control-flow body)
-  bool dry_run_ = false;                      // PlanPlacement: stop after placement
-  std::shared_ptr<AssignmentReport> report_;  // the root's; null in bodies
+  bool is_root_ = false;                         // the model's main graph (not a control-flow body)
+  bool dry_run_ = false;                         // PlanPlacement: stop after placement
+  std::shared_ptr<AssignmentReport> report_;     // the root's; null in bodies
 };
 
 }  // namespace nxrt
