@@ -455,38 +455,57 @@ NxStatus* NxSession_RunWithOptions(NxSession* session, const NxRunOptions* run_o
     return MakeStatus(NX_INVALID_ARGUMENT, "NxSession_Run: outputs is null");
   return CatchAsStatus([&] {
     const auto& g = session->session->graph();
-    std::vector<std::string> in_names;
-    std::vector<const nxrt::Value*> in_values;
+    // The call's own vectors are reused by the next call on this thread, so a steady-state run
+    // allocates nothing here but the output values it hands out (none when outputs are bound).
+    // A run started from inside a run on this thread (a kernel running another session) gets
+    // fresh ones.
+    struct CallBuffers {
+      std::vector<std::string_view> in_names, out_names;
+      std::vector<nxrt::ValuePtr> results;
+      bool busy = false;
+    };
+    thread_local CallBuffers reused;
+    CallBuffers fresh;
+    CallBuffers& buffers = reused.busy ? fresh : reused;
+    buffers.busy = true;
+    struct Release {
+      CallBuffers& b;
+      ~Release() {
+        b.results.clear();
+        b.busy = false;
+      }
+    } release{buffers};
+    buffers.in_names.clear();
+    buffers.out_names.clear();
     for (size_t i = 0; i < num_inputs; ++i) {
       NXRT_CHECK(input_names[i] != nullptr, NX_INVALID_ARGUMENT,
                  "input name " + std::to_string(i) + " is null");
-      in_names.emplace_back(input_names[i]);
-      in_values.push_back(inputs[i]);
+      buffers.in_names.emplace_back(input_names[i]);
     }
-    std::vector<std::string> out_names;
     if (output_names == nullptr) {
       NXRT_CHECK(num_outputs == g.outputs.size(), NX_INVALID_ARGUMENT,
                  "without output names, num_outputs must equal the model's output count (" +
                      std::to_string(g.outputs.size()) + ")");
-      for (int o : g.outputs) out_names.push_back(g.value(o).name);
+      for (int o : g.outputs) buffers.out_names.emplace_back(g.value(o).name);
     } else {
       for (size_t i = 0; i < num_outputs; ++i) {
         NXRT_CHECK(output_names[i] != nullptr, NX_INVALID_ARGUMENT,
                    "output name " + std::to_string(i) + " is null");
-        out_names.emplace_back(output_names[i]);
+        buffers.out_names.emplace_back(output_names[i]);
       }
     }
     if (num_outputs == 0) return;
-    // Caller-provided outputs are bound: kernels write straight into them where they can.
-    std::vector<nxrt::Value*> bound(outputs, outputs + num_outputs);
     nxrt::RunLimits limits;
     if (run_options != nullptr) {
       limits.terminate = &run_options->terminate;
       limits.timeout_seconds = run_options->timeout_seconds;
     }
-    auto results = session->session->Run(in_names, in_values, out_names, bound, limits);
+    // Caller-provided outputs are bound: kernels write straight into them where they can.
+    session->session->Run(buffers.in_names, std::span<const nxrt::Value* const>(inputs, num_inputs),
+                          buffers.out_names, std::span<nxrt::Value* const>(outputs, num_outputs),
+                          limits, buffers.results);
     for (size_t i = 0; i < num_outputs; ++i) {
-      if (outputs[i] == nullptr) outputs[i] = new NxValue(*results[i]);
+      if (outputs[i] == nullptr) outputs[i] = new NxValue(*buffers.results[i]);
     }
   });
 }

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "base/error.h"
+#include "base/free_list.h"
 #include "base/memory_info.h"
 #include "base/run_control.h"
 
@@ -28,13 +29,15 @@ size_t RoundCapacity(size_t bytes) {
 
 }  // namespace
 
-BufferPool::BufferPool(size_t max_cached_bytes) : BufferPool(max_cached_bytes, HostRawAllocator()) {}
+BufferPool::BufferPool(size_t max_cached_bytes)
+    : BufferPool(max_cached_bytes, HostRawAllocator()) {}
 
 BufferPool::BufferPool(size_t max_cached_bytes, std::shared_ptr<RawAllocator> allocator)
     : max_cached_bytes_(max_cached_bytes), allocator_(std::move(allocator)) {}
 
 BufferPool::~BufferPool() {
-  for (auto& [capacity, p] : free_) allocator_->Free(p);
+  for (auto& [capacity, blocks] : free_)
+    for (void* p : blocks) allocator_->Free(p);
 }
 
 std::shared_ptr<void> BufferPool::Acquire(size_t bytes) {
@@ -48,13 +51,15 @@ std::shared_ptr<void> BufferPool::Acquire(size_t bytes) {
   void* p = nullptr;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto it = free_.lower_bound(capacity);
     // Reuse a cached buffer that is not wastefully large (at most 2x).
-    if (it != free_.end() && it->first <= capacity * 2) {
+    for (auto it = free_.lower_bound(capacity); it != free_.end() && it->first <= capacity * 2;
+         ++it) {
+      if (it->second.empty()) continue;
       capacity = it->first;
-      p = it->second;
+      p = it->second.back();
+      it->second.pop_back();
       cached_bytes_ -= capacity;
-      free_.erase(it);
+      break;
     }
   }
   if (p == nullptr) {
@@ -74,13 +79,17 @@ std::shared_ptr<void> BufferPool::Acquire(size_t bytes) {
   if (poison && HostAccessible(allocator_->memory())) std::memset(p, 0xff, capacity);
   std::weak_ptr<BufferPool> weak = weak_from_this();
   // The deleter holds the allocator, so a buffer that outlives its pool is still freed right.
-  return std::shared_ptr<void>(p, [weak, capacity, allocator = allocator_, budget](void* q) {
-    if (budget) budget->Release(capacity);
-    if (auto pool = weak.lock())
-      pool->Return(q, capacity);
-    else
-      allocator->Free(q);
-  });
+  // Its control block comes from a free list: no malloc per buffer in steady state.
+  return std::shared_ptr<void>(
+      p,
+      [weak, capacity, allocator = allocator_, budget](void* q) {
+        if (budget) budget->Release(capacity);
+        if (auto pool = weak.lock())
+          pool->Return(q, capacity);
+        else
+          allocator->Free(q);
+      },
+      FreeListAllocator<char>());
 }
 
 void BufferPool::Return(void* p, size_t capacity) {
@@ -89,13 +98,20 @@ void BufferPool::Return(void* p, size_t capacity) {
     allocator_->Free(p);
     return;
   }
-  free_.emplace(capacity, p);
+  try {
+    free_[capacity].push_back(p);
+  } catch (...) {  // no memory to remember it: free it
+    allocator_->Free(p);
+    return;
+  }
   cached_bytes_ += capacity;
 }
 
 size_t BufferPool::cached_blocks() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return free_.size();
+  size_t blocks = 0;
+  for (const auto& [capacity, list] : free_) blocks += list.size();
+  return blocks;
 }
 
 size_t BufferPool::cached_bytes() const {

@@ -39,7 +39,9 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
   size_t max_cached_bytes_;
   std::shared_ptr<RawAllocator> allocator_;
   mutable std::mutex mutex_;
-  std::multimap<size_t, void*> free_;  // capacity -> buffer
+  // capacity -> cached buffers of that capacity. Buckets stay when emptied, so that steady-state
+  // runs return and take buffers without allocating.
+  std::map<size_t, std::vector<void*>> free_;
   size_t cached_bytes_ = 0;
 };
 

@@ -8,42 +8,85 @@ namespace nxrt {
 
 const char* ElementTypeName(NxElementType type) {
   switch (type) {
-    case NX_TYPE_FLOAT: return "float";
-    case NX_TYPE_UINT8: return "uint8";
-    case NX_TYPE_INT8: return "int8";
-    case NX_TYPE_UINT16: return "uint16";
-    case NX_TYPE_INT16: return "int16";
-    case NX_TYPE_INT32: return "int32";
-    case NX_TYPE_INT64: return "int64";
-    case NX_TYPE_STRING: return "string";
-    case NX_TYPE_BOOL: return "bool";
-    case NX_TYPE_FLOAT16: return "float16";
-    case NX_TYPE_DOUBLE: return "double";
-    case NX_TYPE_UINT32: return "uint32";
-    case NX_TYPE_UINT64: return "uint64";
-    case NX_TYPE_COMPLEX64: return "complex64";
-    case NX_TYPE_COMPLEX128: return "complex128";
-    case NX_TYPE_BFLOAT16: return "bfloat16";
-    case NX_TYPE_FLOAT8E4M3FN: return "float8e4m3fn";
-    case NX_TYPE_FLOAT8E4M3FNUZ: return "float8e4m3fnuz";
-    case NX_TYPE_FLOAT8E5M2: return "float8e5m2";
-    case NX_TYPE_FLOAT8E5M2FNUZ: return "float8e5m2fnuz";
-    case NX_TYPE_UINT4: return "uint4";
-    case NX_TYPE_INT4: return "int4";
-    case NX_TYPE_FLOAT4E2M1: return "float4e2m1";
-    default: return "undefined";
+    case NX_TYPE_FLOAT:
+      return "float";
+    case NX_TYPE_UINT8:
+      return "uint8";
+    case NX_TYPE_INT8:
+      return "int8";
+    case NX_TYPE_UINT16:
+      return "uint16";
+    case NX_TYPE_INT16:
+      return "int16";
+    case NX_TYPE_INT32:
+      return "int32";
+    case NX_TYPE_INT64:
+      return "int64";
+    case NX_TYPE_STRING:
+      return "string";
+    case NX_TYPE_BOOL:
+      return "bool";
+    case NX_TYPE_FLOAT16:
+      return "float16";
+    case NX_TYPE_DOUBLE:
+      return "double";
+    case NX_TYPE_UINT32:
+      return "uint32";
+    case NX_TYPE_UINT64:
+      return "uint64";
+    case NX_TYPE_COMPLEX64:
+      return "complex64";
+    case NX_TYPE_COMPLEX128:
+      return "complex128";
+    case NX_TYPE_BFLOAT16:
+      return "bfloat16";
+    case NX_TYPE_FLOAT8E4M3FN:
+      return "float8e4m3fn";
+    case NX_TYPE_FLOAT8E4M3FNUZ:
+      return "float8e4m3fnuz";
+    case NX_TYPE_FLOAT8E5M2:
+      return "float8e5m2";
+    case NX_TYPE_FLOAT8E5M2FNUZ:
+      return "float8e5m2fnuz";
+    case NX_TYPE_UINT4:
+      return "uint4";
+    case NX_TYPE_INT4:
+      return "int4";
+    case NX_TYPE_FLOAT4E2M1:
+      return "float4e2m1";
+    default:
+      return "undefined";
   }
 }
 
 size_t ElementSize(NxElementType type) {
   switch (type) {
-    case NX_TYPE_FLOAT: case NX_TYPE_INT32: case NX_TYPE_UINT32: return 4;
-    case NX_TYPE_DOUBLE: case NX_TYPE_INT64: case NX_TYPE_UINT64: case NX_TYPE_COMPLEX64: return 8;
-    case NX_TYPE_COMPLEX128: return 16;
-    case NX_TYPE_INT16: case NX_TYPE_UINT16: case NX_TYPE_FLOAT16: case NX_TYPE_BFLOAT16: return 2;
-    case NX_TYPE_INT8: case NX_TYPE_UINT8: case NX_TYPE_BOOL: case NX_TYPE_FLOAT8E4M3FN:
-    case NX_TYPE_FLOAT8E4M3FNUZ: case NX_TYPE_FLOAT8E5M2: case NX_TYPE_FLOAT8E5M2FNUZ: return 1;
-    default: return 0;
+    case NX_TYPE_FLOAT:
+    case NX_TYPE_INT32:
+    case NX_TYPE_UINT32:
+      return 4;
+    case NX_TYPE_DOUBLE:
+    case NX_TYPE_INT64:
+    case NX_TYPE_UINT64:
+    case NX_TYPE_COMPLEX64:
+      return 8;
+    case NX_TYPE_COMPLEX128:
+      return 16;
+    case NX_TYPE_INT16:
+    case NX_TYPE_UINT16:
+    case NX_TYPE_FLOAT16:
+    case NX_TYPE_BFLOAT16:
+      return 2;
+    case NX_TYPE_INT8:
+    case NX_TYPE_UINT8:
+    case NX_TYPE_BOOL:
+    case NX_TYPE_FLOAT8E4M3FN:
+    case NX_TYPE_FLOAT8E4M3FNUZ:
+    case NX_TYPE_FLOAT8E5M2:
+    case NX_TYPE_FLOAT8E5M2FNUZ:
+      return 1;
+    default:
+      return 0;
   }
 }
 

@@ -74,7 +74,6 @@ const char* DeviceTypeName(NxDeviceType t) {
   }
 }
 
-
 std::string DescribeMemory(const NxMemoryInfo* m) {
   if (m == nullptr) m = HostMemory();
   return std::string(m->name) + " (" + DeviceTypeName(m->device_type) + " " +

@@ -3,14 +3,82 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <mutex>
+#include <vector>
 
 #include "base/buffer_pool.h"
 #include "base/element_type.h"
 #include "base/error.h"
+#include "base/free_list.h"
 #include "base/memory_info.h"
 #include "base/run_control.h"
 
 namespace nxrt {
+namespace {
+
+// Tensor values are recycled: a run makes one per node output, and a recycled value keeps the
+// capacity of its dims, so with the free-listed control blocks (base/free_list.h) a steady-state
+// run allocates nothing for its tensors. A recycled value is emptied first (its buffer goes back
+// to its pool at once).
+class RecycledValues {
+ public:
+  static Value* Take() {
+    List& list = Instance();
+    {
+      std::lock_guard lock(list.mutex);
+      if (!list.values.empty()) {
+        Value* v = list.values.back();
+        list.values.pop_back();
+        return v;
+      }
+    }
+    return new Value;
+  }
+
+  static void Give(Value* v) noexcept {
+    v->storage.reset();
+    v->strings.clear();
+    v->elements.clear();
+    v->contained.reset();
+    v->data = nullptr;
+    v->memory = nullptr;
+    v->count = 0;
+    v->kind = NX_VALUE_TENSOR;
+    v->type = NX_TYPE_UNDEFINED;
+    v->sequence_type = NX_TYPE_UNDEFINED;
+    v->dims.clear();
+    List& list = Instance();
+    {
+      std::lock_guard lock(list.mutex);
+      if (list.values.size() < kMaxCached) {
+        try {
+          list.values.push_back(v);
+          return;
+        } catch (...) {  // no memory to remember it: delete it
+        }
+      }
+    }
+    delete v;
+  }
+
+ private:
+  static constexpr size_t kMaxCached = 16384;
+  struct List {
+    std::mutex mutex;
+    std::vector<Value*> values;
+  };
+  static List& Instance() {
+    static List* list = new List;  // never destroyed: values freed at exit still find it
+    return *list;
+  }
+};
+
+}  // namespace
+
+ValuePtr NewTensorValue() {
+  return ValuePtr(
+      RecycledValues::Take(), [](Value* v) { RecycledValues::Give(v); }, FreeListAllocator<char>());
+}
 
 size_t ElementCount(std::span<const int64_t> dims) {
   size_t n = 1;
@@ -27,7 +95,7 @@ size_t ElementCount(std::span<const int64_t> dims) {
 ValuePtr MakeTensor(NxElementType type, std::span<const int64_t> dims) {
   NXRT_CHECK(IsKnownElementType(type), NX_INVALID_ARGUMENT,
              "unknown element type " + std::to_string(static_cast<int>(type)));
-  auto v = std::make_shared<Value>();
+  ValuePtr v = NewTensorValue();
   v->kind = NX_VALUE_TENSOR;
   v->type = type;
   v->dims.assign(dims.begin(), dims.end());
@@ -63,7 +131,7 @@ ValuePtr MakeTensorFromPool(NxElementType type, std::span<const int64_t> dims, B
   if (type == NX_TYPE_STRING) return MakeTensor(type, dims);
   NXRT_CHECK(IsKnownElementType(type), NX_INVALID_ARGUMENT,
              "unknown element type " + std::to_string(static_cast<int>(type)));
-  auto v = std::make_shared<Value>();
+  ValuePtr v = NewTensorValue();
   v->kind = NX_VALUE_TENSOR;
   v->type = type;
   v->dims.assign(dims.begin(), dims.end());
@@ -103,7 +171,8 @@ std::string ShapeString(std::span<const int64_t> dims) {
 }
 
 std::string DescribeTensor(const Value& v) {
-  if (v.kind == NX_VALUE_SEQUENCE) return std::string("sequence<") + ElementTypeName(v.sequence_type) + ">";
+  if (v.kind == NX_VALUE_SEQUENCE)
+    return std::string("sequence<") + ElementTypeName(v.sequence_type) + ">";
   if (v.kind == NX_VALUE_OPTIONAL) return "optional";
   return std::string(ElementTypeName(v.type)) + ShapeString(v.dims);
 }

@@ -16,10 +16,10 @@ struct NxValue {
   // ---- tensor ----
   NxElementType type = NX_TYPE_UNDEFINED;
   std::vector<int64_t> dims;
-  size_t count = 0;                 // number of elements
-  void* data = nullptr;             // non-string payload; may be borrowed
-  std::shared_ptr<void> storage;    // keeps `data` alive when owned (null when borrowed)
-  std::vector<std::string> strings; // payload of string tensors
+  size_t count = 0;                  // number of elements
+  void* data = nullptr;              // non-string payload; may be borrowed
+  std::shared_ptr<void> storage;     // keeps `data` alive when owned (null when borrowed)
+  std::vector<std::string> strings;  // payload of string tensors
   // Where `data` lives; null = plain host memory. Device memory is never dereferenced by the host.
   const NxMemoryInfo* memory = nullptr;
 
@@ -38,6 +38,11 @@ using ValuePtr = std::shared_ptr<Value>;
 
 // Product of dims; throws on negative dimensions or overflow.
 size_t ElementCount(std::span<const int64_t> dims);
+
+// An empty tensor value (no type, shape or data yet), for the caller to fill. Cheap: values are
+// recycled (with their dims' capacity) and their control blocks come from a free list, so the
+// tensors of steady-state runs cost no allocation.
+ValuePtr NewTensorValue();
 
 // A tensor that owns a fresh, 64-byte aligned, zero-initialised buffer.
 ValuePtr MakeTensor(NxElementType type, std::span<const int64_t> dims);

@@ -40,21 +40,33 @@ const Graph& BodyRunner::graph() const { return plan_->graph(); }
 std::vector<ValuePtr> BodyRunner::Run(std::span<const Value* const> inputs,
                                       const NxKernelContext& ctx,
                                       std::span<const NxMemoryInfo* const> deliver) const {
+  std::vector<ValuePtr> out(num_outputs());
+  RunInto(inputs, ctx, deliver, out);
+  return out;
+}
+
+void BodyRunner::RunInto(std::span<const Value* const> inputs, const NxKernelContext& ctx,
+                         std::span<const NxMemoryInfo* const> deliver,
+                         std::span<ValuePtr> out) const {
   const Graph& g = plan_->graph();
   NXRT_CHECK(inputs.size() == inputs_.size(), NX_RUNTIME_ERROR,
              "subgraph '" + g.name + "' takes " + std::to_string(inputs_.size()) + " inputs, got " +
                  std::to_string(inputs.size()));
-  std::vector<const Value*> feeds(g.values.size(), nullptr);
+  NXRT_CHECK(out.size() == g.outputs.size(), NX_INVALID_MODEL,
+             "subgraph '" + g.name + "' has " + std::to_string(g.outputs.size()) +
+                 " outputs, its node " + std::to_string(out.size()));
+  Session::ScratchLease lease = plan_->LeaseScratch();
+  std::vector<const Value*>& feeds = lease->feeds;
+  feeds.assign(g.values.size(), nullptr);
   for (size_t i = 0; i < inputs.size(); ++i) feeds[static_cast<size_t>(inputs_[i])] = inputs[i];
   for (const auto& [v, k] : outer_) {
     NXRT_CHECK(k < ctx.num_implicit_inputs && ctx.implicit_inputs[k] != nullptr, NX_RUNTIME_ERROR,
                "subgraph '" + g.name + "': outer value '" + g.value(v).name + "' is missing");
     feeds[static_cast<size_t>(v)] = ctx.implicit_inputs[k];
   }
-  std::vector<ValuePtr> out = plan_->Execute(feeds, {}, {}, /*host_outputs=*/false);
+  plan_->Execute(feeds, {}, {}, /*host_outputs=*/false, out);
   for (size_t i = 0; i < out.size() && i < deliver.size(); ++i)
     if (deliver[i] != nullptr) out[i] = Place(out[i], deliver[i]);
-  return out;
 }
 
 ValuePtr BodyRunner::Place(const ValuePtr& v, const NxMemoryInfo* memory) const {

@@ -34,6 +34,10 @@ class BodyRunner {
   // none, leaves it where it was produced).
   std::vector<ValuePtr> Run(std::span<const Value* const> inputs, const NxKernelContext& ctx,
                             std::span<const NxMemoryInfo* const> deliver = {}) const;
+  // The same, writing the outputs into `out` (one entry per body output; a size mismatch is an
+  // invalid model): no allocation per run once the body's plan is warm.
+  void RunInto(std::span<const Value* const> inputs, const NxKernelContext& ctx,
+               std::span<const NxMemoryInfo* const> deliver, std::span<ValuePtr> out) const;
 
   // `v` in `memory` (itself when it is a tensor there already, or not a tensor).
   ValuePtr Place(const ValuePtr& v, const NxMemoryInfo* memory) const;

@@ -50,13 +50,19 @@ struct IfKernel {
     NXRT_CHECK(ctx.num_inputs >= 1, NX_INVALID_MODEL, node.Describe() + ": has no condition input");
     const BodyRunner& branch =
         ReadBool(ctx.inputs[0], node, "the condition") ? *then_branch : *else_branch;
-    std::vector<const NxMemoryInfo*> deliver(ctx.num_outputs);
-    for (size_t o = 0; o < deliver.size(); ++o) deliver[o] = OutputMemory(ctx, o, memory);
-    std::vector<ValuePtr> out = branch.Run({}, ctx, deliver);
-    NXRT_CHECK(out.size() == ctx.num_outputs, NX_INVALID_MODEL,
-               node.Describe() + ": the branch has " + std::to_string(out.size()) +
+    NXRT_CHECK(branch.num_outputs() == ctx.num_outputs, NX_INVALID_MODEL,
+               node.Describe() + ": the branch has " + std::to_string(branch.num_outputs()) +
                    " outputs, the node " + std::to_string(ctx.num_outputs));
-    for (size_t i = 0; i < out.size(); ++i) ctx.outputs[i] = std::move(out[i]);
+    // Where each output goes; on the stack for the usual handful of outputs.
+    constexpr size_t kInline = 16;
+    const NxMemoryInfo* inline_deliver[kInline];
+    std::vector<const NxMemoryInfo*> many;
+    if (ctx.num_outputs > kInline) many.resize(ctx.num_outputs);
+    const std::span<const NxMemoryInfo*> deliver =
+        ctx.num_outputs > kInline ? std::span<const NxMemoryInfo*>(many)
+                                  : std::span<const NxMemoryInfo*>(inline_deliver, ctx.num_outputs);
+    for (size_t o = 0; o < deliver.size(); ++o) deliver[o] = OutputMemory(ctx, o, memory);
+    branch.RunInto({}, ctx, deliver, std::span<ValuePtr>(ctx.outputs, ctx.num_outputs));
   }
 };
 

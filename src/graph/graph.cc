@@ -29,7 +29,7 @@ int Graph::GetOrAddValue(const std::string& value_name) {
   return index;
 }
 
-int Graph::FindValue(const std::string& value_name) const {
+int Graph::FindValue(std::string_view value_name) const {
   auto it = value_index_.find(value_name);
   return it == value_index_.end() ? -1 : it->second;
 }

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -85,8 +86,8 @@ class Graph {
 
   // Index of the value named `value_name`, creating it if needed.
   int GetOrAddValue(const std::string& value_name);
-  // Index of the value named `value_name`, or -1.
-  int FindValue(const std::string& value_name) const;
+  // Index of the value named `value_name`, or -1 (no string is made for the lookup).
+  int FindValue(std::string_view value_name) const;
   ValueDef& value(int index) { return values[static_cast<size_t>(index)]; }
   const ValueDef& value(int index) const { return values[static_cast<size_t>(index)]; }
 
@@ -95,7 +96,11 @@ class Graph {
   void Finalize();
 
  private:
-  std::unordered_map<std::string, int> value_index_;
+  struct NameHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view name) const { return std::hash<std::string_view>{}(name); }
+  };
+  std::unordered_map<std::string, int, NameHash, std::equal_to<>> value_index_;
 };
 
 }  // namespace nxrt

@@ -254,11 +254,11 @@ const NxValue* ContextGetInput(const NxKernelContext* c, size_t i) {
 size_t ContextGetOutputCount(const NxKernelContext* c) { return c->num_outputs; }
 
 // A tensor that shares `src`'s buffer under a new shape (aliasing and in-place outputs).
-ValuePtr ShareBuffer(const Value& src, NxElementType type, const std::vector<int64_t>& shape) {
-  auto v = std::make_shared<Value>();
+ValuePtr ShareBuffer(const Value& src, NxElementType type, std::span<const int64_t> shape) {
+  ValuePtr v = NewTensorValue();
   v->kind = NX_VALUE_TENSOR;
   v->type = type;
-  v->dims = shape;
+  v->dims.assign(shape.begin(), shape.end());
   v->count = ElementCount(shape);
   v->data = src.data;
   v->storage = src.storage;
@@ -268,7 +268,7 @@ ValuePtr ShareBuffer(const Value& src, NxElementType type, const std::vector<int
 
 // Whether output `index` may take over input `in`'s buffer.
 bool CanTakeBuffer(const NxKernelContext& c, int in, NxElementType type,
-                   const std::vector<int64_t>& shape, const NxMemoryInfo* memory,
+                   std::span<const int64_t> shape, const NxMemoryInfo* memory,
                    bool must_be_reusable) {
   if (in < 0 || static_cast<size_t>(in) >= c.num_inputs || c.inputs[in] == nullptr) return false;
   const Value& src = *c.inputs[in];
@@ -288,7 +288,7 @@ bool CanTakeBuffer(const NxKernelContext& c, int in, NxElementType type,
 }
 
 ValuePtr MakeOutput(NxKernelContext& c, size_t index, NxElementType type,
-                    const std::vector<int64_t>& shape) {
+                    std::span<const int64_t> shape) {
   const KernelEntry* e = c.entry;
   const bool on_host = e != nullptr && e->OutputOnHost(index);
   BufferPool* pool = on_host ? c.host_pool : c.pool;
@@ -296,12 +296,12 @@ ValuePtr MakeOutput(NxKernelContext& c, size_t index, NxElementType type,
   // A tensor the caller bound for this graph output, when it lives where the output is made.
   if (c.bound_outputs != nullptr && c.bound_outputs[index] != nullptr) {
     Value& b = *c.bound_outputs[index];
-    if (b.kind == NX_VALUE_TENSOR && b.type == type && b.dims == shape && type != NX_TYPE_STRING &&
-        SameMemory(MemoryOf(b), memory)) {
-      auto v = std::make_shared<Value>();
+    if (b.kind == NX_VALUE_TENSOR && b.type == type && std::ranges::equal(b.dims, shape) &&
+        type != NX_TYPE_STRING && SameMemory(MemoryOf(b), memory)) {
+      ValuePtr v = NewTensorValue();
       v->kind = NX_VALUE_TENSOR;
       v->type = type;
-      v->dims = shape;
+      v->dims.assign(shape.begin(), shape.end());
       v->count = b.count;
       v->data = b.data;
       v->storage = b.storage;
@@ -342,7 +342,7 @@ NxStatus* ContextAllocateOutput(NxKernelContext* c, size_t index, NxElementType 
                                   std::to_string(index) + " as " + ElementTypeName(actual) +
                                   " but the model declares " + ElementTypeName(declared));
     }
-    std::vector<int64_t> shape(dims, dims + rank);
+    const std::span<const int64_t> shape(dims, rank);
     for (int64_t d : shape) {
       NXRT_CHECK(d >= 0, NX_RUNTIME_ERROR,
                  node.Describe() + ": kernel asked for output " + std::to_string(index) +

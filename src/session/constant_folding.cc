@@ -150,7 +150,7 @@ int FoldConstants(Graph& graph, int cpu_ep, Env& env, size_t memory_limit, const
     options.log_level = NX_LOG_ERROR;
     options.memory_limit = memory_limit;
     Session session(env, model, options);
-    std::vector<std::string> names;
+    std::vector<std::string_view> names;
     for (int w : folding->outputs) names.push_back(folding->value(w).name);
     results = session.Run({}, {}, names);
   } catch (const std::exception& e) {

@@ -1,5 +1,6 @@
 // Session::Run: walks the plan (nodes and copies between memories) in order, freeing each value
 // after its last use, then hands out the outputs (in host memory unless the caller bound them).
+#include <algorithm>
 #include <cstring>
 #include <exception>
 #include <optional>
@@ -132,17 +133,68 @@ class ProfiledExecute {
 
 }  // namespace
 
-std::vector<ValuePtr> Session::Run(const std::vector<std::string>& input_names,
-                                   const std::vector<const Value*>& inputs,
-                                   const std::vector<std::string>& output_names,
-                                   const std::vector<Value*>& bound,
-                                   const RunLimits& run_options) const {
-  std::vector<const Value*> feeds(graph().values.size(), nullptr);
+Session::ScratchLease Session::LeaseScratch() const {
+  {
+    std::lock_guard lock(scratch_mutex_);
+    if (!free_scratch_.empty()) {
+      RunScratch* scratch = free_scratch_.back().release();
+      free_scratch_.pop_back();
+      return ScratchLease(scratch, ScratchReturn{this});
+    }
+  }
+  return ScratchLease(new RunScratch, ScratchReturn{this});
+}
+
+void Session::ReturnScratch(RunScratch* scratch) const noexcept {
+  // Emptied of every reference (the values a run made are freed when it ends), sizes kept.
+  std::fill(scratch->feeds.begin(), scratch->feeds.end(), nullptr);
+  std::fill(scratch->slots.begin(), scratch->slots.end(), nullptr);
+  for (ValuePtr& v : scratch->owned) v.reset();
+  for (ValuePtr& v : scratch->node_outputs) v.reset();
+  for (ValuePtr& v : scratch->node_owners) v.reset();
+  scratch->ctx.created.clear();
+  scratch->ctx.scratch.clear();
+  scratch->ctx.share_index.clear();
+  std::unique_ptr<RunScratch> owned(scratch);
+  std::lock_guard lock(scratch_mutex_);
+  try {
+    free_scratch_.push_back(std::move(owned));
+  } catch (...) {  // no memory to keep it: it is freed
+  }
+}
+
+void Session::Run(std::span<const std::string_view> input_names,
+                  std::span<const Value* const> inputs,
+                  std::span<const std::string_view> output_names, std::span<Value* const> bound,
+                  const RunLimits& run_options, std::vector<ValuePtr>& results) const {
+  const Graph& g = graph();
+  ScratchLease lease = LeaseScratch();
+  std::vector<const Value*>& feeds = lease->feeds;
+  feeds.assign(g.values.size(), nullptr);
   CheckFeeds(input_names, inputs, feeds);
+  std::vector<int>& wanted = lease->wanted;
+  wanted.clear();
+  if (output_names.empty()) {
+    wanted.assign(g.outputs.begin(), g.outputs.end());
+  } else {
+    for (std::string_view name : output_names) {
+      const int index = g.FindValue(name);
+      bool is_output = false;
+      for (int o : g.outputs) is_output = is_output || o == index;
+      NXRT_CHECK(index >= 0 && is_output, NX_INVALID_ARGUMENT,
+                 "'" + std::string(name) + "' is not an output of the model");
+      wanted.push_back(index);
+    }
+  }
+  NXRT_CHECK(bound.size() <= wanted.size(), NX_INVALID_ARGUMENT,
+             "more bound outputs than requested outputs");
+  results.resize(wanted.size());
   // A run with nothing to bound it makes no control current: the executor then checks one null
   // pointer per step.
-  if (run_options.terminate == nullptr && run_options.timeout_seconds <= 0 && !memory_budget_)
-    return Execute(feeds, output_names, bound);
+  if (run_options.terminate == nullptr && run_options.timeout_seconds <= 0 && !memory_budget_) {
+    Execute(feeds, wanted, bound, true, results);
+    return;
+  }
   RunControl control;
   control.terminate = run_options.terminate;
   if (run_options.timeout_seconds > 0) {
@@ -154,21 +206,49 @@ std::vector<ValuePtr> Session::Run(const std::vector<std::string>& input_names,
   }
   control.budget = memory_budget_;
   RunControlScope scope(&control);
-  return Execute(feeds, output_names, bound);
+  Execute(feeds, wanted, bound, true, results);
 }
 
-std::vector<ValuePtr> Session::Execute(const std::vector<const Value*>& feeds,
-                                       const std::vector<std::string>& output_names,
-                                       const std::vector<Value*>& bound, bool host_outputs) const {
+std::vector<ValuePtr> Session::Run(std::span<const std::string_view> input_names,
+                                   std::span<const Value* const> inputs,
+                                   std::span<const std::string_view> output_names,
+                                   std::span<Value* const> bound,
+                                   const RunLimits& run_options) const {
+  std::vector<ValuePtr> results;
+  Run(input_names, inputs, output_names, bound, run_options, results);
+  return results;
+}
+
+std::vector<ValuePtr> Session::Execute(std::span<const Value* const> feeds,
+                                       bool host_outputs) const {
+  std::vector<ValuePtr> results(graph().outputs.size());
+  Execute(feeds, {}, {}, host_outputs, results);
+  return results;
+}
+
+void Session::Execute(std::span<const Value* const> feeds, std::span<const int> wanted_values,
+                      std::span<Value* const> bound, bool host_outputs,
+                      std::span<ValuePtr> results) const {
   const Graph& g = graph();
+  const std::span<const int> wanted =
+      wanted_values.empty() ? std::span<const int>(g.outputs) : wanted_values;
+  NXRT_CHECK(results.size() == wanted.size(), NX_RUNTIME_ERROR,
+             "internal: " + std::to_string(results.size()) + " result slots for " +
+                 std::to_string(wanted.size()) + " outputs");
+  NXRT_CHECK(bound.size() <= wanted.size(), NX_INVALID_ARGUMENT,
+             "more bound outputs than requested outputs");
   const RunControl* const control = RunControl::Current();  // null: nothing stops this run
   // profiling: one null check per Execute, then one per step, when not profiling
   std::optional<ProfiledExecute> profiled;
   if (profiler_ && profiler_->active()) profiled.emplace(profiler_.get(), is_root_, g.nodes.size());
   ProfiledRun* const prof = profiled ? &profiled->run : nullptr;
   const size_t num_values = g.values.size();
-  std::vector<const Value*> slots(num_slots_, nullptr);
-  std::vector<ValuePtr> owned(num_slots_);
+  ScratchLease lease = LeaseScratch();
+  RunScratch& run = *lease;
+  std::vector<const Value*>& slots = run.slots;
+  std::vector<ValuePtr>& owned = run.owned;
+  slots.assign(num_slots_, nullptr);
+  owned.resize(num_slots_);
   for (size_t v = 0; v < num_values && v < feeds.size(); ++v) slots[v] = feeds[v];
   // A feed handed over in device memory that a host kernel reads comes to the host first (graph
   // inputs, and outer-scope values a body reads from a device-resident parent).
@@ -185,32 +265,18 @@ std::vector<ValuePtr> Session::Execute(const std::vector<const Value*>& feeds,
     if (constants_[s] && slots[s] == nullptr) slots[s] = constants_[s].get();
   }
 
-  std::vector<int> wanted;
-  if (output_names.empty()) {
-    wanted = g.outputs;
-  } else {
-    for (const std::string& name : output_names) {
-      int index = g.FindValue(name);
-      bool is_output = false;
-      for (int o : g.outputs) is_output = is_output || o == index;
-      NXRT_CHECK(index >= 0 && is_output, NX_INVALID_ARGUMENT,
-                 "'" + name + "' is not an output of the model");
-      wanted.push_back(index);
-    }
-  }
-  NXRT_CHECK(bound.size() <= wanted.size(), NX_INVALID_ARGUMENT,
-             "more bound outputs than requested outputs");
-  std::vector<Value*> bound_by_value(num_values, nullptr);
+  std::vector<Value*>& bound_by_value = run.bound_by_value;
+  bound_by_value.assign(num_values, nullptr);
   for (size_t i = 0; i < bound.size(); ++i) {
     if (bound[i] != nullptr) bound_by_value[static_cast<size_t>(wanted[i])] = bound[i];
   }
 
-  std::vector<const Value*> node_inputs;
-  std::vector<ValuePtr> node_outputs;
-  std::vector<Value*> node_bound;
-  std::vector<char> node_reusable;
-  std::vector<ValuePtr> node_owners;
-  std::vector<const Value*> node_implicit;
+  std::vector<const Value*>& node_inputs = run.node_inputs;
+  std::vector<ValuePtr>& node_outputs = run.node_outputs;
+  std::vector<Value*>& node_bound = run.node_bound;
+  std::vector<char>& node_reusable = run.node_reusable;
+  std::vector<ValuePtr>& node_owners = run.node_owners;
+  std::vector<const Value*>& node_implicit = run.node_implicit;
   for (size_t s = 0; s < steps_.size(); ++s) {
     const Step& step = steps_[s];
     if (control != nullptr && control->ShouldStop()) {
@@ -269,7 +335,18 @@ std::vector<ValuePtr> Session::Execute(const std::vector<const Value*>& feeds,
           node_bound[o] = bound_by_value[static_cast<size_t>(node.outputs[o])];
       }
       const size_t e = static_cast<size_t>(node_ep_[n]);
-      NxKernelContext ctx;
+      NxKernelContext& ctx = run.ctx;
+      // Released when the node is done (also when it throws: the lease empties them).
+      struct NodeScratch {
+        NxKernelContext& ctx;
+        ~NodeScratch() {
+          ctx.created.clear();
+          ctx.scratch.clear();
+          ctx.share_index.clear();
+          ctx.share_index_built = false;
+        }
+      } node_scratch{ctx};
+      ctx.profile = nullptr;
       ctx.node = &node;
       ctx.entry = entries_[n];
       ctx.inputs = node_inputs.data();
@@ -349,8 +426,6 @@ std::vector<ValuePtr> Session::Execute(const std::vector<const Value*>& feeds,
     }
   }
 
-  std::vector<ValuePtr> results;
-  results.reserve(wanted.size());
   for (size_t i = 0; i < wanted.size(); ++i) {
     const int v = wanted[i];
     const Value* value = slots[static_cast<size_t>(v)];
@@ -370,25 +445,24 @@ std::vector<ValuePtr> Session::Execute(const std::vector<const Value*>& feeds,
         env_.CopyTensor(*value, *target);
         if (prof) RecordCopy(*prof, g.value(v).name, *value, MemoryOf(*target), t0);
       }
-      results.push_back(nullptr);
+      results[i] = nullptr;
     } else if (value->kind == NX_VALUE_TENSOR && !IsHostReadable(*value)) {
       // Device memory: to the host, or (a body's output) left there; a value the run does not
       // own (a feed, a constant) is copied within its memory.
       if (host_outputs) {
         const uint64_t t0 = prof ? Profiler::NowNs() : 0;  // profiling
-        results.push_back(env_.CopyToMemory(*value, HostMemory()));
+        results[i] = env_.CopyToMemory(*value, HostMemory());
         if (prof) RecordCopy(*prof, g.value(v).name, *value, HostMemory(), t0);
       } else if (owned[static_cast<size_t>(v)] && owned[static_cast<size_t>(v)].get() == value)
-        results.push_back(owned[static_cast<size_t>(v)]);
+        results[i] = owned[static_cast<size_t>(v)];
       else
-        results.push_back(env_.CopyToMemory(*value, MemoryOf(*value)));
+        results[i] = env_.CopyToMemory(*value, MemoryOf(*value));
     } else if (owned[static_cast<size_t>(v)]) {
-      results.push_back(owned[static_cast<size_t>(v)]);  // shared if asked twice: fine, read-only
+      results[i] = owned[static_cast<size_t>(v)];  // shared if asked twice: fine, read-only
     } else {
-      results.push_back(CopyValue(*value));  // a graph input or an initializer: hand out a copy
+      results[i] = CopyValue(*value);  // a graph input or an initializer: hand out a copy
     }
   }
-  return results;
 }
 
 // ---- profiling ----

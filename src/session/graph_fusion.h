@@ -23,6 +23,7 @@ namespace nxrt {
 inline constexpr const char* kNxrtDomain = "com.nxrt";
 
 // Rewrites `graph` in place (nodes must carry assigned_ep). Returns the number of fusions.
-int FuseNodes(Graph& graph, const std::vector<std::shared_ptr<EpInstance>>& eps, const Logger& logger);
+int FuseNodes(Graph& graph, const std::vector<std::shared_ptr<EpInstance>>& eps,
+              const Logger& logger);
 
 }  // namespace nxrt

@@ -676,8 +676,8 @@ void Session::PlanLifetimes() {
     }
   }
 }
-void Session::CheckFeeds(const std::vector<std::string>& names,
-                         const std::vector<const Value*>& values,
+void Session::CheckFeeds(std::span<const std::string_view> names,
+                         std::span<const Value* const> values,
                          std::vector<const Value*>& slots) const {
   const Graph& g = graph();
   NXRT_CHECK(names.size() == values.size(), NX_INVALID_ARGUMENT,
@@ -685,18 +685,19 @@ void Session::CheckFeeds(const std::vector<std::string>& names,
   for (size_t i = 0; i < names.size(); ++i) {
     int index = g.FindValue(names[i]);
     NXRT_CHECK(index >= 0 && g.value(index).is_graph_input, NX_INVALID_ARGUMENT,
-               "'" + names[i] + "' is not an input of the model");
-    NXRT_CHECK(values[i] != nullptr, NX_INVALID_ARGUMENT, "input '" + names[i] + "' is null");
+               "'" + std::string(names[i]) + "' is not an input of the model");
+    NXRT_CHECK(values[i] != nullptr, NX_INVALID_ARGUMENT,
+               "input '" + std::string(names[i]) + "' is null");
     NXRT_CHECK(slots[static_cast<size_t>(index)] == nullptr, NX_INVALID_ARGUMENT,
-               "input '" + names[i] + "' is given twice");
+               "input '" + std::string(names[i]) + "' is given twice");
     const TypeInfo& t = g.value(index).type;
     const Value& v = *values[i];
-    NXRT_CHECK(
-        v.kind == t.kind, NX_INVALID_ARGUMENT,
-        "input '" + names[i] + "' has the wrong kind of value (tensor, sequence or optional)");
+    NXRT_CHECK(v.kind == t.kind, NX_INVALID_ARGUMENT,
+               "input '" + std::string(names[i]) +
+                   "' has the wrong kind of value (tensor, sequence or optional)");
     if (v.kind == NX_VALUE_TENSOR) {
       if (t.elem_type != NX_TYPE_UNDEFINED && v.type != t.elem_type) {
-        Throw(NX_INVALID_ARGUMENT, "input '" + names[i] + "' has element type " +
+        Throw(NX_INVALID_ARGUMENT, "input '" + std::string(names[i]) + "' has element type " +
                                        std::string(ElementTypeName(v.type)) +
                                        ", the model expects " + ElementTypeName(t.elem_type));
       }
@@ -711,8 +712,9 @@ void Session::CheckFeeds(const std::vector<std::string>& names,
                                               ? std::to_string(t.dims[d])
                                               : (t.dim_params[d].empty() ? "?" : t.dim_params[d]));
           }
-          Throw(NX_INVALID_ARGUMENT, "input '" + names[i] + "' has shape " + ShapeString(v.dims) +
-                                         ", the model expects " + expected + "]");
+          Throw(NX_INVALID_ARGUMENT, "input '" + std::string(names[i]) + "' has shape " +
+                                         ShapeString(v.dims) + ", the model expects " + expected +
+                                         "]");
         }
       }
     }

@@ -5,7 +5,10 @@
 
 #include <map>
 #include <memory>
+#include <mutex>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/buffer_pool.h"
@@ -61,27 +64,57 @@ class Session {
   Env& env() const { return env_; }
 
   // Runs the model. `inputs[i]` feeds the graph input named `input_names[i]` (borrowed for the
-  // call; host or device memory). Returns the requested outputs (all graph outputs when
-  // `output_names` is empty). `bound[i]` (optional, may be shorter) is a tensor the caller
-  // wants output i written into, in any memory; the kernel writes straight into it when it
-  // lives where the output is produced. Unbound outputs come back in host memory.
-  // `run_options` may stop the run (NX_CANCELLED): a terminate flag and a time limit, checked
-  // between steps, in control-flow iterations and by kernels that poll them.
-  std::vector<ValuePtr> Run(const std::vector<std::string>& input_names,
-                            const std::vector<const Value*>& inputs,
-                            const std::vector<std::string>& output_names,
-                            const std::vector<Value*>& bound = {},
+  // call; host or device memory). Writes the requested outputs (all graph outputs when
+  // `output_names` is empty) into `results`, which the call sizes. `bound[i]` (optional, may be
+  // shorter) is a tensor the caller wants output i written into, in any memory; the kernel writes
+  // straight into it when it lives where the output is produced (its result entry is then null).
+  // Unbound outputs come back in host memory. `run_options` may stop the run (NX_CANCELLED): a
+  // terminate flag and a time limit, checked between steps, in control-flow iterations and by
+  // kernels that poll them. A steady-state run allocates nothing but what `results` needs.
+  void Run(std::span<const std::string_view> input_names, std::span<const Value* const> inputs,
+           std::span<const std::string_view> output_names, std::span<Value* const> bound,
+           const RunLimits& run_options, std::vector<ValuePtr>& results) const;
+  // The same, returning the results.
+  std::vector<ValuePtr> Run(std::span<const std::string_view> input_names,
+                            std::span<const Value* const> inputs,
+                            std::span<const std::string_view> output_names = {},
+                            std::span<Value* const> bound = {},
                             const RunLimits& run_options = {}) const;
 
   // Run with feeds by value index (graph inputs and, for a control-flow body, the outer-scope
   // values it reads; `feeds` has one slot per graph value, null where not fed, in any memory).
-  // Checks nothing: for callers that checked already (the control-flow kernels). Unbound
-  // outputs come back in host memory, or, with `host_outputs` false, where they were produced
-  // (a body's values stay on the device between iterations).
-  std::vector<ValuePtr> Execute(const std::vector<const Value*>& feeds,
-                                const std::vector<std::string>& output_names = {},
-                                const std::vector<Value*>& bound = {},
+  // Checks nothing: for callers that checked already (the control-flow kernels). Writes the
+  // values of `wanted` (value indices of graph outputs; all graph outputs when empty) into
+  // `results` (sized by the caller). Unbound outputs come back in host memory, or, with
+  // `host_outputs` false, where they were produced (a body's values stay on the device between
+  // iterations).
+  void Execute(std::span<const Value* const> feeds, std::span<const int> wanted,
+               std::span<Value* const> bound, bool host_outputs, std::span<ValuePtr> results) const;
+  std::vector<ValuePtr> Execute(std::span<const Value* const> feeds,
                                 bool host_outputs = true) const;
+
+  // Working memory of one run (or one body run), reused across runs: a steady-state run takes
+  // one from the session and gives it back emptied, so per-run vectors cost no allocation.
+  struct RunScratch {
+    std::vector<const Value*> feeds;  // for callers assembling feeds (Run, control-flow bodies)
+    std::vector<int> wanted;
+    std::vector<const Value*> slots;
+    std::vector<ValuePtr> owned;
+    std::vector<Value*> bound_by_value;
+    std::vector<const Value*> node_inputs;
+    std::vector<ValuePtr> node_outputs;
+    std::vector<Value*> node_bound;
+    std::vector<char> node_reusable;
+    std::vector<ValuePtr> node_owners;
+    std::vector<const Value*> node_implicit;
+    NxKernelContext ctx;  // its scratch/created lists keep their capacity across nodes
+  };
+  struct ScratchReturn {
+    const Session* session;
+    void operator()(RunScratch* scratch) const { session->ReturnScratch(scratch); }
+  };
+  using ScratchLease = std::unique_ptr<RunScratch, ScratchReturn>;
+  ScratchLease LeaseScratch() const;
 
   // Placement: the EPs in priority order, and which one runs each node (graph order).
   size_t ep_count() const { return eps_.size(); }
@@ -134,8 +167,9 @@ class Session {
   const NxMemoryInfo* KernelInputMemory(const Node& node, size_t input) const;
   const NxMemoryInfo* KernelOutputMemory(const Node& node, size_t output) const;
   BufferPool& ArenaFor(const NxMemoryInfo* memory) const;
-  void CheckFeeds(const std::vector<std::string>& names, const std::vector<const Value*>& values,
+  void CheckFeeds(std::span<const std::string_view> names, std::span<const Value* const> values,
                   std::vector<const Value*>& slots) const;
+  void ReturnScratch(RunScratch* scratch) const noexcept;
 
   Env& env_;
   std::shared_ptr<Model> model_;
@@ -173,6 +207,8 @@ class Session {
   // device memory comes to the host first.
   std::vector<char> input_used_on_host_;
   SessionStats stats_;
+  mutable std::mutex scratch_mutex_;
+  mutable std::vector<std::unique_ptr<RunScratch>> free_scratch_;
   std::shared_ptr<size_t> folded_nodes_ = std::make_shared<size_t>(0);  // shared with bodies
   // Fused groups compiled for this session and its bodies (null in a dry run), and the kernels
   // of this graph's fused nodes until CreateKernels takes them.

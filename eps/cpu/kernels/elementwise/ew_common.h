@@ -22,6 +22,7 @@
 #include "common/dispatch.h"
 #include "common/half.h"
 #include "common/parallel.h"
+#include "common/small_vector.h"
 #include "kernels/elementwise/half_arrays.h"
 
 namespace nxrt::cpu::elementwise {
@@ -162,11 +163,14 @@ void ParallelUnary(int threads, const TI* x, TO* y, int64_t n, const F& f) {
 
 // N input shapes broadcast to one output shape, with dimensions coalesced. Every input's
 // innermost stride is 0 (broadcast along the run) or 1 (contiguous run).
+// Shapes and strides of up to 8 dimensions stay inline (no allocation per call).
+using PlanDims = SmallVector<int64_t, 8>;
+
 template <size_t N>
 struct BroadcastPlan {
-  std::vector<int64_t> out_shape;               // the broadcast output shape
-  std::vector<int64_t> dims;                    // coalesced output dims, at least one
-  std::array<std::vector<int64_t>, N> strides;  // per input, element strides over `dims`
+  PlanDims out_shape;               // the broadcast output shape
+  PlanDims dims;                    // coalesced output dims, at least one
+  std::array<PlanDims, N> strides;  // per input, element strides over `dims`
   int64_t total = 0;
 
   int64_t inner() const { return dims.back(); }
@@ -181,15 +185,30 @@ BroadcastPlan<N> PlanBroadcast(const std::array<std::span<const int64_t>, N>& sh
                                const char* what, const std::vector<int64_t>* target = nullptr) {
   BroadcastPlan<N> p;
   if (target) {
-    p.out_shape = *target;
+    p.out_shape.assign(target->begin(), target->end());
   } else {
     p.out_shape.assign(shapes[0].begin(), shapes[0].end());
     for (size_t k = 1; k < N; ++k) {
-      try {
-        p.out_shape = BroadcastShapes(p.out_shape, shapes[k]);
-      } catch (const ep::Error& e) {
-        ep::Fail(NX_INVALID_ARGUMENT, std::string(what) + ": " + e.what());
+      // Right-aligned, in place; a mismatch is reported by BroadcastShapes' message.
+      const std::span<const int64_t> b = shapes[k];
+      if (b.size() > p.out_shape.size()) {
+        const size_t extra = b.size() - p.out_shape.size();
+        PlanDims widened(extra, 1);
+        for (int64_t d : p.out_shape) widened.push_back(d);
+        p.out_shape = widened;
       }
+      const size_t offset = p.out_shape.size() - b.size();
+      for (size_t d = 0; d < b.size(); ++d) {
+        const int64_t o = p.out_shape[offset + d];
+        if (o == b[d] || b[d] == 1 || o == 1) continue;
+        try {
+          BroadcastShapes(p.out_shape, b);  // throws, naming both shapes
+        } catch (const ep::Error& e) {
+          ep::Fail(NX_INVALID_ARGUMENT, std::string(what) + ": " + e.what());
+        }
+      }
+      for (size_t d = 0; d < b.size(); ++d)
+        if (p.out_shape[offset + d] == 1) p.out_shape[offset + d] = b[d];
     }
   }
   const size_t rank = p.out_shape.size();
@@ -214,7 +233,7 @@ BroadcastPlan<N> PlanBroadcast(const std::array<std::span<const int64_t>, N>& sh
     }
   }
   p.total = ShapeSize(p.out_shape);
-  std::vector<uint32_t> masks;
+  SmallVector<uint32_t, 8> masks;
   for (size_t d = 0; d < rank; ++d) {
     if (p.out_shape[d] == 1) continue;  // every input has extent 1 here: no effect
     uint32_t mask = 0;
@@ -361,9 +380,8 @@ class LegacyBroadcast {
       axis_ = node.attr_int("axis");
     }
   }
-  std::vector<int64_t> BShape(std::span<const int64_t> a, std::span<const int64_t> b,
-                              const char* what) const {
-    std::vector<int64_t> out(b.begin(), b.end());
+  PlanDims BShape(std::span<const int64_t> a, std::span<const int64_t> b, const char* what) const {
+    PlanDims out(b);
     if (!enabled_) return out;
     const int64_t r = static_cast<int64_t>(a.size());
     const int64_t axis = axis_ < 0 ? axis_ + r : axis_;
@@ -373,7 +391,7 @@ class LegacyBroadcast {
                                         " does not fit into A " + ShapeToString(a) + " at axis " +
                                         std::to_string(axis_));
     }
-    out.insert(out.end(), static_cast<size_t>(trailing), 1);
+    out.append(static_cast<size_t>(trailing), 1);
     return out;
   }
 
@@ -387,8 +405,8 @@ template <class TA, class TB, class TO, class Op>
 void ComputeBinary(ep::KernelContext& ctx, const char* what, NxElementType out_type, const Op& op,
                    const LegacyBroadcast* legacy = nullptr) {
   ep::ConstTensor a = ctx.input(0), b = ctx.input(1);
-  std::vector<int64_t> b_shape =
-      legacy ? legacy->BShape(a.shape(), b.shape(), what) : b.shape_vector();
+  const PlanDims b_shape =
+      legacy ? legacy->BShape(a.shape(), b.shape(), what) : PlanDims(b.shape());
   auto plan = PlanBroadcast<2>({a.shape(), std::span<const int64_t>(b_shape)}, what);
   ep::Tensor y = ctx.output(0, plan.out_shape, out_type);
   if (plan.total == 0) return;

@@ -76,7 +76,7 @@ class Pow : public ep::Kernel {
   explicit Pow(const ep::KernelInfo& info) : legacy_(info) {}
   void Compute(ep::KernelContext& ctx) override {
     ep::ConstTensor a = ctx.input(0), b = ctx.input(1);
-    std::vector<int64_t> b_shape = legacy_.BShape(a.shape(), b.shape(), "Pow");
+    const PlanDims b_shape = legacy_.BShape(a.shape(), b.shape(), "Pow");
     auto plan = PlanBroadcast<2>({a.shape(), std::span<const int64_t>(b_shape)}, "Pow");
     ep::Tensor y = ctx.output(0, plan.out_shape, a.type());
     if (plan.total == 0) return;
