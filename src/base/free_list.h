@@ -15,47 +15,53 @@
 
 namespace nxrt {
 
+// A bounded, thread-safe stack of pointers: what a free list keeps. Never destroyed by its
+// users (see above).
+class PointerStack {
+ public:
+  // Enough for the live values of a large model's run on every thread; more go back to malloc.
+  static constexpr size_t kMaxCached = 16384;
+
+  // A kept pointer, or null.
+  void* Pop() {
+    std::lock_guard lock(mutex_);
+    if (pointers_.empty()) return nullptr;
+    void* p = pointers_.back();
+    pointers_.pop_back();
+    return p;
+  }
+  // Keeps `p`; false when full (or out of memory): the caller frees it.
+  bool Push(void* p) noexcept {
+    std::lock_guard lock(mutex_);
+    if (pointers_.size() >= kMaxCached) return false;
+    try {
+      pointers_.push_back(p);
+      return true;
+    } catch (...) {
+      return false;
+    }
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<void*> pointers_;
+};
+
 template <size_t kSize, size_t kAlign>
 class FreeList {
  public:
   static void* Take() {
-    List& list = Instance();
-    {
-      std::lock_guard lock(list.mutex);
-      if (!list.blocks.empty()) {
-        void* p = list.blocks.back();
-        list.blocks.pop_back();
-        return p;
-      }
-    }
+    if (void* p = Blocks().Pop()) return p;
     return ::operator new (kSize, std::align_val_t{kAlign});
   }
-
   static void Give(void* p) noexcept {
-    List& list = Instance();
-    {
-      std::lock_guard lock(list.mutex);
-      if (list.blocks.size() < kMaxCached) {
-        try {
-          list.blocks.push_back(p);
-          return;
-        } catch (...) {  // no memory to remember it: free it instead
-        }
-      }
-    }
-    ::operator delete (p, std::align_val_t{kAlign});
+    if (!Blocks().Push(p)) ::operator delete (p, std::align_val_t{kAlign});
   }
 
  private:
-  // Enough for the live values of a large model's run on every thread; more go back to malloc.
-  static constexpr size_t kMaxCached = 16384;
-  struct List {
-    std::mutex mutex;
-    std::vector<void*> blocks;
-  };
-  static List& Instance() {
-    static List* list = new List;  // never destroyed (see above)
-    return *list;
+  static PointerStack& Blocks() {
+    static PointerStack* blocks = new PointerStack;  // never destroyed (see above)
+    return *blocks;
   }
 };
 

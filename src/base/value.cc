@@ -3,7 +3,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
-#include <mutex>
 #include <vector>
 
 #include "base/buffer_pool.h"
@@ -23,15 +22,7 @@ namespace {
 class RecycledValues {
  public:
   static Value* Take() {
-    List& list = Instance();
-    {
-      std::lock_guard lock(list.mutex);
-      if (!list.values.empty()) {
-        Value* v = list.values.back();
-        list.values.pop_back();
-        return v;
-      }
-    }
+    if (void* v = Kept().Pop()) return static_cast<Value*>(v);
     return new Value;
   }
 
@@ -47,29 +38,13 @@ class RecycledValues {
     v->type = NX_TYPE_UNDEFINED;
     v->sequence_type = NX_TYPE_UNDEFINED;
     v->dims.clear();
-    List& list = Instance();
-    {
-      std::lock_guard lock(list.mutex);
-      if (list.values.size() < kMaxCached) {
-        try {
-          list.values.push_back(v);
-          return;
-        } catch (...) {  // no memory to remember it: delete it
-        }
-      }
-    }
-    delete v;
+    if (!Kept().Push(v)) delete v;
   }
 
  private:
-  static constexpr size_t kMaxCached = 16384;
-  struct List {
-    std::mutex mutex;
-    std::vector<Value*> values;
-  };
-  static List& Instance() {
-    static List* list = new List;  // never destroyed: values freed at exit still find it
-    return *list;
+  static PointerStack& Kept() {
+    static PointerStack* kept = new PointerStack;  // never destroyed: values freed at exit find it
+    return *kept;
   }
 };
 

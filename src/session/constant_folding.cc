@@ -63,6 +63,16 @@ bool NeededOutside(const Graph& g, int v, const std::vector<bool>& foldable) {
   return false;
 }
 
+// `def` now holds the constant tensor `t`.
+void MakeConstant(ValueDef& def, const ValuePtr& t) {
+  def.initializer = t;
+  def.type.kind = NX_VALUE_TENSOR;
+  def.type.elem_type = t->type;
+  def.type.has_shape = true;
+  def.type.dims = t->dims;
+  def.type.dim_params.assign(t->dims.size(), "");
+}
+
 }  // namespace
 
 int ResolveOuterConstants(Graph& body, const Graph& enclosing) {
@@ -73,13 +83,8 @@ int ResolveOuterConstants(Graph& body, const Graph& enclosing) {
     if (v < 0) continue;
     const ValuePtr& init = enclosing.value(v).initializer;
     if (!init || init->kind != NX_VALUE_TENSOR) continue;
-    def.initializer = init;
+    MakeConstant(def, init);
     def.is_outer_scope = false;
-    def.type.kind = NX_VALUE_TENSOR;
-    def.type.elem_type = init->type;
-    def.type.has_shape = true;
-    def.type.dims = init->dims;
-    def.type.dim_params.assign(init->dims.size(), "");
     ++resolved;
   }
   return resolved;
@@ -162,14 +167,7 @@ int FoldConstants(Graph& graph, int cpu_ep, Env& env, size_t memory_limit, const
     if (!r || r->kind != NX_VALUE_TENSOR) return 0;
 
   for (size_t i = 0; i < needed.size(); ++i) {
-    ValueDef& def = graph.value(needed[i]);
-    const ValuePtr& r = results[i];
-    def.initializer = r;
-    def.type.kind = NX_VALUE_TENSOR;
-    def.type.elem_type = r->type;
-    def.type.has_shape = true;
-    def.type.dims = r->dims;
-    def.type.dim_params.assign(r->dims.size(), "");
+    MakeConstant(graph.value(needed[i]), results[i]);
   }
   std::vector<Node> kept;
   kept.reserve(graph.nodes.size() - count);
