@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "common/parallel.h"
+#include "kernels/linalg/depthwise_2d.h"
 #include "kernels/linalg/dnnl_util.h"
 
 namespace nxrt::cpu::linalg {
@@ -194,6 +195,13 @@ void PlaneRows(const ConvGeometry& g, const float* x, const float* w, float bias
     }
 }
 
+// This thread's row of at least `count` zeros (grows, never shrinks: no allocation per run).
+const float* ZeroRow(int64_t count) {
+  thread_local std::vector<float> zeros;
+  if (zeros.size() < static_cast<size_t>(count)) zeros.assign(static_cast<size_t>(count), 0.0f);
+  return zeros.data();
+}
+
 }  // namespace
 
 bool IsDepthwiseConv(const ConvGeometry& g) {
@@ -201,22 +209,43 @@ bool IsDepthwiseConv(const ConvGeometry& g) {
 }
 
 void DepthwiseConvNchw(const ConvGeometry& g, const float* x, const float* w, const float* bias,
-                       const float* z, float* y, int threads,
+                       const float* z, float* y, int threads, Isa isa,
                        const std::function<void(float*, int64_t)>& epilogue) {
   const int64_t in_size = g.in_size(), out_size = g.out_size(), ks = g.kernel_size();
   const int64_t multiplier = g.out_channels / g.in_channels;
   const int64_t planes = g.batch * g.out_channels;
-  const bool flat2d = g.in[0] == 1 && g.kernel[0] == 1 && g.stride[1] == g.stride[2];
+  // One plane of depth 1 (2-D and 1-D convolutions; a 3-D one only without depth padding).
+  const bool one_plane = g.in[0] == 1 && g.kernel[0] == 1 && g.out[0] == 1;
+  DepthwisePlane2d plane2d;
+  plane2d.in_h = g.in[1];
+  plane2d.in_w = g.in[2];
+  plane2d.out_h = g.out[1];
+  plane2d.out_w = g.out[2];
+  plane2d.kernel_h = g.kernel[1];
+  plane2d.kernel_w = g.kernel[2];
+  plane2d.stride_h = g.stride[1];
+  plane2d.stride_w = g.stride[2];
+  plane2d.dilation_h = g.dilation[1];
+  plane2d.dilation_w = g.dilation[2];
+  plane2d.pad_top = g.pad_begin[1];
+  plane2d.pad_left = g.pad_begin[2];
+  const bool single_pass = one_plane && Depthwise2dSupported(plane2d);
+  const auto single_pass_plane =
+      isa == Isa::kAvx512 ? Depthwise2dPlaneAvx512 : Depthwise2dPlaneAvx2;
+  const bool flat2d = one_plane && g.stride[1] == g.stride[2];
   PlaneLayout layout;
-  if (flat2d) layout = MakePlaneLayout(g);
+  if (flat2d && !single_pass) layout = MakePlaneLayout(g);
   const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, out_size * ks));
   ParallelFor(threads, planes, grain, [&](int64_t begin, int64_t end) {
+    const float* zeros = single_pass ? ZeroRow(ZeroRowFloats(plane2d)) : nullptr;
     for (int64_t p = begin; p < end; ++p) {
       const int64_t n = p / g.out_channels, oc = p % g.out_channels;
       const float* plane = x + (n * g.in_channels + oc / multiplier) * in_size;
       const float bv = bias ? bias[oc] : 0.0f;
       const float* zp = z ? z + p * out_size : nullptr;
-      if (flat2d) {
+      if (single_pass) {
+        single_pass_plane(plane2d, plane, zeros, w + oc * ks, bv, zp, y + p * out_size);
+      } else if (flat2d) {
         Plane2d(g, layout, plane, w + oc * ks, bv, zp, y + p * out_size);
       } else {
         PlaneRows(g, plane, w + oc * ks, bv, zp, y + p * out_size);

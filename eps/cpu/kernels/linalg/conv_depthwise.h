@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 
+#include "common/cpu_features.h"
 #include "kernels/linalg/conv_geometry.h"
 
 namespace nxrt::cpu::linalg {
@@ -19,8 +20,10 @@ bool IsDepthwiseConv(const ConvGeometry& g);
 // y = depthwise_conv(x, w) + bias (+ z). w is [M, 1, k...]; bias and z may be nullptr.
 // Planes are split across `threads`. `epilogue`, if set, runs on each output plane (pointer,
 // element count) right after it is computed, while it is still in cache (fused activations).
+// 2-D planes with a width stride of 1 or 2 take the single-pass bodies of `isa`
+// (depthwise_2d.h); other geometries a padded-plane or row-by-row loop.
 void DepthwiseConvNchw(const ConvGeometry& g, const float* x, const float* w, const float* bias,
-                       const float* z, float* y, int threads,
+                       const float* z, float* y, int threads, Isa isa,
                        const std::function<void(float*, int64_t)>& epilogue = {});
 
 }  // namespace nxrt::cpu::linalg

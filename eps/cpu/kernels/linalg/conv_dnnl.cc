@@ -392,10 +392,10 @@ void DnnlConv::Run(const ConvGeometry& g, const float* x, const float* w, const 
     ApplyEltwise(fusion_.eltwise, y, g.batch * g.out_channels * g.out_size(), threads);
   } else if (plan->depthwise) {
     if (fusion_.eltwise.empty()) {
-      DepthwiseConvNchw(g, x, w, bias, fusion_.sum ? z : nullptr, y, threads);
+      DepthwiseConvNchw(g, x, w, bias, fusion_.sum ? z : nullptr, y, threads, isa_);
     } else {
       DepthwiseConvNchw(
-          g, x, w, bias, fusion_.sum ? z : nullptr, y, threads,
+          g, x, w, bias, fusion_.sum ? z : nullptr, y, threads, isa_,
           [this](float* plane, int64_t n) { ApplyEltwiseRange(fusion_.eltwise, plane, n); });
     }
   } else {

@@ -37,6 +37,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 #include <vector>
 
+#include "common/cpu_features.h"
 #include "kernels/linalg/conv_geometry.h"
 
 namespace nxrt::cpu::linalg {
@@ -71,6 +72,8 @@ class DnnlConv {
   // Uses constant weights [M, C/group, k...] (`num_weights` floats, borrowed: they must outlive
   // this object); later Run calls pass nullptr for w. Call before the first Prepare or Run.
   void SetConstantWeights(const float* w, size_t num_weights);
+  // The ISA of the hand-written paths (depthwise); default: the CPU's best.
+  void SetIsa(Isa isa) { isa_ = isa; }
   bool has_constant_weights() const { return const_w_ != nullptr; }
 
   // Builds and caches the plan for this geometry ahead of the first run (optional); `has_bias`
@@ -102,6 +105,7 @@ class DnnlConv {
   ConvFusion fusion_;
   ConvStrategy strategy_;
   bool channels_last_;
+  Isa isa_ = DetectedIsa();
   const float* const_w_ = nullptr;  // borrowed constant weights
   size_t const_w_count_ = 0;
 

@@ -1,6 +1,7 @@
 // Convolutions split over threads (oneDNN primitives in output-channel slices on the session's
 // pool, GEMM and depthwise paths split on it too) equal a direct reference convolution at every
-// thread count, on shapes whose channel counts are not multiples of the slice width.
+// thread count, on shapes whose channel counts are not multiples of the slice width; the
+// depthwise bodies of both ISAs on odd planes.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -138,6 +139,65 @@ nxrt::Value RandomTensor(const std::vector<int64_t>& dims, std::mt19937& rng) {
   return v;
 }
 
+// Runs `c` at each thread count (with the CPU EP option isa=`isa` unless empty) and compares
+// every run with the reference and with the first run.
+void ExpectMatchesReference(nxrt::Env& env, const ConvCase& c,
+                            const std::vector<int>& thread_counts, const std::string& isa) {
+  SCOPED_TRACE(c.name + (isa.empty() ? "" : " isa=" + isa));
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal;
+  ConvData data;
+  const std::vector<int64_t> w_dims = Concat({c.out_channels, c.in_channels / c.group}, c.kernel);
+  data.w.resize(static_cast<size_t>(Product(w_dims)));
+  for (float& v : data.w) v = 0.3f * normal(rng);
+  data.b.resize(static_cast<size_t>(c.out_channels));
+  for (float& v : data.b) v = normal(rng);
+  const std::vector<int64_t> y_dims = Concat({c.batch, c.out_channels}, OutputSpatial(c));
+  nxrt::Value x = RandomTensor(Concat({c.batch, c.in_channels}, c.in), rng);
+  nxrt::Value z = RandomTensor(y_dims, rng);
+  nxrt::Value w = nxrt::Value::Tensor(NX_TYPE_FLOAT, w_dims);
+  std::copy(data.w.begin(), data.w.end(), w.data<float>());
+  const std::vector<float> xs(x.data<float>(), x.data<float>() + x.size());
+  const std::vector<float> zs(z.data<float>(), z.data<float>() + z.size());
+  const std::vector<float> expected = ReferenceConv(c, xs, data, zs);
+
+  std::vector<std::string> names = {"x"};
+  std::vector<const nxrt::Value*> feeds = {&x};
+  if (!c.constant_weights) {
+    names.push_back("w");
+    feeds.push_back(&w);
+  }
+  if (c.residual_relu) {
+    names.push_back("z");
+    feeds.push_back(&z);
+  }
+  const std::string bytes = ConvModel(c, data);
+  std::vector<float> first;
+  for (int threads : thread_counts) {
+    SCOPED_TRACE(std::to_string(threads) + " threads");
+    nxrt::SessionOptions options;
+    options.SetIntraOpThreads(threads);
+    if (!isa.empty()) options.SetConfig("ep.cpu.isa", isa);
+    nxrt::Session session(env, bytes.data(), bytes.size(), &options);
+    if (c.residual_relu) {
+      EXPECT_EQ(session.ep_node_count(0), 1u);  // one FusedConv
+    }
+    for (int run = 0; run < 2; ++run) {  // the second run reuses the cached plan
+      auto y = session.Run(names, feeds);
+      ASSERT_EQ(y[0].shape(), y_dims);
+      const float* got = y[0].data<float>();
+      for (size_t i = 0; i < expected.size(); ++i) {
+        ASSERT_NEAR(got[i], expected[i], 1e-4f * std::max(1.0f, std::fabs(expected[i])))
+            << "element " << i << " run " << run;
+      }
+      if (first.empty()) first.assign(got, got + expected.size());
+      // Thread counts agree with each other far closer than with the reference.
+      for (size_t i = 0; i < expected.size(); ++i)
+        ASSERT_NEAR(got[i], first[i], 1e-5f * std::max(1.0f, std::fabs(first[i])));
+    }
+  }
+}
+
 TEST(ConvThreads, EveryThreadCountMatchesTheReference) {
   // clang-format off
   const std::vector<ConvCase> cases = {
@@ -163,59 +223,62 @@ TEST(ConvThreads, EveryThreadCountMatchesTheReference) {
   };
   // clang-format on
   nxrt::Env env(NX_LOG_ERROR);
-  for (const ConvCase& c : cases) {
-    SCOPED_TRACE(c.name);
-    std::mt19937 rng(11);
-    std::normal_distribution<float> normal;
-    ConvData data;
-    const std::vector<int64_t> w_dims = Concat({c.out_channels, c.in_channels / c.group}, c.kernel);
-    data.w.resize(static_cast<size_t>(Product(w_dims)));
-    for (float& v : data.w) v = 0.3f * normal(rng);
-    data.b.resize(static_cast<size_t>(c.out_channels));
-    for (float& v : data.b) v = normal(rng);
-    const std::vector<int64_t> y_dims = Concat({c.batch, c.out_channels}, OutputSpatial(c));
-    nxrt::Value x = RandomTensor(Concat({c.batch, c.in_channels}, c.in), rng);
-    nxrt::Value z = RandomTensor(y_dims, rng);
-    nxrt::Value w = nxrt::Value::Tensor(NX_TYPE_FLOAT, w_dims);
-    std::copy(data.w.begin(), data.w.end(), w.data<float>());
-    const std::vector<float> xs(x.data<float>(), x.data<float>() + x.size());
-    const std::vector<float> zs(z.data<float>(), z.data<float>() + z.size());
-    const std::vector<float> expected = ReferenceConv(c, xs, data, zs);
+  for (const ConvCase& c : cases) ExpectMatchesReference(env, c, {1, 2, 3, 8}, "");
+}
 
-    std::vector<std::string> names = {"x"};
-    std::vector<const nxrt::Value*> feeds = {&x};
-    if (!c.constant_weights) {
-      names.push_back("w");
-      feeds.push_back(&w);
+// The single-pass depthwise bodies (depthwise_2d.h), AVX2 and AVX-512 each, on planes whose
+// widths are not multiples of either vector (1 to 57), rows shorter than a tile of 8, padding
+// on one side only, both strides, dilation, a channel multiplier and the fused residual; plus
+// kernels that take the other loops (3x1, 1x5, 7x7, 17 wide, stride 3, stride 2 x 1).
+TEST(ConvDepthwise, BothIsasMatchTheReference) {
+  // clang-format off
+  const std::vector<ConvCase> cases = {
+      {"3x3 56x56", 1, 8, 8, 8, {56, 56}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, true, true, false},
+      {"3x3 7x7", 2, 6, 6, 6, {7, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, true, true, false},
+      {"3x3 1x1 plane", 1, 4, 4, 4, {1, 1}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, true, true, false},
+      {"3x3 rows of 17, 9 rows", 1, 3, 3, 3, {9, 17}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, false, true, false},
+      {"3x3 33 wide, no pad", 1, 3, 3, 3, {12, 33}, {3, 3}, {1, 1}, {1, 1}, {0, 0, 0, 0}, true, true, false},
+      {"3x3 pad left/top only", 1, 5, 5, 5, {13, 31}, {3, 3}, {1, 1}, {1, 1}, {2, 1, 0, 0}, true, false, false},
+      {"3x3 stride 2 112", 1, 4, 4, 4, {112, 112}, {3, 3}, {2, 2}, {1, 1}, {0, 0, 1, 1}, true, true, false},
+      {"3x3 stride 2 odd", 2, 5, 5, 5, {15, 57}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, true, true, false},
+      {"5x5 28x28", 1, 6, 6, 6, {28, 28}, {5, 5}, {1, 1}, {1, 1}, {2, 2, 2, 2}, true, true, false},
+      {"5x5 stride 2 odd", 1, 6, 6, 6, {23, 19}, {5, 5}, {2, 2}, {1, 1}, {2, 2, 2, 2}, true, true, false},
+      {"3x3 dilated 2", 1, 4, 8, 4, {20, 21}, {3, 3}, {1, 1}, {2, 2}, {2, 2, 2, 2}, true, true, false},
+      {"3x3 + Add + Relu", 1, 16, 16, 16, {14, 14}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, true, true, true},
+      {"3x3 stride 2 + Add + Relu", 1, 16, 16, 16, {15, 15}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, true, true, true},
+      {"3x1", 1, 4, 4, 4, {11, 19}, {3, 1}, {1, 1}, {1, 1}, {1, 0, 1, 0}, true, true, false},
+      {"1x5 stride 2", 1, 4, 4, 4, {9, 40}, {1, 5}, {2, 2}, {1, 1}, {0, 2, 0, 2}, true, true, false},
+      {"7x7", 1, 3, 3, 3, {20, 20}, {7, 7}, {1, 1}, {1, 1}, {3, 3, 3, 3}, true, true, false},
+      {"17 wide kernel", 1, 2, 2, 2, {6, 40}, {1, 17}, {1, 1}, {1, 1}, {0, 8, 0, 8}, true, true, false},
+      {"stride 3", 1, 3, 3, 3, {20, 20}, {3, 3}, {3, 3}, {1, 1}, {1, 1, 1, 1}, true, true, false},
+      {"stride 2 x 1", 1, 3, 3, 3, {20, 21}, {3, 3}, {2, 1}, {1, 1}, {1, 1, 1, 1}, true, true, false},
+      {"1-D", 2, 4, 4, 4, {37}, {3}, {1}, {1}, {1, 1}, true, true, false},
+  };
+  // clang-format on
+  nxrt::Env env(NX_LOG_ERROR);
+  for (const std::string isa : {"avx2", "avx512"}) {
+    if (isa == "avx512" && !__builtin_cpu_supports("avx512f")) {
+      GTEST_SKIP() << "this CPU has no AVX-512: only the AVX2 bodies were tested";
     }
-    if (c.residual_relu) {
-      names.push_back("z");
-      feeds.push_back(&z);
-    }
-    const std::string bytes = ConvModel(c, data);
-    std::vector<float> first;
-    for (int threads : {1, 2, 3, 8}) {
-      SCOPED_TRACE(std::to_string(threads) + " threads");
-      nxrt::SessionOptions options;
-      options.SetIntraOpThreads(threads);
-      nxrt::Session session(env, bytes.data(), bytes.size(), &options);
-      if (c.residual_relu) {
-        EXPECT_EQ(session.ep_node_count(0), 1u);  // one FusedConv
-      }
-      for (int run = 0; run < 2; ++run) {  // the second run reuses the cached plan
-        auto y = session.Run(names, feeds);
-        ASSERT_EQ(y[0].shape(), y_dims);
-        const float* got = y[0].data<float>();
-        for (size_t i = 0; i < expected.size(); ++i) {
-          ASSERT_NEAR(got[i], expected[i], 1e-4f * std::max(1.0f, std::fabs(expected[i])))
-              << "element " << i << " run " << run;
-        }
-        if (first.empty()) first.assign(got, got + expected.size());
-        // Thread counts agree with each other far closer than with the reference.
-        for (size_t i = 0; i < expected.size(); ++i)
-          ASSERT_NEAR(got[i], first[i], 1e-5f * std::max(1.0f, std::fabs(first[i])));
-      }
-    }
+    for (const ConvCase& c : cases) ExpectMatchesReference(env, c, {1, 2}, isa);
+  }
+}
+
+TEST(ConvDepthwise, UnknownOrMissingIsaIsAClearError) {
+  const ConvCase c = {"3x3",        1,    4,    4,    4, {8, 8}, {3, 3}, {1, 1}, {1, 1},
+                      {1, 1, 1, 1}, true, true, false};
+  const ConvData data{std::vector<float>(36, 0.5f), std::vector<float>(4, 0.0f)};
+  const std::string bytes = ConvModel(c, data);
+  nxrt::Env env(NX_LOG_ERROR);
+  nxrt::SessionOptions options;
+  options.SetConfig("ep.cpu.isa", "sse9");
+  try {
+    nxrt::Session session(env, bytes.data(), bytes.size(), &options);
+    FAIL() << "an unknown isa was accepted";
+  } catch (const nxrt::Exception& e) {
+    EXPECT_NE(std::string(e.what()).find("isa='sse9' is not one of avx2, avx512"),
+              std::string::npos)
+        << e.what();
   }
 }
 
