@@ -5,6 +5,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <mutex>
+#include <set>
 
 namespace nxrt::test {
 
@@ -81,6 +83,17 @@ std::string TempDir() {
   std::string name = info ? std::string(info->test_suite_name()) + "." + info->name() : "nxrt";
   auto dir =
       std::filesystem::temp_directory_path() / ("nxrt_test_" + std::to_string(::getpid())) / name;
+  // Emptied on the first call of each test in this process: an earlier process with the same id
+  // may have left files there (a fifo or symlink that then cannot be created again).
+  static std::mutex mu;
+  static std::set<std::string> emptied;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (emptied.insert(name).second) {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+  }
   std::filesystem::create_directories(dir);
   return dir.string();
 }

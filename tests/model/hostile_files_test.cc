@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 
 #include "base/error.h"
@@ -34,7 +36,7 @@ TEST(HostileFiles, AFolderAsModelPathSaysItIsAFolder) {
 
 TEST(HostileFiles, AFifoAsModelPathFailsAtOnce) {
   const std::string fifo = test::TempDir() + "/pipe.onnx";
-  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
   const auto t0 = std::chrono::steady_clock::now();
   const std::string m = LoadError(fifo);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(1));
