@@ -1,8 +1,8 @@
 // The single-pass depthwise plane (depthwise_2d.h), written once over a vector traits class
 // `V` and instantiated by depthwise_2d_avx2.cc and depthwise_2d_avx512.cc, each compiled for
 // its ISA. V provides kLanes, Vec, Mask, Lanes(lo, hi) (a mask of lanes [lo, hi), any
-// integers), And(mask, mask), Load/LoadMasked, Store/StoreMasked, Set1, Fma, Add and Even(a, b)
-// (the even lanes of the 2 * kLanes floats a:b).
+// integers), Load/LoadMasked, StoreFirst, Set1, Fma, Add and Even(a, b) (the even lanes of the
+// 2 * kLanes floats a:b): common/simd_avx2.h and common/simd_avx512.h.
 #pragma once
 
 #include <algorithm>
@@ -59,10 +59,7 @@ template <class V, int R>
     const int64_t offset = (oh0 + r) * p.out_w + c0;
     if (z != nullptr)
       acc[r] = V::Add(acc[r], whole ? V::Load(z + offset) : V::LoadMasked(z + offset, out_mask));
-    if (whole)
-      V::Store(y + offset, acc[r]);
-    else
-      V::StoreMasked(y + offset, out_mask, acc[r]);
+    V::StoreFirst(y + offset, acc[r], lanes_out, out_mask);
   }
 }
 
