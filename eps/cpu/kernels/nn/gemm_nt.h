@@ -243,28 +243,6 @@ inline void GemmNT(int64_t m, int64_t n, int64_t k, const A* a, int64_t lda, con
   });
 }
 
-// A weight matrix B[N, K] used repeatedly as the right operand of A * B^T (recurrent weights):
-// packed once on first use when the products have enough rows to benefit.
-template <class A>
-class ReusedWeights {
- public:
-  ReusedWeights(const A* b, int64_t n, int64_t k) : b_(b), n_(n), k_(k) {}
-  // C[M, N] = A[M, K] * B^T; `rows` of A, leading dimension lda; C leading dimension ldc.
-  void Multiply(int64_t m, const A* a, int64_t lda, A* c, int64_t ldc, int threads) {
-    if (m < 6) {
-      GemmNT<A>(m, n_, k_, a, lda, b_, k_, c, ldc, false, threads);
-      return;
-    }
-    if (packed_.empty()) packed_ = PackTransposed(b_, n_, k_, k_);
-    GemmPacked<A>(m, n_, k_, a, lda, packed_.data(), c, ldc, false, threads);
-  }
-
- private:
-  const A* b_;
-  int64_t n_, k_;
-  std::vector<A> packed_;
-};
-
 // For callers that run their own threads: C (+)= alpha * A B^T on the calling thread only.
 template <class A>
 inline void GemmNTRange(int64_t m, int64_t k, const A* a, int64_t lda, const A* b, int64_t ldb,

@@ -2,8 +2,8 @@
 // state before its recurrent product (linear_before_reset = 0) or the product itself (1).
 #include <cstring>
 
-#include "kernels/nn/gemm_nt.h"
 #include "kernels/nn/nn_common.h"
+#include "kernels/nn/panel_weights.h"
 #include "kernels/nn/rnn_common.h"
 
 namespace nxrt::cpu::nn {
@@ -14,6 +14,10 @@ class Gru : public ep::Kernel {
   explicit Gru(const ep::KernelInfo& info) : at_(info, 2, {"Sigmoid", "Tanh"}) {
     linear_before_reset_ = info.attr_int("linear_before_reset", 0) != 0;
     for (size_t i = 0; i < 2; ++i) want_[i] = i < info.output_count() && info.output(i).present();
+    packed_w_ = PackConstantRnnWeight(info, 1, at_.dirs, 3, at_.hidden, {{0, 3}});
+    // The recurrent slices Multiply uses: z, r (and h) from H_{t-1}; h alone from r . H_{t-1}.
+    packed_r_ = PackConstantRnnWeight(info, 2, at_.dirs, 3, at_.hidden,
+                                      {{0, linear_before_reset_ ? 3 : 2}, {2, 3}});
   }
 
   void Compute(ep::KernelContext& ctx) override {
@@ -37,7 +41,10 @@ class Gru : public ep::Kernel {
         wb[j] = in.b.present() ? in.b.ptr[d * 2 * G + j] : A(0);
         rb[j] = in.b.present() ? in.b.ptr[d * 2 * G + G + j] : A(0);
       }
-      GemmNT<A>(S * N, G, I, in.x.ptr, I, w, I, proj.data(), G, false, ctx.threads());
+      const PanelWeights* pw = packed_w_.empty() ? nullptr : &packed_w_[d][0];
+      const PanelWeights* pr_first = packed_r_.empty() ? nullptr : &packed_r_[d][0];
+      const PanelWeights* pr_h = packed_r_.empty() ? nullptr : &packed_r_[d][1];
+      MultiplyByTransposed<A>(pw, S * N, G, I, in.x.ptr, w, proj.data(), ctx.threads());
       for (int64_t b = 0; b < N; ++b) {
         int64_t so = in.StateOffset(d, b);
         for (int64_t k = 0; k < H; ++k) {
@@ -49,8 +56,8 @@ class Gru : public ep::Kernel {
       bool reverse = at_.reverse_only || d == 1;
       // Recurrent weights: z and r (and h when the reset gate applies after the product) in one
       // product from H_{t-1}; otherwise h separately from r . H_{t-1}.
-      ReusedWeights<A> r_first(r, linear_before_reset_ ? G : 2 * H, H);
-      ReusedWeights<A> r_h(r + 2 * H * H, H, H);
+      ReusedWeights<A> r_first(r, linear_before_reset_ ? G : 2 * H, H, pr_first);
+      ReusedWeights<A> r_h(r + 2 * H * H, H, H, pr_h);
       for (int64_t s = 0; s < S; ++s) {
         int64_t t = reverse ? S - 1 - s : s;
         r_first.Multiply(N, h.data(), H, rec.data(), G, ctx.threads());
@@ -102,6 +109,8 @@ class Gru : public ep::Kernel {
   }
 
   RnnAttributes at_;
+  // W and R (its two products' slices) packed per direction when constant float32.
+  std::vector<std::vector<PanelWeights>> packed_w_, packed_r_;
   bool linear_before_reset_ = false;
   bool want_[2] = {false, false};
 };

@@ -2,8 +2,8 @@
 // each step then adds H_{t-1} * R^T and applies the gates (order i, o, f, c) per batch item.
 #include <cstring>
 
-#include "kernels/nn/gemm_nt.h"
 #include "kernels/nn/nn_common.h"
+#include "kernels/nn/panel_weights.h"
 #include "kernels/nn/rnn_common.h"
 
 namespace nxrt::cpu::nn {
@@ -16,6 +16,8 @@ class Lstm : public ep::Kernel {
     for (size_t i = 0; i < 3; ++i) {
       want_[i] = i < info.output_count() && info.output(i).present();
     }
+    packed_w_ = PackConstantRnnWeight(info, 1, at_.dirs, 4, at_.hidden, {{0, 4}});
+    packed_r_ = PackConstantRnnWeight(info, 2, at_.dirs, 4, at_.hidden, {{0, 4}});
   }
 
   void Compute(ep::KernelContext& ctx) override {
@@ -41,7 +43,9 @@ class Lstm : public ep::Kernel {
       for (int64_t j = 0; j < G; ++j) {
         bias[j] = in.b.present() ? in.b.ptr[d * 2 * G + j] + in.b.ptr[d * 2 * G + G + j] : A(0);
       }
-      GemmNT<A>(S * N, G, I, in.x.ptr, I, w, I, proj.data(), G, false, ctx.threads());
+      const PanelWeights* pw = packed_w_.empty() ? nullptr : &packed_w_[d][0];
+      const PanelWeights* pr = packed_r_.empty() ? nullptr : &packed_r_[d][0];
+      MultiplyByTransposed<A>(pw, S * N, G, I, in.x.ptr, w, proj.data(), ctx.threads());
       for (int64_t b = 0; b < N; ++b) {
         int64_t so = in.StateOffset(d, b);
         for (int64_t k = 0; k < H; ++k) {
@@ -53,7 +57,7 @@ class Lstm : public ep::Kernel {
       const Activation& g = at_.acts[d * 3 + 1];
       const Activation& hact = at_.acts[d * 3 + 2];
       bool reverse = at_.reverse_only || d == 1;
-      ReusedWeights<A> rw(r, G, H);
+      ReusedWeights<A> rw(r, G, H, pr);
       for (int64_t s = 0; s < S; ++s) {
         int64_t t = reverse ? S - 1 - s : s;
         rw.Multiply(N, h.data(), H, gates.data(), G, ctx.threads());
@@ -108,6 +112,8 @@ class Lstm : public ep::Kernel {
   }
 
   RnnAttributes at_;
+  // W and R packed per direction when they are constant float32 (panel_weights.h).
+  std::vector<std::vector<PanelWeights>> packed_w_, packed_r_;
   bool input_forget_ = false;
   bool want_[3] = {false, false, false};
 };

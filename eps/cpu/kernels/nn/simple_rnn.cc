@@ -1,8 +1,8 @@
 // RNN (opsets 1-22): H_t = f(X_t * W^T + H_{t-1} * R^T + Wb + Rb).
 #include <cstring>
 
-#include "kernels/nn/gemm_nt.h"
 #include "kernels/nn/nn_common.h"
+#include "kernels/nn/panel_weights.h"
 #include "kernels/nn/rnn_common.h"
 
 namespace nxrt::cpu::nn {
@@ -12,6 +12,8 @@ class Rnn : public ep::Kernel {
  public:
   explicit Rnn(const ep::KernelInfo& info) : at_(info, 1, {"Tanh"}) {
     for (size_t i = 0; i < 2; ++i) want_[i] = i < info.output_count() && info.output(i).present();
+    packed_w_ = PackConstantRnnWeight(info, 1, at_.dirs, 1, at_.hidden, {{0, 1}});
+    packed_r_ = PackConstantRnnWeight(info, 2, at_.dirs, 1, at_.hidden, {{0, 1}});
   }
 
   void Compute(ep::KernelContext& ctx) override {
@@ -34,7 +36,9 @@ class Rnn : public ep::Kernel {
       for (int64_t j = 0; j < H; ++j) {
         bias[j] = in.b.present() ? in.b.ptr[d * 2 * H + j] + in.b.ptr[d * 2 * H + H + j] : A(0);
       }
-      GemmNT<A>(S * N, H, I, in.x.ptr, I, w, I, proj.data(), H, false, ctx.threads());
+      const PanelWeights* pw = packed_w_.empty() ? nullptr : &packed_w_[d][0];
+      const PanelWeights* pr = packed_r_.empty() ? nullptr : &packed_r_[d][0];
+      MultiplyByTransposed<A>(pw, S * N, H, I, in.x.ptr, w, proj.data(), ctx.threads());
       for (int64_t b = 0; b < N; ++b) {
         int64_t so = in.StateOffset(d, b);
         for (int64_t k = 0; k < H; ++k) {
@@ -43,7 +47,7 @@ class Rnn : public ep::Kernel {
       }
       const Activation& f = at_.acts[d];
       bool reverse = at_.reverse_only || d == 1;
-      ReusedWeights<A> rw(r, H, H);
+      ReusedWeights<A> rw(r, H, H, pr);
       for (int64_t s = 0; s < S; ++s) {
         int64_t t = reverse ? S - 1 - s : s;
         rw.Multiply(N, h.data(), H, rec.data(), H, ctx.threads());
@@ -69,6 +73,8 @@ class Rnn : public ep::Kernel {
   }
 
   RnnAttributes at_;
+  // W and R packed per direction when they are constant float32 (panel_weights.h).
+  std::vector<std::vector<PanelWeights>> packed_w_, packed_r_;
   bool want_[2] = {false, false};
 };
 
