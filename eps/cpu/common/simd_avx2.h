@@ -46,6 +46,7 @@ struct Avx2 {
   static Vec Div(Vec a, Vec b) { return _mm256_div_ps(a, b); }
   // vmaxps returns its second operand unless the first is greater (NaN compares false).
   static Vec Max(Vec a, Vec b) { return _mm256_max_ps(a, b); }
+  static Vec Min(Vec a, Vec b) { return _mm256_min_ps(a, b); }  // the same NaN rule
   static Vec MaskedMax(Vec acc, Mask m, Vec v) {
     return _mm256_blendv_ps(acc, _mm256_max_ps(v, acc), _mm256_castsi256_ps(m));
   }

@@ -39,6 +39,7 @@ struct Avx512 {
   // undefined pass-through operand; this is the same unmasked vmaxps. (The same for the
   // permute below.)
   static Vec Max(Vec a, Vec b) { return _mm512_maskz_max_ps(static_cast<Mask>(0xffff), a, b); }
+  static Vec Min(Vec a, Vec b) { return _mm512_maskz_min_ps(static_cast<Mask>(0xffff), a, b); }
   static Vec MaskedMax(Vec acc, Mask m, Vec v) { return _mm512_mask_max_ps(acc, m, v, acc); }
   static Vec Even(Vec a, Vec b) {
     const __m512i even =

@@ -13,6 +13,7 @@
 #include "kernels/elementwise/vec_math.h"
 #include "kernels/linalg/conv_depthwise.h"
 #include "kernels/linalg/dnnl_util.h"
+#include "kernels/linalg/pointwise_conv.h"
 
 namespace nxrt::cpu::linalg {
 
@@ -35,7 +36,10 @@ struct DnnlConv::PlanPart {
 };
 
 struct DnnlConv::Plan {
-  bool gemm = false;       // pointwise GEMM strategy: nothing below is used
+  bool gemm = false;  // pointwise GEMM strategy: nothing below is used
+  // For a 1x1 stride-1 ungrouped convolution with constant weights: the weights packed for the
+  // pointwise tiles (pointwise_conv.h) of isa_; empty otherwise.
+  std::vector<float> pointwise_w;
   bool depthwise = false;  // direct depthwise loop: nothing below is used
   memory::desc src_plain, src_conv;
   bool reorder_src = false;
@@ -190,6 +194,14 @@ std::shared_ptr<DnnlConv::Plan> DnnlConv::BuildPlan(const ConvGeometry& g, bool 
   const bool nchw_auto = strategy_ == ConvStrategy::kAuto && !channels_last_;
   if ((nchw_auto || strategy_ == ConvStrategy::kGemm) && pointwise && !channels_last_) {
     plan->gemm = true;
+    if (const_w_ != nullptr && UsePointwiseTiles(g)) {
+      if (const_w_count_ != static_cast<size_t>(g.out_channels * g.in_channels)) {
+        throw std::runtime_error("Conv: constant weight size does not match the geometry");
+      }
+      plan->pointwise_w.resize(
+          static_cast<size_t>(PointwisePackedSize(isa_, g.out_channels, g.in_channels)));
+      PackPointwiseWeights(isa_, const_w_, g.out_channels, g.in_channels, plan->pointwise_w.data());
+    }
     return plan;
   }
   if ((nchw_auto || strategy_ == ConvStrategy::kDirect) && IsDepthwiseConv(g) && !channels_last_) {
@@ -386,7 +398,9 @@ void DnnlConv::Run(const ConvGeometry& g, const float* x, const float* w, const 
   std::shared_ptr<Plan> plan = GetPlan(g, omp_threads, parts, bias != nullptr);
   // The GEMM and depthwise paths split on the session's pool, which costs well under a
   // microsecond per region: they get every thread and split from kMinParallelMacs on.
-  if (plan->gemm) {
+  if (plan->gemm && UsePointwiseTiles(g)) {
+    RunPointwiseTiles(*plan, g, x, w, bias, fusion_.sum ? z : nullptr, y, threads);
+  } else if (plan->gemm) {
     OmpThreadScope scope(threads);  // Sgemm reads the thread count from OpenMP
     RunGemm(g, x, w, bias, fusion_.sum ? z : nullptr, y);
     ApplyEltwise(fusion_.eltwise, y, g.batch * g.out_channels * g.out_size(), threads);
@@ -400,6 +414,66 @@ void DnnlConv::Run(const ConvGeometry& g, const float* x, const float* w, const 
     }
   } else {
     RunDnnl(*plan, g, x, w, bias, z, y, threads);
+  }
+}
+
+bool DnnlConv::UsePointwiseTiles(const ConvGeometry& g) const {
+  // Ungrouped and unstrided (a strided 1x1 subsamples first: the GEMM route). The explicit
+  // kGemm strategy keeps oneDNN's sgemm, for comparisons (docs/performance.md).
+  return g.group == 1 && g.in == g.out && strategy_ != ConvStrategy::kGemm;
+}
+
+void DnnlConv::RunPointwiseTiles(const Plan& plan, const ConvGeometry& g, const float* x,
+                                 const float* w, const float* bias, const float* z, float* y,
+                                 int threads) {
+  const int64_t in_size = g.in_size(), out_size = g.out_size();
+  PointwiseJob job;
+  job.out_channels = g.out_channels;
+  job.in_channels = g.in_channels;
+  job.pixels = out_size;
+  job.bias = bias;
+  // The activations the tiles apply in registers, in order, up to the first they cannot; that
+  // one and the rest run on each stored row segment.
+  PointwiseActivation acts[8];
+  size_t in_tile = 0;
+  for (; in_tile < fusion_.eltwise.size() && in_tile < 8; ++in_tile) {
+    const auto& e = fusion_.eltwise[in_tile];
+    PointwiseActivation& a = acts[in_tile];
+    a.alpha = e.alpha;
+    a.beta = e.beta;
+    if (e.alg == dnnl::algorithm::eltwise_relu) {
+      a.kind = PointwiseActivation::kRelu;
+    } else if (e.alg == dnnl::algorithm::eltwise_clip) {
+      a.kind = PointwiseActivation::kClip;
+    } else if (e.alg == dnnl::algorithm::eltwise_hardswish) {
+      a.kind = PointwiseActivation::kHardSwish;
+    } else if (e.alg == dnnl::algorithm::eltwise_linear) {
+      a.kind = PointwiseActivation::kLinear;
+    } else {
+      break;
+    }
+  }
+  job.acts = acts;
+  job.act_count = static_cast<int>(in_tile);
+  std::vector<ConvFusion::Eltwise> rest;
+  if (in_tile < fusion_.eltwise.size()) {
+    rest.assign(fusion_.eltwise.begin() + static_cast<ptrdiff_t>(in_tile), fusion_.eltwise.end());
+    job.rest = [&rest](float* row, int64_t n) { ApplyEltwiseRange(rest, row, n); };
+  }
+  const float* packed = plan.pointwise_w.empty() ? nullptr : plan.pointwise_w.data();
+  if (packed == nullptr) {  // weights that are an input: packed per run
+    const size_t floats =
+        static_cast<size_t>(PointwisePackedSize(isa_, g.out_channels, g.in_channels));
+    float* buf = static_cast<float*>(ThreadScratch(kScratchWeights, floats * sizeof(float)));
+    PackPointwiseWeights(isa_, w, g.out_channels, g.in_channels, buf);
+    packed = buf;
+  }
+  job.packed_w = packed;
+  for (int64_t n = 0; n < g.batch; ++n) {
+    job.x = x + n * g.in_channels * in_size;
+    job.y = y + n * g.out_channels * out_size;
+    job.z = z != nullptr ? z + n * g.out_channels * out_size : nullptr;
+    RunPointwise(isa_, job, threads);
   }
 }
 

@@ -72,7 +72,7 @@ class DnnlConv {
   // Uses constant weights [M, C/group, k...] (`num_weights` floats, borrowed: they must outlive
   // this object); later Run calls pass nullptr for w. Call before the first Prepare or Run.
   void SetConstantWeights(const float* w, size_t num_weights);
-  // The ISA of the hand-written paths (depthwise); default: the CPU's best.
+  // The ISA of the hand-written paths (depthwise, pointwise); default: the CPU's best.
   void SetIsa(Isa isa) { isa_ = isa; }
   bool has_constant_weights() const { return const_w_ != nullptr; }
 
@@ -97,6 +97,10 @@ class DnnlConv {
   std::shared_ptr<Plan> BuildPlan(const ConvGeometry& g, bool has_bias, int parts);  // under mu_
   // Constant weights of a slice in its primitive's layout, packed once (under mu_).
   std::shared_ptr<dnnl::memory> PackedWeights(const PlanPart& part, const float* w);
+  // 1x1 convolutions the register tiles of pointwise_conv.h take (else RunGemm).
+  bool UsePointwiseTiles(const ConvGeometry& g) const;
+  void RunPointwiseTiles(const Plan& plan, const ConvGeometry& g, const float* x, const float* w,
+                         const float* bias, const float* z, float* y, int threads);
   void RunGemm(const ConvGeometry& g, const float* x, const float* w, const float* bias,
                const float* z, float* y);
   void RunDnnl(const Plan& plan, const ConvGeometry& g, const float* x, const float* w,

@@ -27,6 +27,9 @@ struct ConvCase {
   bool bias;
   bool constant_weights;  // an initializer (packed once) or a graph input (every run)
   bool residual_relu;     // Conv -> Add(z) -> Relu, fused into one FusedConv
+  // Without residual_relu: Conv -> this activation (Clip to [0, 6], HardSwish, LeakyRelu with
+  // slope 0.1, Sigmoid), fused into the convolution; empty for none.
+  std::string activation = "";
 };
 
 std::vector<int64_t> OutputSpatial(const ConvCase& c) {
@@ -62,7 +65,8 @@ std::string ConvModel(const ConvCase& c, const ConvData& data) {
   g->set_name("conv");
   std::vector<std::string> inputs = {"x", "w"};
   if (c.bias) inputs.push_back("b");
-  auto conv = MakeNode("Conv", inputs, {c.residual_relu ? "c" : "y"}, "conv");
+  const bool act = !c.residual_relu && !c.activation.empty();
+  auto conv = MakeNode("Conv", inputs, {c.residual_relu || act ? "c" : "y"}, "conv");
   AddIntsAttribute(&conv, "kernel_shape", c.kernel);
   AddIntsAttribute(&conv, "strides", c.stride);
   AddIntsAttribute(&conv, "dilations", c.dilation);
@@ -81,6 +85,20 @@ std::string ConvModel(const ConvCase& c, const ConvData& data) {
     AddFloatValue(g->add_input(), "z", y_dims);
     *g->add_node() = MakeNode("Add", {"c", "z"}, {"s"}, "residual");
     *g->add_node() = MakeNode("Relu", {"s"}, {"y"}, "relu");
+  }
+  if (act && c.activation == "Clip") {
+    *g->add_initializer() = MakeFloatTensor("lo", {}, {0.0f});
+    *g->add_initializer() = MakeFloatTensor("hi", {}, {6.0f});
+    *g->add_node() = MakeNode("Clip", {"c", "lo", "hi"}, {"y"}, "act");
+  } else if (act) {
+    auto node = MakeNode(c.activation, {"c"}, {"y"}, "act");
+    if (c.activation == "LeakyRelu") {
+      auto* alpha = node.add_attribute();
+      alpha->set_name("alpha");
+      alpha->set_type(onnx::AttributeProto::FLOAT);
+      alpha->set_f(0.1f);
+    }
+    *g->add_node() = node;
   }
   AddFloatValue(g->add_output(), "y", y_dims);
   return m.SerializeAsString();
@@ -125,6 +143,12 @@ std::vector<float> ReferenceConv(const ConvCase& c, const std::vector<float>& x,
         }
         const size_t at = static_cast<size_t>((n * c.out_channels + oc) * out_size + op);
         if (c.residual_relu) acc = std::max(0.0, acc + z[at]);
+        if (!c.residual_relu && c.activation == "Clip") acc = std::min(6.0, std::max(0.0, acc));
+        if (!c.residual_relu && c.activation == "HardSwish") {
+          acc *= std::min(1.0, std::max(0.0, acc / 6.0 + 0.5));
+        }
+        if (!c.residual_relu && c.activation == "LeakyRelu" && acc < 0) acc *= 0.1;
+        if (!c.residual_relu && c.activation == "Sigmoid") acc = 1.0 / (1.0 + std::exp(-acc));
         y[at] = static_cast<float>(acc);
       }
     }
@@ -259,6 +283,35 @@ TEST(ConvDepthwise, BothIsasMatchTheReference) {
   for (const std::string isa : {"avx2", "avx512"}) {
     if (isa == "avx512" && !__builtin_cpu_supports("avx512f")) {
       GTEST_SKIP() << "this CPU has no AVX-512: only the AVX2 bodies were tested";
+    }
+    for (const ConvCase& c : cases) ExpectMatchesReference(env, c, {1, 2}, isa);
+  }
+}
+
+// The pointwise tiles (pointwise_conv.h), AVX2 and AVX-512 each: output channels that are not a
+// multiple of a tile's rows (4 / 8), pixel counts around the 24- and 48-wide tiles and their
+// masked last vector (1, 7x7, 14x14, 33, 3136 split into L2 chunks at 2 threads), input channels
+// from 1 up, batch 2, weights packed once or per run, with and without bias, the fused
+// residual + Relu and the activations done in registers (Clip, HardSwish, LeakyRelu) or after
+// the store (Sigmoid).
+TEST(ConvPointwise, BothIsasMatchTheReference) {
+  // clang-format off
+  const std::vector<ConvCase> cases = {
+      {"16 -> 96, 28x28, Clip", 1, 16, 96, 1, {28, 28}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, true, true, false, "Clip"},
+      {"24 -> 36, 56x56", 1, 24, 36, 1, {56, 56}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, true, true, false},
+      {"320 -> 20, 7x7 + Add + Relu", 1, 320, 20, 1, {7, 7}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, true, true, true},
+      {"13 -> 11, 14x14, batch 2, weights at run time", 2, 13, 11, 1, {14, 14}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, false, false, false},
+      {"1 -> 5, 1x1 plane", 2, 1, 5, 1, {1, 1}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, true, true, false, "HardSwish"},
+      {"9 -> 17, 1x33, LeakyRelu", 1, 9, 17, 1, {1, 33}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, true, true, false, "LeakyRelu"},
+      {"40 -> 24, 3x16, Sigmoid", 1, 40, 24, 1, {3, 16}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, true, true, false, "Sigmoid"},
+      {"1-D 7 -> 9, 50", 2, 7, 9, 1, {50}, {1}, {1}, {1}, {0, 0}, false, true, false},
+      {"600 -> 8, 21x21", 1, 600, 8, 1, {21, 21}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, true, true, false},
+  };
+  // clang-format on
+  nxrt::Env env(NX_LOG_ERROR);
+  for (const std::string isa : {"avx2", "avx512"}) {
+    if (isa == "avx512" && !__builtin_cpu_supports("avx512f")) {
+      GTEST_SKIP() << "this CPU has no AVX-512: only the AVX2 tiles were tested";
     }
     for (const ConvCase& c : cases) ExpectMatchesReference(env, c, {1, 2}, isa);
   }

@@ -1,0 +1,143 @@
+// The tile loops of pointwise_conv.h, written once against a vector-traits class
+// (common/simd_avx2.h, simd_avx512.h) and instantiated in pointwise_conv_avx2.cc and
+// pointwise_conv_avx512.cc.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "kernels/linalg/pointwise_conv.h"
+
+namespace nxrt::cpu::linalg::pointwise_body {
+
+template <class V>
+inline typename V::Vec Activate(const PointwiseJob& job, typename V::Vec v) {
+  for (int i = 0; i < job.act_count; ++i) {
+    const PointwiseActivation& a = job.acts[i];
+    switch (a.kind) {
+      case PointwiseActivation::kRelu: {
+        // max(0, v) + alpha * min(0, v); Max/Min return v when it is NaN.
+        const typename V::Vec zero = V::Set1(0.0f);
+        v = a.alpha == 0.0f ? V::Max(zero, v)
+                            : V::Fma(V::Set1(a.alpha), V::Min(zero, v), V::Max(zero, v));
+        break;
+      }
+      case PointwiseActivation::kClip:
+        v = V::Min(V::Set1(a.beta), V::Max(V::Set1(a.alpha), v));
+        break;
+      case PointwiseActivation::kHardSwish: {
+        const typename V::Vec t = V::Fma(v, V::Set1(1.0f / 6.0f), V::Set1(0.5f));
+        v = V::Mul(v, V::Min(V::Set1(1.0f), V::Max(V::Set1(0.0f), t)));
+        break;
+      }
+      case PointwiseActivation::kLinear:
+        v = V::Fma(V::Set1(a.alpha), v, V::Set1(a.beta));
+        break;
+    }
+  }
+  return v;
+}
+
+// One tile: kRows channels from `row0` (`rows` of them real) x NV vectors of pixels from `p0`;
+// with kPartial the last vector covers only `last_lanes` pixels. (One K loop for both cases,
+// the mask a template choice: with a run-time branch between two loops GCC kept the partial
+// loop's accumulators on the stack, a store of every one per k.)
+template <class V, int kRows, int NV, bool kPartial>
+inline void Tile(const PointwiseJob& job, const float* wblock, int64_t row0, int rows, int64_t p0,
+                 int64_t last_lanes) {
+  using Vec = typename V::Vec;
+  const int64_t P = job.pixels, K = job.in_channels;
+  const typename V::Mask mask = V::Lanes(0, kPartial ? last_lanes : V::kLanes);
+  Vec acc[kRows][NV];
+#pragma GCC unroll 16
+  for (int r = 0; r < kRows; ++r) {
+    const Vec b = V::Set1(job.bias != nullptr && r < rows ? job.bias[row0 + r] : 0.0f);
+    for (int v = 0; v < NV; ++v) acc[r][v] = b;
+  }
+  const float* xp = job.x + p0;
+  const float* w = wblock;
+  for (int64_t k = 0; k < K; ++k, xp += P, w += kRows) {
+    Vec xv[NV];
+    for (int v = 0; v < NV; ++v) {
+      xv[v] = kPartial && v == NV - 1 ? V::LoadMasked(xp + v * V::kLanes, mask)
+                                      : V::Load(xp + v * V::kLanes);
+    }
+#pragma GCC unroll 16
+    for (int r = 0; r < kRows; ++r) {
+      const Vec wv = V::Set1(w[r]);
+      for (int v = 0; v < NV; ++v) acc[r][v] = V::Fma(wv, xv[v], acc[r][v]);
+    }
+  }
+  // The accumulators leave registers once, here: read in the epilogue loop below (bounded by
+  // `rows`), GCC kept the array on the stack and stored all of it on every k.
+  alignas(64) float sums[kRows][NV * V::kLanes];
+#pragma GCC unroll 16
+  for (int r = 0; r < kRows; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) V::Store(&sums[r][v * V::kLanes], acc[r][v]);
+  for (int r = 0; r < rows; ++r) {
+    float* yr = job.y + (row0 + r) * P + p0;
+    const float* zr = job.z != nullptr ? job.z + (row0 + r) * P + p0 : nullptr;
+    for (int v = 0; v < NV; ++v) {
+      const bool last = kPartial && v == NV - 1;
+      Vec t = V::Load(&sums[r][v * V::kLanes]);
+      if (zr != nullptr) {
+        t = V::Add(t, last ? V::LoadMasked(zr + v * V::kLanes, mask) : V::Load(zr + v * V::kLanes));
+      }
+      t = Activate<V>(job, t);
+      if (last) {
+        V::StoreFirst(yr + v * V::kLanes, t, last_lanes, mask);
+      } else {
+        V::Store(yr + v * V::kLanes, t);
+      }
+    }
+  }
+  // After every row is stored: no accumulator may live across this call (it would make GCC
+  // keep them all in memory, stored on every k).
+  if (job.rest) {
+    for (int r = 0; r < rows; ++r) {
+      job.rest(job.y + (row0 + r) * P + p0,
+               (NV - 1) * V::kLanes + (kPartial ? last_lanes : V::kLanes));
+    }
+  }
+}
+
+// A tile narrower than NV vectors: `vectors` of them (1..NV), the last covering `last_lanes`.
+template <class V, int kRows, int NV>
+inline void EdgeTile(const PointwiseJob& job, const float* wblock, int64_t row0, int rows,
+                     int64_t p0, int vectors, int64_t last_lanes) {
+  if constexpr (NV > 1) {
+    if (vectors < NV) {
+      EdgeTile<V, kRows, NV - 1>(job, wblock, row0, rows, p0, vectors, last_lanes);
+      return;
+    }
+  }
+  if (last_lanes == V::kLanes) {
+    Tile<V, kRows, NV, false>(job, wblock, row0, rows, p0, last_lanes);
+  } else {
+    Tile<V, kRows, NV, true>(job, wblock, row0, rows, p0, last_lanes);
+  }
+}
+
+template <class V, int kRows, int NV>
+void Run(const PointwiseJob& job, int64_t block_begin, int64_t block_end, int64_t p_begin,
+         int64_t p_end) {
+  constexpr int64_t kCols = NV * V::kLanes;
+  const int64_t K = job.in_channels;
+  for (int64_t blk = block_begin; blk < block_end; ++blk) {
+    const int64_t row0 = blk * kRows;
+    const int rows = static_cast<int>(std::min<int64_t>(kRows, job.out_channels - row0));
+    const float* wblock = job.packed_w + blk * K * kRows;
+    int64_t p = p_begin;
+    for (; p + kCols <= p_end; p += kCols) {
+      Tile<V, kRows, NV, false>(job, wblock, row0, rows, p, V::kLanes);
+    }
+    if (p < p_end) {
+      const int64_t left = p_end - p;
+      const int vectors = static_cast<int>((left + V::kLanes - 1) / V::kLanes);
+      EdgeTile<V, kRows, NV>(job, wblock, row0, rows, p, vectors, left - (vectors - 1) * V::kLanes);
+    }
+  }
+}
+
+}  // namespace nxrt::cpu::linalg::pointwise_body
