@@ -2,11 +2,12 @@
 #pragma once
 
 #include <cstdint>
+#include <nxrt/nxrt_ep.hpp>
 #include <span>
 #include <string>
 #include <vector>
 
-#include <nxrt/nxrt_ep.hpp>
+#include "common/small_vector.h"
 
 namespace nxrt::cpu {
 
@@ -20,24 +21,26 @@ inline std::string ShapeToString(std::span<const int64_t> s) {
 }
 
 // The broadcast shape of a and b; throws with both shapes on mismatch.
-inline std::vector<int64_t> BroadcastShapes(std::span<const int64_t> a, std::span<const int64_t> b) {
+inline Dims BroadcastShapes(std::span<const int64_t> a, std::span<const int64_t> b) {
   size_t rank = std::max(a.size(), b.size());
-  std::vector<int64_t> out(rank);
+  Dims out(rank);
   for (size_t i = 0; i < rank; ++i) {
     int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
     int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
-    if (da == db || db == 1) out[i] = da;
-    else if (da == 1) out[i] = db;
+    if (da == db || db == 1)
+      out[i] = da;
+    else if (da == 1)
+      out[i] = db;
     else
-      ep::Fail(NX_INVALID_ARGUMENT, "shapes " + ShapeToString(a) + " and " + ShapeToString(b) +
-                                        " cannot be broadcast");
+      ep::Fail(NX_INVALID_ARGUMENT,
+               "shapes " + ShapeToString(a) + " and " + ShapeToString(b) + " cannot be broadcast");
   }
   return out;
 }
 
 // Element strides of `in` when read as a tensor of shape `out` (0 along broadcast dimensions).
-inline std::vector<int64_t> BroadcastStrides(std::span<const int64_t> in, std::span<const int64_t> out) {
-  std::vector<int64_t> strides(out.size(), 0);
+inline Dims BroadcastStrides(std::span<const int64_t> in, std::span<const int64_t> out) {
+  Dims strides(out.size(), 0);
   int64_t stride = 1;
   for (size_t k = 0; k < in.size(); ++k) {
     size_t i = in.size() - 1 - k;

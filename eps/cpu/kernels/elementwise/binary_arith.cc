@@ -102,7 +102,7 @@ class PRelu : public ep::Kernel {
     NXRT_EP_ENFORCE(slope.type() == type, std::string("PRelu: slope type ") +
                                               ep::ElementTypeName(slope.type()) +
                                               " differs from X type " + ep::ElementTypeName(type));
-    std::vector<int64_t> xshape = x.shape_vector();
+    const PlanDims xshape(x.shape());
     auto plan = PlanBroadcast<2>({x.shape(), slope.shape()}, "PRelu", &xshape);
     ep::Tensor y = ctx.output(0, xshape, type);
     if (plan.total == 0) return;

@@ -182,7 +182,7 @@ struct BroadcastPlan {
 // error messages.
 template <size_t N>
 BroadcastPlan<N> PlanBroadcast(const std::array<std::span<const int64_t>, N>& shapes,
-                               const char* what, const std::vector<int64_t>* target = nullptr) {
+                               const char* what, const PlanDims* target = nullptr) {
   BroadcastPlan<N> p;
   if (target) {
     p.out_shape.assign(target->begin(), target->end());
@@ -273,7 +273,7 @@ void RunBroadcast(const BroadcastPlan<N>& p, int threads, Fn&& fn) {
   const int64_t inner = p.inner();
   const size_t outer_rank = p.dims.size() - 1;
   ParallelFor(ThreadsFor(threads, p.total), p.total, kGrain, [&](int64_t begin, int64_t end) {
-    std::vector<int64_t> idx(outer_rank, 0);
+    PlanDims idx(outer_rank, 0);
     std::array<int64_t, N> offs{};
     int64_t rem = begin / inner;
     for (size_t d = outer_rank; d-- > 0;) {

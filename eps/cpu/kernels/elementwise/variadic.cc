@@ -48,16 +48,16 @@ class Variadic : public ep::Kernel {
   void Compute(ep::KernelContext& ctx) override {
     const size_t count = ctx.input_count();
     NXRT_EP_ENFORCE(count >= 1, name_ + ": needs at least one input");
-    std::vector<ep::ConstTensor> in;
-    for (size_t i = 0; i < count; ++i) in.push_back(ctx.input(i));
-    const NxElementType type = in[0].type();
-    std::vector<int64_t> out_shape = in[0].shape_vector();
+    // Inputs by index: no per-run list of them.
+    auto in = [&ctx](size_t i) { return ctx.input(i); };
+    const NxElementType type = in(0).type();
+    PlanDims out_shape(in(0).shape());
     for (size_t i = 1; i < count; ++i) {
-      NXRT_EP_ENFORCE(in[i].type() == type, name_ + ": input " + std::to_string(i) + " has type " +
-                                                ep::ElementTypeName(in[i].type()) + ", expected " +
+      NXRT_EP_ENFORCE(in(i).type() == type, name_ + ": input " + std::to_string(i) + " has type " +
+                                                ep::ElementTypeName(in(i).type()) + ", expected " +
                                                 ep::ElementTypeName(type));
       try {
-        out_shape = BroadcastShapes(out_shape, in[i].shape());
+        out_shape = BroadcastShapes(out_shape, in(i).shape());
       } catch (const ep::Error& e) {
         ep::Fail(NX_INVALID_ARGUMENT, name_ + ": " + e.what());
       }
@@ -70,8 +70,8 @@ class Variadic : public ep::Kernel {
     DispatchSet<Op::kTypes>(type, name_.c_str(), [&]<class T>() {
       T* py = y.data<T>();
       if (count == 1) {
-        auto plan = PlanBroadcast<1>({in[0].shape()}, name_.c_str(), &out_shape);
-        const T* px = in[0].data<T>();
+        auto plan = PlanBroadcast<1>({in(0).shape()}, name_.c_str(), &out_shape);
+        const T* px = in(0).template data<T>();
         RunBroadcast(plan, threads, [&](int64_t oo, const int64_t* io, int64_t n) {
           if (plan.inner_stride(0) != 0) {
             std::memcpy(py + oo, px + io[0], sizeof(T) * n);
@@ -80,12 +80,12 @@ class Variadic : public ep::Kernel {
           }
         });
       } else {
-        auto plan = PlanBroadcast<2>({in[0].shape(), in[1].shape()}, name_.c_str(), &out_shape);
-        BinaryBroadcast(plan, threads, in[0].data<T>(), in[1].data<T>(), py, op);
+        auto plan = PlanBroadcast<2>({in(0).shape(), in(1).shape()}, name_.c_str(), &out_shape);
+        BinaryBroadcast(plan, threads, in(0).template data<T>(), in(1).template data<T>(), py, op);
         for (size_t k = 2; k < count; ++k) {
-          auto p = PlanBroadcast<2>({std::span<const int64_t>(out_shape), in[k].shape()},
+          auto p = PlanBroadcast<2>({std::span<const int64_t>(out_shape), in(k).shape()},
                                     name_.c_str(), &out_shape);
-          BinaryBroadcast(p, threads, static_cast<const T*>(py), in[k].data<T>(), py, op);
+          BinaryBroadcast(p, threads, static_cast<const T*>(py), in(k).template data<T>(), py, op);
         }
       }
       if constexpr (Op::kMean) {

@@ -70,11 +70,11 @@ std::vector<int64_t> ChannelsFirst(std::span<const int64_t> d) {
   }
   return out;
 }
-std::vector<int64_t> ChannelsLast(std::span<const int64_t> d) {
-  std::vector<int64_t> out(d.begin(), d.end());
-  if (out.size() >= 3) {
-    out.erase(out.begin() + 1);
-    out.push_back(d[1]);
+Dims ChannelsLast(std::span<const int64_t> d) {
+  Dims out(d);
+  if (out.size() >= 3) {  // [N, C, spatial...] -> [N, spatial..., C]
+    for (size_t i = 1; i + 1 < d.size(); ++i) out[i] = d[i + 1];
+    out.back() = d[1];
   }
   return out;
 }
@@ -147,7 +147,7 @@ class Conv : public ep::PrePackingKernel {
                           " tensor of " + std::to_string(g.out_channels) + " elements, got " +
                           ep::ElementTypeName(bt) + ShapeToString(b_shape));
     }
-    std::vector<int64_t> y_dims = channels_last_ ? ChannelsLast(g.output_dims()) : g.output_dims();
+    const Dims y_dims = channels_last_ ? ChannelsLast(g.output_dims()) : g.output_dims();
     std::optional<ep::ConstTensor> z;
     if (has_sum_) {
       z = ctx.input(3);

@@ -69,12 +69,12 @@ memory::dims Real(const ConvGeometry& g, const Dims3& d, int64_t minus = 0) {
   return out;
 }
 
-std::vector<int64_t> PlanKey(const ConvGeometry& g, int threads, bool has_bias) {
-  std::vector<int64_t> key = {threads,       has_bias,       g.spatial, g.batch,
-                              g.in_channels, g.out_channels, g.group};
+SmallVector<int64_t, 32> PlanKey(const ConvGeometry& g, int threads, bool has_bias) {
+  SmallVector<int64_t, 32> key = {threads,       has_bias,       g.spatial, g.batch,
+                                  g.in_channels, g.out_channels, g.group};
   for (const Dims3* d :
        {&g.in, &g.out, &g.kernel, &g.stride, &g.dilation, &g.pad_begin, &g.pad_end}) {
-    key.insert(key.end(), d->begin(), d->end());
+    for (int64_t v : *d) key.push_back(v);
   }
   return key;
 }
@@ -337,7 +337,7 @@ std::shared_ptr<memory> DnnlConv::PackedWeights(const PlanPart& part, const floa
 
 std::shared_ptr<DnnlConv::Plan> DnnlConv::GetPlan(const ConvGeometry& g, int omp_threads, int parts,
                                                   bool has_bias) {
-  std::vector<int64_t> key = PlanKey(g, omp_threads, has_bias);
+  SmallVector<int64_t, 32> key = PlanKey(g, omp_threads, has_bias);
   key.push_back(parts);
   std::lock_guard<std::mutex> lock(mu_);
   auto it = plans_.find(key);
@@ -356,7 +356,7 @@ std::shared_ptr<DnnlConv::Plan> DnnlConv::GetPlan(const ConvGeometry& g, int omp
     throw std::runtime_error(std::string("Conv: oneDNN could not build the convolution: ") +
                              e.what());
   }
-  plans_.emplace(std::move(key), plan);
+  plans_.emplace(key, plan);
   return plan;
 }
 

@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "common/cpu_features.h"
+#include "common/small_vector.h"
 #include "kernels/linalg/conv_geometry.h"
 
 namespace nxrt::cpu::linalg {
@@ -114,7 +115,9 @@ class DnnlConv {
   size_t const_w_count_ = 0;
 
   std::mutex mu_;
-  std::map<std::vector<int64_t>, std::shared_ptr<Plan>> plans_;
+  // Keyed by geometry, thread count, bias and slices (PlanKey): inline, so a lookup per run
+  // allocates nothing.
+  std::map<SmallVector<int64_t, 32>, std::shared_ptr<Plan>> plans_;
   // Constant weights in the layouts the plans want (reordered copies, or the borrowed plain
   // weights wrapped), shared by the plans that want the same layout of the same channels.
   struct PackedWeightsEntry {

@@ -23,14 +23,14 @@ ConvAttributes::ConvAttributes(const ep::NodeView& node)
   NXRT_EP_ENFORCE(group >= 1, op + ": group must be >= 1");
 }
 
-std::vector<int64_t> ConvGeometry::output_dims() const {
-  std::vector<int64_t> dims = {batch, out_channels};
+Dims ConvGeometry::output_dims() const {
+  Dims dims = {batch, out_channels};
   for (int64_t d : real(out)) dims.push_back(d);
   return dims;
 }
 
-std::vector<int64_t> ConvGeometry::real(const Dims3& d) const {
-  return std::vector<int64_t>(d.begin() + (kMaxSpatial - spatial), d.end());
+Dims ConvGeometry::real(const Dims3& d) const {
+  return Dims(d.begin() + (kMaxSpatial - spatial), d.end());
 }
 
 namespace {

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "common/small_vector.h"
+
 namespace nxrt::cpu::linalg {
 
 // Attributes as written on the node; read once in the kernel constructor.
@@ -43,9 +45,9 @@ struct ConvGeometry {
   int64_t in_channels_per_group() const { return in_channels / group; }
   int64_t out_channels_per_group() const { return out_channels / group; }
   // The output dimensions [N, C_out, spatial...] in the real rank.
-  std::vector<int64_t> output_dims() const;
+  Dims output_dims() const;
   // Only the real (not normalised) spatial entries of a Dims3.
-  std::vector<int64_t> real(const Dims3& d) const;
+  Dims real(const Dims3& d) const;
 };
 
 // Conv / ConvInteger / QLinearConv: x is [N, C, spatial...], w is [M, C/group, k...].

@@ -32,7 +32,8 @@ enum ScratchSlot : int {
   kScratchC = 6,
   kScratchPlane = 7,  // per-plane buffers of the direct depthwise convolution (worker threads)
   kScratchPlaneOut = 8,
-  kScratchCount = 9,
+  kScratchRecurrent = 9,  // working buffers of RNN/GRU/LSTM (rnn_common.h RnnWorkspace)
+  kScratchCount = 10,
 };
 void* ThreadScratch(ScratchSlot slot, size_t bytes);
 

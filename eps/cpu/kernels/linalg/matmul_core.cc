@@ -12,7 +12,7 @@ MatMulDims ComputeMatMulDims(std::span<const int64_t> a_in, std::span<const int6
                   op + ": MatMul operands must have rank >= 1, got " + ShapeToString(a_in) +
                       " and " + ShapeToString(b_in));
   // Work on the logical (untransposed) shapes; storage order only matters to the GEMM calls.
-  std::vector<int64_t> a(a_in.begin(), a_in.end()), b(b_in.begin(), b_in.end());
+  Dims a(a_in), b(b_in);
   trans_a = trans_a && a.size() >= 2;
   trans_b = trans_b && b.size() >= 2;
   if (trans_a) std::swap(a[a.size() - 1], a[a.size() - 2]);
@@ -29,7 +29,7 @@ MatMulDims ComputeMatMulDims(std::span<const int64_t> a_in, std::span<const int6
                                  ShapeToString(b));
   std::span<const int64_t> a_batch(a.data(), a1 ? 0 : a.size() - 2);
   std::span<const int64_t> b_batch(b.data(), b1 ? 0 : b.size() - 2);
-  std::vector<int64_t> batch = BroadcastShapes(a_batch, b_batch);
+  const Dims batch = BroadcastShapes(a_batch, b_batch);
   d.batch = ShapeSize(batch);
   d.out_dims = batch;
   if (!a1) d.out_dims.push_back(d.m);
@@ -37,11 +37,11 @@ MatMulDims ComputeMatMulDims(std::span<const int64_t> a_in, std::span<const int6
 
   const int64_t a_batch_size = ShapeSize(a_batch), b_batch_size = ShapeSize(b_batch);
   d.foldable = b_batch_size == 1 && a_batch_size == d.batch && !trans_a;
-  std::vector<int64_t> as = BroadcastStrides(a_batch, batch);
-  std::vector<int64_t> bs = BroadcastStrides(b_batch, batch);
+  const Dims as = BroadcastStrides(a_batch, batch);
+  const Dims bs = BroadcastStrides(b_batch, batch);
   d.a_offsets.resize(d.batch);
   d.b_offsets.resize(d.batch);
-  std::vector<int64_t> idx(batch.size(), 0);
+  Dims idx(batch.size(), 0);
   int64_t ao = 0, bo = 0;
   for (int64_t i = 0; i < d.batch; ++i) {
     d.a_offsets[i] = ao * d.m * d.k;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/small_vector.h"
 #include "kernels/linalg/gemm_ref.h"
 
 namespace nxrt::cpu::linalg {
@@ -16,10 +17,10 @@ struct MatMulDims {
   // Operands stored transposed in their last two dims (com.microsoft FusedMatMul): A as
   // [..., K, M], B as [..., N, K].
   bool trans_a = false, trans_b = false;
-  std::vector<int64_t> out_dims;  // the ONNX output shape (1-D operands' dims removed)
-  int64_t batch = 1;              // number of broadcast batch entries
+  Dims out_dims;      // the ONNX output shape (1-D operands' dims removed)
+  int64_t batch = 1;  // number of broadcast batch entries
   // Element offsets of each batch entry's A and B matrices (size `batch`).
-  std::vector<int64_t> a_offsets, b_offsets;
+  SmallVector<int64_t, 64> a_offsets, b_offsets;
   // B is shared by every batch entry and A's batches are contiguous row blocks: the whole
   // product is one GEMM with batch * m rows.
   bool foldable = false;

@@ -64,7 +64,7 @@ class GlobalPool : public ep::Kernel {
     auto shape = x.shape();
     NXRT_EP_ENFORCE(shape.size() >= 2,
                     name_ + ": input must have rank >= 2, got shape " + DimsToString(shape));
-    std::vector<int64_t> out_shape(shape.size(), 1);
+    Dims out_shape(shape.size(), 1);
     out_shape[0] = shape[0];
     out_shape[1] = shape[1];
     int64_t plane = 1;

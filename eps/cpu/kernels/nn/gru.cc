@@ -33,7 +33,13 @@ class Gru : public ep::Kernel {
     OutputView<A> y = MakeOutput<A>(ctx, 0, want_[0], in.YShape(), type);
     OutputView<A> yh = MakeOutput<A>(ctx, 1, want_[1], in.StateShape(), type);
     if (y.present()) std::fill(y.ptr, y.ptr + S * in.dirs * N * H, A(0));
-    std::vector<A> proj(S * N * G), rec(N * G), h(N * H), rh(N * H), wb(G), rb(G);
+    RnnWorkspace<A, 6> work({S * N * G, N * G, N * H, N * H, G, G});
+    A* const proj = work.buffer(0);
+    A* const rec = work.buffer(1);
+    A* const h = work.buffer(2);
+    A* const rh = work.buffer(3);
+    A* const wb = work.buffer(4);
+    A* const rb = work.buffer(5);
     for (int64_t d = 0; d < in.dirs; ++d) {
       const A* w = in.w.ptr + d * G * I;
       const A* r = in.r.ptr + d * G * H;
@@ -44,7 +50,7 @@ class Gru : public ep::Kernel {
       const PanelWeights* pw = packed_w_.empty() ? nullptr : &packed_w_[d][0];
       const PanelWeights* pr_first = packed_r_.empty() ? nullptr : &packed_r_[d][0];
       const PanelWeights* pr_h = packed_r_.empty() ? nullptr : &packed_r_[d][1];
-      MultiplyByTransposed<A>(pw, S * N, G, I, in.x.ptr, w, proj.data(), ctx.threads());
+      MultiplyByTransposed<A>(pw, S * N, G, I, in.x.ptr, w, proj, ctx.threads());
       for (int64_t b = 0; b < N; ++b) {
         int64_t so = in.StateOffset(d, b);
         for (int64_t k = 0; k < H; ++k) {
@@ -60,15 +66,15 @@ class Gru : public ep::Kernel {
       ReusedWeights<A> r_h(r + 2 * H * H, H, H, pr_h);
       for (int64_t s = 0; s < S; ++s) {
         int64_t t = reverse ? S - 1 - s : s;
-        r_first.Multiply(N, h.data(), H, rec.data(), G, ctx.threads());
+        r_first.Multiply(N, h, H, rec, G, ctx.threads());
         for (int64_t b = 0; b < N; ++b) {
-          if (t >= in.lens[b]) continue;
-          A* gb = rec.data() + b * G;
-          const A* pr = proj.data() + in.XRow(t, b) * G;
+          if (t >= in.Len(b)) continue;
+          A* gb = rec + b * G;
+          const A* pr = proj + in.XRow(t, b) * G;
           for (int64_t j = 0; j < 2 * H; ++j) gb[j] += pr[j] + wb[j] + rb[j];
           ClipInPlace(gb, 2 * H, at_.clip);
           f.Apply(gb, 2 * H);  // z and r
-          const A* hb = h.data() + b * H;
+          const A* hb = h + b * H;
           A* gr = gb + H;
           if (linear_before_reset_) {
             A* gh = gb + 2 * H;
@@ -80,19 +86,19 @@ class Gru : public ep::Kernel {
         }
         if (!linear_before_reset_) {
           // (r . H_{t-1}) * Rh^T for all batch items at once.
-          r_h.Multiply(N, rh.data(), H, rec.data() + 2 * H, G, ctx.threads());
+          r_h.Multiply(N, rh, H, rec + 2 * H, G, ctx.threads());
         }
         for (int64_t b = 0; b < N; ++b) {
-          if (t >= in.lens[b]) continue;
-          A* gb = rec.data() + b * G;
+          if (t >= in.Len(b)) continue;
+          A* gb = rec + b * G;
           A* gh = gb + 2 * H;
-          const A* pr = proj.data() + in.XRow(t, b) * G;
+          const A* pr = proj + in.XRow(t, b) * G;
           if (!linear_before_reset_) {
             for (int64_t k = 0; k < H; ++k) gh[k] += pr[2 * H + k] + wb[2 * H + k] + rb[2 * H + k];
           }
           ClipInPlace(gh, H, at_.clip);
           g.Apply(gh, H);
-          A* hb = h.data() + b * H;
+          A* hb = h + b * H;
           const A* gz = gb;
           for (int64_t k = 0; k < H; ++k) hb[k] = (A(1) - gz[k]) * gh[k] + gz[k] * hb[k];
           if (y.present()) std::memcpy(y.ptr + in.YOffset(t, d, b), hb, H * sizeof(A));
@@ -100,7 +106,7 @@ class Gru : public ep::Kernel {
       }
       if (yh.present()) {
         for (int64_t b = 0; b < N; ++b) {
-          std::memcpy(yh.ptr + in.StateOffset(d, b), h.data() + b * H, H * sizeof(A));
+          std::memcpy(yh.ptr + in.StateOffset(d, b), h + b * H, H * sizeof(A));
         }
       }
     }

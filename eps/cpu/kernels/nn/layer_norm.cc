@@ -1,13 +1,34 @@
 // LayerNormalization and RMSNormalization: X is viewed as [rows, cols] with cols the product of
 // the axes from `axis` on; each row is normalised independently (rows are spread over threads).
 #include <cmath>
+#include <span>
+#include <type_traits>
 
 #include "common/parallel.h"
+#include "common/small_vector.h"
 #include "kernels/nn/nn_common.h"
 #include "kernels/nn/norm_common.h"
 
 namespace nxrt::cpu::nn {
 namespace {
+
+// The common Scale/Bias: of the accumulation type with exactly one value per column (its
+// shape is X's from `axis` on, possibly with leading 1s), read in place without conversion or
+// allocation. Null otherwise (MakeRowParam handles every broadcast).
+template <class A>
+const A* DirectColumns(const ep::ConstTensor& p, std::span<const int64_t> x_shape, size_t axis) {
+  constexpr NxElementType kType = std::is_same_v<A, float> ? NX_TYPE_FLOAT : NX_TYPE_DOUBLE;
+  if (p.type() != kType) return nullptr;
+  const auto ps = p.shape();
+  const size_t cols_rank = x_shape.size() - axis;
+  if (ps.size() < cols_rank || ps.size() > x_shape.size()) return nullptr;
+  const size_t lead = ps.size() - cols_rank;
+  for (size_t i = 0; i < lead; ++i)
+    if (ps[i] != 1) return nullptr;
+  for (size_t i = 0; i < cols_rank; ++i)
+    if (ps[lead + i] != x_shape[axis + i]) return nullptr;
+  return p.data<A>();
+}
 
 class RowNorm : public ep::Kernel {
  public:
@@ -30,7 +51,7 @@ class RowNorm : public ep::Kernel {
     int64_t rows = 1, cols = 1;
     for (size_t d = 0; d < shape.size(); ++d) (d < axis ? rows : cols) *= shape[d];
     ep::Tensor y = ctx.output(0, shape, x.type());
-    std::vector<int64_t> stat_shape(shape.begin(), shape.end());
+    Dims stat_shape(shape);
     for (size_t d = axis; d < stat_shape.size(); ++d) stat_shape[d] = 1;
     ep::Tensor mean_out, inv_out;
     if (!rms_ && has_output_.size() > 1 && has_output_[1]) {
@@ -41,18 +62,23 @@ class RowNorm : public ep::Kernel {
     }
     DispatchFloat(x.type(), [&]<class T>() {
       using A = AccOf<T>;
-      RowParam<A> scale = MakeRowParam<A>(ctx.input(1), shape, axis, op_.c_str(), "Scale");
-      RowParam<A> bias;
-      if (!rms_ && ctx.has_input(2)) {
+      const A* scale_direct = DirectColumns<A>(ctx.input(1), shape, axis);
+      const A* bias_direct =
+          !rms_ && ctx.has_input(2) ? DirectColumns<A>(ctx.input(2), shape, axis) : nullptr;
+      RowParam<A> scale, bias;
+      if (scale_direct == nullptr)
+        scale = MakeRowParam<A>(ctx.input(1), shape, axis, op_.c_str(), "Scale");
+      if (!rms_ && ctx.has_input(2) && bias_direct == nullptr) {
         bias = MakeRowParam<A>(ctx.input(2), shape, axis, op_.c_str(), "B");
       }
+      const bool has_bias = bias_direct != nullptr || bias.present;
       std::vector<A> mean_buf(mean_out.valid() ? rows : 0), inv_buf(inv_out.valid() ? rows : 0);
       const T* xd = x.data<T>();
       T* yd = y.data<T>();
       const A eps = static_cast<A>(epsilon_);
       int64_t grain = std::max<int64_t>(1, 8192 / std::max<int64_t>(1, cols));
       ParallelFor(ctx.threads(), rows, grain, [&](int64_t begin, int64_t end) {
-        std::vector<A> scale_scratch(scale.dense ? 0 : cols);
+        std::vector<A> scale_scratch(scale_direct || scale.dense ? 0 : cols);
         std::vector<A> bias_scratch(bias.present && !bias.dense ? cols : 0);
         std::vector<A> xrow(std::is_same_v<T, A> ? 0 : cols);
         for (int64_t r = begin; r < end; ++r) {
@@ -64,7 +90,7 @@ class RowNorm : public ep::Kernel {
             xr = xrow.data();
           }
           T* yr = yd + r * cols;
-          const A* sr = scale.row(r, scale_scratch);
+          const A* sr = scale_direct ? scale_direct : scale.row(r, scale_scratch);
           A mean = 0, inv;
           if (rms_) {
             A ss = 0;
@@ -85,8 +111,8 @@ class RowNorm : public ep::Kernel {
             ss += d * d;
           }
           inv = A(1) / std::sqrt(ss / static_cast<A>(cols) + eps);
-          if (bias.present) {
-            const A* br = bias.row(r, bias_scratch);
+          if (has_bias) {
+            const A* br = bias_direct ? bias_direct : bias.row(r, bias_scratch);
             for (int64_t c = 0; c < cols; ++c) {
               yr[c] = static_cast<T>((xr[c] - mean) * inv * sr[c] + br[c]);
             }

@@ -35,7 +35,13 @@ class Lstm : public ep::Kernel {
     OutputView<A> yc = MakeOutput<A>(ctx, 2, want_[2], in.StateShape(), type);
     // Steps past a sequence's length produce zeros.
     if (y.present()) std::fill(y.ptr, y.ptr + S * in.dirs * N * H, A(0));
-    std::vector<A> proj(S * N * G), gates(N * G), h(N * H), c(N * H), bias(G), tmp(H);
+    RnnWorkspace<A, 6> work({S * N * G, N * G, N * H, N * H, G, H});
+    A* const proj = work.buffer(0);
+    A* const gates = work.buffer(1);
+    A* const h = work.buffer(2);
+    A* const c = work.buffer(3);
+    A* const bias = work.buffer(4);
+    A* const tmp = work.buffer(5);
     for (int64_t d = 0; d < in.dirs; ++d) {
       const A* w = in.w.ptr + d * G * I;
       const A* r = in.r.ptr + d * G * H;
@@ -45,7 +51,7 @@ class Lstm : public ep::Kernel {
       }
       const PanelWeights* pw = packed_w_.empty() ? nullptr : &packed_w_[d][0];
       const PanelWeights* pr = packed_r_.empty() ? nullptr : &packed_r_[d][0];
-      MultiplyByTransposed<A>(pw, S * N, G, I, in.x.ptr, w, proj.data(), ctx.threads());
+      MultiplyByTransposed<A>(pw, S * N, G, I, in.x.ptr, w, proj, ctx.threads());
       for (int64_t b = 0; b < N; ++b) {
         int64_t so = in.StateOffset(d, b);
         for (int64_t k = 0; k < H; ++k) {
@@ -60,18 +66,18 @@ class Lstm : public ep::Kernel {
       ReusedWeights<A> rw(r, G, H, pr);
       for (int64_t s = 0; s < S; ++s) {
         int64_t t = reverse ? S - 1 - s : s;
-        rw.Multiply(N, h.data(), H, gates.data(), G, ctx.threads());
+        rw.Multiply(N, h, H, gates, G, ctx.threads());
         for (int64_t b = 0; b < N; ++b) {
-          if (t >= in.lens[b]) continue;
-          A* gb = gates.data() + b * G;
-          const A* pr = proj.data() + in.XRow(t, b) * G;
+          if (t >= in.Len(b)) continue;
+          A* gb = gates + b * G;
+          const A* pr = proj + in.XRow(t, b) * G;
           for (int64_t j = 0; j < G; ++j) gb[j] += pr[j] + bias[j];
           A* gi = gb;
           A* go = gb + H;
           A* gf = gb + 2 * H;
           A* gc = gb + 3 * H;
-          A* cb = c.data() + b * H;
-          A* hb = h.data() + b * H;
+          A* cb = c + b * H;
+          A* hb = h + b * H;
           if (p != nullptr) {
             for (int64_t k = 0; k < H; ++k) {
               gi[k] += p[k] * cb[k];
@@ -94,16 +100,16 @@ class Lstm : public ep::Kernel {
           }
           ClipInPlace(go, H, at_.clip);
           f.Apply(go, H);
-          std::memcpy(tmp.data(), cb, H * sizeof(A));
-          hact.Apply(tmp.data(), H);
+          std::memcpy(tmp, cb, H * sizeof(A));
+          hact.Apply(tmp, H);
           for (int64_t k = 0; k < H; ++k) hb[k] = go[k] * tmp[k];
           if (y.present()) std::memcpy(y.ptr + in.YOffset(t, d, b), hb, H * sizeof(A));
         }
       }
       for (int64_t b = 0; b < N; ++b) {
         int64_t so = in.StateOffset(d, b);
-        if (yh.present()) std::memcpy(yh.ptr + so, h.data() + b * H, H * sizeof(A));
-        if (yc.present()) std::memcpy(yc.ptr + so, c.data() + b * H, H * sizeof(A));
+        if (yh.present()) std::memcpy(yh.ptr + so, h + b * H, H * sizeof(A));
+        if (yc.present()) std::memcpy(yc.ptr + so, c + b * H, H * sizeof(A));
       }
     }
     y.Finish();

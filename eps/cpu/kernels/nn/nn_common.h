@@ -12,6 +12,7 @@
 
 #include "common/dispatch.h"
 #include "common/half.h"
+#include "common/small_vector.h"
 
 namespace nxrt::cpu::nn {
 

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/small_vector.h"
 #include "kernels/nn/nn_common.h"
 
 namespace nxrt::cpu::nn {
@@ -49,7 +50,7 @@ struct PoolGeometry {
   int64_t batch = 0, channels = 0;
   int64_t in[3], out[3], k[3], s[3], d[3], pb[3], pe[3];
   size_t spatial_rank = 0;
-  std::vector<int64_t> out_shape;  // full output shape [N, C, spatial...]
+  Dims out_shape;  // full output shape [N, C, spatial...]
 
   int64_t in_plane() const { return in[0] * in[1] * in[2]; }
   int64_t out_plane() const { return out[0] * out[1] * out[2]; }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <nxrt/nxrt_ep.hpp>
@@ -11,7 +12,9 @@
 #include <type_traits>
 #include <vector>
 
+#include "common/small_vector.h"
 #include "kernels/elementwise/vec_math.h"
+#include "kernels/linalg/dnnl_util.h"
 #include "kernels/nn/nn_common.h"
 
 namespace nxrt::cpu::nn {
@@ -233,7 +236,7 @@ struct OutputView {
 
 template <class A>
 inline OutputView<A> MakeOutput(ep::KernelContext& ctx, size_t index, bool wanted,
-                                std::vector<int64_t> shape, NxElementType type) {
+                                const Dims& shape, NxElementType type) {
   OutputView<A> v;
   if (!wanted) return v;
   v.tensor = ctx.output(index, shape, type);
@@ -246,13 +249,41 @@ inline OutputView<A> MakeOutput(ep::KernelContext& ctx, size_t index, bool wante
   return v;
 }
 
+// The working buffers of one run of a recurrent node (input projections, gates, states, ...),
+// carved 64-byte aligned from one block of this thread's scratch: it grows to the largest run
+// seen and is reused, so a steady-state run allocates nothing. buffer(0) (the projections, which
+// the GEMM overwrites) is left as it is; every other buffer starts zeroed.
+template <class A, size_t K>
+class RnnWorkspace {
+ public:
+  explicit RnnWorkspace(const std::array<int64_t, K>& sizes) {
+    size_t offsets[K], total = 0;
+    for (size_t i = 0; i < K; ++i) {
+      offsets[i] = total;
+      total += (static_cast<size_t>(sizes[i]) * sizeof(A) + 63) / 64 * 64;
+    }
+    auto* base =
+        static_cast<unsigned char*>(linalg::ThreadScratch(linalg::kScratchRecurrent, total));
+    for (size_t i = 0; i < K; ++i) {
+      buffers_[i] = reinterpret_cast<A*>(base + offsets[i]);
+      if (i > 0) std::fill_n(buffers_[i], sizes[i], A(0));
+    }
+  }
+  A* buffer(size_t i) const { return buffers_[i]; }
+
+ private:
+  std::array<A*, K> buffers_{};
+};
+
 // Problem sizes and the inputs of one recurrent node.
 template <class A>
 struct RnnInputs {
   int64_t seq = 0, batch = 0, input = 0, hidden = 0, dirs = 1;
   int64_t layout = 0;
   InputView<A> x, w, r, b, init_h, init_c, p;  // b, init_*, p may be absent
-  std::vector<int64_t> lens;                   // per batch item (seq when absent)
+  Dims lens;  // per batch item; empty when sequence_lens is absent (every sequence is `seq` long)
+
+  int64_t Len(int64_t bi) const { return lens.empty() ? seq : lens[bi]; }
 
   // Row of X for (time, batch) under the layout.
   int64_t XRow(int64_t t, int64_t bi) const { return layout == 0 ? t * batch + bi : bi * seq + t; }
@@ -264,13 +295,11 @@ struct RnnInputs {
   int64_t StateOffset(int64_t d, int64_t bi) const {
     return (layout == 0 ? d * batch + bi : bi * dirs + d) * hidden;
   }
-  std::vector<int64_t> YShape() const {
-    return layout == 0 ? std::vector<int64_t>{seq, dirs, batch, hidden}
-                       : std::vector<int64_t>{batch, seq, dirs, hidden};
+  Dims YShape() const {
+    return layout == 0 ? Dims{seq, dirs, batch, hidden} : Dims{batch, seq, dirs, hidden};
   }
-  std::vector<int64_t> StateShape() const {
-    return layout == 0 ? std::vector<int64_t>{dirs, batch, hidden}
-                       : std::vector<int64_t>{batch, dirs, hidden};
+  Dims StateShape() const {
+    return layout == 0 ? Dims{dirs, batch, hidden} : Dims{batch, dirs, hidden};
   }
 };
 
@@ -311,9 +340,8 @@ RnnInputs<A> ReadRnnInputs(ep::KernelContext& ctx, const RnnAttributes& at, int6
                         std::to_string(at.dirs) + ", " + std::to_string(2 * gates * H) + "]");
     in.b = ViewAs<A>(*b);
   }
-  in.lens.assign(in.batch, in.seq);
   if (auto l = ctx.optional_input(4)) {
-    std::vector<int64_t> lens = ReadInt64s(*l, "sequence_lens");
+    const std::vector<int64_t> lens = ReadInt64s(*l, "sequence_lens");
     NXRT_EP_ENFORCE(static_cast<int64_t>(lens.size()) == in.batch,
                     op + ": sequence_lens must have one entry per batch item");
     for (int64_t v : lens) {

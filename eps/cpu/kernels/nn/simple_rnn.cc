@@ -29,7 +29,11 @@ class Rnn : public ep::Kernel {
     OutputView<A> y = MakeOutput<A>(ctx, 0, want_[0], in.YShape(), type);
     OutputView<A> yh = MakeOutput<A>(ctx, 1, want_[1], in.StateShape(), type);
     if (y.present()) std::fill(y.ptr, y.ptr + S * in.dirs * N * H, A(0));
-    std::vector<A> proj(S * N * H), rec(N * H), h(N * H), bias(H);
+    RnnWorkspace<A, 4> work({S * N * H, N * H, N * H, H});
+    A* const proj = work.buffer(0);
+    A* const rec = work.buffer(1);
+    A* const h = work.buffer(2);
+    A* const bias = work.buffer(3);
     for (int64_t d = 0; d < in.dirs; ++d) {
       const A* w = in.w.ptr + d * H * I;
       const A* r = in.r.ptr + d * H * H;
@@ -38,7 +42,7 @@ class Rnn : public ep::Kernel {
       }
       const PanelWeights* pw = packed_w_.empty() ? nullptr : &packed_w_[d][0];
       const PanelWeights* pr = packed_r_.empty() ? nullptr : &packed_r_[d][0];
-      MultiplyByTransposed<A>(pw, S * N, H, I, in.x.ptr, w, proj.data(), ctx.threads());
+      MultiplyByTransposed<A>(pw, S * N, H, I, in.x.ptr, w, proj, ctx.threads());
       for (int64_t b = 0; b < N; ++b) {
         int64_t so = in.StateOffset(d, b);
         for (int64_t k = 0; k < H; ++k) {
@@ -50,21 +54,21 @@ class Rnn : public ep::Kernel {
       ReusedWeights<A> rw(r, H, H, pr);
       for (int64_t s = 0; s < S; ++s) {
         int64_t t = reverse ? S - 1 - s : s;
-        rw.Multiply(N, h.data(), H, rec.data(), H, ctx.threads());
+        rw.Multiply(N, h, H, rec, H, ctx.threads());
         for (int64_t b = 0; b < N; ++b) {
-          if (t >= in.lens[b]) continue;
-          A* gb = rec.data() + b * H;
-          const A* pr = proj.data() + in.XRow(t, b) * H;
+          if (t >= in.Len(b)) continue;
+          A* gb = rec + b * H;
+          const A* pr = proj + in.XRow(t, b) * H;
           for (int64_t k = 0; k < H; ++k) gb[k] += pr[k] + bias[k];
           ClipInPlace(gb, H, at_.clip);
           f.Apply(gb, H);
-          std::memcpy(h.data() + b * H, gb, H * sizeof(A));
+          std::memcpy(h + b * H, gb, H * sizeof(A));
           if (y.present()) std::memcpy(y.ptr + in.YOffset(t, d, b), gb, H * sizeof(A));
         }
       }
       if (yh.present()) {
         for (int64_t b = 0; b < N; ++b) {
-          std::memcpy(yh.ptr + in.StateOffset(d, b), h.data() + b * H, H * sizeof(A));
+          std::memcpy(yh.ptr + in.StateOffset(d, b), h + b * H, H * sizeof(A));
         }
       }
     }

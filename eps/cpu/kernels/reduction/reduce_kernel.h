@@ -24,8 +24,8 @@ inline std::vector<NxElementType> ReduceTypes(bool with_bool) {
 }
 
 // Reads a 1-D int64 (or int32) tensor of axes / indices.
-inline std::vector<int64_t> ReadInt64s(const ep::ConstTensor& t, const std::string& what) {
-  std::vector<int64_t> out(t.size());
+inline Dims ReadInt64s(const ep::ConstTensor& t, const std::string& op, const char* what) {
+  Dims out(t.size());
   if (t.type() == NX_TYPE_INT64) {
     const int64_t* p = t.data<int64_t>();
     out.assign(p, p + t.size());
@@ -33,7 +33,8 @@ inline std::vector<int64_t> ReadInt64s(const ep::ConstTensor& t, const std::stri
     const int32_t* p = t.data<int32_t>();
     out.assign(p, p + t.size());
   } else {
-    ep::Fail(NX_INVALID_ARGUMENT, what + " must be int64, got " + ep::ElementTypeName(t.type()));
+    ep::Fail(NX_INVALID_ARGUMENT,
+             op + " " + what + " must be int64, got " + ep::ElementTypeName(t.type()));
   }
   return out;
 }
@@ -51,12 +52,12 @@ class ReduceKernel : public ep::Kernel {
 
   void Compute(ep::KernelContext& ctx) override {
     ep::ConstTensor x = ctx.input(0);
-    std::vector<int64_t> axes = axes_attr_;
+    Dims axes(axes_attr_);
     if (axes_input_) {
-      if (auto a = ctx.optional_input(1)) axes = ReadInt64s(*a, name_ + " axes");
+      if (auto a = ctx.optional_input(1)) axes = ReadInt64s(*a, name_, "axes");
     }
     const auto shape = x.shape();
-    std::vector<bool> flags;
+    SmallVector<bool, 8> flags;
     if (axes.empty()) {
       // No axes: reduce everything, or (noop_with_empty_axes) nothing, which maps each element
       // through the op on its own (e.g. ReduceSumSquare squares).

@@ -17,13 +17,15 @@
 #include <string>
 #include <vector>
 
+#include "common/small_vector.h"
+
 namespace nxrt::cpu::reduction {
 
 // Normalises axes against `rank` (negative counts from the back); fails on out-of-range or repeated
 // axes. Returns one flag per input dimension.
-inline std::vector<bool> ReducedAxisFlags(std::span<const int64_t> axes, size_t rank,
-                                          const std::string& op) {
-  std::vector<bool> flags(rank, false);
+inline SmallVector<bool, 8> ReducedAxisFlags(std::span<const int64_t> axes, size_t rank,
+                                             const std::string& op) {
+  SmallVector<bool, 8> flags(rank, false);
   const int64_t r = static_cast<int64_t>(rank);
   for (int64_t a : axes) {
     NXRT_EP_ENFORCE(
@@ -38,16 +40,16 @@ inline std::vector<bool> ReducedAxisFlags(std::span<const int64_t> axes, size_t 
 }
 
 struct ReducePlan {
-  std::vector<int64_t> out_shape;
-  int64_t out_count = 1;         // elements in the output
-  int64_t reduce_count = 1;      // input elements per output
-  int64_t in_count = 1;          // elements in the input
-  bool rows = false;             // layout: false = segments, true = rows (see the file comment)
-  int64_t run = 1;               // contiguous length: a segment (segments) or a row (rows)
-  std::vector<int64_t> offsets;  // input offsets of the runs that feed one output (row)
+  Dims out_shape;
+  int64_t out_count = 1;            // elements in the output
+  int64_t reduce_count = 1;         // input elements per output
+  int64_t in_count = 1;             // elements in the input
+  bool rows = false;                // layout: false = segments, true = rows (see the file comment)
+  int64_t run = 1;                  // contiguous length: a segment (segments) or a row (rows)
+  SmallVector<int64_t, 8> offsets;  // input offsets of the runs that feed one output (row)
   // Kept dimensions outside `run` (sizes and input strides), outermost first, to locate the
   // input base offset of output (row) o.
-  std::vector<int64_t> kept_sizes, kept_strides;
+  Dims kept_sizes, kept_strides;
 
   int64_t row_count() const { return rows ? out_count / run : out_count; }
   // Input offset of output o (segments) or output row o (rows).
@@ -63,8 +65,8 @@ struct ReducePlan {
   }
 };
 
-inline ReducePlan MakeReducePlan(std::span<const int64_t> in_shape, const std::vector<bool>& flags,
-                                 bool keepdims) {
+inline ReducePlan MakeReducePlan(std::span<const int64_t> in_shape,
+                                 const SmallVector<bool, 8>& flags, bool keepdims) {
   ReducePlan p;
   for (size_t i = 0; i < in_shape.size(); ++i) {
     int64_t d = in_shape[i];
@@ -80,8 +82,8 @@ inline ReducePlan MakeReducePlan(std::span<const int64_t> in_shape, const std::v
   if (p.in_count == 0) return p;  // callers fill constants (or nothing); no walk is needed
 
   // Collapse: drop size-1 dims, merge neighbours with the same flag.
-  std::vector<int64_t> sizes;
-  std::vector<bool> reduced;
+  Dims sizes;
+  SmallVector<bool, 8> reduced;
   for (size_t i = 0; i < in_shape.size(); ++i) {
     if (in_shape[i] == 1) continue;
     if (!sizes.empty() && reduced.back() == flags[i]) {
@@ -95,7 +97,7 @@ inline ReducePlan MakeReducePlan(std::span<const int64_t> in_shape, const std::v
     p.offsets = {0};
     return p;
   }
-  std::vector<int64_t> strides(sizes.size());
+  Dims strides(sizes.size());
   int64_t s = 1;
   for (size_t i = sizes.size(); i-- > 0;) {
     strides[i] = s;
@@ -104,7 +106,7 @@ inline ReducePlan MakeReducePlan(std::span<const int64_t> in_shape, const std::v
   const size_t last = sizes.size() - 1;
   p.rows = !reduced[last];
   p.run = sizes[last];
-  std::vector<int64_t> red_sizes, red_strides;
+  Dims red_sizes, red_strides;
   for (size_t i = 0; i < last; ++i) {
     if (reduced[i]) {
       red_sizes.push_back(sizes[i]);
@@ -118,7 +120,7 @@ inline ReducePlan MakeReducePlan(std::span<const int64_t> in_shape, const std::v
   int64_t n = 1;
   for (int64_t d : red_sizes) n *= d;
   p.offsets.resize(n);
-  std::vector<int64_t> idx(red_sizes.size(), 0);
+  Dims idx(red_sizes.size(), 0);
   for (int64_t k = 0; k < n; ++k) {
     int64_t off = 0;
     for (size_t j = 0; j < idx.size(); ++j) off += idx[j] * red_strides[j];

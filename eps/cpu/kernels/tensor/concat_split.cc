@@ -17,38 +17,43 @@ class Concat : public ep::Kernel {
                     "Concat: missing required attribute 'axis'");
   }
   void Compute(ep::KernelContext& ctx) override {
-    size_t count = ctx.input_count();
-    std::vector<ep::ConstTensor> ins;
-    for (size_t i = 0; i < count; ++i)
-      if (ctx.has_input(i)) ins.push_back(ctx.input(i));
-    NXRT_EP_ENFORCE(!ins.empty(), "Concat: no inputs");
-    std::vector<int64_t> out_dims = ins[0].shape_vector();
+    // Inputs by index (no per-run list of them): the first present one sets rank and type.
+    const size_t count = ctx.input_count();
+    size_t first = 0;
+    while (first < count && !ctx.has_input(first)) ++first;
+    NXRT_EP_ENFORCE(first < count, "Concat: no inputs");
+    const ep::ConstTensor head = ctx.input(first);
+    Dims out_dims(head.shape());
     int64_t rank = static_cast<int64_t>(out_dims.size());
     NXRT_EP_ENFORCE(rank > 0, "Concat: inputs must have rank >= 1");
     int64_t axis = NormalizeAxis(axis_, rank, "Concat");
-    NxElementType type = ins[0].type();
+    NxElementType type = head.type();
     out_dims[axis] = 0;
-    for (const auto& t : ins) {
+    for (size_t i = first; i < count; ++i) {
+      if (!ctx.has_input(i)) continue;
+      const ep::ConstTensor t = ctx.input(i);
       auto s = t.shape();
       NXRT_EP_ENFORCE(t.type() == type, "Concat: inputs have different element types");
       bool ok = static_cast<int64_t>(s.size()) == rank;
       for (int64_t k = 0; ok && k < rank; ++k) ok = k == axis || s[k] == out_dims[k];
       NXRT_EP_ENFORCE(ok, "Concat: input shape " + ShapeToString(s) + " does not match " +
-                              ShapeToString(ins[0].shape()) + " outside axis " +
+                              ShapeToString(head.shape()) + " outside axis " +
                               std::to_string(axis));
       out_dims[axis] += s[axis];
     }
     ep::Tensor y = ctx.output(0, out_dims, type);
-    std::vector<int64_t> out_strides = StridesOf(out_dims);
+    const Dims out_strides = StridesOf(out_dims);
     DispatchMove(type, [&]<class T>() {
       OutView<T> dst(y);
       int64_t offset = 0;
-      for (const auto& t : ins) {
-        std::vector<int64_t> dims = t.shape_vector();
+      for (size_t i = first; i < count; ++i) {
+        if (!ctx.has_input(i)) continue;
+        const ep::ConstTensor t = ctx.input(i);
+        const auto dims = t.shape();
         if (ShapeSize(dims) != 0) {
           InView<T> src(t);
-          StridedCopy<T>(src.data(), dst.data() + offset * out_strides[axis], dims, StridesOf(dims),
-                         out_strides, ctx.threads());
+          StridedCopy<T>(src.data(), dst.data() + offset * out_strides[axis], Dims(dims),
+                         StridesOf(dims), out_strides, ctx.threads());
         }
         offset += dims[axis];
       }
@@ -69,13 +74,13 @@ class Split : public ep::Kernel {
         num_outputs_(info.attr_int("num_outputs", 0)) {}
   void Compute(ep::KernelContext& ctx) override {
     ep::ConstTensor x = ctx.input(0);
-    std::vector<int64_t> in_dims = x.shape_vector();
+    const Dims in_dims(x.shape());
     int64_t rank = static_cast<int64_t>(in_dims.size());
     NXRT_EP_ENFORCE(rank > 0, "Split: input must have rank >= 1");
     int64_t axis = NormalizeAxis(axis_, rank, "Split");
     int64_t dim = in_dims[axis];
     size_t outputs = ctx.output_count();
-    std::vector<int64_t> sizes;
+    Dims sizes;
     if (ctx.has_input(1)) {
       sizes = ReadInts(ctx.input(1), "Split", "split");
     } else if (has_split_attr_) {
@@ -102,12 +107,12 @@ class Split : public ep::Kernel {
     NXRT_EP_ENFORCE(total == dim, "Split: split sizes " + ShapeToString(sizes) + " sum to " +
                                       std::to_string(total) + ", not the axis size " +
                                       std::to_string(dim));
-    std::vector<int64_t> in_strides = StridesOf(in_dims);
+    const Dims in_strides = StridesOf(in_dims);
     DispatchMove(x.type(), [&]<class T>() {
       InView<T> src(x);
       int64_t offset = 0;
       for (size_t i = 0; i < outputs; ++i) {
-        std::vector<int64_t> dims = in_dims;
+        Dims dims = in_dims;
         dims[axis] = sizes[i];
         ep::Tensor y = ctx.output(i, dims, x.type());
         OutView<T> dst(y);

@@ -119,7 +119,7 @@ class ConstantOfShape : public ep::Kernel {
     }
   }
   void Compute(ep::KernelContext& ctx) override {
-    std::vector<int64_t> dims = ReadInts(ctx.input(0), "ConstantOfShape", "input");
+    const Dims dims = ReadInts(ctx.input(0), "ConstantOfShape", "input");
     for (int64_t d : dims)
       NXRT_EP_ENFORCE(d >= 0, "ConstantOfShape: negative dim in " + ShapeToString(dims));
     ep::Tensor y = ctx.output(0, dims, value_.type);

@@ -13,13 +13,13 @@ class Expand : public ep::Kernel {
   explicit Expand(const ep::KernelInfo&) {}
   void Compute(ep::KernelContext& ctx) override {
     ep::ConstTensor x = ctx.input(0);
-    std::vector<int64_t> shape = ReadInts(ctx.input(1), "Expand", "shape");
+    Dims shape = ReadInts(ctx.input(1), "Expand", "shape");
     for (int64_t d : shape)
       NXRT_EP_ENFORCE(d >= 0, "Expand: negative dim in shape " + ShapeToString(shape));
-    std::vector<int64_t> out_dims = BroadcastShapes(x.shape(), shape);
+    Dims out_dims = BroadcastShapes(x.shape(), shape);
     ep::Tensor y = ctx.output(0, out_dims, x.type());
     if (ShapeSize(out_dims) == 0) return;
-    std::vector<int64_t> ss = BroadcastStrides(x.shape(), out_dims);
+    Dims ss = BroadcastStrides(x.shape(), out_dims);
     DispatchMove(x.type(), [&]<class T>() {
       InView<T> src(x);
       OutView<T> dst(y);
@@ -34,9 +34,9 @@ class Tile : public ep::Kernel {
   explicit Tile(const ep::KernelInfo& info) : legacy_(info.opset() < 6) {}
   void Compute(ep::KernelContext& ctx) override {
     ep::ConstTensor x = ctx.input(0);
-    std::vector<int64_t> in_dims = x.shape_vector();
+    Dims in_dims = Dims(x.shape());
     size_t rank = in_dims.size();
-    std::vector<int64_t> repeats;
+    Dims repeats;
     if (legacy_) {
       // Tile-1: inputs (input, tiles, axis): repeat one axis `tiles` times.
       int64_t tiles = ReadScalarInt(ctx.input(1), "Tile", "tiles");
@@ -50,19 +50,22 @@ class Tile : public ep::Kernel {
     NXRT_EP_ENFORCE(repeats.size() == rank, "Tile: repeats " + ShapeToString(repeats) +
                                                 " must have one entry per input dim " +
                                                 ShapeToString(in_dims));
-    std::vector<int64_t> out_dims(rank);
+    Dims out_dims(rank);
     for (size_t k = 0; k < rank; ++k) {
       NXRT_EP_ENFORCE(repeats[k] >= 0, "Tile: negative repeat " + std::to_string(repeats[k]));
       out_dims[k] = in_dims[k] * repeats[k];
     }
     ep::Tensor y = ctx.output(0, out_dims, x.type());
     if (ShapeSize(out_dims) == 0) return;
-    std::vector<int64_t> in_strides = StridesOf(in_dims), out_strides = StridesOf(out_dims);
-    std::vector<int64_t> dims, ss, ds;
+    Dims in_strides = StridesOf(in_dims), out_strides = StridesOf(out_dims);
+    Dims dims, ss, ds;
     for (size_t k = 0; k < rank; ++k) {
-      dims.insert(dims.end(), {repeats[k], in_dims[k]});
-      ss.insert(ss.end(), {0, in_strides[k]});
-      ds.insert(ds.end(), {in_dims[k] * out_strides[k], out_strides[k]});
+      dims.push_back(repeats[k]);
+      dims.push_back(in_dims[k]);
+      ss.push_back(0);
+      ss.push_back(in_strides[k]);
+      ds.push_back(in_dims[k] * out_strides[k]);
+      ds.push_back(out_strides[k]);
     }
     DispatchMove(x.type(), [&]<class T>() {
       InView<T> src(x);

@@ -12,13 +12,6 @@ namespace {
 
 constexpr int64_t kGrainElems = int64_t{1} << 14;
 
-// Indices read as int64 and mapped into [0, dim); throws on an out-of-range index.
-std::vector<int64_t> NormalizedIndices(const ep::ConstTensor& t, int64_t dim, const char* op) {
-  std::vector<int64_t> idx = ReadInts(t, op, "indices");
-  for (int64_t& v : idx) v = NormalizeIndex(v, dim, op);
-  return idx;
-}
-
 // Calls fn.template operator()<I>() for an int32 or int64 index tensor type.
 template <class Fn>
 void DispatchIndex(NxElementType t, Fn&& fn) {
@@ -66,20 +59,27 @@ class Gather : public ep::Kernel {
     NXRT_EP_ENFORCE(rank > 0, "Gather: data must have rank >= 1");
     int64_t axis = NormalizeAxis(axis_, rank, "Gather");
     int64_t dim = ds[axis];
-    std::vector<int64_t> idx = NormalizedIndices(indices, dim, "Gather");
-    std::vector<int64_t> out_dims(ds.begin(), ds.begin() + axis);
+    Dims out_dims(ds.begin(), ds.begin() + axis);
     for (int64_t d : indices.shape()) out_dims.push_back(d);
-    out_dims.insert(out_dims.end(), ds.begin() + axis + 1, ds.end());
-    ep::Tensor y = ctx.output(0, out_dims, data.type());
-    int64_t outer = Product(ds, 0, axis), inner = Product(ds, axis + 1, ds.size());
-    int64_t k = static_cast<int64_t>(idx.size());
-    if (outer * k * inner == 0) return;
-    DispatchMove(data.type(), [&]<class T>() {
-      InView<T> src(data);
-      OutView<T> dst(y);
-      GatherBlocks<T>(src.data(), dst.data(), outer * k, inner, ctx.threads(),
-                      [&](int64_t i) { return ((i / k) * dim + idx[i % k]) * inner; });
-      dst.Commit();
+    for (size_t d = static_cast<size_t>(axis) + 1; d < ds.size(); ++d) out_dims.push_back(ds[d]);
+    const int64_t k = static_cast<int64_t>(indices.size());
+    // Indices are checked first and read in place (negative ones count from the end).
+    DispatchIndex(indices.type(), [&]<class I>() {
+      const I* idx = indices.data<I>();
+      CheckIndices(idx, k, dim, "Gather");
+      ep::Tensor y = ctx.output(0, out_dims, data.type());
+      int64_t outer = Product(ds, 0, axis), inner = Product(ds, axis + 1, ds.size());
+      if (outer * k * inner == 0) return;
+      DispatchMove(data.type(), [&]<class T>() {
+        InView<T> src(data);
+        OutView<T> dst(y);
+        GatherBlocks<T>(src.data(), dst.data(), outer * k, inner, ctx.threads(), [&](int64_t i) {
+          int64_t v = static_cast<int64_t>(idx[i % k]);
+          if (v < 0) v += dim;
+          return ((i / k) * dim + v) * inner;
+        });
+        dst.Commit();
+      });
     });
   }
 
@@ -93,7 +93,7 @@ class GatherElements : public ep::Kernel {
   void Compute(ep::KernelContext& ctx) override {
     ep::ConstTensor data = ctx.input(0);
     ep::ConstTensor indices = ctx.input(1);
-    std::vector<int64_t> dd = data.shape_vector(), id = indices.shape_vector();
+    Dims dd = Dims(data.shape()), id = Dims(indices.shape());
     int64_t rank = static_cast<int64_t>(dd.size());
     NXRT_EP_ENFORCE(rank > 0 && id.size() == dd.size(),
                     "GatherElements: data " + ShapeToString(dd) + " and indices " +
@@ -108,15 +108,15 @@ class GatherElements : public ep::Kernel {
     int64_t n = ShapeSize(id);
     if (n == 0) return;
     int64_t dim = dd[axis];
-    std::vector<int64_t> data_strides = StridesOf(dd);
+    Dims data_strides = StridesOf(dd);
     int64_t axis_stride = data_strides[axis];
     data_strides[axis] = 0;  // the index supplies the axis coordinate
     // Rows along the last axis: the walk runs once per row, the inner loop is flat.
     int64_t row = id[rank - 1];
     int64_t step = data_strides[rank - 1];
-    std::vector<int64_t> od(id.begin(), id.end() - 1);
-    std::vector<int64_t> os(data_strides.begin(), data_strides.end() - 1);
-    std::vector<int64_t> ot = StridesOf(od);
+    Dims od(id.begin(), id.end() - 1);
+    Dims os(data_strides.begin(), data_strides.end() - 1);
+    Dims ot = StridesOf(od);
     DispatchIndex(indices.type(), [&]<class I>() {
       const I* idx = indices.data<I>();
       CheckIndices(idx, n, dim, "GatherElements");

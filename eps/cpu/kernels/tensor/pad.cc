@@ -1,9 +1,9 @@
 // Pad (constant / reflect / edge / wrap; attribute form before opset 11, inputs since, axes since
 // 18) and CenterCropPad.
 //
-// Pad maps every output coordinate of every axis to an input coordinate (or to "constant") once,
-// in a small per-axis table; rows of the output then copy their interior with one memcpy and
-// look up only the padded border elements. Negative pads crop.
+// Each output row copies its interior with one memcpy; only the padded border elements (and the
+// outer coordinates, once per row) map an output coordinate to an input one (or to "constant"),
+// computed on the spot so a run allocates nothing. Negative pads crop.
 #include <algorithm>
 #include <cstring>
 
@@ -47,21 +47,21 @@ int64_t SourceIndex(PadMode mode, int64_t o, int64_t begin, int64_t n) {
 }
 
 template <class T>
-void PadCopy(const T* src, T* dst, const std::vector<int64_t>& in_dims,
-             const std::vector<int64_t>& out_dims, const std::vector<std::vector<int64_t>>& map,
-             const std::vector<int64_t>& begin, T value, int threads) {
+void PadCopy(const T* src, T* dst, PadMode mode, const Dims& in_dims, const Dims& out_dims,
+             const Dims& begin, T value, int threads) {
   size_t rank = in_dims.size();
   size_t last = rank - 1;
-  std::vector<int64_t> in_strides = StridesOf(in_dims);
+  Dims in_strides = StridesOf(in_dims);
   int64_t n_out = out_dims[last], n_in = in_dims[last];
   // Interior of a row: output positions that read input position o - begin, in order.
   int64_t lo = std::clamp<int64_t>(begin[last], 0, n_out);
   int64_t hi = std::clamp<int64_t>(begin[last] + n_in, lo, n_out);
-  const std::vector<int64_t>& row_map = map[last];
+  // Source position of output position o of the last axis (-1: the fill value).
+  auto row_source = [&](int64_t o) { return SourceIndex(mode, o, begin[last], n_in); };
   int64_t rows = Product(out_dims, 0, last);
   int64_t grain = std::max<int64_t>(1, (int64_t{1} << 14) / std::max<int64_t>(1, n_out));
   ParallelFor(threads, rows, grain, [&](int64_t rb, int64_t re) {
-    std::vector<int64_t> idx(last, 0);
+    Dims idx(last, 0);
     int64_t rem = rb;
     for (size_t k = last; k-- > 0;) {
       idx[k] = rem % out_dims[k];
@@ -72,7 +72,7 @@ void PadCopy(const T* src, T* dst, const std::vector<int64_t>& in_dims,
       int64_t off = 0;
       bool constant_row = false;
       for (size_t k = 0; k < last; ++k) {
-        int64_t s = map[k][idx[k]];
+        int64_t s = SourceIndex(mode, idx[k], begin[k], in_dims[k]);
         if (s < 0) {
           constant_row = true;
           break;
@@ -83,9 +83,15 @@ void PadCopy(const T* src, T* dst, const std::vector<int64_t>& in_dims,
         std::fill_n(out, n_out, value);
       } else {
         const T* in = src + off;
-        for (int64_t o = 0; o < lo; ++o) out[o] = row_map[o] < 0 ? value : in[row_map[o]];
+        for (int64_t o = 0; o < lo; ++o) {
+          const int64_t s = row_source(o);
+          out[o] = s < 0 ? value : in[s];
+        }
         if (hi > lo) std::memcpy(out + lo, in + (lo - begin[last]), (hi - lo) * sizeof(T));
-        for (int64_t o = hi; o < n_out; ++o) out[o] = row_map[o] < 0 ? value : in[row_map[o]];
+        for (int64_t o = hi; o < n_out; ++o) {
+          const int64_t s = row_source(o);
+          out[o] = s < 0 ? value : in[s];
+        }
       }
       for (size_t k = last; k-- > 0;) {
         if (++idx[k] < out_dims[k]) break;
@@ -105,10 +111,10 @@ class Pad : public ep::Kernel {
 
   void Compute(ep::KernelContext& ctx) override {
     ep::ConstTensor x = ctx.input(0);
-    std::vector<int64_t> in_dims = x.shape_vector();
+    Dims in_dims = Dims(x.shape());
     int64_t rank = static_cast<int64_t>(in_dims.size());
-    std::vector<int64_t> pads = legacy_ ? pads_attr_ : ReadInts(ctx.input(1), "Pad", "pads");
-    std::vector<int64_t> axes;
+    Dims pads = legacy_ ? Dims(pads_attr_) : ReadInts(ctx.input(1), "Pad", "pads");
+    Dims axes;
     if (!legacy_ && ctx.has_input(3)) {
       axes = ReadInts(ctx.input(3), "Pad", "axes");
     } else {
@@ -118,13 +124,13 @@ class Pad : public ep::Kernel {
     NXRT_EP_ENFORCE(pads.size() == 2 * na, "Pad: expected " + std::to_string(2 * na) +
                                                " pads for input " + ShapeToString(in_dims) +
                                                ", got " + std::to_string(pads.size()));
-    std::vector<int64_t> begin(rank, 0), end(rank, 0);
+    Dims begin(rank, 0), end(rank, 0);
     for (size_t i = 0; i < na; ++i) {
       int64_t a = NormalizeAxis(axes[i], rank, "Pad");
       begin[a] = pads[i];
       end[a] = pads[na + i];
     }
-    std::vector<int64_t> out_dims(rank);
+    Dims out_dims(rank);
     for (int64_t k = 0; k < rank; ++k) {
       out_dims[k] = in_dims[k] + begin[k] + end[k];
       NXRT_EP_ENFORCE(out_dims[k] >= 0, "Pad: pads " + ShapeToString(pads) +
@@ -139,12 +145,6 @@ class Pad : public ep::Kernel {
     if (rank == 0) {
       CopyTensorData(x, y, 1);
       return;
-    }
-    std::vector<std::vector<int64_t>> map(rank);
-    for (int64_t k = 0; k < rank; ++k) {
-      map[k].resize(out_dims[k]);
-      for (int64_t o = 0; o < out_dims[k]; ++o)
-        map[k][o] = SourceIndex(mode_, o, begin[k], in_dims[k]);
     }
     NxElementType type = x.type();
     // The fill value, as the bytes of one element (strings handled separately below).
@@ -172,7 +172,7 @@ class Pad : public ep::Kernel {
       }
       InView<T> src(x);
       OutView<T> dst(y);
-      PadCopy<T>(src.data(), dst.data(), in_dims, out_dims, map, begin, value, ctx.threads());
+      PadCopy<T>(src.data(), dst.data(), mode_, in_dims, out_dims, begin, value, ctx.threads());
       dst.Commit();
     });
   }
@@ -190,18 +190,18 @@ class CenterCropPad : public ep::Kernel {
       : has_axes_(info.has_attr("axes")), axes_(info.attr_ints("axes")) {}
   void Compute(ep::KernelContext& ctx) override {
     ep::ConstTensor x = ctx.input(0);
-    std::vector<int64_t> in_dims = x.shape_vector();
+    Dims in_dims = Dims(x.shape());
     int64_t rank = static_cast<int64_t>(in_dims.size());
-    std::vector<int64_t> shape = ReadInts(ctx.input(1), "CenterCropPad", "shape");
-    std::vector<int64_t> axes = axes_;
+    Dims shape = ReadInts(ctx.input(1), "CenterCropPad", "shape");
+    Dims axes = axes_;
     if (!has_axes_) {
       axes.clear();
       for (int64_t k = 0; k < rank; ++k) axes.push_back(k);
     }
     NXRT_EP_ENFORCE(shape.size() == axes.size(), "CenterCropPad: shape " + ShapeToString(shape) +
                                                      " must have one entry per axis");
-    std::vector<int64_t> out_dims = in_dims, in_start(rank, 0), out_start(rank, 0);
-    std::vector<int64_t> box = in_dims;
+    Dims out_dims = in_dims, in_start(rank, 0), out_start(rank, 0);
+    Dims box = in_dims;
     for (size_t i = 0; i < axes.size(); ++i) {
       int64_t a = NormalizeAxis(axes[i], rank, "CenterCropPad");
       int64_t dim = in_dims[a], target = shape[i];
@@ -218,7 +218,7 @@ class CenterCropPad : public ep::Kernel {
     ep::Tensor y = ctx.output(0, out_dims, x.type());
     int64_t total = ShapeSize(out_dims);
     if (total == 0) return;
-    std::vector<int64_t> is = StridesOf(in_dims), os = StridesOf(out_dims);
+    Dims is = StridesOf(in_dims), os = StridesOf(out_dims);
     int64_t in_off = 0, out_off = 0;
     for (int64_t k = 0; k < rank; ++k) {
       in_off += in_start[k] * is[k];

@@ -12,15 +12,15 @@ namespace nxrt::cpu::tensor {
 // Writes `in`, viewed with shape `in_dims`, permuted by `perm` (output axis i = input axis
 // perm[i]) into `out`, whose element count must match.
 inline void PermuteCopy(const ep::ConstTensor& in, const ep::Tensor& out,
-                        const std::vector<int64_t>& in_dims, const std::vector<int64_t>& perm,
+                        std::span<const int64_t> in_dims, std::span<const int64_t> perm,
                         int threads) {
-  std::vector<int64_t> in_strides = StridesOf(in_dims);
-  std::vector<int64_t> dims(perm.size()), ss(perm.size());
+  Dims in_strides = StridesOf(in_dims);
+  Dims dims(perm.size()), ss(perm.size());
   for (size_t i = 0; i < perm.size(); ++i) {
     dims[i] = in_dims[perm[i]];
     ss[i] = in_strides[perm[i]];
   }
-  std::vector<int64_t> ds = StridesOf(dims);
+  Dims ds = StridesOf(dims);
   DispatchMove(in.type(), [&]<class T>() {
     InView<T> src(in);
     OutView<T> dst(out);

@@ -10,9 +10,8 @@ namespace nxrt::cpu::tensor {
 namespace {
 
 // Output dims of Reshape: 0 copies the input dim (unless allowzero), -1 is inferred.
-std::vector<int64_t> ReshapeDims(std::span<const int64_t> in, const std::vector<int64_t>& spec,
-                                 bool allowzero) {
-  std::vector<int64_t> out(spec.size());
+Dims ReshapeDims(std::span<const int64_t> in, const Dims& spec, bool allowzero) {
+  Dims out(spec.size());
   int64_t known = 1;
   std::optional<size_t> infer;
   bool has_zero = false;
@@ -63,8 +62,7 @@ class Reshape : public ep::Kernel {
   }
   void Compute(ep::KernelContext& ctx) override {
     ep::ConstTensor x = ctx.input(0);
-    std::vector<int64_t> spec =
-        from_attr_ ? shape_attr_ : ReadInts(ctx.input(1), "Reshape", "shape");
+    Dims spec = from_attr_ ? Dims(shape_attr_) : ReadInts(ctx.input(1), "Reshape", "shape");
     CopyWithShape(ctx, x, ReshapeDims(x.shape(), spec, allowzero_));
   }
 
@@ -94,8 +92,8 @@ class Flatten : public ep::Kernel {
 };
 
 // Axes come from an attribute (Squeeze/Unsqueeze before opset 13) or from input 1.
-std::optional<std::vector<int64_t>> AxesOf(ep::KernelContext& ctx, bool has_attr,
-                                           const std::vector<int64_t>& attr, const char* op) {
+std::optional<Dims> AxesOf(ep::KernelContext& ctx, bool has_attr, const Dims& attr,
+                           const char* op) {
   if (ctx.has_input(1)) return ReadInts(ctx.input(1), op, "axes");
   if (has_attr) return attr;
   return std::nullopt;
@@ -110,7 +108,7 @@ class Squeeze : public ep::Kernel {
     ep::ConstTensor x = ctx.input(0);
     auto s = x.shape();
     int64_t rank = static_cast<int64_t>(s.size());
-    std::vector<bool> drop(s.size(), false);
+    SmallVector<bool, 8> drop(s.size(), false);
     auto axes = AxesOf(ctx, has_attr_, attr_, "Squeeze");
     if (axes) {
       for (int64_t a : *axes) {
@@ -122,7 +120,7 @@ class Squeeze : public ep::Kernel {
     } else {
       for (size_t k = 0; k < s.size(); ++k) drop[k] = s[k] == 1;
     }
-    std::vector<int64_t> out;
+    Dims out;
     for (size_t k = 0; k < s.size(); ++k)
       if (!drop[k]) out.push_back(s[k]);
     CopyWithShape(ctx, x, out);
@@ -143,13 +141,13 @@ class Unsqueeze : public ep::Kernel {
     auto axes = AxesOf(ctx, has_attr_, attr_, "Unsqueeze");
     NXRT_EP_ENFORCE(axes.has_value(), "Unsqueeze: 'axes' is required");
     int64_t out_rank = static_cast<int64_t>(s.size() + axes->size());
-    std::vector<bool> inserted(out_rank, false);
+    SmallVector<bool, 8> inserted(out_rank, false);
     for (int64_t a : *axes) {
       int64_t k = NormalizeAxis(a, out_rank, "Unsqueeze");
       NXRT_EP_ENFORCE(!inserted[k], "Unsqueeze: axis " + std::to_string(a) + " is repeated");
       inserted[k] = true;
     }
-    std::vector<int64_t> out(out_rank);
+    Dims out(out_rank);
     size_t src = 0;
     for (int64_t k = 0; k < out_rank; ++k) out[k] = inserted[k] ? 1 : s[src++];
     CopyWithShape(ctx, x, out);

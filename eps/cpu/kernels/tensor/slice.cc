@@ -21,9 +21,9 @@ class Slice : public ep::Kernel {
 
   void Compute(ep::KernelContext& ctx) override {
     ep::ConstTensor x = ctx.input(0);
-    std::vector<int64_t> in_dims = x.shape_vector();
+    Dims in_dims = Dims(x.shape());
     int64_t rank = static_cast<int64_t>(in_dims.size());
-    std::vector<int64_t> starts, ends, axes, steps;
+    Dims starts, ends, axes, steps;
     bool has_axes;
     if (from_attrs_) {
       starts = starts_;
@@ -46,8 +46,8 @@ class Slice : public ep::Kernel {
     NXRT_EP_ENFORCE(axes.size() == starts.size() && steps.size() == starts.size(),
                     "Slice: starts, ends, axes and steps must have the same length");
 
-    std::vector<int64_t> first(rank, 0), step(rank, 1), out_dims = in_dims;
-    std::vector<bool> seen(rank, false);
+    Dims first(rank, 0), step(rank, 1), out_dims = in_dims;
+    SmallVector<bool, 8> seen(rank, false);
     for (size_t i = 0; i < axes.size(); ++i) {
       int64_t a = NormalizeAxis(axes[i], rank, "Slice");
       NXRT_EP_ENFORCE(!seen[a], "Slice: axis " + std::to_string(axes[i]) + " is repeated");
@@ -73,7 +73,7 @@ class Slice : public ep::Kernel {
     }
     ep::Tensor y = ctx.output(0, out_dims, x.type());
     if (ShapeSize(out_dims) == 0) return;
-    std::vector<int64_t> in_strides = StridesOf(in_dims), ss(rank);
+    Dims in_strides = StridesOf(in_dims), ss(rank);
     int64_t offset = 0;
     for (int64_t k = 0; k < rank; ++k) {
       offset += first[k] * in_strides[k];

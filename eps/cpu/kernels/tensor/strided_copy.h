@@ -20,17 +20,18 @@
 #include <vector>
 
 #include "common/parallel.h"
+#include "common/small_vector.h"
 #include "kernels/tensor/transpose_tile.h"
 
 namespace nxrt::cpu::tensor {
 
 // Walks a multi-index over `dims` in row-major order, keeping two linear offsets up to date.
 struct Odometer {
-  std::vector<int64_t> dims, sa, sb, idx;
+  Dims dims, sa, sb, idx;
   int64_t a = 0, b = 0;
 
-  Odometer(std::vector<int64_t> d, std::vector<int64_t> strides_a, std::vector<int64_t> strides_b)
-      : dims(std::move(d)), sa(std::move(strides_a)), sb(std::move(strides_b)), idx(dims.size()) {}
+  Odometer(const Dims& d, const Dims& strides_a, const Dims& strides_b)
+      : dims(d), sa(strides_a), sb(strides_b), idx(dims.size(), 0) {}
 
   // Positions the walker at row-major linear index `linear`.
   void Seek(int64_t linear) {
@@ -57,26 +58,26 @@ struct Odometer {
 };
 
 // Drops size-1 axes and merges axes that are contiguous on both sides. Returns false when the
-// box is empty.
-inline bool CoalesceAxes(std::vector<int64_t>& dims, std::vector<int64_t>& ss,
-                         std::vector<int64_t>& ds) {
-  std::vector<int64_t> d2, s2, t2;
+// box is empty. Works in place: the merged axes are written over the leading entries.
+inline bool CoalesceAxes(Dims& dims, Dims& ss, Dims& ds) {
+  size_t kept = 0;
   for (size_t k = 0; k < dims.size(); ++k) {
     if (dims[k] == 0) return false;
     if (dims[k] == 1) continue;
-    if (!d2.empty() && s2.back() == ss[k] * dims[k] && t2.back() == ds[k] * dims[k]) {
-      d2.back() *= dims[k];
-      s2.back() = ss[k];
-      t2.back() = ds[k];
+    if (kept > 0 && ss[kept - 1] == ss[k] * dims[k] && ds[kept - 1] == ds[k] * dims[k]) {
+      dims[kept - 1] *= dims[k];
+      ss[kept - 1] = ss[k];
+      ds[kept - 1] = ds[k];
       continue;
     }
-    d2.push_back(dims[k]);
-    s2.push_back(ss[k]);
-    t2.push_back(ds[k]);
+    dims[kept] = dims[k];
+    ss[kept] = ss[k];
+    ds[kept] = ds[k];
+    ++kept;
   }
-  dims = std::move(d2);
-  ss = std::move(s2);
-  ds = std::move(t2);
+  dims.resize(kept);
+  ss.resize(kept);
+  ds.resize(kept);
   return true;
 }
 
@@ -84,8 +85,7 @@ inline bool CoalesceAxes(std::vector<int64_t>& dims, std::vector<int64_t>& ss,
 // Axes the source broadcasts (stride 0) are produced once and then replicated by memcpy with
 // doubling sizes.
 template <class T>
-void FillBlock(const T* src, T* dst, const std::vector<int64_t>& dims,
-               const std::vector<int64_t>& ss, const std::vector<int64_t>& ds, size_t k) {
+void FillBlock(const T* src, T* dst, const Dims& dims, const Dims& ss, const Dims& ds, size_t k) {
   size_t last = dims.size() - 1;
   if (k == last) {
     int64_t n = dims[last];
@@ -113,8 +113,7 @@ void FillBlock(const T* src, T* dst, const std::vector<int64_t>& dims,
 
 // See the file comment. T must be trivially copyable.
 template <class T>
-void StridedCopy(const T* src, T* dst, std::vector<int64_t> dims, std::vector<int64_t> ss,
-                 std::vector<int64_t> ds, int threads) {
+void StridedCopy(const T* src, T* dst, Dims dims, Dims ss, Dims ds, int threads) {
   if (!CoalesceAxes(dims, ss, ds)) return;
   size_t rank = dims.size();
   if (rank == 0) {
@@ -144,7 +143,7 @@ void StridedCopy(const T* src, T* dst, std::vector<int64_t> dims, std::vector<in
       constexpr int64_t kB = 32;
       int64_t m = dims[c];
       int64_t sc_out = ds[c];
-      std::vector<int64_t> od, os, ot;
+      Dims od, os, ot;
       for (size_t k = 0; k < last; ++k) {
         if (k == c) continue;
         od.push_back(dims[k]);
@@ -189,7 +188,7 @@ void StridedCopy(const T* src, T* dst, std::vector<int64_t> dims, std::vector<in
   for (size_t k = p; k < last; ++k) broadcast |= ss[k] == 0;
   if (s_out == 1 && broadcast) {
     int64_t block = ds[p] * dims[p];
-    std::vector<int64_t> od(dims.begin(), dims.begin() + p), os(ss.begin(), ss.begin() + p),
+    Dims od(dims.begin(), dims.begin() + p), os(ss.begin(), ss.begin() + p),
         ot(ds.begin(), ds.begin() + p);
     int64_t outer = 1;
     for (int64_t d : od) outer *= d;
@@ -207,9 +206,9 @@ void StridedCopy(const T* src, T* dst, std::vector<int64_t> dims, std::vector<in
   // walk (and its bookkeeping) runs once per (dims[last-1] x n) elements instead of per n.
   bool pair = rank >= 2 && n < 16;
   size_t inner_axes = pair ? 2 : 1;
-  std::vector<int64_t> od(dims.begin(), dims.end() - inner_axes);
-  std::vector<int64_t> os(ss.begin(), ss.end() - inner_axes);
-  std::vector<int64_t> ot(ds.begin(), ds.end() - inner_axes);
+  Dims od(dims.begin(), dims.end() - inner_axes);
+  Dims os(ss.begin(), ss.end() - inner_axes);
+  Dims ot(ds.begin(), ds.end() - inner_axes);
   int64_t m = pair ? dims[last - 1] : 1;
   int64_t sm_in = pair ? ss[last - 1] : 0, sm_out = pair ? ds[last - 1] : 0;
   int64_t rows = 1;

@@ -16,12 +16,13 @@
 #include "common/broadcast.h"
 #include "common/dispatch.h"
 #include "common/parallel.h"
+#include "common/small_vector.h"
 
 namespace nxrt::cpu::tensor {
 
 // Contiguous (row-major) element strides of `dims`.
-inline std::vector<int64_t> StridesOf(std::span<const int64_t> dims) {
-  std::vector<int64_t> s(dims.size());
+inline Dims StridesOf(std::span<const int64_t> dims) {
+  Dims s(dims.size());
   int64_t stride = 1;
   for (size_t k = dims.size(); k-- > 0;) {
     s[k] = stride;
@@ -75,14 +76,14 @@ inline bool IsIntegerType(NxElementType t) {
 }
 
 // All elements of an integer tensor (shapes, axes, pads, indices) widened to int64.
-inline std::vector<int64_t> ReadInts(const ep::ConstTensor& t, const char* op, const char* what) {
+inline Dims ReadInts(const ep::ConstTensor& t, const char* op, const char* what) {
   if (!IsIntegerType(t.type())) {
     ep::Fail(NX_INVALID_ARGUMENT, std::string(op) + ": input '" + what +
                                       "' must be an integer tensor, got " +
                                       ep::ElementTypeName(t.type()));
   }
   size_t n = t.size();
-  std::vector<int64_t> out(n);
+  Dims out(n);
   if (n == 0) return out;
   DispatchInteger(t.type(), [&]<class I>() {
     const I* p = t.data<I>();

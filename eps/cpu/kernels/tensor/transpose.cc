@@ -12,14 +12,14 @@ class Transpose : public ep::Kernel {
       : has_perm_(info.has_attr("perm")), perm_(info.attr_ints("perm")) {}
   void Compute(ep::KernelContext& ctx) override {
     ep::ConstTensor x = ctx.input(0);
-    std::vector<int64_t> in_dims = x.shape_vector();
+    Dims in_dims = Dims(x.shape());
     size_t rank = in_dims.size();
-    std::vector<int64_t> perm(rank);
+    Dims perm(rank);
     if (has_perm_) {
       NXRT_EP_ENFORCE(perm_.size() == rank, "Transpose: perm " + ShapeToString(perm_) +
                                                 " does not match input rank " +
                                                 std::to_string(rank));
-      std::vector<bool> seen(rank, false);
+      SmallVector<bool, 8> seen(rank, false);
       for (size_t i = 0; i < rank; ++i) {
         int64_t p = NormalizeAxis(perm_[i], static_cast<int64_t>(rank), "Transpose");
         NXRT_EP_ENFORCE(!seen[p],
@@ -30,7 +30,7 @@ class Transpose : public ep::Kernel {
     } else {
       for (size_t i = 0; i < rank; ++i) perm[i] = static_cast<int64_t>(rank - 1 - i);
     }
-    std::vector<int64_t> out_dims(rank);
+    Dims out_dims(rank);
     for (size_t i = 0; i < rank; ++i) out_dims[i] = in_dims[perm[i]];
     ep::Tensor y = ctx.output(0, out_dims, x.type());
     PermuteCopy(x, y, in_dims, perm, ctx.threads());
