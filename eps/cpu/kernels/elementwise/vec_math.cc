@@ -188,15 +188,30 @@ inline void Apply(const float* x, float* y, int64_t n, F f) {
 }  // namespace
 
 void ExpArray(const float* x, float* y, int64_t n) { Apply(x, y, n, Exp8); }
-void SigmoidArray(const float* x, float* y, int64_t n) { Apply(x, y, n, Sigmoid8); }
+void SigmoidArrayAvx2(const float* x, float* y, int64_t n) { Apply(x, y, n, Sigmoid8); }
+
+bool VecMathHasAvx512() {
+  static const bool has = __builtin_cpu_supports("avx512f") != 0;
+  return has;
+}
+
+void SigmoidArray(const float* x, float* y, int64_t n) {
+  if (VecMathHasAvx512()) return SigmoidArrayAvx512(x, y, n);
+  SigmoidArrayAvx2(x, y, n);
+}
 void TanhArray(const float* x, float* y, int64_t n) { Apply(x, y, n, Tanh8); }
 void ErfArray(const float* x, float* y, int64_t n) { Apply(x, y, n, Erf8); }
 void GeluArray(const float* x, float* y, int64_t n) { Apply(x, y, n, Gelu8); }
 void GeluTanhArray(const float* x, float* y, int64_t n) { Apply(x, y, n, GeluTanh8); }
 void MishArray(const float* x, float* y, int64_t n) { Apply(x, y, n, Mish8); }
-void SwishArray(const float* x, float* y, int64_t n, float alpha) {
+void SwishArrayAvx2(const float* x, float* y, int64_t n, float alpha) {
   const __m256 a = Set(alpha);
   Apply(x, y, n, [a](__m256 v) { return _mm256_mul_ps(v, Sigmoid8(_mm256_mul_ps(a, v))); });
+}
+
+void SwishArray(const float* x, float* y, int64_t n, float alpha) {
+  if (VecMathHasAvx512()) return SwishArrayAvx512(x, y, n, alpha);
+  SwishArrayAvx2(x, y, n, alpha);
 }
 
 }  // namespace nxrt::cpu::elementwise

@@ -21,4 +21,12 @@ void GeluTanhArray(const float* x, float* y, int64_t n);
 // x * tanh(log(1 + exp(x)))
 void MishArray(const float* x, float* y, int64_t n);
 
+// The bodies behind SigmoidArray and SwishArray, which pick the AVX-512 ones when the CPU has
+// AVX-512 (vec_math_avx512.cc); named for tests that check both.
+void SigmoidArrayAvx2(const float* x, float* y, int64_t n);
+void SwishArrayAvx2(const float* x, float* y, int64_t n, float alpha);
+void SigmoidArrayAvx512(const float* x, float* y, int64_t n);
+void SwishArrayAvx512(const float* x, float* y, int64_t n, float alpha);
+bool VecMathHasAvx512();
+
 }  // namespace nxrt::cpu::elementwise

@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -42,10 +44,40 @@ double Sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 double Tanh(double x) { return std::tanh(x); }
 double Silu(double x) { return x * Sigmoid(x); }
 
+// Sigmoid and swish have an AVX2 and an AVX-512 body (SigmoidArray / SwishArray pick one by
+// CPUID): both are checked where the CPU runs them.
+using namespace nxrt::cpu::elementwise;
+using SigmoidBody = void (*)(const float*, float*, int64_t);
+using SwishBody = void (*)(const float*, float*, int64_t, float);
+
+std::vector<std::pair<const char*, SigmoidBody>> SigmoidBodies() {
+  std::vector<std::pair<const char*, SigmoidBody>> b = {{"dispatch", SigmoidArray},
+                                                        {"avx2", SigmoidArrayAvx2}};
+  if (VecMathHasAvx512()) b.emplace_back("avx512", SigmoidArrayAvx512);
+  return b;
+}
+
+std::vector<std::pair<const char*, SwishBody>> SwishBodies() {
+  std::vector<std::pair<const char*, SwishBody>> b = {{"dispatch", SwishArray},
+                                                      {"avx2", SwishArrayAvx2}};
+  if (VecMathHasAvx512()) b.emplace_back("avx512", SwishArrayAvx512);
+  return b;
+}
+
 TEST(VectorMath, SigmoidMatchesTheLibrary) {
-  std::vector<float> x = Inputs(), y = x;
-  nxrt::cpu::elementwise::SigmoidArray(x.data(), y.data(), static_cast<int64_t>(y.size()));
-  ExpectClose(x, y, Sigmoid, 1e-6);
+  for (const auto& [name, body] : SigmoidBodies()) {
+    SCOPED_TRACE(name);
+    std::vector<float> x = Inputs(), y = x;
+    body(x.data(), y.data(), static_cast<int64_t>(y.size()));
+    ExpectClose(x, y, Sigmoid, 1e-6);
+    // Every tail length (the AVX-512 body masks it), in place.
+    for (int64_t n = 1; n <= 40; ++n) {
+      std::vector<float> v(x.begin(), x.begin() + n), want(v.size());
+      body(v.data(), want.data(), n);
+      body(v.data(), v.data(), n);
+      EXPECT_EQ(std::memcmp(v.data(), want.data(), sizeof(float) * v.size()), 0) << n;
+    }
+  }
 }
 
 TEST(VectorMath, TanhMatchesTheLibraryAlsoNearZero) {
@@ -55,17 +87,28 @@ TEST(VectorMath, TanhMatchesTheLibraryAlsoNearZero) {
 }
 
 TEST(VectorMath, SwishMatchesTheLibrary) {
-  std::vector<float> x = Inputs(), y = x;
-  nxrt::cpu::elementwise::SwishArray(y.data(), y.data(), static_cast<int64_t>(y.size()),
-                                     1.0f);  // in place
-  for (size_t i = 0; i < x.size(); ++i) {
-    if (std::isinf(x[i])) continue;  // inf * sigmoid(inf): the library's own NaN / inf question
-    const double w = Silu(x[i]);
-    if (std::isnan(w)) {
-      EXPECT_TRUE(std::isnan(y[i])) << "x = " << x[i];
-      continue;
+  for (const auto& [name, body] : SwishBodies()) {
+    SCOPED_TRACE(name);
+    std::vector<float> x = Inputs(), y = x;
+    body(y.data(), y.data(), static_cast<int64_t>(y.size()), 1.0f);  // in place
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (std::isinf(x[i])) continue;  // inf * sigmoid(inf): the library's own NaN / inf question
+      const double w = Silu(x[i]);
+      if (std::isnan(w)) {
+        EXPECT_TRUE(std::isnan(y[i])) << "x = " << x[i];
+        continue;
+      }
+      EXPECT_NEAR(y[i], w, 1e-6 * std::fabs(w) + 1e-30) << "x = " << x[i];
     }
-    EXPECT_NEAR(y[i], w, 1e-6 * std::fabs(w) + 1e-30) << "x = " << x[i];
+    // alpha != 1: x * sigmoid(alpha x).
+    std::vector<float> z(x.size());
+    body(x.data(), z.data(), static_cast<int64_t>(x.size()), 1.702f);
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (!std::isfinite(x[i])) continue;
+      const float ax = 1.702f * x[i];  // as the body rounds it; exp(-ax) magnifies the rest
+      const double w = x[i] * Sigmoid(ax);
+      EXPECT_NEAR(z[i], w, 1e-6 * std::fabs(w) + 1e-30) << "x = " << x[i];
+    }
   }
 }
 
