@@ -66,6 +66,16 @@ inline onnx::TensorProto Int64Scalar(const std::string& name, int64_t v) {
   return t;
 }
 
+// A 1-D int64 initializer (shapes, axes, pads, indices).
+inline onnx::TensorProto Int64s(const std::string& name, const std::vector<int64_t>& values) {
+  onnx::TensorProto t;
+  t.set_name(name);
+  t.set_data_type(onnx::TensorProto::INT64);
+  t.add_dims(static_cast<int64_t>(values.size()));
+  for (int64_t v : values) t.add_int64_data(v);
+  return t;
+}
+
 constexpr auto F = onnx::TensorProto::FLOAT;
 constexpr auto I64 = onnx::TensorProto::INT64;
 constexpr auto B = onnx::TensorProto::BOOL;

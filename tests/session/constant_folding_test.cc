@@ -19,17 +19,9 @@ using nxrt::test::cf::F;
 using nxrt::test::cf::Graph;
 using nxrt::test::cf::I64;
 using nxrt::test::cf::Info;
+using nxrt::test::cf::Int64s;
 using nxrt::test::cf::Model;
 using nxrt::test::cf::WithGraph;
-
-onnx::TensorProto Int64s(const std::string& name, const std::vector<int64_t>& values) {
-  onnx::TensorProto t;
-  t.set_name(name);
-  t.set_data_type(onnx::TensorProto::INT64);
-  t.add_dims(static_cast<int64_t>(values.size()));
-  for (int64_t v : values) t.add_int64_data(v);
-  return t;
-}
 
 onnx::TensorProto Weights() { return MakeFloatTensor("w", {2, 3}, {1, 2, 3, 4, 5, 6}); }
 

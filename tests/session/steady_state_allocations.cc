@@ -80,8 +80,8 @@ using nxrt::test::MakeNode;
 using nxrt::test::cf::B;
 using nxrt::test::cf::F;
 using nxrt::test::cf::Graph;
-using nxrt::test::cf::I64;
 using nxrt::test::cf::Info;
+using nxrt::test::cf::Int64s;
 using nxrt::test::cf::Model;
 using nxrt::test::cf::WithGraph;
 
@@ -199,15 +199,6 @@ TEST(SteadyStateAllocations, AReturnedOutputCostsOneAllocationWhateverTheModelSi
   EXPECT_EQ(AllocationsPerRun(30, 1, false), AllocationsPerRun(120, 1, false));
 }
 
-onnx::TensorProto Ints(const std::string& name, const std::vector<int64_t>& values) {
-  onnx::TensorProto t;
-  t.set_name(name);
-  t.set_data_type(onnx::TensorProto::INT64);
-  t.add_dims(static_cast<int64_t>(values.size()));
-  for (int64_t v : values) t.add_int64_data(v);
-  return t;
-}
-
 onnx::TensorProto Floats(const std::string& name, const std::vector<int64_t>& dims, float scale) {
   int64_t n = 1;
   for (int64_t d : dims) n *= d;
@@ -270,19 +261,19 @@ std::string KernelMixModel() {
       Floats("b1", {16}, 0.01f),
       Floats("wd", {16, 1, 3, 3}, 0.05f),
       Floats("bd", {16}, 0.01f),
-      Ints("pads", {0, 0, 1, 1, 0, 0, 1, 1}),
-      Ints("starts", {0}),
-      Ints("ends", {8}),
-      Ints("axes1", {1}),
-      Ints("halves", {8, 8}),
-      Ints("shape3", {1, 8, 49}),
+      Int64s("pads", {0, 0, 1, 1, 0, 0, 1, 1}),
+      Int64s("starts", {0}),
+      Int64s("ends", {8}),
+      Int64s("axes1", {1}),
+      Int64s("halves", {8, 8}),
+      Int64s("shape3", {1, 8, 49}),
       Floats("ln_scale", {8}, 0.2f),
       Floats("ln_bias", {8}, 0.03f),
-      Ints("axes2", {2}),
-      Ints("axes0", {0}),
-      Ints("picks", {0, 3, 5}),
-      Ints("shape_g", {1, 2, 3}),
-      Ints("flat", {1, -1}),
+      Int64s("axes2", {2}),
+      Int64s("axes0", {0}),
+      Int64s("picks", {0, 3, 5}),
+      Int64s("shape_g", {1, 2, 3}),
+      Int64s("flat", {1, -1}),
       Floats("lstm_w", {1, 4 * H, 8}, 0.05f),
       Floats("lstm_r", {1, 4 * H, H}, 0.05f),
       Floats("lstm_b", {1, 8 * H}, 0.01f),
