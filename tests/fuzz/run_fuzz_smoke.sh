@@ -40,7 +40,10 @@ export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"
 limits=(-timeout=10 -rss_limit_mb=4096 -malloc_limit_mb=4096)
 
 echo "== regression corpus (tests/fuzz/regressions)"
-"$fuzzer" "${limits[@]}" tests/fuzz/regressions/*
+if ! "$fuzzer" "${limits[@]}" tests/fuzz/regressions/*; then
+  echo "!! a file of tests/fuzz/regressions failed (the report is above): FAIL"
+  exit 1
+fi
 
 echo "== seed corpus"
 python3 tests/fuzz/make_seed_corpus.py "$build_dir/fuzz/seeds"

@@ -45,6 +45,20 @@ inline NxEnv* ProcessEnv() {
       std::fprintf(stderr, "nxrt_fuzz: %s\n", NxStatus_GetMessage(st));
       std::abort();
     }
+    // Loading the CPU EP starts a thread that generates oneDNN's sgemm kernels (tens of ms,
+    // far longer under ASan). Let it finish before the first input: libFuzzer's leak check
+    // counts every thread's allocations against the input being run and stops the world
+    // mid-flight, so a live second thread makes a leak verdict depend on timing (CI once saw a
+    // leak report in the regression replay that 40 replays here never showed again). Releasing
+    // an env releases its CPU EP factory, which joins that thread; `e` keeps the library loaded,
+    // so it does not start again.
+    NxEnv* joiner = nullptr;
+    if (NxStatus* st = NxEnv_Create(NX_LOG_ERROR, DropLog, nullptr, &joiner)) {
+      NxStatus_Release(st);
+      std::abort();
+    }
+    if (NxStatus* st = NxEnv_GetEpDeviceCount(joiner, &devices)) NxStatus_Release(st);
+    NxEnv_Release(joiner);
     return e;
   }();
   return env;
