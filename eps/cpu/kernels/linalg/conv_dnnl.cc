@@ -417,28 +417,14 @@ void DnnlConv::Run(const ConvGeometry& g, const float* x, const float* w, const 
   }
 }
 
-bool DnnlConv::UsePointwiseTiles(const ConvGeometry& g) const {
-  // Ungrouped and unstrided (a strided 1x1 subsamples first: the GEMM route). The explicit
-  // kGemm strategy keeps oneDNN's sgemm, for comparisons (docs/performance.md).
-  return g.group == 1 && g.in == g.out && strategy_ != ConvStrategy::kGemm;
-}
-
-void DnnlConv::RunPointwiseTiles(const Plan& plan, const ConvGeometry& g, const float* x,
-                                 const float* w, const float* bias, const float* z, float* y,
-                                 int threads) {
-  const int64_t in_size = g.in_size(), out_size = g.out_size();
-  PointwiseJob job;
-  job.out_channels = g.out_channels;
-  job.in_channels = g.in_channels;
-  job.pixels = out_size;
-  job.bias = bias;
-  // The activations the tiles apply in registers, in order, up to the first they cannot; that
-  // one and the rest run on each stored row segment.
-  PointwiseActivation acts[8];
+DnnlConv::DnnlConv(ConvFusion fusion, ConvStrategy strategy, bool channels_last)
+    : fusion_(std::move(fusion)), strategy_(strategy), channels_last_(channels_last) {
+  // The activations the pointwise tiles apply in registers, in order, up to the first they
+  // cannot; that one and the rest run on each stored row segment.
   size_t in_tile = 0;
-  for (; in_tile < fusion_.eltwise.size() && in_tile < 8; ++in_tile) {
+  for (; in_tile < fusion_.eltwise.size() && in_tile < kMaxTileActivations; ++in_tile) {
     const auto& e = fusion_.eltwise[in_tile];
-    PointwiseActivation& a = acts[in_tile];
+    PointwiseActivation& a = tile_acts_[in_tile];
     a.alpha = e.alpha;
     a.beta = e.beta;
     if (e.alg == dnnl::algorithm::eltwise_relu) {
@@ -453,22 +439,45 @@ void DnnlConv::RunPointwiseTiles(const Plan& plan, const ConvGeometry& g, const 
       break;
     }
   }
-  job.acts = acts;
-  job.act_count = static_cast<int>(in_tile);
-  std::vector<ConvFusion::Eltwise> rest;
-  if (in_tile < fusion_.eltwise.size()) {
-    rest.assign(fusion_.eltwise.begin() + static_cast<ptrdiff_t>(in_tile), fusion_.eltwise.end());
-    job.rest = [&rest](float* row, int64_t n) { ApplyEltwiseRange(rest, row, n); };
+  tile_act_count_ = static_cast<int>(in_tile);
+  tile_rest_.assign(fusion_.eltwise.begin() + static_cast<ptrdiff_t>(in_tile),
+                    fusion_.eltwise.end());
+}
+
+bool DnnlConv::UsePointwiseTiles(const ConvGeometry& g) const {
+  // Ungrouped and unstrided (a strided 1x1 subsamples first: the GEMM route). The explicit
+  // kGemm strategy keeps oneDNN's sgemm, for comparisons (docs/performance.md).
+  return g.group == 1 && g.in == g.out && strategy_ != ConvStrategy::kGemm;
+}
+
+PointwiseJob DnnlConv::TileJob(const Plan& plan, const float* w, const float* bias,
+                              int64_t out_channels, int64_t depth) const {
+  PointwiseJob job;
+  job.out_channels = out_channels;
+  job.in_channels = depth;
+  job.bias = bias;
+  job.acts = tile_acts_;
+  job.act_count = tile_act_count_;
+  if (!tile_rest_.empty()) {
+    job.rest = [this](float* row, int64_t n) { ApplyEltwiseRange(tile_rest_, row, n); };
   }
   const float* packed = plan.pointwise_w.empty() ? nullptr : plan.pointwise_w.data();
   if (packed == nullptr) {  // weights that are an input: packed per run
-    const size_t floats =
-        static_cast<size_t>(PointwisePackedSize(isa_, g.out_channels, g.in_channels));
+    const size_t floats = static_cast<size_t>(PointwisePackedSize(isa_, out_channels, depth));
     float* buf = static_cast<float*>(ThreadScratch(kScratchWeights, floats * sizeof(float)));
-    PackPointwiseWeights(isa_, w, g.out_channels, g.in_channels, buf);
+    PackPointwiseWeights(isa_, w, out_channels, depth, buf);
     packed = buf;
   }
   job.packed_w = packed;
+  return job;
+}
+
+void DnnlConv::RunPointwiseTiles(const Plan& plan, const ConvGeometry& g, const float* x,
+                                 const float* w, const float* bias, const float* z, float* y,
+                                 int threads) {
+  const int64_t in_size = g.in_size(), out_size = g.out_size();
+  PointwiseJob job = TileJob(plan, w, bias, g.out_channels, g.in_channels);
+  job.pixels = out_size;
   for (int64_t n = 0; n < g.batch; ++n) {
     job.x = x + n * g.in_channels * in_size;
     job.y = y + n * g.out_channels * out_size;

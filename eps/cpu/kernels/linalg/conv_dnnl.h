@@ -40,6 +40,7 @@
 #include "common/cpu_features.h"
 #include "common/small_vector.h"
 #include "kernels/linalg/conv_geometry.h"
+#include "kernels/linalg/pointwise_conv.h"
 
 namespace nxrt::cpu::linalg {
 
@@ -67,8 +68,7 @@ class DnnlConv {
   // With `channels_last`, activations are NHWC (NWC, NDHWC) instead: every geometry runs as a
   // oneDNN primitive on that layout directly (the AVX-512 brgemm kernels' native one), so a
   // graph kept in NHWC pays no reorders at all.
-  DnnlConv(ConvFusion fusion, ConvStrategy strategy, bool channels_last = false)
-      : fusion_(std::move(fusion)), strategy_(strategy), channels_last_(channels_last) {}
+  DnnlConv(ConvFusion fusion, ConvStrategy strategy, bool channels_last = false);
 
   // Uses constant weights [M, C/group, k...] (`num_weights` floats, borrowed: they must outlive
   // this object); later Run calls pass nullptr for w. Call before the first Prepare or Run.
@@ -100,6 +100,11 @@ class DnnlConv {
   std::shared_ptr<dnnl::memory> PackedWeights(const PlanPart& part, const float* w);
   // 1x1 convolutions the register tiles of pointwise_conv.h take (else RunGemm).
   bool UsePointwiseTiles(const ConvGeometry& g) const;
+  // The tiles' job for `out_channels` x `depth` weights (packed into this thread's scratch when
+  // they are not constant), with the fused bias and activations; pixels, strides and pointers
+  // are the caller's.
+  PointwiseJob TileJob(const Plan& plan, const float* w, const float* bias, int64_t out_channels,
+                       int64_t depth) const;
   void RunPointwiseTiles(const Plan& plan, const ConvGeometry& g, const float* x, const float* w,
                          const float* bias, const float* z, float* y, int threads);
   void RunGemm(const ConvGeometry& g, const float* x, const float* w, const float* bias,
@@ -108,6 +113,12 @@ class DnnlConv {
                const float* bias, const float* z, float* y, int threads);
 
   ConvFusion fusion_;
+  // fusion_.eltwise split for the pointwise tiles, once: the leading activations they apply in
+  // registers, and the rest (from the first they cannot), applied to each stored row.
+  static constexpr int kMaxTileActivations = 8;
+  PointwiseActivation tile_acts_[kMaxTileActivations];
+  int tile_act_count_ = 0;
+  std::vector<ConvFusion::Eltwise> tile_rest_;
   ConvStrategy strategy_;
   bool channels_last_;
   Isa isa_ = DetectedIsa();

@@ -42,8 +42,15 @@ struct PointwiseJob {
   std::function<void(float* row, int64_t n)> rest;
 };
 
+// Images of at most this many pixels run with output channels in the vector lanes instead of
+// pixels (a matrix-vector product per pixel; squeeze-and-excitation blocks have one pixel).
+constexpr int64_t kFewPixels = 4;
+
 // Output channels per tile for `isa`.
 int PointwiseRows(Isa isa);
+
+// Pixels per full tile for `isa`.
+int64_t PointwiseTileColumns(Isa isa);
 
 // Floats of the packed weights for `isa`.
 int64_t PointwisePackedSize(Isa isa, int64_t out_channels, int64_t in_channels);

@@ -3,7 +3,10 @@
 // pointwise_conv_avx512.cc.
 #pragma once
 
+#include <immintrin.h>
+
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 
 #include "kernels/linalg/pointwise_conv.h"
@@ -119,9 +122,104 @@ inline void EdgeTile(const PointwiseJob& job, const float* wblock, int64_t row0,
   }
 }
 
+// Scalar twin of Activate, for the few-pixel path (NaN passes as in the vector forms).
+inline float ActivateScalar(const PointwiseJob& job, float v) {
+  for (int i = 0; i < job.act_count; ++i) {
+    const PointwiseActivation& a = job.acts[i];
+    switch (a.kind) {
+      case PointwiseActivation::kRelu:
+        if (v < 0.0f) v = a.alpha == 0.0f ? 0.0f : a.alpha * v;
+        break;
+      case PointwiseActivation::kClip:
+        v = v < a.alpha ? a.alpha : (v > a.beta ? a.beta : v);
+        break;
+      case PointwiseActivation::kHardSwish: {
+        const float t = std::fma(v, 1.0f / 6.0f, 0.5f);
+        v *= t < 0.0f ? 0.0f : (t > 1.0f ? 1.0f : t);
+        break;
+      }
+      case PointwiseActivation::kLinear:
+        v = std::fma(a.alpha, v, a.beta);
+        break;
+    }
+  }
+  return v;
+}
+
+// kRows floats (one packed weight group, or kRows output channels of one pixel): __m256 for the
+// AVX-512 tiles' 8 rows, __m128 for the AVX2 tiles' 4. V only makes each instantiation local to
+// its file (V's traits live in an unnamed namespace).
+template <class V, int kRows>
+struct RowLanes;
+template <class V>
+struct RowLanes<V, 8> {
+  using T = __m256;
+  static T Zero() { return _mm256_setzero_ps(); }
+  static T Load(const float* p) { return _mm256_loadu_ps(p); }
+  static T Fma(T a, float b, T c) { return _mm256_fmadd_ps(a, _mm256_set1_ps(b), c); }
+  static T Add(T a, T b) { return _mm256_add_ps(a, b); }
+  static void Store(float* p, T v) { _mm256_storeu_ps(p, v); }
+};
+template <class V>
+struct RowLanes<V, 4> {
+  using T = __m128;
+  static T Zero() { return _mm_setzero_ps(); }
+  static T Load(const float* p) { return _mm_loadu_ps(p); }
+  static T Fma(T a, float b, T c) { return _mm_fmadd_ps(a, _mm_set1_ps(b), c); }
+  static T Add(T a, T b) { return _mm_add_ps(a, b); }
+  static void Store(float* p, T v) { _mm_storeu_ps(p, v); }
+};
+
+// Pixels [p_begin, p_end) of a job with at most kFewPixels of them (the 1x1 convolutions of
+// squeeze-and-excitation blocks run on one pixel): a tile's three vectors of pixels would be
+// almost all masked lanes, one FMA per output channel and input channel. Here the lanes hold
+// the kRows output channels of a packed weight group instead: per input channel one load of the
+// group's kRows weights and one FMA with the broadcast input, over four accumulators (the FMA
+// latency).
+template <class V, int kRows>
+void FewPixels(const PointwiseJob& job, int64_t block_begin, int64_t block_end, int64_t p_begin,
+               int64_t p_end) {
+  using R = RowLanes<V, kRows>;
+  const int64_t P = job.pixels, K = job.in_channels;
+  alignas(32) float sums[kFewPixels][kRows];
+  for (int64_t blk = block_begin; blk < block_end; ++blk) {
+    const int64_t row0 = blk * kRows;
+    const int rows = static_cast<int>(std::min<int64_t>(kRows, job.out_channels - row0));
+    const float* w = job.packed_w + blk * K * kRows;
+    for (int64_t p = p_begin; p < p_end; ++p) {
+      const float* x = job.x + p;
+      typename R::T a0 = R::Zero(), a1 = R::Zero(), a2 = R::Zero(), a3 = R::Zero();
+      int64_t k = 0;
+      for (; k + 4 <= K; k += 4) {
+        a0 = R::Fma(R::Load(w + (k + 0) * kRows), x[(k + 0) * P], a0);
+        a1 = R::Fma(R::Load(w + (k + 1) * kRows), x[(k + 1) * P], a1);
+        a2 = R::Fma(R::Load(w + (k + 2) * kRows), x[(k + 2) * P], a2);
+        a3 = R::Fma(R::Load(w + (k + 3) * kRows), x[(k + 3) * P], a3);
+      }
+      for (; k < K; ++k) a0 = R::Fma(R::Load(w + k * kRows), x[k * P], a0);
+      R::Store(sums[p - p_begin], R::Add(R::Add(a0, a1), R::Add(a2, a3)));
+    }
+    for (int r = 0; r < rows; ++r) {
+      const int64_t o = row0 + r;
+      float* yr = job.y + o * P;
+      const float b = job.bias != nullptr ? job.bias[o] : 0.0f;
+      for (int64_t p = p_begin; p < p_end; ++p) {
+        float v = sums[p - p_begin][r] + b;
+        if (job.z != nullptr) v += job.z[o * P + p];
+        yr[p] = ActivateScalar(job, v);
+      }
+      if (job.rest) job.rest(yr + p_begin, p_end - p_begin);
+    }
+  }
+}
+
 template <class V, int kRows, int NV>
 void Run(const PointwiseJob& job, int64_t block_begin, int64_t block_end, int64_t p_begin,
          int64_t p_end) {
+  if (job.pixels <= kFewPixels) {
+    FewPixels<V, kRows>(job, block_begin, block_end, p_begin, p_end);
+    return;
+  }
   constexpr int64_t kCols = NV * V::kLanes;
   const int64_t K = job.in_channels;
   for (int64_t blk = block_begin; blk < block_end; ++blk) {

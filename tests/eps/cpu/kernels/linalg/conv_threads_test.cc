@@ -28,7 +28,8 @@ struct ConvCase {
   bool constant_weights;  // an initializer (packed once) or a graph input (every run)
   bool residual_relu;     // Conv -> Add(z) -> Relu, fused into one FusedConv
   // Without residual_relu: Conv -> this activation (Clip to [0, 6], HardSwish, LeakyRelu with
-  // slope 0.1, Sigmoid), fused into the convolution; empty for none.
+  // slope 0.1, Sigmoid, HardSigmoid with the defaults, Relu), fused into the convolution; empty
+  // for none.
   std::string activation = "";
 };
 
@@ -149,6 +150,10 @@ std::vector<float> ReferenceConv(const ConvCase& c, const std::vector<float>& x,
         }
         if (!c.residual_relu && c.activation == "LeakyRelu" && acc < 0) acc *= 0.1;
         if (!c.residual_relu && c.activation == "Sigmoid") acc = 1.0 / (1.0 + std::exp(-acc));
+        if (!c.residual_relu && c.activation == "HardSigmoid") {
+          acc = std::min(1.0, std::max(0.0, 0.2 * acc + 0.5));
+        }
+        if (!c.residual_relu && c.activation == "Relu") acc = std::max(0.0, acc);
         y[at] = static_cast<float>(acc);
       }
     }
@@ -306,6 +311,13 @@ TEST(ConvPointwise, BothIsasMatchTheReference) {
       {"40 -> 24, 3x16, Sigmoid", 1, 40, 24, 1, {3, 16}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, true, true, false, "Sigmoid"},
       {"1-D 7 -> 9, 50", 2, 7, 9, 1, {50}, {1}, {1}, {1}, {0, 0}, false, true, false},
       {"600 -> 8, 21x21", 1, 600, 8, 1, {21, 21}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, true, true, false},
+      // Few pixels (kFewPixels): output channels in the lanes.
+      {"577 -> 147, 1 pixel, HardSigmoid", 1, 577, 147, 1, {1, 1}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, true, true, false, "HardSigmoid"},
+      {"64 -> 16, 1 pixel, Relu", 1, 64, 16, 1, {1, 1}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, true, true, false, "Relu"},
+      {"37 -> 20, 2x2, batch 2, weights at run time + Add + Relu", 2, 37, 20, 1, {2, 2}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, true, false, true},
+      {"30 -> 9, 1x3, no bias, Sigmoid", 1, 30, 9, 1, {1, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, false, true, false, "Sigmoid"},
+      {"1-D 3 -> 13, 4, LeakyRelu", 1, 3, 13, 1, {4}, {1}, {1}, {1}, {0, 0}, true, true, false, "LeakyRelu"},
+      {"20 -> 12, 1x5, Clip", 1, 20, 12, 1, {1, 5}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, true, true, false, "Clip"},
   };
   // clang-format on
   nxrt::Env env(NX_LOG_ERROR);
