@@ -451,7 +451,7 @@ bool DnnlConv::UsePointwiseTiles(const ConvGeometry& g) const {
 }
 
 PointwiseJob DnnlConv::TileJob(const Plan& plan, const float* w, const float* bias,
-                              int64_t out_channels, int64_t depth) const {
+                               int64_t out_channels, int64_t depth) const {
   PointwiseJob job;
   job.out_channels = out_channels;
   job.in_channels = depth;
