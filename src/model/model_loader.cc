@@ -1,6 +1,7 @@
 #include <fcntl.h>
 #include <google/protobuf/io/coded_stream.h>
 #include <onnx/onnx_pb.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -354,30 +355,46 @@ std::shared_ptr<Model> LoadModelFromFile(const std::string& path) {
   // O_NONBLOCK: if the path became a FIFO since the check, open() must not wait for a writer.
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) Throw(NX_NOT_FOUND, path + ": cannot open the model file: " + std::strerror(errno));
-  std::string bytes;
   struct stat opened {};
   bool ok = ::fstat(fd, &opened) == 0 && S_ISREG(opened.st_mode);
   if (ok && static_cast<uint64_t>(opened.st_size) > static_cast<uint64_t>(INT32_MAX)) {
     ::close(fd);
     ParseModel(nullptr, static_cast<size_t>(opened.st_size), path);  // throws: too large
   }
-  if (ok) {
-    bytes.resize(static_cast<size_t>(opened.st_size));
-    size_t done = 0;
-    while (ok && done < bytes.size()) {
-      const ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0)
-        ok = false;
-      else
-        done += static_cast<size_t>(n);
+  const size_t size = ok ? static_cast<size_t>(opened.st_size) : 0;
+  // The file is parsed from a read-only mapping of the page cache: reading it into a buffer
+  // first cost a zero-fill, a page fault per 4 KiB and a copy (a third of ViT-B/16's 346 MB load).
+  // The mapping only lives while protobuf parses (it copies what it keeps). As with external
+  // data, another process truncating the file during those milliseconds would raise SIGBUS.
+  void* mapped = MAP_FAILED;
+  if (ok && size > 0) mapped = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+  std::shared_ptr<onnx::ModelProto> proto;
+  if (mapped != MAP_FAILED) {
+    ::close(fd);
+    struct Unmap {
+      void* addr;
+      size_t size;
+      ~Unmap() { ::munmap(addr, size); }
+    } unmap{mapped, size};
+    proto = ParseModel(mapped, size, path);
+  } else {
+    std::string bytes;  // an empty file, or one that cannot be mapped: read it
+    if (ok) {
+      bytes.resize(size);
+      size_t done = 0;
+      while (ok && done < bytes.size()) {
+        const ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0)
+          ok = false;
+        else
+          done += static_cast<size_t>(n);
+      }
     }
+    ::close(fd);
+    if (!ok) Throw(NX_INVALID_ARGUMENT, path + ": cannot read the model file");
+    proto = ParseModel(bytes.data(), bytes.size(), path);
   }
-  ::close(fd);
-  if (!ok) Throw(NX_INVALID_ARGUMENT, path + ": cannot read the model file");
-  auto proto = ParseModel(bytes.data(), bytes.size(), path);
-  bytes.clear();
-  bytes.shrink_to_fit();
   std::string dir = std::filesystem::path(path).parent_path().string();
   if (dir.empty()) dir = ".";
   return ConvertModel(std::move(proto), path, dir);

@@ -22,37 +22,13 @@
 #include "common/broadcast.h"
 #include "common/dispatch.h"
 #include "kernels/linalg/float_convert.h"
+#include "kernels/linalg/transpose_to_float.h"
 
 namespace nxrt::cpu::linalg {
 
 // Float element types the packings convert to float32.
 inline bool IsPackableFloat(NxElementType t) {
   return t == NX_TYPE_FLOAT || t == NX_TYPE_FLOAT16 || t == NX_TYPE_BFLOAT16;
-}
-
-// dst[c * rows + r] = float(src[r * cols + c]): a [rows, cols] matrix transposed to [cols, rows]
-// in float32. Tiled so both sides stay cache-friendly for large weights; 16-bit sources are
-// converted one band of rows at a time (vectorised) instead of element by element.
-template <class T>
-void TransposeToFloat(const T* src, int64_t rows, int64_t cols, float* dst) {
-  constexpr int64_t kTile = 32;
-  std::vector<float> band;
-  for (int64_t r0 = 0; r0 < rows; r0 += kTile) {
-    const int64_t r1 = std::min(rows, r0 + kTile);
-    const float* s;
-    if constexpr (std::is_same_v<T, float>) {
-      s = src + r0 * cols;
-    } else {
-      band.resize(static_cast<size_t>((r1 - r0) * cols));
-      ToFloat(src + r0 * cols, band.size(), band.data());
-      s = band.data();
-    }
-    for (int64_t c0 = 0; c0 < cols; c0 += kTile) {
-      const int64_t c1 = std::min(cols, c0 + kTile);
-      for (int64_t r = r0; r < r1; ++r)
-        for (int64_t c = c0; c < c1; ++c) dst[c * rows + r] = s[(r - r0) * cols + c];
-    }
-  }
 }
 
 // A float32 block holding `w` converted from float/float16/bfloat16; with `transpose`, the 2-D
