@@ -14,6 +14,7 @@
 #include "kernels/linalg/conv_depthwise.h"
 #include "kernels/linalg/dnnl_util.h"
 #include "kernels/linalg/pointwise_conv.h"
+#include "kernels/linalg/small_depth_conv.h"
 
 namespace nxrt::cpu::linalg {
 
@@ -41,6 +42,9 @@ struct DnnlConv::Plan {
   // pointwise tiles (pointwise_conv.h) of isa_; empty otherwise.
   std::vector<float> pointwise_w;
   bool depthwise = false;  // direct depthwise loop: nothing below is used
+  // Direct convolution over few input channels (small_depth_conv.h), with pointwise_w holding
+  // its packed constant weights: nothing below is used.
+  bool small_depth = false;
   memory::desc src_plain, src_conv;
   bool reorder_src = false;
   dnnl::reorder src_reorder;
@@ -206,6 +210,19 @@ std::shared_ptr<DnnlConv::Plan> DnnlConv::BuildPlan(const ConvGeometry& g, bool 
   }
   if ((nchw_auto || strategy_ == ConvStrategy::kDirect) && IsDepthwiseConv(g) && !channels_last_) {
     plan->depthwise = true;
+    return plan;
+  }
+  if (nchw_auto && UseSmallDepthConv(g)) {
+    plan->small_depth = true;
+    const int64_t depth = g.in_channels * g.kernel_size();
+    if (const_w_ != nullptr) {
+      if (const_w_count_ != static_cast<size_t>(g.out_channels * depth)) {
+        throw std::runtime_error("Conv: constant weight size does not match the geometry");
+      }
+      plan->pointwise_w.resize(
+          static_cast<size_t>(PointwisePackedSize(isa_, g.out_channels, depth)));
+      PackPointwiseWeights(isa_, const_w_, g.out_channels, depth, plan->pointwise_w.data());
+    }
     return plan;
   }
   const bool grouped = g.group > 1;
@@ -404,6 +421,9 @@ void DnnlConv::Run(const ConvGeometry& g, const float* x, const float* w, const 
     OmpThreadScope scope(threads);  // Sgemm reads the thread count from OpenMP
     RunGemm(g, x, w, bias, fusion_.sum ? z : nullptr, y);
     ApplyEltwise(fusion_.eltwise, y, g.batch * g.out_channels * g.out_size(), threads);
+  } else if (plan->small_depth) {
+    PointwiseJob job = TileJob(*plan, w, bias, g.out_channels, g.in_channels * g.kernel_size());
+    RunSmallDepthConv(isa_, g, std::move(job), x, fusion_.sum ? z : nullptr, y, threads);
   } else if (plan->depthwise) {
     if (fusion_.eltwise.empty()) {
       DepthwiseConvNchw(g, x, w, bias, fusion_.sum ? z : nullptr, y, threads, isa_);

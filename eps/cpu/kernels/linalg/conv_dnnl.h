@@ -12,7 +12,10 @@
 //  - kDirect (depthwise convolutions): our own per-plane loop on NCHW (conv_depthwise.h); these
 //    are memory-bound, and the reorders would cost twice the convolution.
 //  - kPlain: the oneDNN primitive on plain NCHW (for measurement).
-// kAuto picks kGemm or kDirect where they apply and kBlocked elsewhere. On ResNet-50's 53 convs
+// kAuto picks kGemm or kDirect where they apply, the direct path for 2-D convolutions over at
+// most 4 input channels (small_depth_conv.h: the first layer of image models, where the
+// blocked primitive spent as long on reorders and a serial second thread as on arithmetic), and
+// kBlocked elsewhere. On ResNet-50's 53 convs
 // (one Xeon core, AVX-512, sums of per-layer minima) kAuto took 65-67 ms, kBlocked everywhere
 // 71-74, kPlain everywhere 77-79; on MobileNetV2's depthwise layers kDirect 3.4-4.1 ms against
 // 4.2-5.8 for kBlocked. With channels_last (below) the same ResNet convs take 57 ms: the reorders

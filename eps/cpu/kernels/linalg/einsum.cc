@@ -254,9 +254,7 @@ class Einsum : public ep::Kernel {
  public:
   explicit Einsum(const ep::KernelInfo& info)
       : op_(info.describe()),
-        eq_(ParseEinsumEquation(info.attr_string("equation", ""), info.describe())) {
-
-  }
+        eq_(ParseEinsumEquation(info.attr_string("equation", ""), info.describe())) {}
 
   void Compute(ep::KernelContext& ctx) override {
     const size_t n = ctx.input_count();

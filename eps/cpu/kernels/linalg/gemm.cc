@@ -28,9 +28,7 @@ class Gemm : public ep::PrePackingKernel {
         trans_b_(info.attr_int("transB", 0) != 0),
         alpha_(info.attr_float("alpha", 1.0f)),
         beta_(info.attr_float("beta", 1.0f)),
-        b_(info, 1) {
-
-  }
+        b_(info, 1) {}
 
   // A constant 2-D float/float16/bfloat16 B becomes a float32 copy in the same layout.
   bool PrePack(const ep::ConstTensor& w, size_t input_index, ep::Allocator allocator,

@@ -28,7 +28,6 @@ class MatMul : public ep::PrePackingKernel {
  public:
   explicit MatMul(const ep::KernelInfo& info, bool fused = false)
       : op_(info.describe()), b_(info, 1) {
-
     if (fused) {
       alpha_ = info.attr_float("alpha", 1.0f);
       trans_a_ = info.attr_int("transA", 0) != 0;

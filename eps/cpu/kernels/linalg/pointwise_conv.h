@@ -40,6 +40,12 @@ struct PointwiseJob {
   // Activations the epilogue cannot do in registers, applied to each stored row segment while
   // it is in L1 (after `acts`), or empty.
   std::function<void(float* row, int64_t n)> rest;
+  // Set for one output row of a direct convolution (small_depth_conv.h): input k of pixel p is
+  // x[x_offsets[k] + x_step * p] (x_step 1 or 2, every read inside the caller's buffer, so no
+  // load is masked) instead of x[k * pixels + p], and rows of y and z are y_stride apart.
+  const int64_t* x_offsets = nullptr;
+  int x_step = 1;
+  int64_t y_stride = 0;  // 0: pixels
 };
 
 // Images of at most this many pixels run with output channels in the vector lanes instead of
@@ -64,6 +70,11 @@ void PointwiseTilesAvx2(const PointwiseJob& job, int64_t block_begin, int64_t bl
                         int64_t p_begin, int64_t p_end);
 void PointwiseTilesAvx512(const PointwiseJob& job, int64_t block_begin, int64_t block_end,
                           int64_t p_begin, int64_t p_end);
+
+// All pixels of a job with x_offsets set (one output row), channel blocks [block_begin,
+// block_end).
+void GatheredRowTilesAvx2(const PointwiseJob& job, int64_t block_begin, int64_t block_end);
+void GatheredRowTilesAvx512(const PointwiseJob& job, int64_t block_begin, int64_t block_end);
 
 // The whole image on up to `threads` threads of the session's pool.
 void RunPointwise(Isa isa, const PointwiseJob& job, int threads);

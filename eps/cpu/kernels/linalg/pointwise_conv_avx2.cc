@@ -9,4 +9,12 @@ void PointwiseTilesAvx2(const PointwiseJob& job, int64_t block_begin, int64_t bl
   pointwise_body::Run<Avx2, 4, 3>(job, block_begin, block_end, p_begin, p_end);
 }
 
+void GatheredRowTilesAvx2(const PointwiseJob& job, int64_t block_begin, int64_t block_end) {
+  if (job.x_step == 2) {
+    pointwise_body::Run<Avx2, 4, 3, 2>(job, block_begin, block_end, 0, job.pixels);
+  } else {
+    pointwise_body::Run<Avx2, 4, 3, 1>(job, block_begin, block_end, 0, job.pixels);
+  }
+}
+
 }  // namespace nxrt::cpu::linalg

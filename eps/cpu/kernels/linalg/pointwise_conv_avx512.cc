@@ -10,4 +10,12 @@ void PointwiseTilesAvx512(const PointwiseJob& job, int64_t block_begin, int64_t 
   pointwise_body::Run<Avx512, 8, 3>(job, block_begin, block_end, p_begin, p_end);
 }
 
+void GatheredRowTilesAvx512(const PointwiseJob& job, int64_t block_begin, int64_t block_end) {
+  if (job.x_step == 2) {
+    pointwise_body::Run<Avx512, 8, 3, 2>(job, block_begin, block_end, 0, job.pixels);
+  } else {
+    pointwise_body::Run<Avx512, 8, 3, 1>(job, block_begin, block_end, 0, job.pixels);
+  }
+}
+
 }  // namespace nxrt::cpu::linalg

@@ -44,12 +44,15 @@ inline typename V::Vec Activate(const PointwiseJob& job, typename V::Vec v) {
 // One tile: kRows channels from `row0` (`rows` of them real) x NV vectors of pixels from `p0`;
 // with kPartial the last vector covers only `last_lanes` pixels. (One K loop for both cases,
 // the mask a template choice: with a run-time branch between two loops GCC kept the partial
-// loop's accumulators on the stack, a store of every one per k.)
-template <class V, int kRows, int NV, bool kPartial>
+// loop's accumulators on the stack, a store of every one per k.) kX: 0 reads input k of the
+// 1x1 convolution at x + k * pixels; 1 and 2 read a direct convolution's row at
+// x + x_offsets[k] with pixels 1 or 2 floats apart (the even lanes of two loads).
+template <class V, int kRows, int NV, bool kPartial, int kX>
 inline void Tile(const PointwiseJob& job, const float* wblock, int64_t row0, int rows, int64_t p0,
                  int64_t last_lanes) {
   using Vec = typename V::Vec;
   const int64_t P = job.pixels, K = job.in_channels;
+  const int64_t YS = kX == 0 || job.y_stride == 0 ? P : job.y_stride;
   const typename V::Mask mask = V::Lanes(0, kPartial ? last_lanes : V::kLanes);
   Vec acc[kRows][NV];
 #pragma GCC unroll 16
@@ -57,13 +60,26 @@ inline void Tile(const PointwiseJob& job, const float* wblock, int64_t row0, int
     const Vec b = V::Set1(job.bias != nullptr && r < rows ? job.bias[row0 + r] : 0.0f);
     for (int v = 0; v < NV; ++v) acc[r][v] = b;
   }
-  const float* xp = job.x + p0;
+  const float* xp = job.x + (kX == 0 ? p0 : kX * p0);
   const float* w = wblock;
-  for (int64_t k = 0; k < K; ++k, xp += P, w += kRows) {
+  for (int64_t k = 0; k < K; ++k, w += kRows) {
     Vec xv[NV];
-    for (int v = 0; v < NV; ++v) {
-      xv[v] = kPartial && v == NV - 1 ? V::LoadMasked(xp + v * V::kLanes, mask)
-                                      : V::Load(xp + v * V::kLanes);
+    if constexpr (kX == 0) {
+      for (int v = 0; v < NV; ++v) {
+        xv[v] = kPartial && v == NV - 1 ? V::LoadMasked(xp + v * V::kLanes, mask)
+                                        : V::Load(xp + v * V::kLanes);
+      }
+      xp += P;
+    } else {
+      // The caller's buffer holds every float these read: no masks.
+      const float* s = xp + job.x_offsets[k];
+      for (int v = 0; v < NV; ++v) {
+        if constexpr (kX == 1) {
+          xv[v] = V::Load(s + v * V::kLanes);
+        } else {
+          xv[v] = V::Even(V::Load(s + 2 * v * V::kLanes), V::Load(s + (2 * v + 1) * V::kLanes));
+        }
+      }
     }
 #pragma GCC unroll 16
     for (int r = 0; r < kRows; ++r) {
@@ -79,8 +95,8 @@ inline void Tile(const PointwiseJob& job, const float* wblock, int64_t row0, int
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) V::Store(&sums[r][v * V::kLanes], acc[r][v]);
   for (int r = 0; r < rows; ++r) {
-    float* yr = job.y + (row0 + r) * P + p0;
-    const float* zr = job.z != nullptr ? job.z + (row0 + r) * P + p0 : nullptr;
+    float* yr = job.y + (row0 + r) * YS + p0;
+    const float* zr = job.z != nullptr ? job.z + (row0 + r) * YS + p0 : nullptr;
     for (int v = 0; v < NV; ++v) {
       const bool last = kPartial && v == NV - 1;
       Vec t = V::Load(&sums[r][v * V::kLanes]);
@@ -99,26 +115,26 @@ inline void Tile(const PointwiseJob& job, const float* wblock, int64_t row0, int
   // keep them all in memory, stored on every k).
   if (job.rest) {
     for (int r = 0; r < rows; ++r) {
-      job.rest(job.y + (row0 + r) * P + p0,
+      job.rest(job.y + (row0 + r) * YS + p0,
                (NV - 1) * V::kLanes + (kPartial ? last_lanes : V::kLanes));
     }
   }
 }
 
 // A tile narrower than NV vectors: `vectors` of them (1..NV), the last covering `last_lanes`.
-template <class V, int kRows, int NV>
+template <class V, int kRows, int NV, int kX>
 inline void EdgeTile(const PointwiseJob& job, const float* wblock, int64_t row0, int rows,
                      int64_t p0, int vectors, int64_t last_lanes) {
   if constexpr (NV > 1) {
     if (vectors < NV) {
-      EdgeTile<V, kRows, NV - 1>(job, wblock, row0, rows, p0, vectors, last_lanes);
+      EdgeTile<V, kRows, NV - 1, kX>(job, wblock, row0, rows, p0, vectors, last_lanes);
       return;
     }
   }
   if (last_lanes == V::kLanes) {
-    Tile<V, kRows, NV, false>(job, wblock, row0, rows, p0, last_lanes);
+    Tile<V, kRows, NV, false, kX>(job, wblock, row0, rows, p0, last_lanes);
   } else {
-    Tile<V, kRows, NV, true>(job, wblock, row0, rows, p0, last_lanes);
+    Tile<V, kRows, NV, true, kX>(job, wblock, row0, rows, p0, last_lanes);
   }
 }
 
@@ -213,10 +229,11 @@ void FewPixels(const PointwiseJob& job, int64_t block_begin, int64_t block_end, 
   }
 }
 
-template <class V, int kRows, int NV>
+// kX as for Tile.
+template <class V, int kRows, int NV, int kX = 0>
 void Run(const PointwiseJob& job, int64_t block_begin, int64_t block_end, int64_t p_begin,
          int64_t p_end) {
-  if (job.pixels <= kFewPixels) {
+  if (kX == 0 && job.pixels <= kFewPixels) {
     FewPixels<V, kRows>(job, block_begin, block_end, p_begin, p_end);
     return;
   }
@@ -228,12 +245,13 @@ void Run(const PointwiseJob& job, int64_t block_begin, int64_t block_end, int64_
     const float* wblock = job.packed_w + blk * K * kRows;
     int64_t p = p_begin;
     for (; p + kCols <= p_end; p += kCols) {
-      Tile<V, kRows, NV, false>(job, wblock, row0, rows, p, V::kLanes);
+      Tile<V, kRows, NV, false, kX>(job, wblock, row0, rows, p, V::kLanes);
     }
     if (p < p_end) {
       const int64_t left = p_end - p;
       const int vectors = static_cast<int>((left + V::kLanes - 1) / V::kLanes);
-      EdgeTile<V, kRows, NV>(job, wblock, row0, rows, p, vectors, left - (vectors - 1) * V::kLanes);
+      EdgeTile<V, kRows, NV, kX>(job, wblock, row0, rows, p, vectors,
+                                 left - (vectors - 1) * V::kLanes);
     }
   }
 }

@@ -329,6 +329,35 @@ TEST(ConvPointwise, BothIsasMatchTheReference) {
   }
 }
 
+// The direct path for few input channels (small_depth_conv.h), AVX2 and AVX-512 each: 1 to 4
+// input channels, column strides 1 and 2 with row strides 1 to 3, asymmetric padding, dilation,
+// 3x3 / 5x5 / 7x7 / 1x3 kernels, output rows shorter than a vector and around the 24- and 48-wide
+// tiles, output channels not a multiple of a tile's rows, batch 2, weights packed once or per
+// run, no bias, the fused residual + Relu and activations in registers or after the store; at
+// 3 threads too, where output rows are split unevenly.
+TEST(ConvSmallDepth, BothIsasMatchTheReference) {
+  // clang-format off
+  const std::vector<ConvCase> cases = {
+      {"3 -> 20, 3x3 stride 2, 97x99, Relu", 1, 3, 20, 1, {97, 99}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, true, true, false, "Relu"},
+      {"3 -> 17, 3x3 stride 2, asymmetric pads, HardSwish", 1, 3, 17, 1, {45, 37}, {3, 3}, {2, 2}, {1, 1}, {1, 0, 2, 1}, true, true, false, "HardSwish"},
+      {"1 -> 9, 5x5, batch 2, weights at run time, no bias", 2, 1, 9, 1, {23, 50}, {5, 5}, {1, 1}, {1, 1}, {2, 2, 2, 2}, false, false, false},
+      {"4 -> 8, 3x3 stride 2 dilation 2 + Add + Relu", 1, 4, 8, 1, {30, 31}, {3, 3}, {2, 2}, {2, 2}, {2, 2, 2, 2}, true, true, true},
+      {"3 -> 64, 7x7 stride 2, Clip", 1, 3, 64, 1, {40, 40}, {7, 7}, {2, 2}, {1, 1}, {3, 3, 3, 3}, true, true, false, "Clip"},
+      {"2 -> 5, 3x3 stride 3 x 2", 1, 2, 5, 1, {20, 27}, {3, 3}, {3, 2}, {1, 1}, {1, 1, 1, 1}, true, true, false, "LeakyRelu"},
+      {"3 -> 12, 3x3, 9x5 (rows under a vector)", 2, 3, 12, 1, {9, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, true, true, false},
+      {"3 -> 10, 1x3, Sigmoid", 1, 3, 10, 1, {6, 53}, {1, 3}, {1, 1}, {1, 1}, {0, 1, 0, 1}, true, true, false, "Sigmoid"},
+      {"3 -> 16, 3x3 stride 2, no padding, 160 wide", 1, 3, 16, 1, {11, 160}, {3, 3}, {2, 2}, {1, 1}, {0, 0, 0, 0}, true, true, false, "HardSigmoid"},
+  };
+  // clang-format on
+  nxrt::Env env(NX_LOG_ERROR);
+  for (const std::string isa : {"avx2", "avx512"}) {
+    if (isa == "avx512" && !__builtin_cpu_supports("avx512f")) {
+      GTEST_SKIP() << "this CPU has no AVX-512: only the AVX2 tiles were tested";
+    }
+    for (const ConvCase& c : cases) ExpectMatchesReference(env, c, {1, 3}, isa);
+  }
+}
+
 TEST(ConvDepthwise, UnknownOrMissingIsaIsAClearError) {
   const ConvCase c = {"3x3",        1,    4,    4,    4, {8, 8}, {3, 3}, {1, 1}, {1, 1},
                       {1, 1, 1, 1}, true, true, false};
