@@ -186,6 +186,35 @@ struct RowLanes<V, 4> {
   static void Store(float* p, T v) { _mm_storeu_ps(p, v); }
 };
 
+// sums[j] = the kRows output channels of packed weight group `w` at pixel j < N (input k of
+// pixel j at x[k * P + j]). One pixel splits K over four accumulators (the FMA latency); more
+// share each weight load between their accumulators.
+template <class V, int kRows, int N>
+[[gnu::always_inline]] inline void FewPixelSums(const float* w, const float* x, int64_t P,
+                                                int64_t K, float (*sums)[kRows]) {
+  using R = RowLanes<V, kRows>;
+  if constexpr (N == 1) {
+    typename R::T a0 = R::Zero(), a1 = R::Zero(), a2 = R::Zero(), a3 = R::Zero();
+    int64_t k = 0;
+    for (; k + 4 <= K; k += 4) {
+      a0 = R::Fma(R::Load(w + (k + 0) * kRows), x[(k + 0) * P], a0);
+      a1 = R::Fma(R::Load(w + (k + 1) * kRows), x[(k + 1) * P], a1);
+      a2 = R::Fma(R::Load(w + (k + 2) * kRows), x[(k + 2) * P], a2);
+      a3 = R::Fma(R::Load(w + (k + 3) * kRows), x[(k + 3) * P], a3);
+    }
+    for (; k < K; ++k) a0 = R::Fma(R::Load(w + k * kRows), x[k * P], a0);
+    R::Store(sums[0], R::Add(R::Add(a0, a1), R::Add(a2, a3)));
+  } else {
+    typename R::T a[N];
+    for (int j = 0; j < N; ++j) a[j] = R::Zero();
+    for (int64_t k = 0; k < K; ++k) {
+      const typename R::T wv = R::Load(w + k * kRows);
+      for (int j = 0; j < N; ++j) a[j] = R::Fma(wv, x[k * P + j], a[j]);
+    }
+    for (int j = 0; j < N; ++j) R::Store(sums[j], a[j]);
+  }
+}
+
 // Pixels [p_begin, p_end) of a job with at most kFewPixels of them (the 1x1 convolutions of
 // squeeze-and-excitation blocks run on one pixel): a tile's three vectors of pixels would be
 // almost all masked lanes, one FMA per output channel and input channel. Here the lanes hold
@@ -202,18 +231,19 @@ void FewPixels(const PointwiseJob& job, int64_t block_begin, int64_t block_end, 
     const int64_t row0 = blk * kRows;
     const int rows = static_cast<int>(std::min<int64_t>(kRows, job.out_channels - row0));
     const float* w = job.packed_w + blk * K * kRows;
-    for (int64_t p = p_begin; p < p_end; ++p) {
-      const float* x = job.x + p;
-      typename R::T a0 = R::Zero(), a1 = R::Zero(), a2 = R::Zero(), a3 = R::Zero();
-      int64_t k = 0;
-      for (; k + 4 <= K; k += 4) {
-        a0 = R::Fma(R::Load(w + (k + 0) * kRows), x[(k + 0) * P], a0);
-        a1 = R::Fma(R::Load(w + (k + 1) * kRows), x[(k + 1) * P], a1);
-        a2 = R::Fma(R::Load(w + (k + 2) * kRows), x[(k + 2) * P], a2);
-        a3 = R::Fma(R::Load(w + (k + 3) * kRows), x[(k + 3) * P], a3);
-      }
-      for (; k < K; ++k) a0 = R::Fma(R::Load(w + k * kRows), x[k * P], a0);
-      R::Store(sums[p - p_begin], R::Add(R::Add(a0, a1), R::Add(a2, a3)));
+    switch (p_end - p_begin) {
+      case 1:
+        FewPixelSums<V, kRows, 1>(w, job.x + p_begin, P, K, sums);
+        break;
+      case 2:
+        FewPixelSums<V, kRows, 2>(w, job.x + p_begin, P, K, sums);
+        break;
+      case 3:
+        FewPixelSums<V, kRows, 3>(w, job.x + p_begin, P, K, sums);
+        break;
+      default:
+        FewPixelSums<V, kRows, 4>(w, job.x + p_begin, P, K, sums);
+        break;
     }
     for (int r = 0; r < rows; ++r) {
       const int64_t o = row0 + r;
@@ -247,7 +277,11 @@ void Run(const PointwiseJob& job, int64_t block_begin, int64_t block_end, int64_
     for (; p + kCols <= p_end; p += kCols) {
       Tile<V, kRows, NV, false, kX>(job, wblock, row0, rows, p, V::kLanes);
     }
-    if (p < p_end) {
+    if (kX == 0 && p < p_end && p_end - p <= kFewPixels) {
+      // A few pixels past the last full tile (7x7 = 48 + 1, 14x14 = 4 x 48 + 4): a masked
+      // tile would pay its whole K loop for them, the lanes-as-channels loop a fraction of it.
+      FewPixels<V, kRows>(job, blk, blk + 1, p, p_end);
+    } else if (p < p_end) {
       const int64_t left = p_end - p;
       const int vectors = static_cast<int>((left + V::kLanes - 1) / V::kLanes);
       EdgeTile<V, kRows, NV, kX>(job, wblock, row0, rows, p, vectors,

@@ -296,9 +296,9 @@ TEST(ConvDepthwise, BothIsasMatchTheReference) {
 // The pointwise tiles (pointwise_conv.h), AVX2 and AVX-512 each: output channels that are not a
 // multiple of a tile's rows (4 / 8), pixel counts around the 24- and 48-wide tiles and their
 // masked last vector (1, 7x7, 14x14, 33, 3136 split into L2 chunks at 2 threads), input channels
-// from 1 up, batch 2, weights packed once or per run, with and without bias, the fused
-// residual + Relu and the activations done in registers (Clip, HardSwish, LeakyRelu) or after
-// the store (Sigmoid).
+// from 1 up, batch 2, 1 to 4 pixels past the last full tile, weights packed once or per run,
+// with and without bias, the fused residual + Relu and the activations done in registers (Clip,
+// HardSwish, LeakyRelu) or after the store (Sigmoid).
 TEST(ConvPointwise, BothIsasMatchTheReference) {
   // clang-format off
   const std::vector<ConvCase> cases = {
@@ -318,6 +318,8 @@ TEST(ConvPointwise, BothIsasMatchTheReference) {
       {"30 -> 9, 1x3, no bias, Sigmoid", 1, 30, 9, 1, {1, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, false, true, false, "Sigmoid"},
       {"1-D 3 -> 13, 4, LeakyRelu", 1, 3, 13, 1, {4}, {1}, {1}, {1}, {0, 0}, true, true, false, "LeakyRelu"},
       {"20 -> 12, 1x5, Clip", 1, 20, 12, 1, {1, 5}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, true, true, false, "Clip"},
+      // 1 to 4 pixels past the last full tile (7x7, 1-D 50, 3x17, 14x14) take the few-pixel loop.
+      {"12 -> 19, 3x17 + Add + Relu", 2, 12, 19, 1, {3, 17}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, true, true, true},
   };
   // clang-format on
   nxrt::Env env(NX_LOG_ERROR);
