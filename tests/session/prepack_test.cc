@@ -115,6 +115,43 @@ TEST(PrePack, OncePerWeightPerSessionAndOnceForTwoSessionsSharingIt) {
   EXPECT_EQ(env.statistic("prepack.bytes_in_use"), 0);
 }
 
+// An initializer is freed as soon as its last consumer packed it, and never while a consumer
+// that reads it unpacked (here an Add with a graph input, on the CPU EP, after the packing
+// MatMul) still needs it.
+TEST(PrePack, AWeightAnotherNodeReadsUnpackedIsKept) {
+  nxrt::Env env;
+  env.RegisterEpLibrary("packing", PackingLib());
+  const auto w = RandomWeights(4);
+  onnx::ModelProto m;
+  ASSERT_TRUE(m.ParseFromString(MatMulModel(w, /*twice=*/false)));
+  auto* g = m.mutable_graph();
+  *g->add_node() = MakeNode("Add", {"w", "d"}, {"w_plus_d"}, "add");
+  for (const char* name : {"d", "w_plus_d"}) {
+    auto* v = std::string(name) == "d" ? g->add_input() : g->add_output();
+    *v = g->input(0);
+    v->set_name(name);
+    auto* shape = v->mutable_type()->mutable_tensor_type()->mutable_shape();
+    shape->mutable_dim(0)->set_dim_value(4);
+    shape->mutable_dim(1)->set_dim_value(3);
+  }
+  const std::string model = nxrt::test::Serialize(m);
+  auto opts = PackingOptions();
+  opts.AppendEp("CPU");
+  nxrt::Session s(env, model.data(), model.size(), &opts);
+  EXPECT_EQ(s.statistic("prepack.weights"), 1);
+  EXPECT_EQ(s.statistic("initializers.released"), 0);
+  std::vector<float> x = {1, 2, 3, 4, -1, -2, -3, -4}, d(12);
+  for (size_t i = 0; i < d.size(); ++i) d[i] = static_cast<float>(i);
+  const int64_t x_dims[] = {2, 4}, d_dims[] = {4, 3};
+  auto xv = nxrt::Value::WrapTensor(NX_TYPE_FLOAT, x_dims, x.data(), x.size() * sizeof(float));
+  auto dv = nxrt::Value::WrapTensor(NX_TYPE_FLOAT, d_dims, d.data(), d.size() * sizeof(float));
+  auto out = s.Run({"x", "d"}, {&xv, &dv});
+  ASSERT_EQ(out.size(), 2u);
+  const std::vector<float> ref = Reference(x, w);
+  for (size_t i = 0; i < 6; ++i) EXPECT_NEAR(out[0].data<float>()[i], ref[i], 1e-5f);
+  for (size_t i = 0; i < 12; ++i) EXPECT_EQ(out[1].data<float>()[i], w[i] + d[i]);
+}
+
 TEST(PrePack, DifferentWeightsAreNotShared) {
   nxrt::Env env;
   env.RegisterEpLibrary("packing", PackingLib());
