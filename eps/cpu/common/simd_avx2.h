@@ -13,6 +13,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "common/logistic_avx2.h"
+
 namespace nxrt::cpu {
 namespace {
 
@@ -57,6 +59,8 @@ struct Avx2 {
   static Vec InLaneOrder(Vec t) {
     return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(t), _MM_SHUFFLE(3, 1, 2, 0)));
   }
+  // 1 / (1 + exp(-x)), accurate to about 1e-7 relative (common/logistic_avx2.h).
+  static Vec Sigmoid(Vec x) { return Sigmoid8(x); }
   static Vec Even(Vec a, Vec b) { return InLaneOrder(EvenInLanes(a, b)); }
 };
 

@@ -13,6 +13,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "common/logistic_avx512.h"
+
 namespace nxrt::cpu {
 namespace {
 
@@ -41,6 +43,8 @@ struct Avx512 {
   static Vec Max(Vec a, Vec b) { return _mm512_maskz_max_ps(static_cast<Mask>(0xffff), a, b); }
   static Vec Min(Vec a, Vec b) { return _mm512_maskz_min_ps(static_cast<Mask>(0xffff), a, b); }
   static Vec MaskedMax(Vec acc, Mask m, Vec v) { return _mm512_mask_max_ps(acc, m, v, acc); }
+  // 1 / (1 + exp(-x)), accurate to about 1e-7 relative (common/logistic_avx512.h).
+  static Vec Sigmoid(Vec x) { return Sigmoid16(x); }
   static Vec Even(Vec a, Vec b) {
     const __m512i even =
         _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);

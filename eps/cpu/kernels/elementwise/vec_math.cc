@@ -10,48 +10,12 @@
 
 #include <cstring>
 
+#include "common/logistic_avx2.h"
+
 namespace nxrt::cpu::elementwise {
 namespace {
 
 inline __m256 Set(float v) { return _mm256_set1_ps(v); }
-
-// Range reduction shared by exp and expm1: x = n ln2 + r with |r| <= ln2 / 2 (two-part ln2).
-// `x` must already be clamped. Returns r and n (as floats).
-inline void Reduce8(__m256 x, __m256* n, __m256* r) {
-  *n = _mm256_round_ps(_mm256_mul_ps(x, Set(1.44269504088896341f)),
-                       _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  *r = _mm256_fnmadd_ps(*n, Set(0.693359375f), x);
-  *r = _mm256_fnmadd_ps(*n, Set(-2.12194440e-4f), *r);
-}
-
-// expm1(r) - r for |r| <= ln2 / 2: r^2 times a degree-5 Taylor polynomial.
-inline __m256 Expm1MinusR8(__m256 r) {
-  __m256 p = Set(1.0f / 5040.0f);
-  p = _mm256_fmadd_ps(p, r, Set(1.0f / 720.0f));
-  p = _mm256_fmadd_ps(p, r, Set(1.0f / 120.0f));
-  p = _mm256_fmadd_ps(p, r, Set(1.0f / 24.0f));
-  p = _mm256_fmadd_ps(p, r, Set(1.0f / 6.0f));
-  p = _mm256_fmadd_ps(p, r, Set(0.5f));
-  return _mm256_mul_ps(_mm256_mul_ps(p, r), r);
-}
-
-inline __m256 Pow2(__m256i n) {
-  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n, _mm256_set1_epi32(127)), 23));
-}
-
-// exp(x): 2^n exp(r), with 2^n applied in two halves so that results that are subnormal or
-// overflow come out right (denormal / 0 / inf) instead of wrapping in the exponent field.
-// max(lo, x) / min(hi, x) return x when it is NaN, which then propagates.
-inline __m256 Exp8(__m256 x) {
-  __m256 xc = _mm256_min_ps(Set(89.0f), _mm256_max_ps(Set(-104.0f), x));
-  __m256 n, r;
-  Reduce8(xc, &n, &r);
-  __m256 p = _mm256_add_ps(_mm256_add_ps(Expm1MinusR8(r), r), Set(1.0f));
-  __m256i ni = _mm256_cvtps_epi32(n);
-  __m256i n1 = _mm256_srai_epi32(ni, 1);
-  __m256i n2 = _mm256_sub_epi32(ni, n1);
-  return _mm256_mul_ps(_mm256_mul_ps(p, Pow2(n1)), Pow2(n2));
-}
 
 // expm1(x) for x in [-30, 30] (callers clamp): 2^n expm1(r) + (2^n - 1), which keeps full
 // relative accuracy near 0 (n == 0) and cancels only mildly elsewhere.
@@ -64,12 +28,6 @@ inline __m256 Expm1Clamped8(__m256 x) {
 }
 
 inline __m256 Abs8(__m256 x) { return _mm256_andnot_ps(Set(-0.0f), x); }
-
-// 1 / (1 + exp(-x))
-inline __m256 Sigmoid8(__m256 x) {
-  __m256 e = Exp8(_mm256_xor_ps(x, Set(-0.0f)));
-  return _mm256_div_ps(Set(1.0f), _mm256_add_ps(Set(1.0f), e));
-}
 
 // tanh(x) = expm1(2x) / (expm1(2x) + 2); |x| is clamped at 9, where tanh rounds to +-1.
 inline __m256 Tanh8(__m256 x) {

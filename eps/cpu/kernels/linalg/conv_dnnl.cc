@@ -455,6 +455,10 @@ DnnlConv::DnnlConv(ConvFusion fusion, ConvStrategy strategy, bool channels_last)
       a.kind = PointwiseActivation::kHardSwish;
     } else if (e.alg == dnnl::algorithm::eltwise_linear) {
       a.kind = PointwiseActivation::kLinear;
+    } else if (e.alg == dnnl::algorithm::eltwise_logistic) {
+      a.kind = PointwiseActivation::kSigmoid;
+    } else if (e.alg == dnnl::algorithm::eltwise_swish) {
+      a.kind = PointwiseActivation::kSwish;
     } else {
       break;
     }

@@ -23,8 +23,10 @@ namespace nxrt::cpu::linalg {
 
 // An activation applied in the tile epilogue, in order (the ONNX definitions; NaN passes).
 struct PointwiseActivation {
-  enum Kind { kRelu, kClip, kHardSwish, kLinear } kind = kRelu;
-  float alpha = 0.0f, beta = 0.0f;  // kRelu: negative slope; kClip: [alpha, beta]; kLinear
+  enum Kind { kRelu, kClip, kHardSwish, kLinear, kSigmoid, kSwish } kind = kRelu;
+  // kRelu: negative slope; kClip: [alpha, beta]; kLinear: alpha x + beta; kSwish:
+  // x * sigmoid(alpha x)
+  float alpha = 0.0f, beta = 0.0f;
 };
 
 // One image's product and everything the tiles need.

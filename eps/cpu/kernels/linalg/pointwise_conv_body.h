@@ -36,6 +36,12 @@ inline typename V::Vec Activate(const PointwiseJob& job, typename V::Vec v) {
       case PointwiseActivation::kLinear:
         v = V::Fma(V::Set1(a.alpha), v, V::Set1(a.beta));
         break;
+      case PointwiseActivation::kSigmoid:
+        v = V::Sigmoid(v);
+        break;
+      case PointwiseActivation::kSwish:
+        v = V::Mul(v, V::Sigmoid(V::Mul(V::Set1(a.alpha), v)));
+        break;
     }
   }
   return v;
@@ -157,6 +163,12 @@ inline float ActivateScalar(const PointwiseJob& job, float v) {
       case PointwiseActivation::kLinear:
         v = std::fma(a.alpha, v, a.beta);
         break;
+      case PointwiseActivation::kSigmoid:
+        v = 1.0f / (1.0f + std::exp(-v));
+        break;
+      case PointwiseActivation::kSwish:
+        v = v / (1.0f + std::exp(-a.alpha * v));
+        break;
     }
   }
   return v;
@@ -219,12 +231,10 @@ template <class V, int kRows, int N>
 // squeeze-and-excitation blocks run on one pixel): a tile's three vectors of pixels would be
 // almost all masked lanes, one FMA per output channel and input channel. Here the lanes hold
 // the kRows output channels of a packed weight group instead: per input channel one load of the
-// group's kRows weights and one FMA with the broadcast input, over four accumulators (the FMA
-// latency).
+// group's kRows weights and one FMA per pixel with the broadcast input (FewPixelSums).
 template <class V, int kRows>
 void FewPixels(const PointwiseJob& job, int64_t block_begin, int64_t block_end, int64_t p_begin,
                int64_t p_end) {
-  using R = RowLanes<V, kRows>;
   const int64_t P = job.pixels, K = job.in_channels;
   alignas(32) float sums[kFewPixels][kRows];
   for (int64_t blk = block_begin; blk < block_end; ++blk) {

@@ -28,8 +28,8 @@ struct ConvCase {
   bool constant_weights;  // an initializer (packed once) or a graph input (every run)
   bool residual_relu;     // Conv -> Add(z) -> Relu, fused into one FusedConv
   // Without residual_relu: Conv -> this activation (Clip to [0, 6], HardSwish, LeakyRelu with
-  // slope 0.1, Sigmoid, HardSigmoid with the defaults, Relu), fused into the convolution; empty
-  // for none.
+  // slope 0.1, Sigmoid, HardSigmoid with the defaults, Relu, Tanh, Swish as Sigmoid + Mul), fused
+  // into the convolution; empty for none.
   std::string activation = "";
 };
 
@@ -87,7 +87,10 @@ std::string ConvModel(const ConvCase& c, const ConvData& data) {
     *g->add_node() = MakeNode("Add", {"c", "z"}, {"s"}, "residual");
     *g->add_node() = MakeNode("Relu", {"s"}, {"y"}, "relu");
   }
-  if (act && c.activation == "Clip") {
+  if (act && c.activation == "Swish") {  // y * Sigmoid(y), fused as FusedConv's Swish
+    *g->add_node() = MakeNode("Sigmoid", {"c"}, {"s"}, "sigmoid");
+    *g->add_node() = MakeNode("Mul", {"c", "s"}, {"y"}, "swish");
+  } else if (act && c.activation == "Clip") {
     *g->add_initializer() = MakeFloatTensor("lo", {}, {0.0f});
     *g->add_initializer() = MakeFloatTensor("hi", {}, {6.0f});
     *g->add_node() = MakeNode("Clip", {"c", "lo", "hi"}, {"y"}, "act");
@@ -150,6 +153,8 @@ std::vector<float> ReferenceConv(const ConvCase& c, const std::vector<float>& x,
         }
         if (!c.residual_relu && c.activation == "LeakyRelu" && acc < 0) acc *= 0.1;
         if (!c.residual_relu && c.activation == "Sigmoid") acc = 1.0 / (1.0 + std::exp(-acc));
+        if (!c.residual_relu && c.activation == "Swish") acc = acc / (1.0 + std::exp(-acc));
+        if (!c.residual_relu && c.activation == "Tanh") acc = std::tanh(acc);
         if (!c.residual_relu && c.activation == "HardSigmoid") {
           acc = std::min(1.0, std::max(0.0, 0.2 * acc + 0.5));
         }
@@ -208,7 +213,7 @@ void ExpectMatchesReference(nxrt::Env& env, const ConvCase& c,
     options.SetIntraOpThreads(threads);
     if (!isa.empty()) options.SetConfig("ep.cpu.isa", isa);
     nxrt::Session session(env, bytes.data(), bytes.size(), &options);
-    if (c.residual_relu) {
+    if (c.residual_relu || c.activation == "Swish") {
       EXPECT_EQ(session.ep_node_count(0), 1u);  // one FusedConv
     }
     for (int run = 0; run < 2; ++run) {  // the second run reuses the cached plan
@@ -298,7 +303,7 @@ TEST(ConvDepthwise, BothIsasMatchTheReference) {
 // masked last vector (1, 7x7, 14x14, 33, 3136 split into L2 chunks at 2 threads), input channels
 // from 1 up, batch 2, 1 to 4 pixels past the last full tile, weights packed once or per run,
 // with and without bias, the fused residual + Relu and the activations done in registers (Clip,
-// HardSwish, LeakyRelu) or after the store (Sigmoid).
+// HardSwish, LeakyRelu, Sigmoid, Swish) or after the store (Tanh).
 TEST(ConvPointwise, BothIsasMatchTheReference) {
   // clang-format off
   const std::vector<ConvCase> cases = {
@@ -320,6 +325,13 @@ TEST(ConvPointwise, BothIsasMatchTheReference) {
       {"20 -> 12, 1x5, Clip", 1, 20, 12, 1, {1, 5}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, true, true, false, "Clip"},
       // 1 to 4 pixels past the last full tile (7x7, 1-D 50, 3x17, 14x14) take the few-pixel loop.
       {"12 -> 19, 3x17 + Add + Relu", 2, 12, 19, 1, {3, 17}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, true, true, true},
+      // Swish and Sigmoid in registers: full and masked tiles, a 1-pixel tail, few pixels.
+      {"16 -> 40, 11x11, Swish", 1, 16, 40, 1, {11, 11}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, true, true, false, "Swish"},
+      {"50 -> 13, 7x7, Swish", 1, 50, 13, 1, {7, 7}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, true, true, false, "Swish"},
+      {"96 -> 24, 1 pixel, Swish", 1, 96, 24, 1, {1, 1}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, true, true, false, "Swish"},
+      {"24 -> 96, 1 pixel, Sigmoid", 1, 24, 96, 1, {1, 1}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, true, true, false, "Sigmoid"},
+      // Tanh: applied to each stored row segment after the tile.
+      {"40 -> 24, 3x16, Tanh", 1, 40, 24, 1, {3, 16}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, true, true, false, "Tanh"},
   };
   // clang-format on
   nxrt::Env env(NX_LOG_ERROR);
@@ -348,6 +360,7 @@ TEST(ConvSmallDepth, BothIsasMatchTheReference) {
       {"2 -> 5, 3x3 stride 3 x 2", 1, 2, 5, 1, {20, 27}, {3, 3}, {3, 2}, {1, 1}, {1, 1, 1, 1}, true, true, false, "LeakyRelu"},
       {"3 -> 12, 3x3, 9x5 (rows under a vector)", 2, 3, 12, 1, {9, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, true, true, false},
       {"3 -> 10, 1x3, Sigmoid", 1, 3, 10, 1, {6, 53}, {1, 3}, {1, 1}, {1, 1}, {0, 1, 0, 1}, true, true, false, "Sigmoid"},
+      {"3 -> 32, 3x3 stride 2, Swish", 1, 3, 32, 1, {33, 50}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, true, true, false, "Swish"},
       {"3 -> 16, 3x3 stride 2, no padding, 160 wide", 1, 3, 16, 1, {11, 160}, {3, 3}, {2, 2}, {1, 1}, {0, 0, 0, 0}, true, true, false, "HardSigmoid"},
   };
   // clang-format on
