@@ -425,6 +425,8 @@ void DnnlConv::Run(const ConvGeometry& g, const float* x, const float* w, const 
     PointwiseJob job = TileJob(*plan, w, bias, g.out_channels, g.in_channels * g.kernel_size());
     RunSmallDepthConv(isa_, g, std::move(job), x, fusion_.sum ? z : nullptr, y, threads);
   } else if (plan->depthwise) {
+    // Activations as a pass over each plane while it is in cache: in the depthwise tiles they
+    // cost more than that pass (docs/performance.md).
     if (fusion_.eltwise.empty()) {
       DepthwiseConvNchw(g, x, w, bias, fusion_.sum ? z : nullptr, y, threads, isa_);
     } else {
@@ -439,26 +441,26 @@ void DnnlConv::Run(const ConvGeometry& g, const float* x, const float* w, const 
 
 DnnlConv::DnnlConv(ConvFusion fusion, ConvStrategy strategy, bool channels_last)
     : fusion_(std::move(fusion)), strategy_(strategy), channels_last_(channels_last) {
-  // The activations the pointwise tiles apply in registers, in order, up to the first they
-  // cannot; that one and the rest run on each stored row segment.
+  // The activations the tiles (pointwise, small-depth) apply in registers, in order, up to the
+  // first they cannot; that one and the rest run on each stored row segment.
   size_t in_tile = 0;
   for (; in_tile < fusion_.eltwise.size() && in_tile < kMaxTileActivations; ++in_tile) {
     const auto& e = fusion_.eltwise[in_tile];
-    PointwiseActivation& a = tile_acts_[in_tile];
+    FusedActivation& a = tile_acts_[in_tile];
     a.alpha = e.alpha;
     a.beta = e.beta;
     if (e.alg == dnnl::algorithm::eltwise_relu) {
-      a.kind = PointwiseActivation::kRelu;
+      a.kind = FusedActivation::kRelu;
     } else if (e.alg == dnnl::algorithm::eltwise_clip) {
-      a.kind = PointwiseActivation::kClip;
+      a.kind = FusedActivation::kClip;
     } else if (e.alg == dnnl::algorithm::eltwise_hardswish) {
-      a.kind = PointwiseActivation::kHardSwish;
+      a.kind = FusedActivation::kHardSwish;
     } else if (e.alg == dnnl::algorithm::eltwise_linear) {
-      a.kind = PointwiseActivation::kLinear;
+      a.kind = FusedActivation::kLinear;
     } else if (e.alg == dnnl::algorithm::eltwise_logistic) {
-      a.kind = PointwiseActivation::kSigmoid;
+      a.kind = FusedActivation::kSigmoid;
     } else if (e.alg == dnnl::algorithm::eltwise_swish) {
-      a.kind = PointwiseActivation::kSwish;
+      a.kind = FusedActivation::kSwish;
     } else {
       break;
     }

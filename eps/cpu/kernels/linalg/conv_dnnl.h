@@ -116,10 +116,11 @@ class DnnlConv {
                const float* bias, const float* z, float* y, int threads);
 
   ConvFusion fusion_;
-  // fusion_.eltwise split for the pointwise tiles, once: the leading activations they apply in
-  // registers, and the rest (from the first they cannot), applied to each stored row.
+  // fusion_.eltwise split for the tiles (pointwise, small-depth), once: the leading activations
+  // they apply in registers, and the rest (from the first they cannot), applied to each stored
+  // row.
   static constexpr int kMaxTileActivations = 8;
-  PointwiseActivation tile_acts_[kMaxTileActivations];
+  FusedActivation tile_acts_[kMaxTileActivations];
   int tile_act_count_ = 0;
   std::vector<ConvFusion::Eltwise> tile_rest_;
   ConvStrategy strategy_;

@@ -18,16 +18,9 @@
 #include <vector>
 
 #include "common/cpu_features.h"
+#include "kernels/linalg/fused_activation.h"
 
 namespace nxrt::cpu::linalg {
-
-// An activation applied in the tile epilogue, in order (the ONNX definitions; NaN passes).
-struct PointwiseActivation {
-  enum Kind { kRelu, kClip, kHardSwish, kLinear, kSigmoid, kSwish } kind = kRelu;
-  // kRelu: negative slope; kClip: [alpha, beta]; kLinear: alpha x + beta; kSwish:
-  // x * sigmoid(alpha x)
-  float alpha = 0.0f, beta = 0.0f;
-};
 
 // One image's product and everything the tiles need.
 struct PointwiseJob {
@@ -37,7 +30,7 @@ struct PointwiseJob {
   const float* bias = nullptr;      // [OC] or null
   const float* z = nullptr;         // [OC, P] summand or null
   float* y = nullptr;               // [OC, P]
-  const PointwiseActivation* acts = nullptr;
+  const FusedActivation* acts = nullptr;
   int act_count = 0;
   // Activations the epilogue cannot do in registers, applied to each stored row segment while
   // it is in L1 (after `acts`), or empty.

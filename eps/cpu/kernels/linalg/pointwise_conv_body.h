@@ -9,43 +9,10 @@
 #include <cmath>
 #include <cstdint>
 
+#include "kernels/linalg/fused_activation_body.h"
 #include "kernels/linalg/pointwise_conv.h"
 
 namespace nxrt::cpu::linalg::pointwise_body {
-
-template <class V>
-inline typename V::Vec Activate(const PointwiseJob& job, typename V::Vec v) {
-  for (int i = 0; i < job.act_count; ++i) {
-    const PointwiseActivation& a = job.acts[i];
-    switch (a.kind) {
-      case PointwiseActivation::kRelu: {
-        // max(0, v) + alpha * min(0, v); Max/Min return v when it is NaN.
-        const typename V::Vec zero = V::Set1(0.0f);
-        v = a.alpha == 0.0f ? V::Max(zero, v)
-                            : V::Fma(V::Set1(a.alpha), V::Min(zero, v), V::Max(zero, v));
-        break;
-      }
-      case PointwiseActivation::kClip:
-        v = V::Min(V::Set1(a.beta), V::Max(V::Set1(a.alpha), v));
-        break;
-      case PointwiseActivation::kHardSwish: {
-        const typename V::Vec t = V::Fma(v, V::Set1(1.0f / 6.0f), V::Set1(0.5f));
-        v = V::Mul(v, V::Min(V::Set1(1.0f), V::Max(V::Set1(0.0f), t)));
-        break;
-      }
-      case PointwiseActivation::kLinear:
-        v = V::Fma(V::Set1(a.alpha), v, V::Set1(a.beta));
-        break;
-      case PointwiseActivation::kSigmoid:
-        v = V::Sigmoid(v);
-        break;
-      case PointwiseActivation::kSwish:
-        v = V::Mul(v, V::Sigmoid(V::Mul(V::Set1(a.alpha), v)));
-        break;
-    }
-  }
-  return v;
-}
 
 // One tile: kRows channels from `row0` (`rows` of them real) x NV vectors of pixels from `p0`;
 // with kPartial the last vector covers only `last_lanes` pixels. (One K loop for both cases,
@@ -109,7 +76,7 @@ inline void Tile(const PointwiseJob& job, const float* wblock, int64_t row0, int
       if (zr != nullptr) {
         t = V::Add(t, last ? V::LoadMasked(zr + v * V::kLanes, mask) : V::Load(zr + v * V::kLanes));
       }
-      t = Activate<V>(job, t);
+      t = Activate<V>(job.acts, job.act_count, t);
       if (last) {
         V::StoreFirst(yr + v * V::kLanes, t, last_lanes, mask);
       } else {
@@ -142,36 +109,6 @@ inline void EdgeTile(const PointwiseJob& job, const float* wblock, int64_t row0,
   } else {
     Tile<V, kRows, NV, true, kX>(job, wblock, row0, rows, p0, last_lanes);
   }
-}
-
-// Scalar twin of Activate, for the few-pixel path (NaN passes as in the vector forms).
-inline float ActivateScalar(const PointwiseJob& job, float v) {
-  for (int i = 0; i < job.act_count; ++i) {
-    const PointwiseActivation& a = job.acts[i];
-    switch (a.kind) {
-      case PointwiseActivation::kRelu:
-        if (v < 0.0f) v = a.alpha == 0.0f ? 0.0f : a.alpha * v;
-        break;
-      case PointwiseActivation::kClip:
-        v = v < a.alpha ? a.alpha : (v > a.beta ? a.beta : v);
-        break;
-      case PointwiseActivation::kHardSwish: {
-        const float t = std::fma(v, 1.0f / 6.0f, 0.5f);
-        v *= t < 0.0f ? 0.0f : (t > 1.0f ? 1.0f : t);
-        break;
-      }
-      case PointwiseActivation::kLinear:
-        v = std::fma(a.alpha, v, a.beta);
-        break;
-      case PointwiseActivation::kSigmoid:
-        v = 1.0f / (1.0f + std::exp(-v));
-        break;
-      case PointwiseActivation::kSwish:
-        v = v / (1.0f + std::exp(-a.alpha * v));
-        break;
-    }
-  }
-  return v;
 }
 
 // kRows floats (one packed weight group, or kRows output channels of one pixel): __m256 for the
@@ -262,7 +199,7 @@ void FewPixels(const PointwiseJob& job, int64_t block_begin, int64_t block_end, 
       for (int64_t p = p_begin; p < p_end; ++p) {
         float v = sums[p - p_begin][r] + b;
         if (job.z != nullptr) v += job.z[o * P + p];
-        yr[p] = ActivateScalar(job, v);
+        yr[p] = ActivateScalar(job.acts, job.act_count, v);
       }
       if (job.rest) job.rest(yr + p_begin, p_end - p_begin);
     }

@@ -263,7 +263,8 @@ TEST(ConvThreads, EveryThreadCountMatchesTheReference) {
 // The single-pass depthwise bodies (depthwise_2d.h), AVX2 and AVX-512 each, on planes whose
 // widths are not multiples of either vector (1 to 57), rows shorter than a tile of 8, padding
 // on one side only, both strides, dilation, a channel multiplier and the fused residual; plus
-// kernels that take the other loops (3x1, 1x5, 7x7, 17 wide, stride 3, stride 2 x 1).
+// kernels that take the other loops (3x1, 1x5, 7x7, 17 wide, stride 3, stride 2 x 1); fused
+// activations in registers, after the store and in those other loops.
 TEST(ConvDepthwise, BothIsasMatchTheReference) {
   // clang-format off
   const std::vector<ConvCase> cases = {
@@ -287,6 +288,16 @@ TEST(ConvDepthwise, BothIsasMatchTheReference) {
       {"stride 3", 1, 3, 3, 3, {20, 20}, {3, 3}, {3, 3}, {1, 1}, {1, 1, 1, 1}, true, true, false},
       {"stride 2 x 1", 1, 3, 3, 3, {20, 21}, {3, 3}, {2, 1}, {1, 1}, {1, 1, 1, 1}, true, true, false},
       {"1-D", 2, 4, 4, 4, {37}, {3}, {1}, {1}, {1, 1}, true, true, false},
+      // Fused activations in the bodies' registers, after the store (Tanh), and in the loops of
+      // other geometries (stride 3, 1-D).
+      {"3x3 Swish", 1, 6, 6, 6, {19, 23}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, true, true, false, "Swish"},
+      {"5x5 stride 2 Swish", 1, 5, 5, 5, {14, 14}, {5, 5}, {2, 2}, {1, 1}, {2, 2, 2, 2}, true, true, false, "Swish"},
+      {"3x3 stride 2 Clip", 1, 4, 4, 4, {17, 9}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, true, true, false, "Clip"},
+      {"3x3 HardSwish", 1, 3, 3, 3, {7, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, true, true, false, "HardSwish"},
+      {"3x3 Sigmoid", 1, 3, 3, 3, {10, 12}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, true, true, false, "Sigmoid"},
+      {"3x3 Tanh", 1, 3, 3, 3, {10, 12}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, true, true, false, "Tanh"},
+      {"stride 3 LeakyRelu", 1, 3, 3, 3, {20, 20}, {3, 3}, {3, 3}, {1, 1}, {1, 1, 1, 1}, true, true, false, "LeakyRelu"},
+      {"1-D Swish", 1, 4, 4, 4, {37}, {3}, {1}, {1}, {1, 1}, true, true, false, "Swish"},
   };
   // clang-format on
   nxrt::Env env(NX_LOG_ERROR);
