@@ -17,8 +17,51 @@ struct DnnlPackedMatMul::Plan {
   size_t scratch_bytes = 0;
 };
 
-DnnlPackedMatMul::DnnlPackedMatMul(const float* w_nk, int64_t k, int64_t n, float alpha)
-    : w_(w_nk), k_(k), n_(n), alpha_(alpha) {}
+namespace {
+
+// The row count the weight layout is chosen for: a typical activation (a sequence, a batch of
+// positions); brgemm's layout follows K and N.
+constexpr int64_t kLayoutRows = 128;
+
+memory::desc PlainNk(int64_t k, int64_t n) {
+  return memory::desc({k, n}, memory::data_type::f32, memory::format_tag::ba);
+}
+
+}  // namespace
+
+memory::desc PreferredMatMulWeights(int64_t k, int64_t n) {
+  const auto f32 = memory::data_type::f32;
+  try {
+    dnnl::matmul::primitive_desc pd(
+        dnnl::matmul::desc(memory::desc({kLayoutRows, k}, f32, memory::format_tag::ab),
+                           memory::desc({k, n}, f32, memory::format_tag::any),
+                           memory::desc({kLayoutRows, n}, f32, memory::format_tag::ab)),
+        DnnlEngine());
+    return pd.weights_desc();
+  } catch (const dnnl::error&) {
+    return PlainNk(k, n);
+  }
+}
+
+bool IsPlainMatMulWeights(const memory::desc& md) {
+  const int64_t k = md.dims()[0], n = md.dims()[1];
+  const auto f32 = memory::data_type::f32;
+  return md == PlainNk(k, n) || md == memory::desc({k, n}, f32, memory::format_tag::ab);
+}
+
+void PackMatMulWeights(const float* w, bool w_is_nk, int64_t k, int64_t n, const memory::desc& md,
+                       void* dst) {
+  const memory::desc from({k, n}, memory::data_type::f32,
+                          w_is_nk ? memory::format_tag::ba : memory::format_tag::ab);
+  auto& eng = DnnlEngine();
+  memory src(from, eng, const_cast<float*>(w)), out(md, eng, dst);
+  dnnl::reorder(src, out).execute(DnnlStream(), src, out);
+  DnnlStream().wait();
+}
+
+DnnlPackedMatMul::DnnlPackedMatMul(const float* w, const memory::desc& w_md, int64_t k, int64_t n,
+                                   float alpha)
+    : w_(w), w_md_(w_md), k_(k), n_(n), alpha_(alpha) {}
 
 DnnlPackedMatMul::~DnnlPackedMatMul() = default;
 
@@ -30,7 +73,7 @@ std::shared_ptr<DnnlPackedMatMul::Plan> DnnlPackedMatMul::GetPlan(int64_t m, int
   auto plan = std::make_shared<Plan>();
   const auto f32 = memory::data_type::f32;
   plan->src_md = memory::desc({m, k_}, f32, memory::format_tag::ab);
-  plan->w_md = memory::desc({k_, n_}, f32, memory::format_tag::ba);
+  plan->w_md = w_md_;
   plan->dst_md = memory::desc({m, n_}, f32, memory::format_tag::ab);
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);

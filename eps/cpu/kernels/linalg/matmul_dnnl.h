@@ -1,10 +1,17 @@
 // X[M, K] * W[K, N] with a constant weight, through oneDNN's matmul primitive.
 //
-// The weight is kept transposed ([N, K], oneDNN tag "ba"): with the ONNX [K, N] layout oneDNN's
+// Where oneDNN has no layout of its own for the weight (AVX2), it is kept transposed ([N, K],
+// oneDNN tag "ba"): with the ONNX [K, N] layout oneDNN's
 // matmul falls off a performance cliff for wide N on AVX2 (FFN1 of BERT at half speed, see
 // reference/cpu-kernels-measured.md), and "any" does not repack on AVX2. Measured against
 // dnnl_sgemm on the BERT shapes the primitive ties on one thread and is ~10% faster on two, and
 // it takes bias and activations as post-ops when a fused op needs them.
+//
+// Where oneDNN prefers a blocked weight layout of its own (its AVX-512 brgemm kernels), the
+// kernel pre-packs the weight straight into it (PreferredMatMulWeights, PackMatMulWeights):
+// from the plain layout the primitive re-packed B inside every call: TransformerEncoder (64
+// rows) 4.05 -> 3.39 ms at one thread and 2.40 -> 2.05 at two, BERT-4 76 -> 71 / 40 -> 37.5,
+// ViT-B/16 349 -> 336 / 184 -> 175.
 //
 // The weight is borrowed (the kernel's pre-packed copy, possibly shared between sessions) and
 // must outlive this object. Primitives are cached per row count and thread count; Run may be
@@ -15,19 +22,32 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <oneapi/dnnl/dnnl.hpp>
 #include <utility>
 
 namespace nxrt::cpu::linalg {
 
+// The layout oneDNN's matmul wants a constant [K, N] float weight in: a blocked one, or, when it
+// has none to offer (AVX2), plain [N, K] ("ba", see above). Chosen for a fixed row count, so
+// every session of the process picks the same one for a shared packing.
+dnnl::memory::desc PreferredMatMulWeights(int64_t k, int64_t n);
+bool IsPlainMatMulWeights(const dnnl::memory::desc& md);
+
+// Reorders a float weight into `md` (bytes: md.get_size()). `w` is [K, N] row-major, or [N, K]
+// when `w_is_nk`.
+void PackMatMulWeights(const float* w, bool w_is_nk, int64_t k, int64_t n,
+                       const dnnl::memory::desc& md, void* dst);
+
 class DnnlPackedMatMul {
  public:
-  // `w_nk` is the weight transposed, [N, K] row-major (borrowed). C = alpha * X * W.
-  DnnlPackedMatMul(const float* w_nk, int64_t k, int64_t n, float alpha);
+  // `w` is the weight in layout `w_md` (a [K, N] desc: plain "ba", i.e. [N, K] row-major, or
+  // PreferredMatMulWeights), borrowed. C = alpha * X * W.
+  DnnlPackedMatMul(const float* w, const dnnl::memory::desc& w_md, int64_t k, int64_t n,
+                   float alpha);
   ~DnnlPackedMatMul();
 
   int64_t k() const { return k_; }
   int64_t n() const { return n_; }
-  const float* w_nk() const { return w_; }
 
   // Builds the primitive for `m` rows ahead of the first run (optional).
   void Prepare(int64_t m, int threads);
@@ -40,6 +60,7 @@ class DnnlPackedMatMul {
   std::shared_ptr<Plan> GetPlan(int64_t m, int threads);
 
   const float* w_;
+  dnnl::memory::desc w_md_;
   int64_t k_, n_;
   float alpha_;
   std::mutex mu_;

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <nxrt/nxrt_ep.hpp>
 #include <optional>
 #include <span>
@@ -87,9 +88,11 @@ class PackedFloatWeight {
   }
 
   // Takes the shared packing from UseSharedPrePacked (borrowed; the host keeps it alive for the
-  // kernel's lifetime). `op` names the node in errors.
+  // kernel's lifetime). `op` names the node in errors. `bytes_for(shape)`, if given, is the
+  // packing's size for the weight's shape (a blocked layout); by default its floats.
   void Adopt(std::span<const void* const> buffers, std::span<const size_t> sizes,
-             const std::string& op) {
+             const std::string& op,
+             const std::function<size_t(const std::vector<int64_t>&)>& bytes_for = {}) {
     if (type_ == NX_TYPE_UNDEFINED) {  // no PrePack in this session: the graph describes it
       NXRT_EP_ENFORCE(declared_shape_.has_value(), op + ": shared packing for input " +
                                                        std::to_string(input_) +
@@ -97,7 +100,7 @@ class PackedFloatWeight {
       type_ = declared_type_;
       shape_ = *declared_shape_;
     }
-    const size_t want = size() * sizeof(float);
+    const size_t want = bytes_for ? bytes_for(shape_) : size() * sizeof(float);
     NXRT_EP_ENFORCE(buffers.size() == 1 && sizes[0] == want && buffers[0] != nullptr,
                     op + ": shared packing for input " + std::to_string(input_) +
                         " does not match the weight " + ShapeToString(shape_) + " (" +
