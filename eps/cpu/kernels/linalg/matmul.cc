@@ -19,6 +19,7 @@
 #include "kernels/linalg/linalg_kernels.h"
 #include "kernels/linalg/matmul_core.h"
 #include "kernels/linalg/matmul_dnnl.h"
+#include "kernels/linalg/matmul_weights.h"
 #include "kernels/linalg/prepacked_weight.h"
 
 namespace nxrt::cpu::linalg {
@@ -46,28 +47,17 @@ class MatMul : public ep::PrePackingKernel {
   }
 
   // A constant 2-D float/float16/bfloat16 B is packed as float32 in oneDNN's preferred layout
-  // when it has one (blocked_), else as [N, K]: logical B is [K, N]; with transB it is stored
-  // [N, K] already and is only converted. With transA the products do not fold into one GEMM
+  // when it has one (matmul_weights.h), else as [N, K]: logical B is [K, N]; with transB it is
+  // stored [N, K] already and is only converted. With transA the products do not fold into one GEMM
   // and sgemm reads the [N, K] copy, so that stays plain.
   bool PrePack(const ep::ConstTensor& w, size_t input_index, ep::Allocator allocator,
                const ep::PrePackCache& cache) override {
     if (input_index != 1 || w.rank() != 2 || !IsPackableFloat(w.type()) || w.size() == 0) {
       return false;
     }
-    ChooseLayout(w.shape_vector());
-    if (!blocked_) {
-      if (b_.StoreOrKeep(w, PackFloatBlock(w, allocator, /*transpose=*/!trans_b_), cache))
-        UsePackedB();
-      return true;
-    }
-    ep::Block block(allocator, layout_.get_size());
-    const int64_t k = trans_b_ ? w.dim(1) : w.dim(0), n = trans_b_ ? w.dim(0) : w.dim(1);
-    if (w.type() == NX_TYPE_FLOAT) {
-      PackMatMulWeights(w.data<float>(), trans_b_, k, n, layout_, block.get());
-    } else {  // float16 / bfloat16: to float32 first, in the given layout
-      ep::Block plain = PackFloatBlock(w, allocator, /*transpose=*/false);
-      PackMatMulWeights(plain.as<float>(), trans_b_, k, n, layout_, block.get());
-    }
+    layout_ = MatMulWeightLayout(w.shape_vector(), trans_b_, BlockedAllowed());
+    ep::Block block = layout_.blocked ? PackBlockedWeights(w, trans_b_, layout_, allocator)
+                                      : PackFloatBlock(w, allocator, /*transpose=*/!trans_b_);
     if (b_.StoreOrKeep(w, std::move(block), cache)) UsePackedB();
     return true;
   }
@@ -77,8 +67,8 @@ class MatMul : public ep::PrePackingKernel {
     NXRT_EP_ENFORCE(input_index == 1,
                     op_ + ": no packing for input " + std::to_string(input_index));
     b_.Adopt(buffers, sizes, op_, [this](const std::vector<int64_t>& shape) {
-      ChooseLayout(shape);
-      return blocked_ ? layout_.get_size() : static_cast<size_t>(ShapeSize(shape)) * sizeof(float);
+      layout_ = MatMulWeightLayout(shape, trans_b_, BlockedAllowed());
+      return layout_.Bytes(static_cast<size_t>(ShapeSize(shape)) * sizeof(float));
     });
     UsePackedB();
   }
@@ -106,7 +96,7 @@ class MatMul : public ep::PrePackingKernel {
         packed_->Run(af, d.batch * d.m, yf, threads);
       } else if (packed) {
         // Only transA stops a 2-D B from folding, and that keeps B plain (PrePack).
-        NXRT_EP_ENFORCE(!blocked_, op_ + ": a blocked B in a product that does not fold");
+        NXRT_EP_ENFORCE(!layout_.blocked, op_ + ": a blocked B in a product that does not fold");
         BatchedSgemm(d, af, b_.data(), /*trans_b=*/true, alpha_, yf, threads);
       } else {
         BatchedSgemm(d, af, bf, d.trans_b, alpha_, yf, threads);
@@ -169,13 +159,10 @@ class MatMul : public ep::PrePackingKernel {
   }
 
  private:
-  // The packed layout of a [d0, d1] B: oneDNN's blocked one unless it has none (AVX2) or
-  // transA keeps the plain [N, K] copy. The same for PrePack and for a packing another session
-  // made (UseSharedPrePacked).
-  void ChooseLayout(const std::vector<int64_t>& shape) {
-    const int64_t k = trans_b_ ? shape[1] : shape[0], n = trans_b_ ? shape[0] : shape[1];
-    layout_ = trans_a_ ? dnnl::memory::desc() : PreferredMatMulWeights(k, n);
-    blocked_ = !trans_a_ && !IsPlainMatMulWeights(layout_);
+  // oneDNN's blocked layout unless transA (the products do not fold into one GEMM; sgemm reads
+  // the plain copy) or A has few static rows (matmul_weights.h).
+  bool BlockedAllowed() const {
+    return !trans_a_ && !(prepare_rows_ > 0 && prepare_rows_ <= kPlainWeightMaxRows);
   }
 
   // B is packed (owned or shared): multiply through the primitive from now on.
@@ -184,8 +171,8 @@ class MatMul : public ep::PrePackingKernel {
     const int64_t k = trans_b_ ? s[1] : s[0], n = trans_b_ ? s[0] : s[1];
     const dnnl::memory::desc plain_nk({k, n}, dnnl::memory::data_type::f32,
                                       dnnl::memory::format_tag::ba);
-    packed_ =
-        std::make_unique<DnnlPackedMatMul>(b_.data(), blocked_ ? layout_ : plain_nk, k, n, alpha_);
+    packed_ = std::make_unique<DnnlPackedMatMul>(b_.data(), layout_.blocked ? layout_.md : plain_nk,
+                                                 k, n, alpha_);
     if (threads_ > 0 && prepare_rows_ > 0 && prepare_k_ == k)
       packed_->Prepare(prepare_rows_, threads_);
   }
@@ -195,9 +182,8 @@ class MatMul : public ep::PrePackingKernel {
   bool trans_a_ = false, trans_b_ = false;
   int threads_ = 0;
   int64_t prepare_rows_ = 0, prepare_k_ = -1;  // from a static A shape
-  PackedFloatWeight b_;  // constant 2-D B, float32, in layout_ when blocked_, else [N, K]
-  dnnl::memory::desc layout_;
-  bool blocked_ = false;
+  PackedFloatWeight b_;  // constant 2-D B, float32, in layout_ when blocked, else [N, K]
+  MatMulWeightLayout layout_;
   std::unique_ptr<DnnlPackedMatMul> packed_;  // over b_ once it is packed
 };
 
