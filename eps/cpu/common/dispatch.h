@@ -5,8 +5,9 @@
 #pragma once
 
 #include <cstdint>
-#include <nxrt/nxrt_ep.hpp>
 #include <string>
+
+#include <nxrt/nxrt_ep.hpp>
 
 #include "common/half.h"
 
@@ -14,9 +15,9 @@ namespace nxrt::cpu {
 
 template <class T>
 struct TypeOf;
-#define NXRT_CPU_TYPE_OF(CT, ET)               \
-  template <>                                  \
-  struct TypeOf<CT> {                          \
+#define NXRT_CPU_TYPE_OF(CT, ET) \
+  template <>                    \
+  struct TypeOf<CT> {            \
     static constexpr NxElementType value = ET; \
   };
 NXRT_CPU_TYPE_OF(float, NX_TYPE_FLOAT)
@@ -37,32 +38,13 @@ NXRT_CPU_TYPE_OF(BFloat16, NX_TYPE_BFLOAT16)
 // Size in bytes of one element (0 for strings and sub-byte types).
 inline size_t ElementSize(NxElementType t) {
   switch (t) {
-    case NX_TYPE_FLOAT:
-    case NX_TYPE_INT32:
-    case NX_TYPE_UINT32:
-      return 4;
-    case NX_TYPE_DOUBLE:
-    case NX_TYPE_INT64:
-    case NX_TYPE_UINT64:
-    case NX_TYPE_COMPLEX64:
-      return 8;
-    case NX_TYPE_COMPLEX128:
-      return 16;
-    case NX_TYPE_INT16:
-    case NX_TYPE_UINT16:
-    case NX_TYPE_FLOAT16:
-    case NX_TYPE_BFLOAT16:
-      return 2;
-    case NX_TYPE_INT8:
-    case NX_TYPE_UINT8:
-    case NX_TYPE_BOOL:
-    case NX_TYPE_FLOAT8E4M3FN:
-    case NX_TYPE_FLOAT8E4M3FNUZ:
-    case NX_TYPE_FLOAT8E5M2:
-    case NX_TYPE_FLOAT8E5M2FNUZ:
-      return 1;
-    default:
-      return 0;
+    case NX_TYPE_FLOAT: case NX_TYPE_INT32: case NX_TYPE_UINT32: return 4;
+    case NX_TYPE_DOUBLE: case NX_TYPE_INT64: case NX_TYPE_UINT64: case NX_TYPE_COMPLEX64: return 8;
+    case NX_TYPE_COMPLEX128: return 16;
+    case NX_TYPE_INT16: case NX_TYPE_UINT16: case NX_TYPE_FLOAT16: case NX_TYPE_BFLOAT16: return 2;
+    case NX_TYPE_INT8: case NX_TYPE_UINT8: case NX_TYPE_BOOL: case NX_TYPE_FLOAT8E4M3FN:
+    case NX_TYPE_FLOAT8E4M3FNUZ: case NX_TYPE_FLOAT8E5M2: case NX_TYPE_FLOAT8E5M2FNUZ: return 1;
+    default: return 0;
   }
 }
 
@@ -75,16 +57,11 @@ inline size_t ElementSize(NxElementType t) {
 template <class Fn>
 decltype(auto) DispatchFloat(NxElementType t, Fn&& fn) {
   switch (t) {
-    case NX_TYPE_FLOAT:
-      return fn.template operator()<float>();
-    case NX_TYPE_DOUBLE:
-      return fn.template operator()<double>();
-    case NX_TYPE_FLOAT16:
-      return fn.template operator()<Half>();
-    case NX_TYPE_BFLOAT16:
-      return fn.template operator()<BFloat16>();
-    default:
-      UnsupportedType("float dispatch", t);
+    case NX_TYPE_FLOAT: return fn.template operator()<float>();
+    case NX_TYPE_DOUBLE: return fn.template operator()<double>();
+    case NX_TYPE_FLOAT16: return fn.template operator()<Half>();
+    case NX_TYPE_BFLOAT16: return fn.template operator()<BFloat16>();
+    default: UnsupportedType("float dispatch", t);
   }
 }
 
@@ -92,24 +69,15 @@ decltype(auto) DispatchFloat(NxElementType t, Fn&& fn) {
 template <class Fn>
 decltype(auto) DispatchInteger(NxElementType t, Fn&& fn) {
   switch (t) {
-    case NX_TYPE_INT8:
-      return fn.template operator()<int8_t>();
-    case NX_TYPE_INT16:
-      return fn.template operator()<int16_t>();
-    case NX_TYPE_INT32:
-      return fn.template operator()<int32_t>();
-    case NX_TYPE_INT64:
-      return fn.template operator()<int64_t>();
-    case NX_TYPE_UINT8:
-      return fn.template operator()<uint8_t>();
-    case NX_TYPE_UINT16:
-      return fn.template operator()<uint16_t>();
-    case NX_TYPE_UINT32:
-      return fn.template operator()<uint32_t>();
-    case NX_TYPE_UINT64:
-      return fn.template operator()<uint64_t>();
-    default:
-      UnsupportedType("integer dispatch", t);
+    case NX_TYPE_INT8: return fn.template operator()<int8_t>();
+    case NX_TYPE_INT16: return fn.template operator()<int16_t>();
+    case NX_TYPE_INT32: return fn.template operator()<int32_t>();
+    case NX_TYPE_INT64: return fn.template operator()<int64_t>();
+    case NX_TYPE_UINT8: return fn.template operator()<uint8_t>();
+    case NX_TYPE_UINT16: return fn.template operator()<uint16_t>();
+    case NX_TYPE_UINT32: return fn.template operator()<uint32_t>();
+    case NX_TYPE_UINT64: return fn.template operator()<uint64_t>();
+    default: UnsupportedType("integer dispatch", t);
   }
 }
 
@@ -117,13 +85,9 @@ decltype(auto) DispatchInteger(NxElementType t, Fn&& fn) {
 template <class Fn>
 decltype(auto) DispatchNumeric(NxElementType t, Fn&& fn) {
   switch (t) {
-    case NX_TYPE_FLOAT:
-    case NX_TYPE_DOUBLE:
-    case NX_TYPE_FLOAT16:
-    case NX_TYPE_BFLOAT16:
+    case NX_TYPE_FLOAT: case NX_TYPE_DOUBLE: case NX_TYPE_FLOAT16: case NX_TYPE_BFLOAT16:
       return DispatchFloat(t, fn);
-    default:
-      return DispatchInteger(t, fn);
+    default: return DispatchInteger(t, fn);
   }
 }
 
@@ -135,18 +99,12 @@ struct Bytes16 {
 template <class Fn>
 decltype(auto) DispatchBySize(NxElementType t, Fn&& fn) {
   switch (ElementSize(t)) {
-    case 1:
-      return fn.template operator()<uint8_t>();
-    case 2:
-      return fn.template operator()<uint16_t>();
-    case 4:
-      return fn.template operator()<uint32_t>();
-    case 8:
-      return fn.template operator()<uint64_t>();
-    case 16:
-      return fn.template operator()<Bytes16>();
-    default:
-      UnsupportedType("data movement", t);
+    case 1: return fn.template operator()<uint8_t>();
+    case 2: return fn.template operator()<uint16_t>();
+    case 4: return fn.template operator()<uint32_t>();
+    case 8: return fn.template operator()<uint64_t>();
+    case 16: return fn.template operator()<Bytes16>();
+    default: UnsupportedType("data movement", t);
   }
 }
 
