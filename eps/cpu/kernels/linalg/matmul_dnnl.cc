@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "common/parallel.h"
 #include "kernels/linalg/dnnl_util.h"
 
 namespace nxrt::cpu::linalg {
@@ -91,10 +92,35 @@ std::shared_ptr<DnnlPackedMatMul::Plan> DnnlPackedMatMul::GetPlan(int64_t m, int
   return plan;
 }
 
+int DnnlPackedMatMul::RowSlices(int64_t m, int threads) const {
+  if (threads <= 1 || m < 2 * kMinSliceRows) return 1;
+  if (static_cast<double>(m) * static_cast<double>(k_) * static_cast<double>(n_) < kMinParallelMacs)
+    return 1;
+  return static_cast<int>(std::min<int64_t>(threads, m / kMinSliceRows));
+}
+
 void DnnlPackedMatMul::Prepare(int64_t m, int threads) {
   if (m <= 0 || n_ == 0 || k_ == 0) return;
+  const int slices = RowSlices(m, threads);
+  if (slices > 1) {
+    OmpThreadScope scope(1);
+    for (int s = 0; s < slices; ++s) GetPlan(m * (s + 1) / slices - m * s / slices, 1);
+    return;
+  }
   OmpThreadScope scope(threads);
   GetPlan(m, threads);
+}
+
+void DnnlPackedMatMul::RunPlan(const Plan& plan, const float* a, float* c) {
+  auto& eng = DnnlEngine();
+  auto& strm = DnnlStream();
+  plan.prim.execute(
+      strm, {{DNNL_ARG_SRC, memory(plan.src_md, eng, const_cast<float*>(a))},
+             {DNNL_ARG_WEIGHTS, memory(plan.w_md, eng, const_cast<float*>(w_))},
+             {DNNL_ARG_DST, memory(plan.dst_md, eng, c)},
+             {DNNL_ARG_SCRATCHPAD,
+              memory(plan.scratch_md, eng, ThreadScratch(kScratchPad, plan.scratch_bytes))}});
+  strm.wait();
 }
 
 void DnnlPackedMatMul::Run(const float* a, int64_t m, float* c, int threads) {
@@ -103,16 +129,19 @@ void DnnlPackedMatMul::Run(const float* a, int64_t m, float* c, int threads) {
     std::fill(c, c + m * n_, 0.0f);
     return;
   }
-  std::shared_ptr<Plan> plan = GetPlan(m, threads);
-  auto& eng = DnnlEngine();
-  auto& strm = DnnlStream();
-  plan->prim.execute(
-      strm, {{DNNL_ARG_SRC, memory(plan->src_md, eng, const_cast<float*>(a))},
-             {DNNL_ARG_WEIGHTS, memory(plan->w_md, eng, const_cast<float*>(w_))},
-             {DNNL_ARG_DST, memory(plan->dst_md, eng, c)},
-             {DNNL_ARG_SCRATCHPAD,
-              memory(plan->scratch_md, eng, ThreadScratch(kScratchPad, plan->scratch_bytes))}});
-  strm.wait();
+  const int slices = RowSlices(m, threads);
+  if (slices <= 1) {
+    RunPlan(*GetPlan(m, threads), a, c);
+    return;
+  }
+  // Row slices on the session's pool, one single-threaded primitive each (ParallelFor runs
+  // every chunk with one OpenMP thread).
+  ParallelFor(threads, slices, 1, [&](int64_t s0, int64_t s1) {
+    for (int64_t s = s0; s < s1; ++s) {
+      const int64_t r0 = m * s / slices, r1 = m * (s + 1) / slices;
+      RunPlan(*GetPlan(r1 - r0, 1), a + r0 * k_, c + r0 * n_);
+    }
+  });
 }
 
 }  // namespace nxrt::cpu::linalg

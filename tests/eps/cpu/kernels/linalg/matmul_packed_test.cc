@@ -2,10 +2,10 @@
 // oneDNN's preferred layout (blocked with AVX-512; plain [N, K] where oneDNN has no layout of its
 // own, and always with transA). Every row count must read the same packing right: 1 row, rows
 // around oneDNN's blocks, batched A folded into rows, K and N that are not multiples of any
-// block; transB, alpha; a second session that adopts the first one's packing; 1 and 2 threads;
-// A with few static rows, which keeps the plain layout.
-// Gemm with a constant B and every broadcast form of C. ctest also runs this file with oneDNN
-// limited to AVX2 (tests/CMakeLists.txt), where the plain layout is taken.
+// block; transB, alpha; a second session that adopts the first one's packing; 1 to 3 threads
+// (rows split into slices on the pool, unevenly at 3); A with few static rows, which keeps the
+// plain layout. Gemm with a constant B and every broadcast form of C. ctest also runs this file
+// with oneDNN limited to AVX2 (tests/CMakeLists.txt), where the plain layout is taken.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -161,7 +161,7 @@ TEST(MatMulPacked, EveryRowCountReadsThePackingRight) {
       {21, 35, true, false},  // transA: the plain layout
   };
   for (const MatMulCase& c : cases)
-    for (int threads : {1, 2}) ExpectCase(env, c, threads);
+    for (int threads : {1, 2, 3}) ExpectCase(env, c, threads);
 }
 
 // Gemm with a constant B takes the same packing (not with transA): alpha, beta and every
