@@ -121,6 +121,8 @@ class Fuser {
         TryConv(n);
       else if (IsOnnx(n, "Erf"))
         TryGelu(n);
+      else if (IsOnnx(n, "Add"))
+        TryHardSwish(n);
     }
     if (fusions_ == 0) return 0;
     std::vector<Node> kept;
@@ -142,12 +144,12 @@ class Fuser {
   }
 
   // Installs `fused` in place of `chain` (last node last) if the EP has a kernel for it.
-  bool Commit(Node fused, const std::vector<const Node*>& chain) {
+  bool Commit(Node fused, const std::vector<const Node*>& chain, int opset = 1) {
     const Node& last = *chain.back();
     fused.owner = &g_;
     fused.index = last.index;
     fused.assigned_ep = chain.front()->assigned_ep;
-    fused.opset = 1;
+    fused.opset = opset;
     const KernelRegistry* registry = eps_[static_cast<size_t>(fused.assigned_ep)]->registry();
     if (registry == nullptr || registry->Find(fused, nullptr) == nullptr) return false;
     for (const Node* n : chain) dead_[static_cast<size_t>(n->index)] = true;
@@ -179,6 +181,58 @@ class Fuser {
     return true;
   }
 
+  // x -> Add(x, 3) -> Clip(0, 6) -> Mul(x, clip) -> Div(6) (or Mul(1/6)), operands in either
+  // order, where x feeds only the Add and the Mul: HardSwish as exporters without the op write it
+  // (Paddle's PP-LCNet: 24 of them in PaddleOCR's detector). `chain` gets the four nodes.
+  bool MatchHardSwish(int x, int ep, std::vector<const Node*>* chain) const {
+    const ValueDef& def = g_.value(x);
+    if (def.is_graph_output || def.consumers.size() != 2) return false;
+    const Node* add = &g_.nodes[static_cast<size_t>(def.consumers[0])];
+    const Node* mul = &g_.nodes[static_cast<size_t>(def.consumers[1])];
+    if (IsOnnx(*mul, "Add")) std::swap(add, mul);
+    auto usable = [&](const Node* n, size_t inputs) {
+      return n->inputs.size() == inputs && n->outputs.size() == 1 && n->assigned_ep == ep &&
+             !dead_[static_cast<size_t>(n->index)];
+    };
+    if (!IsOnnx(*add, "Add") || !IsOnnx(*mul, "Mul") || !usable(add, 2) || !usable(mul, 2))
+      return false;
+    auto other = [](const Node& n, int v) { return n.inputs[0] == v ? n.inputs[1] : n.inputs[0]; };
+    auto three = ScalarConstant(g_, other(*add, x));
+    if (!three || *three != 3.0f) return false;
+    const Node* clip = SoleConsumer(g_, add->outputs[0], dead_);
+    std::string act;
+    std::vector<float> bounds;
+    if (!clip || !IsOnnx(*clip, "Clip") || clip->assigned_ep != ep || clip->outputs.size() != 1 ||
+        !ActivationOf(g_, *clip, &act, &bounds) || bounds != std::vector<float>{0.0f, 6.0f})
+      return false;
+    if (SoleConsumer(g_, clip->outputs[0], dead_) != mul || other(*mul, clip->outputs[0]) != x)
+      return false;
+    const Node* scale = SoleConsumer(g_, mul->outputs[0], dead_);
+    if (!scale || !usable(scale, 2) || scale->inputs[0] != mul->outputs[0]) return false;
+    auto c = ScalarConstant(g_, scale->inputs[1]);
+    const bool div6 = IsOnnx(*scale, "Div") && c && *c == 6.0f;
+    const bool mul6 = IsOnnx(*scale, "Mul") && c && std::fabs(*c - 1.0f / 6.0f) < 1e-7f;
+    if (!div6 && !mul6) return false;
+    *chain = {add, clip, mul, scale};
+    return true;
+  }
+
+  // A HardSwish written out (MatchHardSwish) whose input no convolution claimed: one HardSwish
+  // node instead of four passes over the tensor.
+  void TryHardSwish(const Node& add) {
+    for (int x : add.inputs) {
+      std::vector<const Node*> chain;
+      if (x < 0 || !MatchHardSwish(x, add.assigned_ep, &chain) || chain.front() != &add) continue;
+      Node fused;
+      fused.name = add.name.empty() ? "hard_swish" : add.name + "_hard_swish";
+      fused.op_type = "HardSwish";
+      fused.inputs = {x};
+      fused.outputs = {chain.back()->outputs[0]};
+      Commit(std::move(fused), chain, /*opset=*/14);
+      return;
+    }
+  }
+
   void TryConv(const Node& conv) {
     if (conv.outputs.size() != 1) return;
     Node fused = conv;
@@ -203,11 +257,16 @@ class Fuser {
     std::vector<float> params;
     const Node* sigmoid = nullptr;
     const Node* mul = nullptr;
+    std::vector<const Node*> hard_swish;
     if (MatchSwish(conv, y, &sigmoid, &mul)) {  // y * Sigmoid(y): SiLU, two consumers of y
       fused.attributes.push_back(StringAttr("activation", "Swish"));
       chain.push_back(sigmoid);
       chain.push_back(mul);
       y = mul->outputs[0];
+    } else if (MatchHardSwish(y, conv.assigned_ep, &hard_swish)) {
+      fused.attributes.push_back(StringAttr("activation", "HardSwish"));
+      chain.insert(chain.end(), hard_swish.begin(), hard_swish.end());
+      y = hard_swish.back()->outputs[0];
     } else if (next && SameEp(conv, *next) && ActivationOf(g_, *next, &act, &params)) {
       fused.attributes.push_back(StringAttr("activation", act));
       if (!params.empty()) fused.attributes.push_back(FloatsAttr("activation_params", params));

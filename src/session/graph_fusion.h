@@ -7,8 +7,10 @@
 //   Conv -> Add(same static shape) [-> activation]   => FusedConv(X, W, B, Z) activation=...
 //   Conv -> activation                               => FusedConv(X, W, B) activation=...
 //   x/sqrt(2) -> Erf -> +1 -> *x -> *0.5             => Gelu(x)
+//   x -> +3 -> Clip(0, 6) -> *x -> /6 (or *1/6)      => HardSwish(x) (ONNX, opset 14), or the
+//                                                       activation of a FusedConv producing x
 // Activations: Relu, LeakyRelu(alpha), Clip(min, max), Sigmoid, Tanh, HardSigmoid(alpha, beta),
-// given as `activation` and `activation_params`.
+// HardSwish, Swish (x * Sigmoid(x)), given as `activation` and `activation_params`.
 #pragma once
 
 #include <memory>

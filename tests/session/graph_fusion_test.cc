@@ -78,9 +78,10 @@ TEST(GraphFusion, FusedGraphMatchesUnfusedGraph) {
   }
 }
 
-// x[1,8,6,6] -> Conv(k x k, pad k/2, `group`) -> `activation`: HardSwish, Clip(-2, 5) or SiLU
-// (Sigmoid, then Mul(conv, sigmoid)): one model per convolution path of the CPU EP (3x3: oneDNN
-// primitive, 1x1: GEMM, depthwise: our own loop).
+// x[1,8,6,6] -> Conv(k x k, pad k/2, `group`) -> `activation`: HardSwish, Clip(-2, 5), SiLU
+// (Sigmoid, then Mul(conv, sigmoid)) or HardSwish written out (Add 3, Clip 0..6, Mul, Div 6): one
+// model per convolution path of the CPU EP (3x3: oneDNN primitive, 1x1: GEMM, depthwise: our own
+// loop).
 std::string ConvActivationModel(int64_t k, int64_t group, const std::string& activation) {
   onnx::ModelProto m;
   m.set_ir_version(8);
@@ -94,6 +95,14 @@ std::string ConvActivationModel(int64_t k, int64_t group, const std::string& act
   if (activation == "SiLU") {
     *g->add_node() = MakeNode("Sigmoid", {"c"}, {"s"}, "sigmoid");
     *g->add_node() = MakeNode("Mul", {"s", "c"}, {"y"}, "mul");
+  } else if (activation == "HardSwishWritten") {  // c * Clip(c + 3, 0, 6) / 6, as Paddle writes it
+    *g->add_node() = MakeNode("Add", {"c", "three"}, {"c3"}, "add3");
+    *g->add_node() = MakeNode("Clip", {"c3", "zero", "six"}, {"r6"}, "relu6");
+    *g->add_node() = MakeNode("Mul", {"r6", "c"}, {"m"}, "mul");
+    *g->add_node() = MakeNode("Div", {"m", "six"}, {"y"}, "div6");
+    *g->add_initializer() = nxrt::test::MakeFloatTensor("three", {1}, {3.0f});
+    *g->add_initializer() = nxrt::test::MakeFloatTensor("zero", {}, {0.0f});
+    *g->add_initializer() = nxrt::test::MakeFloatTensor("six", {}, {6.0f});
   } else if (activation == "Clip") {
     *g->add_node() = MakeNode("Clip", {"c", "lo", "hi"}, {"y"}, "clip");
     *g->add_initializer() = nxrt::test::MakeFloatTensor("lo", {}, {-2.0f});
@@ -116,7 +125,7 @@ std::string ConvActivationModel(int64_t k, int64_t group, const std::string& act
 TEST(GraphFusion, ConvActivationsFuseOnEveryConvolutionPath) {
   nxrt::Env env(NX_LOG_ERROR);
   const struct { int64_t k, group; } cases[] = {{3, 1}, {1, 1}, {3, 8}};
-  for (const std::string activation : {"HardSwish", "SiLU", "Clip"}) {
+  for (const std::string activation : {"HardSwish", "SiLU", "Clip", "HardSwishWritten"}) {
     for (const auto& c : cases) {
       SCOPED_TRACE(activation + " kernel " + std::to_string(c.k) + " group " +
                    std::to_string(c.group));
@@ -126,7 +135,8 @@ TEST(GraphFusion, ConvActivationsFuseOnEveryConvolutionPath) {
       fused_options.SetOptimizationLevel(1).SetIntraOpThreads(1);
       nxrt::Session plain(env, bytes.data(), bytes.size(), &plain_options);
       nxrt::Session fused(env, bytes.data(), bytes.size(), &fused_options);
-      EXPECT_EQ(plain.ep_node_count(0), activation == "SiLU" ? 3u : 2u);
+      EXPECT_EQ(plain.ep_node_count(0),
+                activation == "SiLU" ? 3u : (activation == "HardSwishWritten" ? 5u : 2u));
       EXPECT_EQ(fused.ep_node_count(0), 1u);  // FusedConv with the activation
 
       const std::vector<int64_t> dims = {1, 8, 6, 6};
@@ -154,6 +164,78 @@ TEST(GraphFusion, ConvActivationsFuseOnEveryConvolutionPath) {
       EXPECT_GT(nans, 0);
       EXPECT_GT(negative, 0);  // both sides of the activation were reached
       EXPECT_GT(large, 0);
+    }
+  }
+}
+
+// HardSwish written out on a graph input (no convolution to fuse into): x -> Add 3 -> Clip 0..6
+// -> Mul x -> Div 6 (or Mul 1/6), operands in either order, becomes one HardSwish node; with
+// other constants (Clip to 5, Div by 5) the chain stays as it is. Results equal either way.
+std::string WrittenHardSwishModel(bool mul_by_sixth, bool swapped, float clip_max, float divisor) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(13);
+  auto* g = m.mutable_graph();
+  g->set_name("hard_swish_written");
+  *g->add_node() = MakeNode(
+      "Add",
+      swapped ? std::vector<std::string>{"three", "x"} : std::vector<std::string>{"x", "three"},
+      {"x3"}, "add3");
+  *g->add_node() = MakeNode("Clip", {"x3", "zero", "max"}, {"r"}, "clip");
+  *g->add_node() = MakeNode(
+      "Mul", swapped ? std::vector<std::string>{"x", "r"} : std::vector<std::string>{"r", "x"},
+      {"m"}, "mul");
+  if (mul_by_sixth) {
+    *g->add_node() = MakeNode("Mul", {"m", "scale"}, {"y"}, "scale");
+    *g->add_initializer() = nxrt::test::MakeFloatTensor("scale", {}, {1.0f / divisor});
+  } else {
+    *g->add_node() = MakeNode("Div", {"m", "scale"}, {"y"}, "scale");
+    *g->add_initializer() = nxrt::test::MakeFloatTensor("scale", {}, {divisor});
+  }
+  *g->add_initializer() = nxrt::test::MakeFloatTensor("three", {}, {3.0f});
+  *g->add_initializer() = nxrt::test::MakeFloatTensor("zero", {}, {0.0f});
+  *g->add_initializer() = nxrt::test::MakeFloatTensor("max", {}, {clip_max});
+  AddFloatValue(g->add_input(), "x", {2, 3, 37});
+  AddFloatValue(g->add_output(), "y", {2, 3, 37});
+  return m.SerializeAsString();
+}
+
+TEST(GraphFusion, WrittenOutHardSwishBecomesOneNode) {
+  nxrt::Env env(NX_LOG_ERROR);
+  const struct {
+    bool mul_by_sixth, swapped;
+    float clip_max, divisor;
+    bool fuses;
+  } cases[] = {{false, false, 6.0f, 6.0f, true},
+               {true, true, 6.0f, 6.0f, true},
+               {false, false, 5.0f, 6.0f, false},
+               {false, true, 6.0f, 5.0f, false}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(std::string(c.mul_by_sixth ? "Mul 1/6" : "Div 6") + (c.swapped ? " swapped" : "") +
+                 " clip max " + std::to_string(c.clip_max) + " divisor " +
+                 std::to_string(c.divisor));
+    std::string bytes = WrittenHardSwishModel(c.mul_by_sixth, c.swapped, c.clip_max, c.divisor);
+    nxrt::SessionOptions plain_options, fused_options;
+    plain_options.SetOptimizationLevel(0).SetIntraOpThreads(1);
+    fused_options.SetOptimizationLevel(1).SetIntraOpThreads(1);
+    nxrt::Session plain(env, bytes.data(), bytes.size(), &plain_options);
+    nxrt::Session fused(env, bytes.data(), bytes.size(), &fused_options);
+    EXPECT_EQ(plain.ep_node_count(0), 4u);
+    EXPECT_EQ(fused.ep_node_count(0), c.fuses ? 1u : 4u);
+    const std::vector<int64_t> dims = {2, 3, 37};
+    nxrt::Value x = nxrt::Value::Tensor(NX_TYPE_FLOAT, dims);
+    for (size_t i = 0; i < x.size(); ++i)  // -5.5 .. 5.6: both corners and the middle
+      x.data<float>()[i] = -5.5f + 0.05f * static_cast<float>(i);
+    x.data<float>()[7] = std::numeric_limits<float>::quiet_NaN();
+    auto a = plain.Run({"x"}, {&x});
+    auto b = fused.Run({"x"}, {&x});
+    for (size_t i = 0; i < a[0].size(); ++i) {
+      const float va = a[0].data<float>()[i], vb = b[0].data<float>()[i];
+      if (std::isnan(va)) {
+        EXPECT_TRUE(std::isnan(vb)) << "element " << i;
+        continue;
+      }
+      EXPECT_NEAR(va, vb, 1e-6f * std::max(1.0f, std::fabs(va))) << "element " << i;
     }
   }
 }

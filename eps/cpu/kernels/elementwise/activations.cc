@@ -1,5 +1,7 @@
 // Activation functions: Sigmoid, Tanh, Relu, LeakyRelu, Elu, Selu, Celu, HardSigmoid,
 // HardSwish, Softplus, Softsign, ThresholdedRelu, Mish, Gelu, Swish, Shrink.
+#include <immintrin.h>
+
 #include <cmath>
 #include <string>
 #include <type_traits>
@@ -85,6 +87,27 @@ struct CeluOp {
   }
 };
 
+// y = x * min(1, max(0, alpha x + beta)) over float arrays (HardSigmoid alone when not
+// `times_x`), eight at a time: the scalar selects compiled to compare-and-branch, which
+// mispredicted on real activations (a PaddleOCR detector HardSwish of 3.7 M floats: 1.3 ms).
+// max_ps / min_ps return their second operand for a NaN x, so NaN passes as in the scalar form.
+void HardSigmoidArray(const float* x, float* y, int64_t n, float alpha, float beta, bool times_x) {
+  const __m256 a = _mm256_set1_ps(alpha), b = _mm256_set1_ps(beta);
+  const __m256 zero = _mm256_setzero_ps(), one = _mm256_set1_ps(1.0f);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    const __m256 t = _mm256_min_ps(one, _mm256_max_ps(zero, _mm256_fmadd_ps(a, v, b)));
+    _mm256_storeu_ps(y + i, times_x ? _mm256_mul_ps(v, t) : t);
+  }
+  for (; i < n; ++i) {
+    float t = alpha * x[i] + beta;
+    t = t < 0.0f ? 0.0f : t;
+    t = t > 1.0f ? 1.0f : t;
+    y[i] = times_x ? x[i] * t : t;
+  }
+}
+
 struct HardSigmoidOp {
   explicit HardSigmoidOp(const ep::KernelInfo& info)
       : alpha(info.attr_float("alpha", 0.2f)), beta(info.attr_float("beta", 0.5f)) {}
@@ -95,6 +118,9 @@ struct HardSigmoidOp {
     C v = C(alpha) * x + C(beta);
     v = v < C(0) ? C(0) : v;
     return v > C(1) ? C(1) : v;
+  }
+  void Array(const float* x, float* y, int64_t n) const {
+    HardSigmoidArray(x, y, n, alpha, beta, /*times_x=*/false);
   }
 };
 
@@ -107,6 +133,9 @@ struct HardSwishOp {
     v = v < C(0) ? C(0) : v;
     v = v > C(1) ? C(1) : v;
     return x * v;
+  }
+  void Array(const float* x, float* y, int64_t n) const {
+    HardSigmoidArray(x, y, n, 1.0f / 6.0f, 0.5f, /*times_x=*/true);
   }
 };
 
