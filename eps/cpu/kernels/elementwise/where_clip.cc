@@ -1,5 +1,7 @@
 // Where (three-way broadcast select, any element type including strings) and Clip (bounds as
 // attributes before opset 11, as optional scalar inputs from 11 on).
+#include <immintrin.h>
+
 #include <cmath>
 #include <limits>
 #include <string>
@@ -85,6 +87,25 @@ class Clip : public ep::Kernel {
       }
       if (n == 0) return;
       // min(hi, max(x, lo)): when lo > hi everything becomes hi. NaN passes through.
+      if constexpr (std::is_same_v<T, float>) {
+        // Eight at a time: the scalar selects compiled to compare-and-branch (PaddleOCR's
+        // detector: 24 Clips of up to 3.7 M floats took 6 ms). max_ps(lo, v) and min_ps(hi, v)
+        // return v when it is NaN, as the scalar form does.
+        ParallelFor(ThreadsFor(ctx.threads(), n), n, kGrain, [&](int64_t b, int64_t e) {
+          const float* px = x.data<float>();
+          float* py = y.data<float>();
+          const __m256 vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi);
+          int64_t i = b;
+          for (; i + 8 <= e; i += 8)
+            _mm256_storeu_ps(py + i,
+                             _mm256_min_ps(vhi, _mm256_max_ps(vlo, _mm256_loadu_ps(px + i))));
+          for (; i < e; ++i) {
+            const float v = px[i] < lo ? lo : px[i];
+            py[i] = v > hi ? hi : v;
+          }
+        });
+        return;
+      }
       ParallelUnary(ctx.threads(), x.data<T>(), y.data<T>(), n, [lo, hi](C v) {
         v = v < lo ? lo : v;
         return v > hi ? hi : v;
