@@ -1,5 +1,6 @@
 #include "session/graph_fusion.h"
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <utility>
@@ -233,6 +234,79 @@ class Fuser {
     }
   }
 
+  // A new float initializer of shape `dims` (a name no value has), for folded weights.
+  int AddInitializer(const std::string& base, const std::vector<int64_t>& dims,
+                     const std::vector<float>& data) {
+    std::string name = base;
+    for (int i = 1; g_.FindValue(name) >= 0; ++i) name = base + "_" + std::to_string(i);
+    const int v = g_.GetOrAddValue(name);
+    ValueDef& def = g_.value(v);
+    def.initializer = MakeTensor(NX_TYPE_FLOAT, dims);
+    std::copy(data.begin(), data.end(), static_cast<float*>(def.initializer->data));
+    def.type.elem_type = NX_TYPE_FLOAT;
+    def.type.has_shape = true;
+    def.type.dims = dims;
+    def.type.dim_params.assign(dims.size(), "");
+    return v;
+  }
+
+  // Conv -> Mul(a) [-> Add(b)] or Conv -> Add(b), with a and b single-element float constants
+  // (Paddle's learnable affine after each PP-LCNet convolution: y = a conv(x) + b), folded into
+  // new weights a W and bias a B + b of `fused`; `chain` and `y` advance past the folded nodes.
+  // Needs W (and B) as float initializers. Returns the node after the chain.
+  const Node* FoldScalarAffine(const Node& conv, Node& fused, std::vector<const Node*>& chain,
+                               int& y) {
+    const Node* next = SoleConsumer(g_, y, dead_);
+    const int w_index = conv.inputs.size() > 1 ? conv.inputs[1] : -1;
+    const int b_index = conv.inputs.size() > 2 ? conv.inputs[2] : -1;
+    if (!next || w_index < 0) return next;
+    const ValuePtr w = g_.value(w_index).initializer;
+    const ValuePtr b = b_index >= 0 ? g_.value(b_index).initializer : nullptr;
+    if (!w || w->type != NX_TYPE_FLOAT || w->dims.empty() || (b_index >= 0 && !b) ||
+        (b && (b->type != NX_TYPE_FLOAT || b->count != static_cast<size_t>(w->dims[0]))))
+      return next;
+    auto operand = [&](const Node* n, const char* op) -> std::optional<float> {
+      if (!n || !IsOnnx(*n, op) || !SameEp(conv, *n) || n->inputs.size() != 2 ||
+          n->outputs.size() != 1)
+        return std::nullopt;
+      const int c = n->inputs[0] == y ? n->inputs[1] : n->inputs[0];
+      // A constant of higher rank would broadcast the result to more dimensions.
+      if (c < 0 || !g_.value(c).initializer ||
+          g_.value(c).initializer->dims.size() > w->dims.size())
+        return std::nullopt;
+      return ScalarConstant(g_, c);
+    };
+    float scale = 1.0f, shift = 0.0f;
+    bool folded = false;
+    if (auto a = operand(next, "Mul")) {
+      scale = *a;
+      chain.push_back(next);
+      y = next->outputs[0];
+      next = SoleConsumer(g_, y, dead_);
+      folded = true;
+    }
+    if (auto c = operand(next, "Add")) {
+      shift = *c;
+      chain.push_back(next);
+      y = next->outputs[0];
+      next = SoleConsumer(g_, y, dead_);
+      folded = true;
+    }
+    if (!folded) return next;
+    const int64_t m = w->dims[0];
+    std::vector<float> wf(static_cast<const float*>(w->data),
+                          static_cast<const float*>(w->data) + w->count);
+    for (float& v : wf) v *= scale;
+    std::vector<float> bf(static_cast<size_t>(m), shift);
+    for (int64_t o = 0; b && o < m; ++o)
+      bf[o] = scale * static_cast<const float*>(b->data)[o] + shift;
+    const std::string base = conv.name.empty() ? "conv" : conv.name;
+    const std::vector<int64_t> w_dims(w->dims.begin(), w->dims.end());
+    fused.inputs[1] = AddInitializer(base + "_folded_weight", w_dims, wf);
+    fused.inputs[2] = AddInitializer(base + "_folded_bias", {m}, bf);
+    return next;
+  }
+
   void TryConv(const Node& conv) {
     if (conv.outputs.size() != 1) return;
     Node fused = conv;
@@ -242,7 +316,7 @@ class Fuser {
     fused.inputs.resize(3, -1);
     std::vector<const Node*> chain{&conv};
     int y = conv.outputs[0];
-    const Node* next = SoleConsumer(g_, y, dead_);
+    const Node* next = FoldScalarAffine(conv, fused, chain, y);
     // Residual Add: the other operand must have exactly the convolution's static shape.
     if (next && IsOnnx(*next, "Add") && SameEp(conv, *next) && next->inputs.size() == 2) {
       int other = next->inputs[0] == y ? next->inputs[1] : next->inputs[0];

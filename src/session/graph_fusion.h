@@ -4,7 +4,8 @@
 // where the chain's last node was, which keeps the topological order.
 //
 // Fusions (domain com.nxrt, opset 1):
-//   Conv -> Add(same static shape) [-> activation]   => FusedConv(X, W, B, Z) activation=...
+//   Conv [-> Mul(a) -> Add(b), scalar constants, folded into new W and B]
+//        -> Add(same static shape) [-> activation]   => FusedConv(X, W, B, Z) activation=...
 //   Conv -> activation                               => FusedConv(X, W, B) activation=...
 //   x/sqrt(2) -> Erf -> +1 -> *x -> *0.5             => Gelu(x)
 //   x -> +3 -> Clip(0, 6) -> *x -> /6 (or *1/6)      => HardSwish(x) (ONNX, opset 14), or the

@@ -168,6 +168,100 @@ TEST(GraphFusion, ConvActivationsFuseOnEveryConvolutionPath) {
   }
 }
 
+// Conv -> Mul(a) -> Add(b) with single-element constants (Paddle's affine after a convolution),
+// folded into new weights and bias: with and without a bias, Mul or Add alone, followed by a
+// written-out HardSwish; a second convolution shares the weight and must still see it unscaled;
+// a constant of higher rank than the output (it would broadcast) is not folded.
+std::string ConvAffineModel(bool bias, bool mul, bool add, bool hard_swish, int64_t const_rank) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(13);
+  auto* g = m.mutable_graph();
+  g->set_name("conv_affine");
+  std::vector<std::string> conv_in = {"x", "w"};
+  if (bias) conv_in.push_back("b");
+  auto conv = MakeNode("Conv", conv_in, {"c"}, "conv");
+  AddIntsAttribute(&conv, "pads", {1, 1, 1, 1});
+  *g->add_node() = conv;
+  auto conv2 = MakeNode("Conv", {"x", "w"}, {"y2"}, "conv_shared_weight");
+  AddIntsAttribute(&conv2, "pads", {1, 1, 1, 1});
+  *g->add_node() = conv2;
+  std::string v = "c";
+  const std::vector<int64_t> const_dims(static_cast<size_t>(const_rank), 1);
+  if (mul) {
+    *g->add_node() = MakeNode("Mul", {"a", v}, {"ca"}, "scale");
+    *g->add_initializer() = nxrt::test::MakeFloatTensor("a", const_dims, {0.75f});
+    v = "ca";
+  }
+  if (add) {
+    *g->add_node() = MakeNode("Add", {v, "shift"}, {"cb"}, "shift");
+    *g->add_initializer() = nxrt::test::MakeFloatTensor("shift", const_dims, {-0.4f});
+    v = "cb";
+  }
+  if (hard_swish) {
+    *g->add_node() = MakeNode("Add", {v, "three"}, {"v3"}, "add3");
+    *g->add_node() = MakeNode("Clip", {"v3", "zero", "six"}, {"r6"}, "relu6");
+    *g->add_node() = MakeNode("Mul", {v, "r6"}, {"hm"}, "mul");
+    *g->add_node() = MakeNode("Div", {"hm", "six"}, {"y"}, "div6");
+    *g->add_initializer() = nxrt::test::MakeFloatTensor("three", {}, {3.0f});
+    *g->add_initializer() = nxrt::test::MakeFloatTensor("zero", {}, {0.0f});
+    *g->add_initializer() = nxrt::test::MakeFloatTensor("six", {}, {6.0f});
+  } else {
+    *g->add_node() = MakeNode("Identity", {v}, {"y"}, "out");
+  }
+  std::mt19937 rng(13);
+  std::normal_distribution<float> normal;
+  std::vector<float> w(6 * 3 * 9), b(6);
+  for (float& x : w) x = normal(rng) * 0.5f;
+  for (float& x : b) x = normal(rng);
+  *g->add_initializer() = nxrt::test::MakeFloatTensor("w", {6, 3, 3, 3}, w);
+  if (bias) *g->add_initializer() = nxrt::test::MakeFloatTensor("b", {6}, b);
+  AddFloatValue(g->add_input(), "x", {1, 3, 7, 9});
+  AddFloatValue(g->add_output(), "y", {1, 6, 7, 9});
+  AddFloatValue(g->add_output(), "y2", {1, 6, 7, 9});
+  return m.SerializeAsString();
+}
+
+TEST(GraphFusion, ScalarAffineAfterConvFoldsIntoItsWeights) {
+  nxrt::Env env(NX_LOG_ERROR);
+  const struct {
+    bool bias, mul, add, hard_swish;
+    int64_t const_rank;
+    size_t fused_nodes;  // after fusion: the folded FusedConv (+ Identity), the shared-weight Conv
+  } cases[] = {{true, true, true, true, 1, 2},
+               {false, true, true, false, 0, 3},
+               {true, true, false, false, 4, 3},
+               {false, false, true, true, 2, 2},
+               {true, true, true, false, 5, 5}};  // rank 5 > 4: nothing folds
+  for (const auto& c : cases) {
+    SCOPED_TRACE(std::string(c.bias ? "bias" : "no bias") + (c.mul ? " Mul" : "") +
+                 (c.add ? " Add" : "") + (c.hard_swish ? " HardSwish" : "") + " constant rank " +
+                 std::to_string(c.const_rank));
+    std::string bytes = ConvAffineModel(c.bias, c.mul, c.add, c.hard_swish, c.const_rank);
+    nxrt::SessionOptions plain_options, fused_options;
+    plain_options.SetOptimizationLevel(0).SetIntraOpThreads(1);
+    fused_options.SetOptimizationLevel(1).SetIntraOpThreads(1);
+    nxrt::Session plain(env, bytes.data(), bytes.size(), &plain_options);
+    nxrt::Session fused(env, bytes.data(), bytes.size(), &fused_options);
+    EXPECT_EQ(fused.ep_node_count(0), c.fused_nodes);
+    const std::vector<int64_t> dims = {1, 3, 7, 9};
+    nxrt::Value x = nxrt::Value::Tensor(NX_TYPE_FLOAT, dims);
+    std::mt19937 rng(17);
+    std::normal_distribution<float> normal;
+    for (size_t i = 0; i < x.size(); ++i) x.data<float>()[i] = 2.0f * normal(rng);
+    auto a = plain.Run({"x"}, {&x});
+    auto f = fused.Run({"x"}, {&x});
+    for (size_t o = 0; o < 2; ++o) {
+      ASSERT_EQ(a[o].shape(), f[o].shape());
+      for (size_t i = 0; i < a[o].size(); ++i) {
+        const float va = a[o].data<float>()[i];
+        EXPECT_NEAR(va, f[o].data<float>()[i], 2e-5f * std::max(1.0f, std::fabs(va)))
+            << "output " << o << " element " << i;
+      }
+    }
+  }
+}
+
 // HardSwish written out on a graph input (no convolution to fuse into): x -> Add 3 -> Clip 0..6
 // -> Mul x -> Div 6 (or Mul 1/6), operands in either order, becomes one HardSwish node; with
 // other constants (Clip to 5, Div by 5) the chain stays as it is. Results equal either way.
