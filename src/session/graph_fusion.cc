@@ -278,15 +278,10 @@ class Fuser {
     };
     float scale = 1.0f, shift = 0.0f;
     bool folded = false;
-    if (auto a = operand(next, "Mul")) {
-      scale = *a;
-      chain.push_back(next);
-      y = next->outputs[0];
-      next = SoleConsumer(g_, y, dead_);
-      folded = true;
-    }
-    if (auto c = operand(next, "Add")) {
-      shift = *c;
+    for (const char* op : {"Mul", "Add"}) {  // in this order, either may be missing
+      const auto c = operand(next, op);
+      if (!c) continue;
+      (op[0] == 'M' ? scale : shift) = *c;
       chain.push_back(next);
       y = next->outputs[0];
       next = SoleConsumer(g_, y, dead_);
