@@ -29,6 +29,9 @@ struct Avx512 {
   }
   static Vec Load(const float* p) { return _mm512_loadu_ps(p); }
   static Vec LoadMasked(const float* p, Mask m) { return _mm512_maskz_loadu_ps(m, p); }
+  // Masked loads are single instructions here: bodies need no page checks (simd_avx2.h).
+  static constexpr bool kSlowMaskedLoads = false;
+  static Vec LoadAnd(const float* p, Mask m) { return LoadMasked(p, m); }
   static void Store(float* p, Vec v) { _mm512_storeu_ps(p, v); }
   static void StoreFirst(float* p, Vec v, int64_t, Mask m) { _mm512_mask_storeu_ps(p, m, v); }
   static Vec Set1(float v) { return _mm512_set1_ps(v); }

@@ -31,14 +31,16 @@ struct ColumnMasks {
 
   // For the block whose lane 0 reads input column col0 at tap kw = 0: the lanes of each tap
   // that read columns [0, in_w) of the first lanes_out outputs.
+  // pairs (stride 2, TileReusingRows): the masks of the vector pair read from raw float 2 kw
+  // instead, for taps 2 kw and 2 kw + 1 (whose last lane reads raw float 2 lanes_out - 1 + 2 kw).
   template <int S>
-  void Fill(const DepthwisePlane2d& p, int64_t col0, int64_t lanes_out) {
+  void Fill(const DepthwisePlane2d& p, int64_t col0, int64_t lanes_out, bool pairs = false) {
     for (int64_t kw = 0; kw < p.kernel_w; ++kw) {
-      const int64_t col = col0 + kw * p.dilation_w;
+      const int64_t col = col0 + (pairs ? 2 * kw : kw * p.dilation_w);
       if constexpr (S == 1) {
         m[kw] = V::Lanes(-col, std::min(lanes_out, p.in_w - col));
       } else {
-        const int64_t lo = -col, hi = std::min(2 * lanes_out - 1, p.in_w - col);
+        const int64_t lo = -col, hi = std::min(2 * lanes_out - (pairs ? 0 : 1), p.in_w - col);
         m[2 * kw] = V::Lanes(lo, hi);
         m[2 * kw + 1] = V::Lanes(lo - V::kLanes, hi - V::kLanes);
       }
@@ -121,7 +123,23 @@ void Tile(const DepthwisePlane2d& p, const Source& src, const float* w, float bi
   StoreRows<V, R>(p, acc, z, y, oh0, c0, lanes_out);
 }
 
-// As Tile, for K x K kernels with a row stride equal to the column stride S and no row dilation
+// TileReusingRows: the FMAs of tap column kw of input row i (of the tile's input rows) into
+// every output row that reads it (row r reads input row r * S + kh); i and kw are compile-time
+// constants once the loops are unrolled, so the tests fold away.
+template <class V, int S, int K, int R>
+[[gnu::always_inline]] inline void AccumulateTap(int i, int kw, typename V::Vec v,
+                                                 const typename V::Vec* wv, typename V::Vec* acc) {
+  // Loaded once into a register: left to itself GCC folded the load into every FMA.
+  asm("" : "+v"(v));
+#pragma GCC unroll 5
+  for (int kh = 0; kh < K; ++kh) {
+    const int rs = i - kh;
+    if (rs < 0 || rs % S != 0 || rs / S >= R) continue;
+    acc[rs / S] = V::Fma(wv[kh * K + kw], v, acc[rs / S]);
+  }
+}
+
+// As Tile, for K x K kernels with a row stride equal to the column stride S and no dilation
 // (the 3x3 and 5x5 depthwise layers of MobileNets and EfficientNets): the loop runs over the
 // input rows the tile reads, and each loaded vector feeds every output row that uses it (up to
 // K of them). That loads each input vector once instead of K times: the loads (most of them
@@ -136,38 +154,57 @@ void TileReusingRows(const DepthwisePlane2d& p, const Source& src, const float* 
   const int64_t col0 = c0 * S - p.pad_left;
   const int64_t lanes_out = std::min<int64_t>(V::kLanes, p.out_w - c0);
   ColumnMasks<V> masks;
-  if constexpr (kMasked) masks.template Fill<S>(p, col0, lanes_out);
+  if constexpr (kMasked) masks.template Fill<S>(p, col0, lanes_out, /*pairs=*/S == 2);
   // The weights, broadcast once per tile (AVX-512 keeps all of a 3x3 kernel in registers).
   Vec wv[K * K];
 #pragma GCC unroll 25
   for (int k = 0; k < K * K; ++k) wv[k] = V::Set1(w[k]);
   const int64_t ih0 = oh0 * S - p.pad_top;
   constexpr int kInputRows = (R - 1) * S + K;
+  // The floats one row's loads span (dilation 1 here).
+  constexpr int kSpan = K - 1 + S * V::kLanes;
+  [[maybe_unused]] alignas(64) float span_copy[kSpan];
 #pragma GCC unroll 32
   for (int i = 0; i < kInputRows; ++i) {
     const int64_t ih = ih0 + i;
-    const float* row = (ih >= 0 && ih < p.in_h ? src.x + ih * p.in_w : src.zeros) + col0;
-#pragma GCC unroll 5
-    for (int kw = 0; kw < K; ++kw) {
-      const float* at = row + kw * p.dilation_w;
-      Vec v;
-      if constexpr (S == 1) {
-        v = kMasked ? V::LoadMasked(at, masks.m[kw]) : V::Load(at);
-      } else {
-        v = kMasked ? V::Even(V::LoadMasked(at, masks.m[2 * kw]),
-                              V::LoadMasked(at + V::kLanes, masks.m[2 * kw + 1]))
-                    : V::Even(V::Load(at), V::Load(at + V::kLanes));
-      }
-      // Loaded once into a register: left to itself GCC folded the load into every FMA.
-      asm("" : "+v"(v));
-#pragma GCC unroll 5
-      for (int kh = 0; kh < K; ++kh) {
-        // Output row r reads input row r * S + kh: decided at compile time once unrolled.
-        const int rs = i - kh;
-        if (rs < 0 || rs % S != 0 || rs / S >= R) continue;
-        acc[rs / S] = V::Fma(wv[kh * K + kw], v, acc[rs / S]);
+    const float* row_start = ih >= 0 && ih < p.in_h ? src.x + ih * p.in_w : src.zeros;
+    const float* row = row_start + col0;
+    if constexpr (kMasked && V::kSlowMaskedLoads) {
+      // Whole loads + and (LoadAnd) when the span lies in one page; a span across a page edge
+      // (rare) is copied with zeros outside the row, so the loads stay inside span_copy.
+      if (!V::InOnePage(row, row + kSpan - 1)) [[unlikely]] {
+        for (int j = 0; j < kSpan; ++j) {
+          const int64_t col = col0 + j;
+          span_copy[j] = col >= 0 && col < p.in_w ? row_start[col] : 0.0f;
+        }
+        row = span_copy;
       }
     }
+    if constexpr (S == 1) {
+#pragma GCC unroll 5
+      for (int kw = 0; kw < K; ++kw) {
+        Vec v = kMasked ? V::LoadAnd(row + kw, masks.m[kw]) : V::Load(row + kw);
+        AccumulateTap<V, S, K, R>(i, kw, v, wv, acc);
+      }
+    } else {
+      // Stride 2: output lane j of tap kw reads raw float 2 j + kw. One pair of vectors from
+      // raw float 2 m serves taps 2 m (its even lanes) and 2 m + 1 (its odd lanes), taken
+      // within 128-bit lanes; that lane order is undone once per output vector below, not per
+      // tap (the cross-lane permute per tap bound the AVX2 loop on Zen 1).
+#pragma GCC unroll 3
+      for (int m = 0; m < (K + 1) / 2; ++m) {
+        const float* at = row + 2 * m;
+        const Vec a = kMasked ? V::LoadAnd(at, masks.m[2 * m]) : V::Load(at);
+        const Vec b =
+            kMasked ? V::LoadAnd(at + V::kLanes, masks.m[2 * m + 1]) : V::Load(at + V::kLanes);
+        AccumulateTap<V, S, K, R>(i, 2 * m, V::EvenInLanes(a, b), wv, acc);
+        if (2 * m + 1 < K) AccumulateTap<V, S, K, R>(i, 2 * m + 1, V::OddInLanes(a, b), wv, acc);
+      }
+    }
+  }
+  if constexpr (S == 2) {
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) acc[r] = V::InLaneOrder(acc[r]);
   }
   StoreRows<V, R>(p, acc, z, y, oh0, c0, lanes_out);
 }
@@ -180,8 +217,8 @@ void Band(const DepthwisePlane2d& p, const Source& x, const float* w, float bias
   const int64_t blocks = (p.out_w + V::kLanes - 1) / V::kLanes;
   // Widest raw read of a block: plain loads need every tap's vector(s) inside the row.
   const int64_t reach = (p.kernel_w - 1) * p.dilation_w + S * V::kLanes - 1;
-  const int rows_kernel = p.stride_h == S && p.dilation_h == 1 && p.kernel_w == p.kernel_h &&
-                                  (p.kernel_h == 3 || p.kernel_h == 5)
+  const int rows_kernel = p.stride_h == S && p.dilation_h == 1 && p.dilation_w == 1 &&
+                                  p.kernel_w == p.kernel_h && (p.kernel_h == 3 || p.kernel_h == 5)
                               ? static_cast<int>(p.kernel_h)
                               : 0;
   for (int64_t cb = 0; cb < blocks; ++cb) {
