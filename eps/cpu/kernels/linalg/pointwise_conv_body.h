@@ -50,7 +50,11 @@ inline void Tile(const PointwiseJob& job, const float* wblock, int64_t row0, int
         if constexpr (kX == 1) {
           xv[v] = V::Load(s + v * V::kLanes);
         } else {
-          xv[v] = V::Even(V::Load(s + 2 * v * V::kLanes), V::Load(s + (2 * v + 1) * V::kLanes));
+          // Even lanes within 128-bit lanes: the accumulators hold the pixels in that order
+          // until the permute after the loop (once per tile, not per k: the cross-lane
+          // permute per k cost more than the FMAs it fed on Zen 1).
+          xv[v] =
+              V::EvenInLanes(V::Load(s + 2 * v * V::kLanes), V::Load(s + (2 * v + 1) * V::kLanes));
         }
       }
     }
@@ -66,7 +70,9 @@ inline void Tile(const PointwiseJob& job, const float* wblock, int64_t row0, int
 #pragma GCC unroll 16
   for (int r = 0; r < kRows; ++r)
 #pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) V::Store(&sums[r][v * V::kLanes], acc[r][v]);
+    for (int v = 0; v < NV; ++v) {
+      V::Store(&sums[r][v * V::kLanes], kX == 2 ? V::InLaneOrder(acc[r][v]) : acc[r][v]);
+    }
   for (int r = 0; r < rows; ++r) {
     float* yr = job.y + (row0 + r) * YS + p0;
     const float* zr = job.z != nullptr ? job.z + (row0 + r) * YS + p0 : nullptr;
