@@ -12,6 +12,8 @@ unit test and `nxrt run` all exercise the same values. Files found by the fuzzer
     tfidf_ngram_index_overflows_buffer_pool.onnx  TfIdfVectorizer index ~7e18: the byte size
                                      wrapped and BufferPool's rounding looped for ever
     attention_zero_head_size_memcpy_null.onnx     Attention with V head size 0: memcpy from NULL
+    softmax_cross_entropy_zero_classes.onnx  SoftmaxCrossEntropyLoss over 0 classes: the log-softmax
+                                     seeded its column maxima from a row 0 that did not exist
     scan8_without_num_scan_inputs_shape_inference_segv.onnx, scan9_shape_inference_segv.onnx,
     maxunpool_shape_inference_segv.onnx  SIGSEGV in ONNX 1.12's shape inference (Scan-8 with a
                                      misspelt num_scan_inputs, Scan-9 with malformed attributes,
@@ -224,13 +226,27 @@ def loop_body_constant_shorter_than_shape():
                  [out("sums", TensorProto.FLOAT, None)], inits)
 
 
+def softmax_family_empty_axis():
+    # A zero-length class axis: nothing to normalise (empty outputs), and the loss names the
+    # out-of-range target instead of reading past the empty input.
+    x = numpy_helper.from_array(np.ones([2, 0, 3], np.float32), "x")
+    t = numpy_helper.from_array(np.zeros([2, 3], np.int64), "t")
+    nodes = [helper.make_node("Softmax", ["x"], ["s"], axis=1),
+             helper.make_node("LogSoftmax", ["x"], ["l"], axis=1),
+             helper.make_node("Hardmax", ["x"], ["h"], axis=1),
+             helper.make_node("SoftmaxCrossEntropyLoss", ["x", "t"], ["loss", "log_prob"])]
+    return model("softmax_family_empty_axis", nodes,
+                 [out(n, TensorProto.FLOAT, None) for n in ("s", "l", "h", "loss", "log_prob")],
+                 [x, t])
+
+
 MODELS = [cast_nan_to_int, cast_string_nan_to_int, quantize_linear_nan,
           dynamic_quantize_linear_nan, qlinear_matmul_nan_scale, sequence_empty_bad_dtype,
           cast_bad_to, eye_like_bad_dtype, quantize_linear_bad_output_dtype, pow_int_base_float_exponent,
           tfidf_negative_ngram_index, tfidf_huge_max_skip, tfidf_huge_ngram_index,
           layer_norm_axis_outside_rank, conv_transpose_weight_rank_mismatch,
           rnn_weight_shape_mismatch, pool_and_conv_zero_stride,
-          loop_body_constant_shorter_than_shape]
+          loop_body_constant_shorter_than_shape, softmax_family_empty_axis]
 
 
 def main():

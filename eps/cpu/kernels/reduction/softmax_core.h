@@ -137,6 +137,9 @@ inline void NormalizeTasks(const T* x, T* y, int64_t n, int64_t inner, int64_t b
 // Runs Softmax / LogSoftmax over [outer, n, inner].
 template <Mode M, class T>
 inline void Normalize(const T* x, T* y, int64_t outer, int64_t n, int64_t inner, int threads) {
+  // An empty tensor has nothing to normalise; the column loops below assume n >= 1 (they seed
+  // the maxima from row 0), which a zero-length axis would read past.
+  if (outer == 0 || n == 0 || inner == 0) return;
   if constexpr (std::is_same_v<ComputeT<T>, T>) {
     if (inner == 1) {  // contiguous rows (the last-axis case): no scratch, no index math
       ParallelFor(threads, outer, std::max<int64_t>(1, 8192 / n), [&](int64_t b, int64_t e) {
@@ -154,6 +157,7 @@ inline void Normalize(const T* x, T* y, int64_t outer, int64_t n, int64_t inner,
 // Hardmax: 1 at the first maximum along the axis, 0 elsewhere.
 template <class T>
 inline void Hardmax(const T* x, T* y, int64_t outer, int64_t n, int64_t inner, int threads) {
+  if (outer == 0 || n == 0 || inner == 0) return;  // empty: no row 0 to seed the maxima from
   using C = ComputeT<T>;
   ParallelFor(threads, outer, std::max<int64_t>(1, 8192 / std::max<int64_t>(n * inner, 1)),
               [&](int64_t b, int64_t e) {
