@@ -254,6 +254,43 @@ class Fuser {
   // (Paddle's learnable affine after each PP-LCNet convolution: y = a conv(x) + b), folded into
   // new weights a W and bias a B + b of `fused`; `chain` and `y` advance past the folded nodes.
   // Needs W (and B) as float initializers. Returns the node after the chain.
+  // The per-output-channel scale and shift of an inference BatchNormalization reading y (the
+  // convolution's output, channels on axis 1) whose four parameters are float constants of m
+  // elements: s = scale / sqrt(var + epsilon), t = bias - mean * s.
+  bool BatchNormAffine(const Node& conv, const Node* bn, int y, int64_t m, std::vector<float>& s,
+                       std::vector<float>& t) const {
+    if (!bn || !IsOnnx(*bn, "BatchNormalization") || !SameEp(conv, *bn) || bn->inputs.size() != 5 ||
+        bn->inputs[0] != y)
+      return false;
+    // Training outputs (running mean / variance) present: not an inference node.
+    for (size_t i = 1; i < bn->outputs.size(); ++i)
+      if (bn->outputs[i] >= 0) return false;
+    const Attribute* training = bn->FindAttribute("training_mode");
+    const Attribute* spatial = bn->FindAttribute("spatial");  // opset < 9; 0 = per element
+    if ((training && training->i != 0) || (spatial && spatial->i == 0)) return false;
+    const Attribute* eps_attr = bn->FindAttribute("epsilon");
+    const double eps = eps_attr ? eps_attr->f : 1e-5;
+    const float* p[4];
+    for (int i = 0; i < 4; ++i) {
+      const int v = bn->inputs[static_cast<size_t>(i) + 1];
+      const ValuePtr c = v >= 0 ? g_.value(v).initializer : nullptr;
+      if (!c || c->type != NX_TYPE_FLOAT || c->count != static_cast<size_t>(m)) return false;
+      p[i] = static_cast<const float*>(c->data);
+    }
+    s.resize(static_cast<size_t>(m));
+    t.resize(static_cast<size_t>(m));
+    for (int64_t o = 0; o < m; ++o) {
+      const double k = p[0][o] / std::sqrt(static_cast<double>(p[3][o]) + eps);
+      s[o] = static_cast<float>(k);
+      t[o] = static_cast<float>(p[1][o] - p[2][o] * k);
+    }
+    return true;
+  }
+
+  // Folds what follows the convolution's output y into new weights and bias of `fused`: an
+  // inference BatchNormalization (Paddle and un-folded PyTorch exports), then Mul by and Add of
+  // single-element constants (Paddle's affine after PP-LCNet convolutions), each optional, in
+  // that order. Returns the sole consumer of the last folded output.
   const Node* FoldScalarAffine(const Node& conv, Node& fused, std::vector<const Node*>& chain,
                                int& y) {
     const Node* next = SoleConsumer(g_, y, dead_);
@@ -262,9 +299,20 @@ class Fuser {
     if (!next || w_index < 0) return next;
     const ValuePtr w = g_.value(w_index).initializer;
     const ValuePtr b = b_index >= 0 ? g_.value(b_index).initializer : nullptr;
-    if (!w || w->type != NX_TYPE_FLOAT || w->dims.empty() || (b_index >= 0 && !b) ||
+    if (!w || w->type != NX_TYPE_FLOAT || w->dims.empty() || w->dims[0] <= 0 ||
+        (b_index >= 0 && !b) ||
         (b && (b->type != NX_TYPE_FLOAT || b->count != static_cast<size_t>(w->dims[0]))))
       return next;
+    const int64_t m = w->dims[0];
+    // y' = scale[o] * y + shift[o] per output channel o.
+    std::vector<float> scale(static_cast<size_t>(m), 1.0f), shift(static_cast<size_t>(m), 0.0f);
+    bool folded = false;
+    if (BatchNormAffine(conv, next, y, m, scale, shift)) {
+      chain.push_back(next);
+      y = next->outputs[0];
+      next = SoleConsumer(g_, y, dead_);
+      folded = true;
+    }
     auto operand = [&](const Node* n, const char* op) -> std::optional<float> {
       if (!n || !IsOnnx(*n, op) || !SameEp(conv, *n) || n->inputs.size() != 2 ||
           n->outputs.size() != 1)
@@ -276,25 +324,30 @@ class Fuser {
         return std::nullopt;
       return ScalarConstant(g_, c);
     };
-    float scale = 1.0f, shift = 0.0f;
-    bool folded = false;
     for (const char* op : {"Mul", "Add"}) {  // in this order, either may be missing
       const auto c = operand(next, op);
       if (!c) continue;
-      (op[0] == 'M' ? scale : shift) = *c;
+      for (int64_t o = 0; o < m; ++o) {
+        if (op[0] == 'M') {
+          scale[o] *= *c;
+          shift[o] *= *c;
+        } else {
+          shift[o] += *c;
+        }
+      }
       chain.push_back(next);
       y = next->outputs[0];
       next = SoleConsumer(g_, y, dead_);
       folded = true;
     }
     if (!folded) return next;
-    const int64_t m = w->dims[0];
+    const size_t per_channel = w->count / static_cast<size_t>(m);
     std::vector<float> wf(static_cast<const float*>(w->data),
                           static_cast<const float*>(w->data) + w->count);
-    for (float& v : wf) v *= scale;
-    std::vector<float> bf(static_cast<size_t>(m), shift);
+    for (size_t i = 0; i < wf.size(); ++i) wf[i] *= scale[i / per_channel];
+    std::vector<float> bf(shift);
     for (int64_t o = 0; b && o < m; ++o)
-      bf[o] = scale * static_cast<const float*>(b->data)[o] + shift;
+      bf[o] = scale[o] * static_cast<const float*>(b->data)[o] + shift[o];
     const std::string base = conv.name.empty() ? "conv" : conv.name;
     const std::vector<int64_t> w_dims(w->dims.begin(), w->dims.end());
     fused.inputs[1] = AddInitializer(base + "_folded_weight", w_dims, wf);

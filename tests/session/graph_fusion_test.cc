@@ -262,6 +262,107 @@ TEST(GraphFusion, ScalarAffineAfterConvFoldsIntoItsWeights) {
   }
 }
 
+// Conv -> BatchNormalization (inference: constant scale, bias, mean, variance) -> optional
+// single-element Mul -> Relu, the BatchNormalization folded into new weights and bias so the Relu
+// fuses too; a second convolution shares the weight and must see it unscaled. A mean that is a
+// graph input (not a constant) keeps the BatchNormalization node.
+std::string ConvBatchNormModel(bool bias, bool mul_after, bool constant_mean) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(13);
+  auto* g = m.mutable_graph();
+  g->set_name("conv_batch_norm");
+  std::vector<std::string> conv_in = {"x", "w"};
+  if (bias) conv_in.push_back("b");
+  auto conv = MakeNode("Conv", conv_in, {"c"}, "conv");
+  AddIntsAttribute(&conv, "pads", {1, 1, 1, 1});
+  *g->add_node() = conv;
+  auto conv2 = MakeNode("Conv", {"x", "w"}, {"y2"}, "conv_shared_weight");
+  AddIntsAttribute(&conv2, "pads", {1, 1, 1, 1});
+  *g->add_node() = conv2;
+  auto bn = MakeNode("BatchNormalization", {"c", "gamma", "beta", "mean", "var"}, {"n"}, "bn");
+  auto* eps = bn.add_attribute();
+  eps->set_name("epsilon");
+  eps->set_type(onnx::AttributeProto::FLOAT);
+  eps->set_f(1e-3f);
+  *g->add_node() = bn;
+  std::string v = "n";
+  if (mul_after) {
+    *g->add_node() = MakeNode("Mul", {v, "a"}, {"na"}, "scale");
+    *g->add_initializer() = nxrt::test::MakeFloatTensor("a", {1}, {-1.5f});
+    v = "na";
+  }
+  *g->add_node() = MakeNode("Relu", {v}, {"y"}, "relu");
+  std::mt19937 rng(23);
+  std::normal_distribution<float> normal;
+  std::vector<float> w(5 * 3 * 9), b(5), gamma(5), beta(5), mean(5), var(5);
+  for (float& x : w) x = normal(rng) * 0.5f;
+  for (float& x : b) x = normal(rng);
+  for (float& x : gamma) x = normal(rng);
+  for (float& x : beta) x = normal(rng);
+  for (float& x : mean) x = normal(rng);
+  for (float& x : var) x = 0.1f + std::fabs(normal(rng));
+  *g->add_initializer() = nxrt::test::MakeFloatTensor("w", {5, 3, 3, 3}, w);
+  if (bias) *g->add_initializer() = nxrt::test::MakeFloatTensor("b", {5}, b);
+  *g->add_initializer() = nxrt::test::MakeFloatTensor("gamma", {5}, gamma);
+  *g->add_initializer() = nxrt::test::MakeFloatTensor("beta", {5}, beta);
+  *g->add_initializer() = nxrt::test::MakeFloatTensor("var", {5}, var);
+  if (constant_mean) {
+    *g->add_initializer() = nxrt::test::MakeFloatTensor("mean", {5}, mean);
+  } else {
+    AddFloatValue(g->add_input(), "mean", {5});
+  }
+  AddFloatValue(g->add_input(), "x", {1, 3, 6, 11});
+  AddFloatValue(g->add_output(), "y", {1, 5, 6, 11});
+  AddFloatValue(g->add_output(), "y2", {1, 5, 6, 11});
+  return m.SerializeAsString();
+}
+
+TEST(GraphFusion, BatchNormAfterConvFoldsIntoItsWeights) {
+  nxrt::Env env(NX_LOG_ERROR);
+  const struct {
+    bool bias, mul_after, constant_mean;
+    size_t fused_nodes;  // the folded FusedConv (BN, Mul, Relu inside) + the shared-weight Conv
+  } cases[] = {{true, false, true, 2}, {false, true, true, 2}, {true, false, false, 4}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(std::string(c.bias ? "bias" : "no bias") + (c.mul_after ? ", Mul after" : "") +
+                 (c.constant_mean ? "" : ", mean not constant"));
+    std::string bytes = ConvBatchNormModel(c.bias, c.mul_after, c.constant_mean);
+    nxrt::SessionOptions plain_options, fused_options;
+    plain_options.SetOptimizationLevel(0).SetIntraOpThreads(1);
+    fused_options.SetOptimizationLevel(1).SetIntraOpThreads(1);
+    nxrt::Session plain(env, bytes.data(), bytes.size(), &plain_options);
+    nxrt::Session fused(env, bytes.data(), bytes.size(), &fused_options);
+    EXPECT_EQ(fused.ep_node_count(0), c.fused_nodes);
+    const std::vector<int64_t> x_dims = {1, 3, 6, 11}, mean_dims = {5};
+    nxrt::Value x = nxrt::Value::Tensor(NX_TYPE_FLOAT, x_dims);
+    nxrt::Value mean = nxrt::Value::Tensor(NX_TYPE_FLOAT, mean_dims);
+    std::mt19937 rng(29);
+    std::normal_distribution<float> normal;
+    for (size_t i = 0; i < x.size(); ++i) x.data<float>()[i] = 2.0f * normal(rng);
+    for (size_t i = 0; i < mean.size(); ++i) mean.data<float>()[i] = normal(rng);
+    std::vector<std::string> names = {"x"};
+    std::vector<const nxrt::Value*> inputs = {&x};
+    if (!c.constant_mean) {
+      names.push_back("mean");
+      inputs.push_back(&mean);
+    }
+    auto a = plain.Run(names, inputs);
+    auto f = fused.Run(names, inputs);
+    size_t positive = 0;
+    for (size_t o = 0; o < 2; ++o) {
+      ASSERT_EQ(a[o].shape(), f[o].shape());
+      for (size_t i = 0; i < a[o].size(); ++i) {
+        const float va = a[o].data<float>()[i];
+        positive += va > 0.0f;
+        EXPECT_NEAR(va, f[o].data<float>()[i], 2e-5f * std::max(1.0f, std::fabs(va)))
+            << "output " << o << " element " << i;
+      }
+    }
+    EXPECT_GT(positive, a[0].size() / 4);  // the Relu passes a fair share: not all zeros
+  }
+}
+
 // HardSwish written out on a graph input (no convolution to fuse into): x -> Add 3 -> Clip 0..6
 // -> Mul x -> Div 6 (or Mul 1/6), operands in either order, becomes one HardSwish node; with
 // other constants (Clip to 5, Div by 5) the chain stays as it is. Results equal either way.
