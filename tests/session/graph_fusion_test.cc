@@ -172,12 +172,13 @@ TEST(GraphFusion, ConvActivationsFuseOnEveryConvolutionPath) {
 // folded into new weights and bias: with and without a bias, Mul or Add alone, followed by a
 // written-out HardSwish; a second convolution shares the weight and must still see it unscaled;
 // a constant of higher rank than the output (it would broadcast) is not folded.
-std::string ConvAffineModel(bool bias, bool mul, bool add, bool hard_swish, int64_t const_rank) {
-  onnx::ModelProto m;
+// The start of the folding models: opset 13, x -> Conv(w[, b], pad 1) -> "c", and a second
+// convolution x -> Conv(w) -> "y2" sharing the weight (a fold must not scale it for that one).
+onnx::GraphProto* ConvWithSharedWeight(onnx::ModelProto& m, const std::string& name, bool bias) {
   m.set_ir_version(8);
   m.add_opset_import()->set_version(13);
   auto* g = m.mutable_graph();
-  g->set_name("conv_affine");
+  g->set_name(name);
   std::vector<std::string> conv_in = {"x", "w"};
   if (bias) conv_in.push_back("b");
   auto conv = MakeNode("Conv", conv_in, {"c"}, "conv");
@@ -186,6 +187,12 @@ std::string ConvAffineModel(bool bias, bool mul, bool add, bool hard_swish, int6
   auto conv2 = MakeNode("Conv", {"x", "w"}, {"y2"}, "conv_shared_weight");
   AddIntsAttribute(&conv2, "pads", {1, 1, 1, 1});
   *g->add_node() = conv2;
+  return g;
+}
+
+std::string ConvAffineModel(bool bias, bool mul, bool add, bool hard_swish, int64_t const_rank) {
+  onnx::ModelProto m;
+  auto* g = ConvWithSharedWeight(m, "conv_affine", bias);
   std::string v = "c";
   const std::vector<int64_t> const_dims(static_cast<size_t>(const_rank), 1);
   if (mul) {
@@ -268,18 +275,7 @@ TEST(GraphFusion, ScalarAffineAfterConvFoldsIntoItsWeights) {
 // graph input (not a constant) keeps the BatchNormalization node.
 std::string ConvBatchNormModel(bool bias, bool mul_after, bool constant_mean) {
   onnx::ModelProto m;
-  m.set_ir_version(8);
-  m.add_opset_import()->set_version(13);
-  auto* g = m.mutable_graph();
-  g->set_name("conv_batch_norm");
-  std::vector<std::string> conv_in = {"x", "w"};
-  if (bias) conv_in.push_back("b");
-  auto conv = MakeNode("Conv", conv_in, {"c"}, "conv");
-  AddIntsAttribute(&conv, "pads", {1, 1, 1, 1});
-  *g->add_node() = conv;
-  auto conv2 = MakeNode("Conv", {"x", "w"}, {"y2"}, "conv_shared_weight");
-  AddIntsAttribute(&conv2, "pads", {1, 1, 1, 1});
-  *g->add_node() = conv2;
+  auto* g = ConvWithSharedWeight(m, "conv_batch_norm", bias);
   auto bn = MakeNode("BatchNormalization", {"c", "gamma", "beta", "mean", "var"}, {"n"}, "bn");
   auto* eps = bn.add_attribute();
   eps->set_name("epsilon");
