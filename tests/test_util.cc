@@ -81,8 +81,18 @@ std::string Serialize(const onnx::ModelProto& model) { return model.SerializeAsS
 std::string TempDir() {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
   std::string name = info ? std::string(info->test_suite_name()) + "." + info->name() : "nxrt";
-  auto dir =
-      std::filesystem::temp_directory_path() / ("nxrt_test_" + std::to_string(::getpid())) / name;
+  const auto process_dir =
+      std::filesystem::temp_directory_path() / ("nxrt_test_" + std::to_string(::getpid()));
+  // Removed when the process exits normally: ctest runs each test in a process of its own, and
+  // every one used to leave its folder behind (a thousand per CI run).
+  static const struct RemoveAtExit {
+    std::filesystem::path path;
+    ~RemoveAtExit() {
+      std::error_code ec;
+      std::filesystem::remove_all(path, ec);
+    }
+  } remove_at_exit{process_dir};
+  auto dir = process_dir / name;
   // Emptied on the first call of each test in this process: an earlier process with the same id
   // may have left files there (a fifo or symlink that then cannot be created again).
   static std::mutex mu;

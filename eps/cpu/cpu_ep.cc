@@ -8,6 +8,7 @@
 #include <system_error>
 #include <thread>
 
+#include "common/background_work.h"
 #include "kernels/all_kernels.h"
 #include "kernels/linalg/dnnl_util.h"
 
@@ -47,14 +48,19 @@ class SgemmWarmUp {
   static void Start() {
     std::lock_guard lock(mutex_);
     if (thread_ != nullptr) return;
+    // Counted from here, not from inside the thread, so that a session created right after
+    // the library loads already sees it (common/background_work.h).
+    BackgroundWork::Begin();
     try {
       thread_ = new std::thread([] {
         try {
           linalg::WarmUpSgemm();
         } catch (...) {  // the first kernel that calls sgemm reports the error
         }
+        BackgroundWork::End();
       });
     } catch (const std::system_error&) {  // no thread to spare: the first sgemm call does it
+      BackgroundWork::End();
       return;
     }
     thread_local JoinAtThreadExit guard;

@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <nxrt/nxrt_ep.hpp>
 
+#include "background_work.h"
+
 namespace nxrt::cpu {
 
 // Multiply-adds below which a kernel runs on one thread: about 20 us of work, the price of
@@ -37,14 +39,15 @@ class SingleOmpThread {
 
 // Runs fn(begin, end) over [0, n) split into contiguous chunks of at least `grain` items, on up
 // to `threads` threads (the pool hands about four chunks per thread to whichever thread is
-// free). Runs inline when one chunk suffices, outside a Compute, or inside a chunk. If fn
+// free). Runs inline when one chunk suffices, outside a Compute, inside a chunk, or while
+// background work of the EP would share the cores (common/background_work.h). If fn
 // throws, the first exception is rethrown here.
 template <class Fn>
 void ParallelFor(int threads, int64_t n, int64_t grain, Fn&& fn) {
   if (n <= 0) return;
   if (grain < 1) grain = 1;
   NxKernelContext* ctx = ep::CurrentKernelContext();
-  if (threads <= 1 || n <= grain || ctx == nullptr) {
+  if (threads <= 1 || n <= grain || ctx == nullptr || BackgroundWork::Crowds(threads)) {
     fn(int64_t{0}, n);
     return;
   }
