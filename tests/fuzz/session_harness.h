@@ -29,6 +29,13 @@ constexpr size_t kSessionMemoryBytes = size_t{512} << 20;
 // output.
 inline void DropLog(void*, NxLogLevel, const char*) {}
 
+// y = x x for x of [8, 8] (opset 17), serialized: a product for oneDNN's sgemm.
+inline constexpr char kMatMulModel[] =
+    "\x08\x08\x3a\x40\x0a\x11\x0a\x01\x78\x0a\x01\x78\x12\x01\x79\x22\x06\x4d\x61\x74\x4d\x75\x6c"
+    "\x12\x01\x67\x5a\x13\x0a\x01\x78\x12\x0e\x0a\x0c\x08\x01\x12\x08\x0a\x02\x08\x08\x0a\x02"
+    "\x08\x08\x62\x13\x0a\x01\x79\x12\x0e\x0a\x0c\x08\x01\x12\x08\x0a\x02\x08\x08\x0a\x02\x08"
+    "\x08\x42\x04\x0a\x00\x10\x11";
+
 inline NxEnv* ProcessEnv() {
   // One env for the process (the CPU EP library is loaded once, as in an application); it is
   // never released, so LeakSanitizer sees it as reachable.
@@ -45,13 +52,21 @@ inline NxEnv* ProcessEnv() {
       std::fprintf(stderr, "nxrt_fuzz: %s\n", NxStatus_GetMessage(st));
       std::abort();
     }
-    // Loading the CPU EP starts a thread that generates oneDNN's sgemm kernels (tens of ms,
-    // far longer under ASan). Let it finish before the first input: libFuzzer's leak check
-    // counts every thread's allocations against the input being run and stops the world
-    // mid-flight, so a live second thread makes a leak verdict depend on timing (CI once saw a
-    // leak report in the regression replay that 40 replays here never showed again). Releasing
-    // an env releases its CPU EP factory, which joins that thread; `e` keeps the library loaded,
-    // so it does not start again.
+    // A session with a MatMul starts a thread that generates oneDNN's sgemm kernels (tens of
+    // ms, far longer under ASan; eps/cpu/kernels/linalg/sgemm_warm_up.h). Start it and let it
+    // finish before the first input: libFuzzer's leak check counts every thread's allocations
+    // against the input being run and stops the world mid-flight, so a live second thread
+    // makes a leak verdict depend on timing (CI once saw a leak report in the regression replay
+    // that 40 replays here never showed again). Releasing an env releases its CPU EP factory,
+    // which joins that thread; `e` keeps the library loaded and the generation runs once per
+    // process, so no input starts it again.
+    NxSession* matmul = nullptr;
+    if (NxStatus* st = NxSession_CreateFromBuffer(e, kMatMulModel, sizeof kMatMulModel - 1, nullptr,
+                                                  &matmul)) {
+      std::fprintf(stderr, "nxrt_fuzz: %s\n", NxStatus_GetMessage(st));
+      std::abort();
+    }
+    NxSession_Release(matmul);
     NxEnv* joiner = nullptr;
     if (NxStatus* st = NxEnv_Create(NX_LOG_ERROR, DropLog, nullptr, &joiner)) {
       NxStatus_Release(st);

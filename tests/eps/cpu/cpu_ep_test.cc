@@ -1,6 +1,7 @@
-// The CPU EP library as a process sees it: the library starts a thread that generates oneDNN's
-// sgemm kernels when it is loaded (eps/cpu/cpu_ep.cc), and a process that exits at once, without
-// releasing its env, must still exit cleanly instead of tearing oneDNN down under that thread.
+// The CPU EP library as a process sees it: a session with a MatMul starts a thread that generates
+// oneDNN's sgemm kernels (eps/cpu/kernels/linalg/sgemm_warm_up.h), and a process that exits at
+// once, without releasing its env, must still exit cleanly instead of tearing oneDNN down under
+// that thread.
 #include <gtest/gtest.h>
 #include <nxrt/nxrt_c_api.h>
 #include <pthread.h>
@@ -8,41 +9,53 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <string>
+
+#include "test_util.h"
 
 namespace {
 
-// Reachable from a global, so LeakSanitizer does not count the env the child never releases.
+// Reachable from globals, so LeakSanitizer does not count what the child never releases.
 NxEnv* g_child_env = nullptr;
+NxSession* g_child_session = nullptr;
 
-// Loads the CPU EP library (listing the devices does) and leaves the env alive.
-void LoadCpuEpAndKeepEnv() {
+// An 8 x 8 by 8 x 8 MatMul: a product for oneDNN's sgemm, so creating it starts the generator.
+std::string MatMulModel() {
+  return nxrt::test::Serialize(nxrt::test::MakeModel(
+      {nxrt::test::MakeNode("MatMul", {"x", "x"}, {"y"})}, {"x"}, {"y"}, {8, 8}));
+}
+
+// Creates a session of `model` on the CPU EP and leaves it and the env alive.
+void CreateSessionAndKeepIt(const std::string& model) {
   if (NxStatus* st = NxEnv_Create(NX_LOG_ERROR, nullptr, nullptr, &g_child_env)) {
     NxStatus_Release(st);
     std::_Exit(2);
   }
-  size_t devices = 0;
-  if (NxStatus* st = NxEnv_GetEpDeviceCount(g_child_env, &devices)) {
+  if (NxStatus* st = NxSession_CreateFromBuffer(g_child_env, model.data(), model.size(), nullptr,
+                                                &g_child_session)) {
     NxStatus_Release(st);
     std::_Exit(3);
   }
 }
 
-// Releases the env and ends the process from a thread that did not load the library.
+// Releases the session and the env and ends the process from a thread that did not create them.
 void* ReleaseAndExit(void*) {
+  NxSession_Release(g_child_session);
   NxEnv_Release(g_child_env);
   std::exit(0);
 }
 
-enum class Exiter { kLoadingThreadKeepingTheEnv, kOtherThreadAfterRelease };
+enum class Exiter { kCreatingThreadKeepingTheEnv, kOtherThreadAfterRelease };
 
-// Forks children that load the library and call exit(0) right away; returns how many did not
-// end with status 0 (a crash in exit shows up as a signal).
+// Forks children that create a MatMul session and call exit(0) right away; returns how many did
+// not end with status 0 (a crash in exit shows up as a signal).
 int FailedExits(Exiter exiter, int children) {
+  const std::string model = MatMulModel();
   int failed = 0;
   for (int i = 0; i < children; ++i) {
     pid_t pid = fork();
     if (pid == 0) {
-      LoadCpuEpAndKeepEnv();
+      CreateSessionAndKeepIt(model);
       if (exiter == Exiter::kOtherThreadAfterRelease) {
         pthread_t thread;
         if (pthread_create(&thread, nullptr, &ReleaseAndExit, nullptr) != 0) std::_Exit(4);
@@ -59,7 +72,7 @@ int FailedExits(Exiter exiter, int children) {
 
 // Before the fix, 3 of 50 such exits crashed inside oneDNN's kernel generator.
 TEST(CpuEpLibrary, ProcessExitsCleanlyWhileKernelsAreStillBeingGenerated) {
-  EXPECT_EQ(FailedExits(Exiter::kLoadingThreadKeepingTheEnv, 40), 0);
+  EXPECT_EQ(FailedExits(Exiter::kCreatingThreadKeepingTheEnv, 40), 0);
 }
 
 TEST(CpuEpLibrary, AnotherThreadReleasesTheEnvAndEndsTheProcess) {

@@ -14,6 +14,7 @@
 #include "kernels/linalg/float_convert.h"
 #include "kernels/linalg/gemm_ref.h"
 #include "kernels/linalg/linalg_kernels.h"
+#include "kernels/linalg/sgemm_warm_up.h"
 
 namespace nxrt::cpu::linalg {
 namespace {
@@ -51,7 +52,9 @@ void ConvTransposeImpl(const ConvGeometry& g, const T* x, const T* w, const T* b
 
 class ConvTranspose : public ep::Kernel {
  public:
-  explicit ConvTranspose(const ep::KernelInfo& info) : attrs_(info) {}
+  explicit ConvTranspose(const ep::KernelInfo& info) : attrs_(info) {
+    StartSgemmWarmUp();  // the column products run as sgemm calls
+  }
 
   void Compute(ep::KernelContext& ctx) override {
     ep::ConstTensor x = ctx.input(0);

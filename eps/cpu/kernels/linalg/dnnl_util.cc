@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/parallel.h"
+#include "kernels/linalg/gemv.h"
 
 namespace nxrt::cpu::linalg {
 
@@ -64,18 +65,6 @@ void CheckDnnl(dnnl_status_t status, const char* what) {
   }
 }
 
-void WarmUpSgemm() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    // Large enough to take the blocked (JIT) path of every ISA oneDNN dispatches to.
-    constexpr int64_t kN = 64;
-    std::vector<float> a(kN * kN, 0.0f), b(kN * kN, 0.0f), c(kN * kN);
-    OmpThreadScope scope(1);
-    Sgemm(false, false, kN, kN, kN, 1.0f, a.data(), kN, b.data(), kN, 0.0f, c.data(), kN);
-    Sgemm(false, true, kN, kN, kN, 1.0f, a.data(), kN, b.data(), kN, 0.0f, c.data(), kN);
-  });
-}
-
 void Sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
            int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   if (m == 0 || n == 0) return;
@@ -91,6 +80,8 @@ void Sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float al
   // thread, each part one single-threaded oneDNN call. Small products stay on one thread,
   // where the fork-join would cost more than it saves.
   const int threads = omp_get_max_threads();
+  // A matrix-vector product is memory-bound: our own body, without oneDNN's JIT (gemv.h).
+  if (SgemmAsGemv(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, threads)) return;
   const char ta = trans_a ? 'T' : 'N', tb = trans_b ? 'T' : 'N';
   if (threads <= 1 || static_cast<double>(m) * n * k < kMinParallelMacs) {
     SingleOmpThread one;

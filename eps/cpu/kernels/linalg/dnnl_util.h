@@ -53,11 +53,6 @@ class OmpThreadScope {
 // Throws a readable error for a failed oneDNN call outside the C++ API (dnnl_sgemm).
 void CheckDnnl(dnnl_status_t status, const char* what);
 
-// oneDNN generates its sgemm kernels on the first sizeable call (~30 ms). The CPU EP runs this
-// once per process on a thread of its own, started when the library loads (cpu_ep.cc), so that
-// the cost overlaps model loading and session creation instead of adding to either.
-void WarmUpSgemm();
-
 // Row-major single-precision GEMM through oneDNN: C = alpha * op(A) * op(B) + beta * C.
 // Runs on omp_get_max_threads() threads (set by OmpThreadScope) of the session's pool, each
 // part a single-threaded oneDNN call; on one thread inside a ParallelFor chunk or outside a

@@ -19,6 +19,7 @@
 #include "kernels/linalg/float_convert.h"
 #include "kernels/linalg/gemm_ref.h"
 #include "kernels/linalg/linalg_kernels.h"
+#include "kernels/linalg/sgemm_warm_up.h"
 
 namespace nxrt::cpu::linalg {
 namespace {
@@ -254,7 +255,9 @@ class Einsum : public ep::Kernel {
  public:
   explicit Einsum(const ep::KernelInfo& info)
       : op_(info.describe()),
-        eq_(ParseEinsumEquation(info.attr_string("equation", ""), info.describe())) {}
+        eq_(ParseEinsumEquation(info.attr_string("equation", ""), info.describe())) {
+    StartSgemmWarmUp();  // contractions run as sgemm calls
+  }
 
   void Compute(ep::KernelContext& ctx) override {
     const size_t n = ctx.input_count();

@@ -20,6 +20,7 @@
 #include "kernels/linalg/matmul_dnnl.h"
 #include "kernels/linalg/matmul_weights.h"
 #include "kernels/linalg/prepacked_weight.h"
+#include "kernels/linalg/sgemm_warm_up.h"
 
 namespace nxrt::cpu::linalg {
 namespace {
@@ -35,6 +36,11 @@ class Gemm : public ep::PrePackingKernel {
         b_(info, 1) {
     if (auto a = StaticInputShape(info, 0); a && a->size() == 2)
       static_rows_ = (*a)[trans_a_ ? 1 : 0];
+    int64_t static_cols = -1;
+    if (auto b = StaticInputShape(info, 1); b && b->size() == 2)
+      static_cols = (*b)[trans_b_ ? 0 : 1];
+    // A matrix-vector product (a batch-1 classifier) never reaches oneDNN's sgemm (gemv.h).
+    if (static_rows_ != 1 && static_cols != 1) StartSgemmWarmUp();
   }
 
   // A constant 2-D float/float16/bfloat16 B is packed in oneDNN's preferred matmul layout when it

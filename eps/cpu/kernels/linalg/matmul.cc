@@ -21,6 +21,7 @@
 #include "kernels/linalg/matmul_dnnl.h"
 #include "kernels/linalg/matmul_weights.h"
 #include "kernels/linalg/prepacked_weight.h"
+#include "kernels/linalg/sgemm_warm_up.h"
 
 namespace nxrt::cpu::linalg {
 namespace {
@@ -44,6 +45,12 @@ class MatMul : public ep::PrePackingKernel {
       prepare_rows_ = 1;
       for (size_t i = 0; i + 1 < a->size(); ++i) prepare_rows_ *= (*a)[i];
     }
+    // Matrix-vector products (one row of A, or one column of B) never reach oneDNN's sgemm
+    // (gemv.h).
+    const auto a = StaticInputShape(info, 0), b = StaticInputShape(info, 1);
+    const bool one_row = a && (a->size() == 1 || (a->size() >= 2 && (*a)[a->size() - 2] == 1));
+    const bool one_column = b && (b->size() == 1 || (b->size() >= 2 && b->back() == 1));
+    if (!one_row && !one_column) StartSgemmWarmUp();
   }
 
   // A constant 2-D float/float16/bfloat16 B is packed as float32 in oneDNN's preferred layout
