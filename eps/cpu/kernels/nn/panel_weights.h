@@ -78,10 +78,11 @@ class PanelWeights {
  private:
   // Rows of A below which each row is a matrix-vector product over the panels.
   static constexpr int64_t kTileRows = 6;
-  // A recurrent step is a few microseconds of work and the pool's workers spin between
-  // kernels, so the split pays from a much smaller product than kMinParallelMacs (measured on
-  // the LSTM/GRU benchmark model: H = 128, 4H x H = 64 K multiply-adds per step).
-  static constexpr double kMinSplitMacs = 1 << 15;
+  // A recurrent step of H = 128 (4H x H = 64 K multiply-adds) is about 3 us of work. Split, it
+  // gained 10% on Zen 4 (the pool's workers spin between kernels) but lost 20-35% on Zen 1,
+  // where the gates one thread computes cross to the other core every step: such steps stay on
+  // one thread (docs/performance.md, "Recurrent cells").
+  static constexpr double kMinSplitMacs = 1 << 17;
 
   const float* Panel(int64_t p) const { return data_.get() + p * k_ * kPanel; }
   float* Panel(int64_t p) { return data_.get() + p * k_ * kPanel; }
