@@ -39,8 +39,9 @@ class Gemm : public ep::PrePackingKernel {
     int64_t static_cols = -1;
     if (auto b = StaticInputShape(info, 1); b && b->size() == 2)
       static_cols = (*b)[trans_b_ ? 0 : 1];
-    // A matrix-vector product (a batch-1 classifier) never reaches oneDNN's sgemm (gemv.h).
-    if (static_rows_ != 1 && static_cols != 1) StartSgemmWarmUp();
+    // Only a product known to need oneDNN's sgemm generates its kernels ahead: a matrix-vector
+    // one (a batch-1 classifier) never reaches it (gemv.h), and one of symbolic size may not.
+    if (static_rows_ > 1 && static_cols > 1) StartSgemmWarmUp();
   }
 
   // A constant 2-D float/float16/bfloat16 B is packed in oneDNN's preferred matmul layout when it

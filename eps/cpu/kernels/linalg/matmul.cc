@@ -45,12 +45,18 @@ class MatMul : public ep::PrePackingKernel {
       prepare_rows_ = 1;
       for (size_t i = 0; i + 1 < a->size(); ++i) prepare_rows_ *= (*a)[i];
     }
-    // Matrix-vector products (one row of A, or one column of B) never reach oneDNN's sgemm
-    // (gemv.h).
-    const auto a = StaticInputShape(info, 0), b = StaticInputShape(info, 1);
-    const bool one_row = a && (a->size() == 1 || (a->size() >= 2 && (*a)[a->size() - 2] == 1));
-    const bool one_column = b && (b->size() == 1 || (b->size() >= 2 && b->back() == 1));
-    if (!one_row && !one_column) StartSgemmWarmUp();
+    // Only a product known to need oneDNN's sgemm generates its kernels ahead: a matrix-vector
+    // one (one row of A, or one column of B) never reaches it (gemv.h), and one of symbolic size
+    // may not. Against a 2-D B the rows of all of A's matrices fold into one product.
+    if (const auto a = StaticInputShape(info, 0), b = StaticInputShape(info, 1);
+        a && b && a->size() >= 2 && b->size() >= 2) {
+      int64_t rows = (*a)[a->size() - 2];
+      if (b->size() == 2) {
+        for (size_t i = 0; i + 2 < a->size(); ++i)
+          rows = (*a)[i] < 0 || rows < 0 ? -1 : rows * (*a)[i];
+      }
+      if (rows > 1 && b->back() > 1) StartSgemmWarmUp();
+    }
   }
 
   // A constant 2-D float/float16/bfloat16 B is packed as float32 in oneDNN's preferred layout
