@@ -1,5 +1,7 @@
 // The default CPU execution provider: a plugin built only from include/nxrt/. One factory; one
-// EP per session; every node runs through the kernel registry built once per library load.
+// EP per session. Nodes run through the kernel registry built once per library load, except
+// connected runs of convolutions, pooling and activations, which the EP claims as fused groups
+// and compiles to keep their activations in a channel-blocked layout (blocked/).
 #include <cstdlib>
 #include <memory>
 #include <mutex>
@@ -8,6 +10,9 @@
 #include <system_error>
 #include <thread>
 
+#include "blocked/blocked_capability.h"
+#include "blocked/blocked_program.h"
+#include "common/cpu_features.h"
 #include "kernels/all_kernels.h"
 #include "kernels/linalg/sgemm_warm_up.h"
 
@@ -21,7 +26,37 @@ constexpr const char* kVersion = "0.1.0";
 struct CpuEp {
   NxEp base;  // first member
   const NxKernelRegistry* registry;
+  // Blocked-layout groups: off (0), or the channels per block (8 or 16).
+  int block = 0;
+  bool fail_groups = false;  // tests: every group fails to compile
+  int threads = 1;
+  blocked::FailedGroups failed;
 };
+
+// "ep.cpu.blocked_layout": "1" (default) blocks by the ISA's vector (8 floats on AVX2, 16 on
+// AVX-512), "0" runs every node on its own kernel, "8" / "16" force a block size (tests),
+// "fail-for-tests" claims the groups but fails to compile them (tests of the fallback).
+// Optimization level 0 turns the groups off too.
+int BlockSize(const NxConfig* config) {
+  const NxHostApi& host = ep::Host();
+  auto get = [&](const char* key) -> std::string {
+    const char* v = config ? host.Config_Get(config, key) : nullptr;
+    return v ? v : "";
+  };
+  if (get("session.optimization_level") == "0") return 0;
+  const std::string v = get("ep.cpu.blocked_layout");
+  if (v == "0") return 0;
+  if (v == "8") return 8;
+  if (v == "16" || v == "fail-for-tests") return 16;
+  NXRT_EP_ENFORCE(v.empty() || v == "1",
+                  "ep.cpu.blocked_layout must be 0, 1, 8, 16 or fail-for-tests, got '" + v + "'");
+  return IsaFromOption(get("ep.cpu.isa")) == Isa::kAvx512 ? 16 : 8;
+}
+
+int SessionThreads(const NxConfig* config) {
+  const char* v = config ? ep::Host().Config_Get(config, "session.intra_op_num_threads") : nullptr;
+  return v ? std::max(1, std::atoi(v)) : 1;
+}
 
 struct CpuFactory {
   NxEpFactory base;  // first member
@@ -35,19 +70,50 @@ NxStatus* EpGetKernelRegistry(NxEp* self, const NxKernelRegistry** registry) {
   return nullptr;
 }
 
+NxStatus* EpGetCapability(NxEp* self, const NxGraph* graph, NxCapability* capability) {
+  return ep::Guard([&] {
+    auto* ep = reinterpret_cast<CpuEp*>(self);
+    blocked::ClaimNodes(graph, ep->registry, capability, ep->block > 0, ep->failed);
+  });
+}
+
+NxStatus* EpCompileGroup(NxEp* self, const NxGraph* group, const char*, NxKernel** kernel) {
+  auto* ep = reinterpret_cast<CpuEp*>(self);
+  NxStatus* status = ep::Guard([&] {
+    blocked::BlockedOptions options;
+    options.block = ep->block;
+    options.threads = ep->threads;
+    if (ep->fail_groups) ep::Fail(NX_NOT_IMPLEMENTED, "blocked groups fail (fail-for-tests)");
+    *kernel = ep::BoxKernel(blocked::CompileBlockedGroup(group, options));
+  });
+  if (status != nullptr) {  // the host places the graph again: claim these nodes one by one
+    std::vector<const NxNode*> nodes;
+    for (size_t i = 0; i < ep::Host().Graph_GetNodeCount(group); ++i)
+      nodes.push_back(ep::Host().Graph_GetNode(group, i));
+    ep->failed.Add(blocked::GroupKey(nodes));
+  }
+  return status;
+}
+
 const char* FactoryGetName(const NxEpFactory*) { return kEpName; }
 const char* FactoryGetVendor(const NxEpFactory*) { return kVendor; }
 const char* FactoryGetVersion(const NxEpFactory*) { return kVersion; }
 uint32_t FactoryGetVendorId(const NxEpFactory*) { return 0; }
 
-NxStatus* FactoryCreateEp(NxEpFactory* self, const NxEpCreateArgs*, NxEp** out) {
+NxStatus* FactoryCreateEp(NxEpFactory* self, const NxEpCreateArgs* args, NxEp** out) {
   return ep::Guard([&] {
     auto ep = std::make_unique<CpuEp>();
     ep->base.version = NXRT_EP_API_VERSION;
     ep->base.GetName = &EpGetName;
-    ep->base.GetCapability = nullptr;  // default: every node the registry has a kernel for
+    ep->base.GetCapability = &EpGetCapability;
     ep->base.GetKernelRegistry = &EpGetKernelRegistry;
+    ep->base.CompileGroup = &EpCompileGroup;
     ep->registry = reinterpret_cast<CpuFactory*>(self)->registry;
+    const NxConfig* config = args != nullptr ? args->session_config : nullptr;
+    ep->block = BlockSize(config);
+    const char* layout = config ? ep::Host().Config_Get(config, "ep.cpu.blocked_layout") : nullptr;
+    ep->fail_groups = layout != nullptr && std::string(layout) == "fail-for-tests";
+    ep->threads = SessionThreads(config);
     *out = &ep.release()->base;
   });
 }

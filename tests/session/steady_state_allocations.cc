@@ -4,8 +4,9 @@
 // vectors are reused per thread. The CPU EP's kernels keep shapes and strides in inline vectors
 // (eps/cpu/common/small_vector.h) and their working buffers in per-thread scratch; the kernel
 // mix below checks that for the ops of the real models that run on our own kernels. Kernels
-// that call oneDNN primitives (dense convolutions, MatMul/Gemm with packed weights) are left
-// out: oneDNN's execute builds its argument maps on the heap, a few allocations per call. This
+// that call oneDNN primitives (dense convolutions, MatMul/Gemm with packed weights, and the
+// blocked-layout groups the CPU EP compiles from chains of convolutions, eps/cpu/blocked/) are
+// left out: oneDNN's execute builds its argument maps on the heap, a few allocations per call. This
 // program replaces the global operator new to count every C++ allocation of the process (the
 // runtime, the CPU EP library and oneDNN alike) while runs go on. Its own executable: the
 // replacement would clash with the sanitizers' allocator, so the sanitizer build leaves it out
@@ -299,6 +300,8 @@ long KernelMixAllocationsPerRun(int threads) {
     Check(NxEnv_Create(NX_LOG_ERROR, nullptr, nullptr, &env));
     Check(NxSessionOptions_Create(&options));
     Check(NxSessionOptions_SetIntraOpThreads(options, threads));
+    // Our own kernels, node by node: no blocked-layout group of oneDNN primitives.
+    Check(NxSessionOptions_SetConfig(options, "ep.cpu.blocked_layout", "0"));
     const std::string bytes = KernelMixModel();
     Check(NxSession_CreateFromBuffer(env, bytes.data(), bytes.size(), options, &session));
     Check(NxValue_CreateTensor(NX_TYPE_FLOAT, x_dims, 4, &x));

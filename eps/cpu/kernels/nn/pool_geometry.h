@@ -21,7 +21,7 @@ struct PoolAttributes {
   std::string auto_pad = "NOTSET";
   bool ceil_mode = false;
 
-  explicit PoolAttributes(const ep::KernelInfo& info) {
+  explicit PoolAttributes(const ep::NodeView& info) {
     op = info.op_type();
     kernel = info.attr_ints("kernel_shape");
     NXRT_EP_ENFORCE(!kernel.empty(), op + ": attribute kernel_shape is required");

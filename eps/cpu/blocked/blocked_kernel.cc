@@ -1,0 +1,214 @@
+// Runs a compiled blocked group (blocked_steps.h): takes the state of one run (arena and bound
+// primitive arguments), then each step's slices (times the batch) in parallel on the session's
+// pool, each a single-threaded oneDNN call sequence on this thread's stream. A run in steady
+// state allocates nothing: the oneDNN memory objects of a run state are made on its first run
+// and only re-pointed at the kernel's inputs, outputs and this thread's scratchpad afterwards.
+#include <algorithm>
+#include <cstring>
+
+#include "blocked/blocked_steps.h"
+#include "common/parallel.h"
+#include "kernels/linalg/dnnl_util.h"
+
+namespace nxrt::cpu::blocked {
+namespace {
+
+using linalg::DnnlEngine;
+using linalg::DnnlStream;
+
+// One call's arguments for one image, as dnnl_primitive_execute takes them.
+struct Bound {
+  bool ready = false;
+  std::vector<dnnl::memory> memories;  // one per argument (and the scratchpad last)
+  std::vector<dnnl_exec_arg_t> args;
+  std::vector<int> dynamic;  // arguments to re-point each run (kernel inputs and outputs)
+  int scratch = -1;          // index of the scratchpad argument
+};
+
+// Everything one run needs of its own: the arena (64-byte aligned) and the bindings into it.
+class RunState {
+ public:
+  RunState(size_t arena_bytes, size_t bindings, size_t inputs, size_t outputs)
+      : arena_(static_cast<char*>(std::aligned_alloc(64, Round(arena_bytes)))),
+        bound(bindings),
+        inputs(inputs, nullptr),
+        outputs(outputs, nullptr) {
+    if (arena_ == nullptr) ep::Fail(NX_OUT_OF_MEMORY, "blocked group: no memory for its arena");
+  }
+  ~RunState() { std::free(arena_); }
+  RunState(const RunState&) = delete;
+  RunState& operator=(const RunState&) = delete;
+  char* arena() const { return arena_; }
+
+ private:
+  static size_t Round(size_t bytes) { return std::max<size_t>(64, (bytes + 63) / 64 * 64); }
+  char* arena_;
+
+ public:
+  std::vector<Bound> bound;  // per call and image
+  std::vector<char*> inputs, outputs;
+};
+
+class BlockedKernel : public ep::Kernel {
+ public:
+  explicit BlockedKernel(Program program) : p_(std::move(program)) {}
+
+  void Compute(ep::KernelContext& ctx) override {
+    std::unique_ptr<RunState> state = TakeState();
+    for (size_t i = 0; i < p_.inputs.size(); ++i) {
+      if (!p_.inputs[i].used) continue;
+      ep::ConstTensor x = ctx.input(i);
+      const std::vector<int64_t>& want = p_.inputs[i].dims;
+      if (x.type() != NX_TYPE_FLOAT ||
+          !std::equal(want.begin(), want.end(), x.shape().begin(), x.shape().end())) {
+        GiveState(std::move(state));
+        ep::Fail(NX_INVALID_ARGUMENT, "blocked group: input " + std::to_string(i) +
+                                          " must be float" + ShapeText(want) + ", got " +
+                                          ep::ElementTypeName(x.type()) +
+                                          ShapeText({x.shape().begin(), x.shape().end()}));
+      }
+      state->inputs[i] = const_cast<char*>(static_cast<const char*>(x.raw()));
+    }
+    for (size_t i = 0; i < p_.output_dims.size(); ++i) {
+      state->outputs[i] =
+          static_cast<char*>(ctx.output(i, p_.output_dims[i], NX_TYPE_FLOAT).mutable_raw());
+    }
+    const bool profiling = ctx.IsProfiling();
+    SingleOmpThread one;
+    try {
+      for (const Step& step : p_.steps) {
+        const uint64_t begin = profiling ? ep::ProfilerNowNs() : 0;
+        RunStep(step, *state);
+        if (profiling)
+          ctx.AddProfileEvent(step.name, begin, ep::ProfilerNowNs(), {{"op", step.op}});
+      }
+    } catch (...) {
+      GiveState(std::move(state));
+      throw;
+    }
+    GiveState(std::move(state));
+  }
+
+ private:
+  static std::string ShapeText(const std::vector<int64_t>& d) {
+    std::string s = "[";
+    for (size_t i = 0; i < d.size(); ++i) s += (i ? "," : "") + std::to_string(d[i]);
+    return s + "]";
+  }
+
+  char* Address(const Location& at, int64_t image, const RunState& state) const {
+    char* base = nullptr;
+    switch (at.where) {
+      case Where::kArena:
+        base = state.arena() + p_.buffer_offsets[static_cast<size_t>(at.index)];
+        break;
+      case Where::kInput:
+        base = state.inputs[static_cast<size_t>(at.index)];
+        break;
+      case Where::kOutput:
+        base = state.outputs[static_cast<size_t>(at.index)];
+        break;
+      case Where::kFixed:
+        return static_cast<char*>(at.fixed->get_data_handle());
+    }
+    return base + at.offset + static_cast<size_t>(image) * at.image_stride;
+  }
+
+  void Bind(const Call& call, int64_t image, const RunState& state, Bound& b) const {
+    auto& eng = DnnlEngine();
+    for (const Arg& a : call.args) {
+      if (a.at.where == Where::kFixed) {
+        b.memories.push_back(*a.at.fixed);
+      } else {
+        b.memories.emplace_back(a.md, eng, Address(a.at, image, state));
+        if (a.at.where != Where::kArena) b.dynamic.push_back(static_cast<int>(b.args.size()));
+      }
+      b.args.push_back({a.key, b.memories.back().get()});
+    }
+    if (call.scratch_bytes > 0) {
+      dnnl::memory::desc md({static_cast<int64_t>(call.scratch_bytes)}, dnnl::memory::data_type::u8,
+                            dnnl::memory::format_tag::a);
+      b.scratch = static_cast<int>(b.args.size());
+      b.memories.emplace_back(md, eng,
+                              linalg::ThreadScratch(linalg::kScratchPad, call.scratch_bytes));
+      b.args.push_back({DNNL_ARG_SCRATCHPAD, b.memories.back().get()});
+    }
+    b.ready = true;
+  }
+
+  void RunPart(const Part& part, int64_t image, RunState& state) const {
+    dnnl::stream& stream = DnnlStream();
+    for (const Call& call : part) {
+      for (const Copy& c : call.copies)
+        std::memcpy(Address(c.to, image, state), Address(c.from, image, state), c.bytes);
+      if (!call.has_primitive) continue;
+      Bound& b = state.bound[static_cast<size_t>(call.id * p_.images + image)];
+      if (!b.ready) Bind(call, image, state, b);
+      for (int i : b.dynamic) {
+        b.memories[static_cast<size_t>(i)].set_data_handle(
+            Address(call.args[static_cast<size_t>(i)].at, image, state));
+      }
+      if (b.scratch >= 0) {
+        b.memories[static_cast<size_t>(b.scratch)].set_data_handle(
+            linalg::ThreadScratch(linalg::kScratchPad, call.scratch_bytes));
+      }
+      linalg::CheckDnnl(dnnl_primitive_execute(call.primitive.get(), stream.get(),
+                                               static_cast<int>(b.args.size()), b.args.data()),
+                        "blocked group primitive");
+    }
+    stream.wait();
+    for (const Call& call : part)
+      if (!call.after.empty()) RunAfter(call, Address(call.after_at, image, state));
+  }
+
+  static void RunAfter(const Call& call, char* at) {
+    float* p = reinterpret_cast<float*>(at);
+    linalg::ApplyEltwiseRange(call.after, p, call.after_blocks * call.after_pixels * call.block);
+    if (call.real_lanes == 0) return;
+    float* last = p + (call.after_blocks - 1) * call.after_pixels * call.block;
+    for (int64_t i = 0; i < call.after_pixels; ++i)
+      for (int l = call.real_lanes; l < call.block; ++l) last[i * call.block + l] = 0.0f;
+  }
+
+  void RunStep(const Step& step, RunState& state) const {
+    const int64_t parts = static_cast<int64_t>(step.parts.size());
+    const int64_t jobs = parts * step.images;
+    if (jobs == 1) {
+      RunPart(step.parts[0], 0, state);
+      return;
+    }
+    ParallelFor(p_.threads, jobs, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t j = begin; j < end; ++j)
+        RunPart(step.parts[static_cast<size_t>(j % parts)], j / parts, state);
+    });
+  }
+
+  std::unique_ptr<RunState> TakeState() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!free_.empty()) {
+        std::unique_ptr<RunState> s = std::move(free_.back());
+        free_.pop_back();
+        return s;
+      }
+    }
+    return std::make_unique<RunState>(p_.arena_bytes, static_cast<size_t>(p_.calls * p_.images),
+                                      p_.inputs.size(), p_.output_dims.size());
+  }
+  void GiveState(std::unique_ptr<RunState> state) {
+    std::lock_guard<std::mutex> lock(mu_);
+    free_.push_back(std::move(state));
+  }
+
+  Program p_;
+  std::mutex mu_;
+  std::vector<std::unique_ptr<RunState>> free_;
+};
+
+}  // namespace
+
+std::unique_ptr<ep::Kernel> MakeBlockedKernel(Program program) {
+  return std::make_unique<BlockedKernel>(std::move(program));
+}
+
+}  // namespace nxrt::cpu::blocked

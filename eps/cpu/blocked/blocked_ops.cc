@@ -1,0 +1,167 @@
+#include "blocked/blocked_ops.h"
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+namespace nxrt::cpu::blocked {
+
+bool IsBlockable(const ep::ValueInfoView& v) {
+  if (!v.present() || v.kind() != NX_VALUE_TENSOR || v.type() != NX_TYPE_FLOAT) return false;
+  auto shape = v.shape();
+  if (!shape || shape->size() != 4) return false;
+  for (int64_t d : *shape)
+    if (d <= 0) return false;
+  return true;
+}
+
+std::vector<int64_t> StaticDims(const ep::ValueInfoView& v) { return *v.shape(); }
+
+bool IsActivationOp(const std::string& op) {
+  return op == "Relu" || op == "LeakyRelu" || op == "Sigmoid" || op == "Tanh" ||
+         op == "HardSwish" || op == "HardSigmoid" || op == "Clip";
+}
+
+namespace {
+
+bool SameDims(const ep::ValueInfoView& a, const ep::ValueInfoView& b) {
+  return StaticDims(a) == StaticDims(b);
+}
+
+// [N, C, 1, 1] against [N, C, H, W]: one scale or offset per channel.
+bool PerChannelOf(const ep::ValueInfoView& small, const ep::ValueInfoView& big) {
+  std::vector<int64_t> s = StaticDims(small), b = StaticDims(big);
+  return s[0] == b[0] && s[1] == b[1] && s[2] == 1 && s[3] == 1;
+}
+
+bool TwoDimensional(const std::vector<int64_t>& v, size_t n) { return v.empty() || v.size() == n; }
+
+bool ConvSupported(const ep::NodeView& node, const std::vector<bool>& constant) {
+  const size_t inputs = node.input_count();
+  if (inputs < 2 || inputs > 3 || node.output_count() != 1) return false;
+  if (!constant[1] || (inputs == 3 && node.has_input(2) && !constant[2])) return false;
+  ep::ValueInfoView x = node.input(0), w = node.input(1), y = node.output(0);
+  if (!IsBlockable(x) || !IsBlockable(y) || w.type() != NX_TYPE_FLOAT) return false;
+  auto w_shape = w.shape();
+  if (!w_shape || w_shape->size() != 4) return false;
+  const std::vector<int64_t> xd = StaticDims(x), yd = StaticDims(y);
+  const int64_t group = node.attr_int("group", 1);
+  const int64_t c = xd[1], m = (*w_shape)[0];
+  if (m != yd[1] || yd[0] != xd[0]) return false;
+  const bool depthwise = group == c && m == c && (*w_shape)[1] == 1;
+  if (group != 1 && !depthwise) return false;
+  if (group == 1 && (*w_shape)[1] != c) return false;
+  if (!TwoDimensional(node.attr_ints("kernel_shape"), 2) ||
+      !TwoDimensional(node.attr_ints("strides"), 2) ||
+      !TwoDimensional(node.attr_ints("dilations"), 2) ||
+      !TwoDimensional(node.attr_ints("pads"), 4)) {
+    return false;
+  }
+  if (node.has_input(2)) {
+    auto b_shape = node.input(2).shape();
+    if (node.input(2).type() != NX_TYPE_FLOAT || !b_shape || b_shape->size() != 1 ||
+        (*b_shape)[0] != m) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool PoolSupported(const ep::NodeView& node, bool max) {
+  if (node.input_count() != 1 || node.output_count() != 1) return false;  // no Indices
+  if (!IsBlockable(node.input(0)) || !IsBlockable(node.output(0))) return false;
+  if (node.attr_ints("kernel_shape").size() != 2) return false;
+  if (max && node.attr_int("storage_order", 0) != 0) return false;
+  if (!TwoDimensional(node.attr_ints("strides"), 2) ||
+      !TwoDimensional(node.attr_ints("dilations"), 2) ||
+      !TwoDimensional(node.attr_ints("pads"), 4)) {
+    return false;
+  }
+  // An average over windows that ceil_mode lets run past the padding counts differently in
+  // ONNX and oneDNN; keep those on the plain kernel.
+  if (!max && node.attr_int("ceil_mode", 0) != 0) return false;
+  // So do windows that lie wholly in the padding (oneDNN: the lowest float or 0; nxrt's
+  // kernels: -inf or NaN, as the window's empty max or mean).
+  const std::vector<int64_t> k = node.attr_ints("kernel_shape"), pads = node.attr_ints("pads");
+  const std::vector<int64_t> d = node.attr_ints("dilations", {1, 1});
+  for (size_t i = 0; i < pads.size(); ++i)
+    if (pads[i] >= (k[i % 2] - 1) * d[i % 2] + 1) return false;
+  return StaticDims(node.input(0))[1] == StaticDims(node.output(0))[1];
+}
+
+}  // namespace
+
+BlockedOp ClassifyWithConstants(const ep::NodeView& node, const std::vector<bool>& constant) {
+  if (!node.domain().empty()) return BlockedOp::kNone;
+  const std::string op = node.op_type();
+  const size_t inputs = node.input_count();
+  if (op == "Identity") {
+    return inputs == 1 && constant[0] && node.input(0).type() == NX_TYPE_FLOAT
+               ? BlockedOp::kConstantAlias
+               : BlockedOp::kNone;
+  }
+  if (op == "Conv") return ConvSupported(node, constant) ? BlockedOp::kConv : BlockedOp::kNone;
+  if (IsActivationOp(op)) {
+    if (inputs < 1 || node.output_count() != 1 || constant[0]) return BlockedOp::kNone;
+    if (!IsBlockable(node.input(0)) || !IsBlockable(node.output(0))) return BlockedOp::kNone;
+    if (!SameDims(node.input(0), node.output(0))) return BlockedOp::kNone;
+    if (op == "Clip") {
+      for (size_t i = 1; i < inputs; ++i) {
+        ep::ValueInfoView bound = node.input(i);
+        if (!bound.present()) continue;
+        auto s = bound.shape();
+        if (!constant[i] || bound.type() != NX_TYPE_FLOAT || !s || !s->empty())
+          return BlockedOp::kNone;
+      }
+    } else if (inputs != 1) {
+      return BlockedOp::kNone;
+    }
+    return BlockedOp::kActivation;
+  }
+  if (op == "Add" || op == "Mul") {
+    if (inputs != 2 || node.output_count() != 1 || constant[0] || constant[1])
+      return BlockedOp::kNone;
+    ep::ValueInfoView a = node.input(0), b = node.input(1), y = node.output(0);
+    if (!IsBlockable(a) || !IsBlockable(b) || !IsBlockable(y)) return BlockedOp::kNone;
+    const bool ok = (SameDims(a, y) && (SameDims(b, y) || PerChannelOf(b, y))) ||
+                    (SameDims(b, y) && PerChannelOf(a, y));
+    if (!ok) return BlockedOp::kNone;
+    return op == "Add" ? BlockedOp::kAdd : BlockedOp::kMul;
+  }
+  if (op == "MaxPool") return PoolSupported(node, true) ? BlockedOp::kMaxPool : BlockedOp::kNone;
+  if (op == "AveragePool")
+    return PoolSupported(node, false) ? BlockedOp::kAveragePool : BlockedOp::kNone;
+  if (op == "GlobalAveragePool" || op == "GlobalMaxPool") {
+    if (inputs != 1 || node.output_count() != 1) return BlockedOp::kNone;
+    if (!IsBlockable(node.input(0)) || !IsBlockable(node.output(0))) return BlockedOp::kNone;
+    return BlockedOp::kGlobalPool;
+  }
+  if (op == "Concat") {
+    const int64_t axis = node.attr_int("axis", 0);
+    if ((axis != 1 && axis != -3) || inputs < 1 || node.output_count() != 1)
+      return BlockedOp::kNone;
+    for (size_t i = 0; i < inputs; ++i)
+      if (constant[i] || !IsBlockable(node.input(i))) return BlockedOp::kNone;
+    return IsBlockable(node.output(0)) ? BlockedOp::kConcat : BlockedOp::kNone;
+  }
+  return BlockedOp::kNone;
+}
+
+std::vector<Eltwise> ActivationSteps(const ep::NodeView& node, float clip_min, float clip_max) {
+  using A = dnnl::algorithm;
+  auto step = [](A alg, float alpha, float beta) {
+    return Eltwise{static_cast<int>(alg), alpha, beta};
+  };
+  const std::string op = node.op_type();
+  if (op == "Relu") return {step(A::eltwise_relu, 0.0f, 0.0f)};
+  if (op == "LeakyRelu") return {step(A::eltwise_relu, node.attr_float("alpha", 0.01f), 0.0f)};
+  if (op == "Sigmoid") return {step(A::eltwise_logistic, 0.0f, 0.0f)};
+  if (op == "Tanh") return {step(A::eltwise_tanh, 0.0f, 0.0f)};
+  if (op == "HardSwish") return {step(A::eltwise_hardswish, 0.0f, 0.0f)};
+  if (op == "HardSigmoid") {
+    return {step(A::eltwise_linear, node.attr_float("alpha", 0.2f), node.attr_float("beta", 0.5f)),
+            step(A::eltwise_clip, 0.0f, 1.0f)};
+  }
+  if (op == "Clip") return {step(A::eltwise_clip, clip_min, clip_max)};
+  ep::Fail(NX_FAIL, "blocked group: " + op + " is not an activation");
+}
+
+}  // namespace nxrt::cpu::blocked

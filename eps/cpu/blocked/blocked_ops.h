@@ -1,0 +1,66 @@
+// Which nodes a blocked-layout group can hold, decided from the graph view alone (types, static
+// shapes, attributes, constant inputs), so that GetCapability and CompileGroup agree.
+//
+// A blocked group keeps its float32 activations in oneDNN's channel-blocked layout (nChw8c on
+// AVX2, nChw16c on AVX-512: channels in groups of 8 or 16 that sit in one vector, the last group
+// zero-padded) from its first node to its last, and reorders only where values enter or leave
+// the group (blocked_program.h). Every member works on 4-D [N, C, H, W] tensors with a fully
+// static shape.
+#pragma once
+
+#include <cstdint>
+#include <nxrt/nxrt_ep.hpp>
+#include <string>
+#include <vector>
+
+namespace nxrt::cpu::blocked {
+
+enum class BlockedOp {
+  kNone,           // not in a blocked group
+  kConv,           // 2-D Conv, constant weights (and bias); group 1 or depthwise
+  kActivation,     // Relu, LeakyRelu, Sigmoid, Tanh, HardSwish, HardSigmoid, Clip
+  kAdd,            // same shapes, or one side [N, C, 1, 1]
+  kMul,            // same shapes, or one side [N, C, 1, 1] (squeeze-and-excitation scales)
+  kMaxPool,        // 2-D, without the Indices output
+  kAveragePool,    // 2-D
+  kGlobalPool,     // GlobalAveragePool, GlobalMaxPool
+  kConcat,         // along channels
+  kConstantAlias,  // Identity of a constant (torch exports share weights through these)
+};
+
+// A 4-D float tensor of fully static shape.
+bool IsBlockable(const ep::ValueInfoView& v);
+// Its static shape (call only when IsBlockable).
+std::vector<int64_t> StaticDims(const ep::ValueInfoView& v);
+
+// What `node` is as a member of a blocked group. `is_constant(value)` says whether a value is a
+// constant of the group (an initializer, or the output of a kConstantAlias node); Conv weights,
+// biases and Clip bounds must be.
+template <class IsConstant>
+BlockedOp ClassifyNode(const ep::NodeView& node, IsConstant&& is_constant);
+
+// The activation of a kActivation node as oneDNN describes it: one or two eltwise steps.
+struct Eltwise {
+  int algorithm = 0;  // a dnnl::algorithm value (kept as int: this header stays oneDNN-free)
+  float alpha = 0.0f, beta = 0.0f;
+};
+// `clip_min` / `clip_max` are the Clip bounds read from constant inputs (opset >= 11) or
+// attributes; ignored for other ops.
+std::vector<Eltwise> ActivationSteps(const ep::NodeView& node, float clip_min, float clip_max);
+
+// ---- implementation of the template ------------------------------------------------------
+
+bool IsActivationOp(const std::string& op);
+BlockedOp ClassifyWithConstants(const ep::NodeView& node, const std::vector<bool>& input_constant);
+
+template <class IsConstant>
+BlockedOp ClassifyNode(const ep::NodeView& node, IsConstant&& is_constant) {
+  std::vector<bool> constant(node.input_count(), false);
+  for (size_t i = 0; i < constant.size(); ++i) {
+    ep::ValueInfoView v = node.input(i);
+    constant[i] = v.present() && is_constant(v);
+  }
+  return ClassifyWithConstants(node, constant);
+}
+
+}  // namespace nxrt::cpu::blocked

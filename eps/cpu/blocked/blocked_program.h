@@ -1,0 +1,40 @@
+// A blocked-layout group compiled into a list of oneDNN primitives that pass their activations
+// to each other in the channel-blocked layout (nChw8c on AVX2, nChw16c on AVX-512).
+//
+// Compiling a group (CompileBlockedGroup):
+//  - Values read from outside are reordered into the blocked layout once, where first used; an
+//    input of fewer channels than one block that only convolutions read stays plain (oneDNN's
+//    direct kernels take a plain NCHW source for a first layer of 3 channels).
+//  - Each Conv becomes one primitive with its weights reordered once into the layout the
+//    primitive asks for. A following chain is folded into it as post-ops where the values in
+//    between have no other reader: activations, x * Sigmoid(x) (Swish), and Add of a value
+//    computed earlier (a "sum" post-op, written in place over that value when it has no later
+//    reader).
+//  - Other members become pooling, eltwise, binary and concat primitives on the blocked layout.
+//  - Values that leave the group are reordered back to plain NCHW into the kernel's outputs as
+//    soon as they are computed.
+//  - Every value inside lives in one per-run arena, placed by lifetime (values that are never
+//    alive at the same time share bytes).
+// With more than one thread, a primitive that is large enough is split into slices of whole
+// channel blocks, one single-threaded primitive each, run in parallel on the session's pool
+// (with N = 1 a slice of blocks is a contiguous part of a blocked tensor).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <nxrt/nxrt_ep.hpp>
+
+namespace nxrt::cpu::blocked {
+
+struct BlockedOptions {
+  int block = 8;    // channels per block: 8 (AVX2) or 16 (AVX-512)
+  int threads = 1;  // the session's intra-op threads: how many slices a primitive is cut into
+};
+
+// The kernel that runs `group` (a graph view from NxEp::CompileGroup whose nodes ClassifyNode
+// accepts). Throws (an ep::Error) when a member cannot be compiled; the caller then lets the
+// nodes run one by one.
+std::unique_ptr<ep::Kernel> CompileBlockedGroup(const NxGraph* group,
+                                                const BlockedOptions& options);
+
+}  // namespace nxrt::cpu::blocked

@@ -1,0 +1,92 @@
+// What a compiled blocked group is made of (blocked_program.h builds it, blocked_kernel.cc runs
+// it): steps of oneDNN primitives whose arguments point into the run's arena, the kernel's
+// inputs and outputs, or constant memory (packed weights).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <nxrt/nxrt_ep.hpp>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <string>
+#include <vector>
+
+#include "kernels/linalg/conv_dnnl.h"
+
+namespace nxrt::cpu::blocked {
+
+enum class Where { kArena, kInput, kOutput, kFixed };
+
+// Where one argument's data lives for image n: base(where, index) + offset + n * image_stride.
+struct Location {
+  Where where = Where::kArena;
+  int index = 0;                        // arena buffer, kernel input or kernel output
+  size_t offset = 0;                    // bytes from the start of the image
+  size_t image_stride = 0;              // bytes from one image to the next
+  std::shared_ptr<dnnl::memory> fixed;  // kFixed: constant memory owned by the program
+};
+
+struct Arg {
+  int key = 0;  // DNNL_ARG_*
+  dnnl::memory::desc md;
+  Location at;
+};
+
+struct Copy {
+  Location from, to;
+  size_t bytes = 0;
+};
+
+// Byte copies, then one primitive call (either may be absent). Copies put the addend of a fused
+// Add (sum post-op) under the destination, or place the inputs of a Concat.
+struct Call {
+  int id = 0;  // index among all calls of the program (per-run bindings)
+  std::vector<Copy> copies;
+  bool has_primitive = false;
+  dnnl::primitive primitive;
+  std::vector<Arg> args;
+  size_t scratch_bytes = 0;
+  // Activations run by nxrt after the primitive, in place over `after_blocks` blocks of
+  // `after_pixels` pixels at `after_at`: those from the first Clip on (oneDNN's clip turns NaN
+  // into a bound, ONNX's Clip keeps it). When the last block is partly padding, its padding
+  // lanes (from `real_lanes` on) are zeroed again.
+  std::vector<linalg::ConvFusion::Eltwise> after;
+  Location after_at;
+  int64_t after_blocks = 0, after_pixels = 0;
+  int block = 8, real_lanes = 0;  // real_lanes 0: the last block is full
+};
+
+// One slice of a step: calls run in order on one thread for one image.
+using Part = std::vector<Call>;
+
+struct Step {
+  std::string name;         // the node names it runs (profiles, errors)
+  std::string op;           // e.g. "Conv+Relu", "Reorder"
+  std::vector<Part> parts;  // slices run in parallel
+  int64_t images = 1;       // the batch: parts run once per image
+  // Reading and writing values ends here (arena planning).
+  std::vector<int> reads, writes;  // arena buffers
+};
+
+struct KernelInput {
+  std::vector<int64_t> dims;  // expected shape (a non-constant input of the group)
+  bool used = false;
+};
+
+// The compiled group. Runs may overlap (different runs of a session from several threads):
+// each run takes an arena of its own.
+struct Program {
+  std::vector<Step> steps;
+  std::vector<size_t> buffer_offsets;  // per arena buffer
+  size_t arena_bytes = 0;
+  std::vector<KernelInput> inputs;                // per kernel input
+  std::vector<std::vector<int64_t>> output_dims;  // per kernel output
+  int threads = 1;
+  int calls = 0;       // Call::id runs from 0 to calls - 1
+  int64_t images = 1;  // the largest batch of a step
+};
+
+std::unique_ptr<ep::Kernel> MakeBlockedKernel(Program program);
+
+}  // namespace nxrt::cpu::blocked

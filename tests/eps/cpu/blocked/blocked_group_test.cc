@@ -1,0 +1,319 @@
+// Blocked-layout groups (eps/cpu/blocked/): chains of convolutions, activations, pooling,
+// Add/Mul and Concat compiled into one kernel that keeps its activations in nChw8c / nChw16c
+// give the same outputs as the same nodes run one by one (ep.cpu.blocked_layout=0, whose kernels
+// are tested against references elsewhere), for both block sizes, 1 to 3 threads, channel
+// counts that are not multiples of the block, batches of 2, values that leave the group midway,
+// fused activations, residual sums, squeeze-and-excitation scales and concatenations. A group
+// oneDNN cannot compile falls back to the nodes' own kernels.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <nxrt/nxrt.hpp>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "test_util.h"
+
+namespace {
+
+using nxrt::test::AddFloatValue;
+using nxrt::test::AddIntAttribute;
+using nxrt::test::AddIntsAttribute;
+using nxrt::test::MakeFloatTensor;
+using nxrt::test::MakeNode;
+
+// Builds a model node by node with random weights.
+class Builder {
+ public:
+  explicit Builder(int opset = 17) {
+    m_.set_ir_version(8);
+    m_.add_opset_import()->set_version(opset);
+    g_ = m_.mutable_graph();
+    g_->set_name("blocked");
+  }
+
+  void Input(const std::string& name, std::vector<int64_t> dims) {
+    AddFloatValue(g_->add_input(), name, dims);
+  }
+  void Output(const std::string& name, std::vector<int64_t> dims) {
+    AddFloatValue(g_->add_output(), name, dims);
+  }
+
+  // Conv with random weights and bias; `group` 1 or the channel count (depthwise).
+  void Conv(const std::string& x, const std::string& y, int64_t c_in, int64_t c_out, int64_t k,
+            int64_t stride = 1, int64_t pad = -1, int64_t group = 1, int64_t dilation = 1) {
+    if (pad < 0) pad = (k - 1) / 2 * dilation;
+    const std::string w = y + "_w", b = y + "_b";
+    std::vector<float> wv(static_cast<size_t>(c_out * (c_in / group) * k * k)), bv(c_out);
+    for (float& v : wv) v = normal_(rng_) / std::sqrt(static_cast<float>(c_in / group * k * k));
+    for (float& v : bv) v = 0.1f * normal_(rng_);
+    *g_->add_initializer() = MakeFloatTensor(w, {c_out, c_in / group, k, k}, wv);
+    *g_->add_initializer() = MakeFloatTensor(b, {c_out}, bv);
+    auto n = MakeNode("Conv", {x, w, b}, {y}, y);
+    AddIntsAttribute(&n, "kernel_shape", {k, k});
+    AddIntsAttribute(&n, "strides", {stride, stride});
+    AddIntsAttribute(&n, "pads", {pad, pad, pad, pad});
+    AddIntsAttribute(&n, "dilations", {dilation, dilation});
+    AddIntAttribute(&n, "group", group);
+    *g_->add_node() = n;
+  }
+  void Op(const std::string& op, const std::vector<std::string>& in, const std::string& y) {
+    *g_->add_node() = MakeNode(op, in, {y}, y);
+  }
+  void Clip(const std::string& x, const std::string& y, float lo, float hi) {
+    *g_->add_initializer() = MakeFloatTensor(y + "_lo", {}, {lo});
+    *g_->add_initializer() = MakeFloatTensor(y + "_hi", {}, {hi});
+    Op("Clip", {x, y + "_lo", y + "_hi"}, y);
+  }
+  void Pool(const std::string& op, const std::string& x, const std::string& y, int64_t k,
+            int64_t stride, int64_t pad, bool ceil_mode = false, bool count_pad = false) {
+    auto n = MakeNode(op, {x}, {y}, y);
+    AddIntsAttribute(&n, "kernel_shape", {k, k});
+    AddIntsAttribute(&n, "strides", {stride, stride});
+    AddIntsAttribute(&n, "pads", {pad, pad, pad, pad});
+    if (ceil_mode) AddIntAttribute(&n, "ceil_mode", 1);
+    if (count_pad) AddIntAttribute(&n, "count_include_pad", 1);
+    *g_->add_node() = n;
+  }
+  void Concat(const std::vector<std::string>& in, const std::string& y) {
+    auto n = MakeNode("Concat", in, {y}, y);
+    AddIntAttribute(&n, "axis", 1);
+    *g_->add_node() = n;
+  }
+  std::string Bytes() const { return m_.SerializeAsString(); }
+
+ private:
+  onnx::ModelProto m_;
+  onnx::GraphProto* g_;
+  std::mt19937 rng_{7};
+  std::normal_distribution<float> normal_;
+};
+
+struct Result {
+  std::vector<std::vector<float>> outputs;
+  size_t kernels = 0;  // kernels of the CPU EP (a compiled group counts once)
+};
+
+Result RunModel(const std::string& bytes, const std::vector<std::string>& inputs,
+                const std::vector<std::vector<int64_t>>& dims, const std::string& layout,
+                int threads, bool nan_first = false) {
+  nxrt::Env env(NX_LOG_ERROR);
+  nxrt::SessionOptions options;
+  options.SetIntraOpThreads(threads).SetConfig("ep.cpu.blocked_layout", layout);
+  nxrt::Session session(env, bytes.data(), bytes.size(), &options);
+  std::vector<nxrt::Value> values;
+  std::vector<const nxrt::Value*> pointers;
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal;
+  for (const auto& d : dims) {
+    values.push_back(nxrt::Value::Tensor(NX_TYPE_FLOAT, d));
+    for (size_t i = 0; i < values.back().size(); ++i)
+      values.back().data<float>()[i] = 2.0f * normal(rng);
+    if (nan_first) values.back().data<float>()[0] = std::numeric_limits<float>::quiet_NaN();
+  }
+  for (const auto& v : values) pointers.push_back(&v);
+  Result r;
+  for (const nxrt::Value& out : session.Run(inputs, pointers))
+    r.outputs.emplace_back(out.data<float>(), out.data<float>() + out.size());
+  r.kernels = session.ep_node_count(0);
+  return r;
+}
+
+// Runs the model node by node and as blocked groups (both block sizes, 1-3 threads) and
+// compares every output. Returns the node-by-node kernel count and the blocked one.
+std::pair<size_t, size_t> ExpectSameAsNodeByNode(const std::string& bytes,
+                                                 const std::vector<std::string>& inputs,
+                                                 const std::vector<std::vector<int64_t>>& dims,
+                                                 bool nan_first = false) {
+  const Result ref = RunModel(bytes, inputs, dims, "0", 1, nan_first);
+  size_t blocked_kernels = 0;
+  for (const char* layout : {"8", "16"}) {
+    for (int threads : {1, 2, 3}) {
+      SCOPED_TRACE(std::string("block ") + layout + ", threads " + std::to_string(threads));
+      const Result got = RunModel(bytes, inputs, dims, layout, threads, nan_first);
+      blocked_kernels = got.kernels;
+      EXPECT_LT(got.kernels, ref.kernels) << "no blocked group was formed";
+      EXPECT_EQ(got.outputs.size(), ref.outputs.size());
+      for (size_t o = 0; o < std::min(got.outputs.size(), ref.outputs.size()); ++o) {
+        if (got.outputs[o].size() != ref.outputs[o].size()) {
+          ADD_FAILURE() << "output " << o << " has " << got.outputs[o].size() << " elements";
+          continue;
+        }
+        int bad = 0;
+        for (size_t i = 0; i < ref.outputs[o].size() && bad < 5; ++i) {
+          const float a = ref.outputs[o][i], b = got.outputs[o][i];
+          if (std::isnan(a)) {
+            if (!std::isnan(b)) {
+              ADD_FAILURE() << "output " << o << " element " << i << ": NaN became " << b;
+              ++bad;
+            }
+            continue;
+          }
+          if (!(std::fabs(a - b) <= 1e-4f * std::max(1.0f, std::fabs(a)))) {
+            ADD_FAILURE() << "output " << o << " element " << i << ": " << a << " vs " << b;
+            ++bad;
+          }
+        }
+      }
+    }
+  }
+  return {ref.kernels, blocked_kernels};
+}
+
+TEST(BlockedGroup, ResidualChainWithOddChannelsAndAPlainFirstLayer) {
+  Builder b;
+  b.Input("x", {1, 3, 17, 19});
+  b.Conv("x", "c1", 3, 12, 3, 2);  // plain RGB-like input
+  b.Op("Relu", {"c1"}, "r1");
+  b.Conv("r1", "c2", 12, 12, 3);
+  b.Op("Relu", {"c2"}, "r2");
+  b.Conv("r2", "c3", 12, 12, 3);
+  b.Op("Add", {"c3", "r1"}, "s");  // residual: in place over r1
+  b.Op("Relu", {"s"}, "y");
+  b.Output("y", {1, 12, 9, 10});
+  auto [ref, blocked] = ExpectSameAsNodeByNode(b.Bytes(), {"x"}, {{1, 3, 17, 19}});
+  EXPECT_EQ(ref, 3u);      // node by node, the host fuses each Conv with what follows it
+  EXPECT_EQ(blocked, 1u);  // one compiled group
+}
+
+TEST(BlockedGroup, MobileBlockWithSqueezeAndExcitationAndClip) {
+  Builder b;
+  const int64_t c = 5, e = 30;
+  b.Input("x", {2, c, 14, 14});
+  b.Conv("x", "ex", c, e, 1);
+  b.Op("HardSwish", {"ex"}, "hs");
+  b.Conv("hs", "dw", e, e, 3, 2, 1, e);  // depthwise, stride 2
+  b.Clip("dw", "r6", 0.0f, 6.0f);
+  b.Op("GlobalAveragePool", {"r6"}, "gap");
+  b.Conv("gap", "sq", e, 6, 1);
+  b.Op("Relu", {"sq"}, "sqr");
+  b.Conv("sqr", "exc", 6, e, 1);
+  b.Op("HardSigmoid", {"exc"}, "scale");
+  b.Op("Mul", {"r6", "scale"}, "se");  // [2, 30, 7, 7] * [2, 30, 1, 1]
+  b.Conv("se", "y", e, 7, 1);
+  b.Output("y", {2, 7, 7, 7});
+  b.Output("gap", {2, e, 1, 1});  // leaves the group midway and is read inside
+  ExpectSameAsNodeByNode(b.Bytes(), {"x"}, {{2, c, 14, 14}});
+}
+
+TEST(BlockedGroup, FireModulesConcatenateInPlaceByCopyAndThroughOneDnn) {
+  Builder b;
+  b.Input("x", {1, 16, 24, 24});
+  b.Conv("x", "sq", 16, 8, 1);
+  b.Op("Relu", {"sq"}, "sqr");
+  b.Conv("sqr", "e1", 8, 16, 1);
+  b.Op("Relu", {"e1"}, "e1r");
+  b.Conv("sqr", "e3", 8, 16, 3);
+  b.Op("Relu", {"e3"}, "e3r");
+  b.Concat({"e1r", "e3r"}, "fire");  // written in place by the two convolutions
+  b.Pool("MaxPool", "fire", "mp", 3, 2, 0, /*ceil_mode=*/true);  // 24 -> 12 (floor: 11)
+  b.Conv("mp", "a", 32, 8, 1);
+  b.Concat({"a", "mp"}, "copied");  // mp is read twice: copied
+  b.Conv("copied", "odd", 40, 6, 3);
+  b.Concat({"odd", "a"}, "unaligned");  // 6 + 8 channels: oneDNN's concat
+  b.Pool("AveragePool", "unaligned", "y", 3, 1, 1, false, /*count_pad=*/true);
+  b.Output("y", {1, 14, 12, 12});
+  ExpectSameAsNodeByNode(b.Bytes(), {"x"}, {{1, 16, 24, 24}});
+}
+
+TEST(BlockedGroup, SwishStandaloneActivationsAndPooling) {
+  Builder b;
+  b.Input("x", {1, 8, 15, 15});
+  b.Input("z", {1, 20, 15, 15});
+  b.Conv("x", "c", 8, 20, 3);
+  b.Op("Sigmoid", {"c"}, "sig");
+  b.Op("Mul", {"c", "sig"}, "swish");     // fused as Swish
+  b.Op("Add", {"swish", "z"}, "sum");     // fused as a sum over the (entered) kernel input z
+  b.Op("Tanh", {"sum"}, "t");             // sum leaves the group: a standalone activation
+  b.Clip("t", "clipped", 0.1f, 0.5f);     // Clip run by nxrt: padding lanes zeroed again
+  b.Op("Add", {"t", "clipped"}, "both");  // both operands computed: a binary primitive
+  b.Pool("AveragePool", "both", "ap", 3, 1, 1);
+  b.Op("GlobalMaxPool", {"ap"}, "y");
+  b.Output("y", {1, 20, 1, 1});
+  b.Output("clipped", {1, 20, 15, 15});
+  b.Output("sum", {1, 20, 15, 15});
+  ExpectSameAsNodeByNode(b.Bytes(), {"x", "z"}, {{1, 8, 15, 15}, {1, 20, 15, 15}});
+}
+
+// ONNX's Clip keeps NaN; oneDNN's clip turns it into a bound, so groups run Clip themselves.
+// (Other activations follow oneDNN, as the fused convolutions outside groups do: Relu turns NaN
+// into 0, like onnxruntime's fused activations.)
+TEST(BlockedGroup, ClipKeepsNaNInsideGroups) {
+  Builder b;
+  b.Input("x", {1, 8, 9, 9});
+  b.Conv("x", "c", 8, 16, 3);
+  b.Clip("c", "fused", 0.0f, 6.0f);  // fused into the convolution
+  b.Conv("fused", "d", 16, 16, 3, 1, 1, 16);
+  b.Op("Add", {"d", "fused"}, "a");  // a sum post-op, then the Clip below
+  b.Clip("a", "y", -1.0f, 1.5f);     // standalone: a leaves the group
+  b.Clip("y", "z", 0.5f, 1.0f);      // standalone after a standalone one
+  b.Output("z", {1, 16, 9, 9});
+  b.Output("a", {1, 16, 9, 9});
+  ExpectSameAsNodeByNode(b.Bytes(), {"x"}, {{1, 8, 9, 9}}, /*nan_first=*/true);
+}
+
+TEST(BlockedGroup, DilatedAndStridedConvolutionsWithABatch) {
+  Builder b;
+  b.Input("x", {2, 9, 20, 18});
+  b.Conv("x", "a", 9, 24, 3, 1, -1, 1, 2);  // dilation 2
+  b.Op("LeakyRelu", {"a"}, "la");
+  b.Conv("la", "d", 24, 24, 5, 2, 2, 24);  // 5x5 depthwise, stride 2
+  b.Op("Relu", {"d"}, "dr");
+  b.Conv("dr", "y", 24, 17, 3, 2, 0);
+  b.Output("y", {2, 17, 4, 4});
+  ExpectSameAsNodeByNode(b.Bytes(), {"x"}, {{2, 9, 20, 18}});
+}
+
+TEST(BlockedGroup, AGroupThatFailsToCompileFallsBackToTheNodes) {
+  Builder b;
+  b.Input("x", {1, 8, 10, 10});
+  b.Conv("x", "c", 8, 8, 3);
+  b.Pool("MaxPool", "c", "m", 2, 1, 0);
+  b.Conv("m", "y", 8, 4, 1);
+  b.Output("y", {1, 4, 9, 9});
+  const std::string bytes = b.Bytes();
+  const Result ref = RunModel(bytes, {"x"}, {{1, 8, 10, 10}}, "0", 1);
+  const Result got = RunModel(bytes, {"x"}, {{1, 8, 10, 10}}, "fail-for-tests", 2);
+  EXPECT_EQ(ref.kernels, 3u);
+  EXPECT_EQ(got.kernels, ref.kernels);  // the group's nodes, each on its kernel
+  ASSERT_EQ(got.outputs.size(), 1u);
+  EXPECT_EQ(got.outputs[0], ref.outputs[0]);  // the same kernels
+  // A max pooling whose padding is as wide as its window stays out of groups: oneDNN gives such
+  // windows the lowest float, nxrt's MaxPool -inf.
+  Builder p;
+  p.Input("x", {1, 8, 10, 10});
+  p.Conv("x", "c", 8, 8, 3);
+  p.Pool("MaxPool", "c", "y", 2, 1, 2);
+  p.Output("y", {1, 8, 13, 13});
+  EXPECT_EQ(RunModel(p.Bytes(), {"x"}, {{1, 8, 10, 10}}, "1", 1).kernels, 2u);
+}
+
+TEST(BlockedGroup, OptionsTurnGroupsOffAndRejectUnknownValues) {
+  Builder b;
+  b.Input("x", {1, 8, 6, 6});
+  b.Conv("x", "c", 8, 8, 3);
+  b.Pool("MaxPool", "c", "y", 3, 1, 1);
+  b.Output("y", {1, 8, 6, 6});
+  const std::string bytes = b.Bytes();
+  EXPECT_EQ(RunModel(bytes, {"x"}, {{1, 8, 6, 6}}, "1", 1).kernels, 1u);
+  EXPECT_EQ(RunModel(bytes, {"x"}, {{1, 8, 6, 6}}, "0", 1).kernels, 2u);
+  nxrt::Env env(NX_LOG_ERROR);
+  {  // optimization level 0: every node on its own kernel
+    nxrt::SessionOptions options;
+    options.SetOptimizationLevel(0);
+    nxrt::Session session(env, bytes.data(), bytes.size(), &options);
+    EXPECT_EQ(session.ep_node_count(0), 2u);
+  }
+  nxrt::SessionOptions bad;
+  bad.SetConfig("ep.cpu.blocked_layout", "4");
+  try {
+    nxrt::Session session(env, bytes.data(), bytes.size(), &bad);
+    ADD_FAILURE() << "blocked_layout=4 was accepted";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("blocked_layout"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
