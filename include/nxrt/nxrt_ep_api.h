@@ -52,6 +52,9 @@
  * kernel that can run long (its work grows with attributes or data rather than with its output)
  * polls KernelContext_ShouldStop in its outer loop and returns an error when it says true.
  *
+ * Placement (version 8). EPs are asked for their capability in priority order; an EP that forms
+ * groups leaves out the nodes an earlier EP took (Capability_IsNodeTaken).
+ *
  * Versioning. Every struct that either side fills starts with `uint32_t version`, set to the
  * NXRT_EP_API_VERSION the filler was compiled with. Tables only grow at the end; a reader reads a
  * member only when the writer's version says the member exists, and optional members may be
@@ -74,25 +77,27 @@
 extern "C" {
 #endif
 
-#define NXRT_EP_API_VERSION 7
+#define NXRT_EP_API_VERSION 8
 
 /* ============================================================================================
  * Opaque host objects an EP sees. All are owned by the host.
  * ========================================================================================== */
 
-typedef struct NxGraph NxGraph;               /* read-only view of a graph (or a subgraph) */
-typedef struct NxNode NxNode;                 /* read-only view of one node */
-typedef struct NxValueInfo NxValueInfo;       /* a graph value: name, element type, static shape */
-typedef struct NxAttribute NxAttribute;       /* one node attribute */
-typedef struct NxCapability NxCapability;     /* collects the nodes an EP claims */
+typedef struct NxGraph NxGraph;           /* read-only view of a graph (or a subgraph) */
+typedef struct NxNode NxNode;             /* read-only view of one node */
+typedef struct NxValueInfo NxValueInfo;   /* a graph value: name, element type, static shape */
+typedef struct NxAttribute NxAttribute;   /* one node attribute */
+typedef struct NxCapability NxCapability; /* collects the nodes an EP claims */
 typedef struct NxKernelRegistry NxKernelRegistry; /* kernel definitions of one EP */
-typedef struct NxKernelInfo NxKernelInfo;     /* what a kernel learns at creation */
-typedef struct NxKernelContext NxKernelContext; /* what a kernel sees while computing */
-typedef struct NxConfig NxConfig;             /* read-only key/value configuration */
+typedef struct NxKernelInfo NxKernelInfo;         /* what a kernel learns at creation */
+typedef struct NxKernelContext NxKernelContext;   /* what a kernel sees while computing */
+typedef struct NxConfig NxConfig;                 /* read-only key/value configuration */
 typedef struct NxLogger NxLogger;
-typedef struct NxPrePackCache NxPrePackCache; /* where a kernel offers a packed weight for sharing */
+typedef struct NxPrePackCache
+    NxPrePackCache; /* where a kernel offers a packed weight for sharing */
 typedef struct NxEpDeviceList NxEpDeviceList; /* collects the EP devices a factory supports */
-typedef struct NxVirtualDeviceList NxVirtualDeviceList; /* collects the virtual devices it creates */
+typedef struct NxVirtualDeviceList
+    NxVirtualDeviceList; /* collects the virtual devices it creates */
 
 typedef struct NxEp NxEp;
 typedef struct NxEpFactory NxEpFactory;
@@ -150,15 +155,15 @@ typedef struct NxIoPair {
  * since_version_start <= 13 <= since_version_end. Several definitions may exist for one op (for
  * different version ranges or types); the first that matches wins. */
 typedef struct NxKernelDef {
-  uint32_t version;           /* NXRT_EP_API_VERSION */
-  const char* op_type;        /* "Conv" */
-  const char* domain;         /* "" or "ai.onnx" for the default domain */
+  uint32_t version;    /* NXRT_EP_API_VERSION */
+  const char* op_type; /* "Conv" */
+  const char* domain;  /* "" or "ai.onnx" for the default domain */
   int32_t since_version_start;
-  int32_t since_version_end;  /* inclusive; use INT32_MAX (or 0) for "and later" */
+  int32_t since_version_end; /* inclusive; use INT32_MAX (or 0) for "and later" */
   const NxTypeConstraint* type_constraints;
   size_t num_type_constraints;
   NxKernelCreateFn create;
-  void* create_state;         /* passed to create; must outlive the registry */
+  void* create_state; /* passed to create; must outlive the registry */
 
   /* ---- version 2 (all optional: zero counts mean none) ------------------------------------
    * Memory types. By default a kernel reads its inputs and writes its outputs in its EP's
@@ -292,8 +297,8 @@ struct NxScanHelper {
   uint32_t version; /* NXRT_EP_API_VERSION */
   /* output = transpose(input, perm): output axis i is input axis perm[i]; `output` is allocated
    * by the host in the kernel's memory. Used for non-zero scan_input_axes/scan_output_axes. */
-  NxStatus* (*Transpose)(NxScanHelper* self, const size_t* perm, size_t rank,
-                         const NxValue* input, NxValue* output);
+  NxStatus* (*Transpose)(NxScanHelper* self, const size_t* perm, size_t rank, const NxValue* input,
+                         NxValue* output);
   void (*Release)(NxScanHelper* self);
 
   /* ---- version 5: Scan over device memory (both may be NULL for host-memory EPs) ---------- *
@@ -301,8 +306,7 @@ struct NxScanHelper {
    * host reports a clear error when one is missing then. `output` is allocated by the host in
    * the kernel's memory. */
   /* output = input[index] along axis 0: shape input.dims[1:], 0 <= index < input.dims[0]. */
-  NxStatus* (*SliceAxis0)(NxScanHelper* self, const NxValue* input, int64_t index,
-                          NxValue* output);
+  NxStatus* (*SliceAxis0)(NxScanHelper* self, const NxValue* input, int64_t index, NxValue* output);
   /* As NxLoopHelper::ConcatOutput: `count` tensors of one type and shape stacked along a new
    * first axis (per-iteration scan outputs, and for opset 8 the per-batch results). */
   NxStatus* (*ConcatOutput)(NxScanHelper* self, const NxValue* const* parts, size_t count,
@@ -356,12 +360,12 @@ typedef struct NxFusionOptions {
 
 /* What a factory receives when it creates an EP for a session. */
 typedef struct NxEpCreateArgs {
-  uint32_t version;        /* NXRT_EP_API_VERSION of the host */
+  uint32_t version; /* NXRT_EP_API_VERSION of the host */
   /* Session configuration, borrowed for the call only. Well-known keys:
    *   "session.intra_op_num_threads"  threads the EP may use for one node (decimal, >= 1)
    *   "ep.<ep name in lower case>.<key>" EP options given by the application */
   const NxConfig* session_config;
-  const NxLogger* logger;  /* the session's logger; valid for the EP's lifetime */
+  const NxLogger* logger; /* the session's logger; valid for the EP's lifetime */
 
   /* ---- version 3 ---------------------------------------------------------------------------
    * The EP devices of this factory the session selected, in priority order (the EP decides how
@@ -377,7 +381,7 @@ typedef struct NxEpCreateArgs {
  * ========================================================================================== */
 
 struct NxEpFactory {
-  uint32_t version; /* NXRT_EP_API_VERSION */
+  uint32_t version;                                   /* NXRT_EP_API_VERSION */
   const char* (*GetName)(const NxEpFactory* self);    /* EP name, e.g. "CPU" */
   const char* (*GetVendor)(const NxEpFactory* self);  /* vendor name */
   const char* (*GetVersion)(const NxEpFactory* self); /* EP version, SemVer "1.2.3" */
@@ -411,9 +415,8 @@ struct NxEpFactory {
    * the discovery sources there, e.g. "drm,pci"), owns it until the library is unregistered and
    * offers it to this factory only. Put what identifies the target (e.g. "arch") in the
    * device's metadata: GetSupportedDevices and the EP read it back from there. */
-  NxStatus* (*CreateVirtualDevices)(NxEpFactory* self, NxDeviceType type,
-                                    const NxKeyValue* options, size_t num_options,
-                                    NxVirtualDeviceList* created);
+  NxStatus* (*CreateVirtualDevices)(NxEpFactory* self, NxDeviceType type, const NxKeyValue* options,
+                                    size_t num_options, NxVirtualDeviceList* created);
   /* Say which devices the EP supports: called once at registration (after
    * CreateVirtualDevices) with every hardware device of the process followed by the virtual
    * devices this factory created (borrowed until unregistration). For each supported device
@@ -539,9 +542,8 @@ typedef struct NxHostApi {
    * declared output type unless `type` is not UNDEFINED. Each output may be allocated once. The
    * result is borrowed for the call. Outputs the node omits need not be allocated. The
    * contents are undefined (memory is reused across nodes and runs): write every element. */
-  NxStatus* (*KernelContext_AllocateOutput)(NxKernelContext* ctx, size_t index,
-                                            NxElementType type, const int64_t* dims, size_t rank,
-                                            NxValue** output);
+  NxStatus* (*KernelContext_AllocateOutput)(NxKernelContext* ctx, size_t index, NxElementType type,
+                                            const int64_t* dims, size_t rank, NxValue** output);
   /* Threads this kernel may use (the session's intra-op thread count). */
   int32_t (*KernelContext_GetThreadCount)(const NxKernelContext* ctx);
 
@@ -609,8 +611,8 @@ typedef struct NxHostApi {
   /* Hand packed buffers (from the allocator PrePackWeight received) to the host for sharing.
    * On success the host owns them and frees them with that allocator; on failure the kernel
    * still owns them. A second call replaces the first. */
-  NxStatus* (*PrePackCache_Store)(NxPrePackCache* cache, void* const* buffers,
-                                  const size_t* sizes, size_t count);
+  NxStatus* (*PrePackCache_Store)(NxPrePackCache* cache, void* const* buffers, const size_t* sizes,
+                                  size_t count);
 
   /* ---- Version 3 ----------------------------------------------------------------------- */
   /* Hardware devices (discovered or virtual), borrowed until the library is unregistered.
@@ -621,8 +623,8 @@ typedef struct NxHostApi {
   uint32_t (*HardwareDevice_GetVendorId)(const NxHardwareDevice* device);
   uint32_t (*HardwareDevice_GetDeviceId)(const NxHardwareDevice* device);
   size_t (*HardwareDevice_GetMetadataCount)(const NxHardwareDevice* device);
-  bool (*HardwareDevice_GetMetadata)(const NxHardwareDevice* device, size_t index,
-                                     const char** key, const char** value);
+  bool (*HardwareDevice_GetMetadata)(const NxHardwareDevice* device, size_t index, const char** key,
+                                     const char** value);
   const char* (*HardwareDevice_GetMetadataValue)(const NxHardwareDevice* device, const char* key);
 
   /* From CreateVirtualDevices: add one virtual device of `type` (strings and metadata are
@@ -682,10 +684,8 @@ typedef struct NxHostApi {
    * produced in the kernel's memory. Loop needs `helper` (ConcatOutput, for scan outputs); Scan
    * needs it when an axis is not 0 (Transpose). On success the host owns the helper. */
   NxStatus* (*CreateIfKernel)(const NxKernelInfo* info, NxKernel** kernel);
-  NxStatus* (*CreateLoopKernel)(const NxKernelInfo* info, NxLoopHelper* helper,
-                                NxKernel** kernel);
-  NxStatus* (*CreateScanKernel)(const NxKernelInfo* info, NxScanHelper* helper,
-                                NxKernel** kernel);
+  NxStatus* (*CreateLoopKernel)(const NxKernelInfo* info, NxLoopHelper* helper, NxKernel** kernel);
+  NxStatus* (*CreateScanKernel)(const NxKernelInfo* info, NxScanHelper* helper, NxKernel** kernel);
 
   /* The host's SequenceMap kernel (opset 17 on): runs its body once per element of the input
    * sequences (host memory; register it for the EP that runs sequence operators). */
@@ -714,9 +714,8 @@ typedef struct NxHostApi {
   bool (*KernelContext_IsProfiling)(const NxKernelContext* ctx);
   /* Add an event of the EP to the run's profile: `name`, begin and end on Profiler_NowNs, and
    * `num_args` key/value pairs (all copied). Does nothing when the run is not profiled. */
-  void (*KernelContext_AddProfileEvent)(NxKernelContext* ctx, const char* name,
-                                        uint64_t begin_ns, uint64_t end_ns,
-                                        const NxKeyValue* args, size_t num_args);
+  void (*KernelContext_AddProfileEvent)(NxKernelContext* ctx, const char* name, uint64_t begin_ns,
+                                        uint64_t end_ns, const NxKeyValue* args, size_t num_args);
 
   /* ---- Version 7: stopping runs ----------------------------------------------------------- */
   /* True when the run this Compute belongs to must stop (its terminate flag was set or its time
@@ -724,6 +723,13 @@ typedef struct NxHostApi {
    * any thread the kernel uses during Compute. A kernel that sees true returns any error
    * status; the host reports the run as cancelled (NX_CANCELLED) whatever the kernel said. */
   bool (*KernelContext_ShouldStop)(const NxKernelContext* ctx);
+
+  /* ---- Version 8: placement ------------------------------------------------------------- */
+  /* From GetCapability: whether an EP of higher priority already took `node` (the host asks EPs
+   * in priority order). Claiming such a node is allowed but has no effect; an EP that claims
+   * groups should leave such nodes out, since the host drops them from a group and rejects the
+   * group whole when what remains is not convex. */
+  bool (*Capability_IsNodeTaken)(const NxCapability* capability, const NxNode* node);
 } NxHostApi;
 
 /* ============================================================================================

@@ -161,6 +161,12 @@ bool IsNodeOf(const nxrt::Graph* graph, const NxNode* node) {
   return p >= base && p - base < bytes && (p - base) % sizeof(nxrt::Node) == 0;
 }
 
+bool CapabilityIsNodeTaken(const NxCapability* cap, const NxNode* node) {
+  if (!cap || !node || !cap->node_ep || !IsNodeOf(cap->graph, node)) return false;
+  const size_t i = static_cast<size_t>(N(node)->index);
+  return i < cap->node_ep->size() && (*cap->node_ep)[i] >= 0;
+}
+
 NxStatus* CapabilityAddNode(NxCapability* cap, const NxNode* node) {
   if (!cap || !node) return CreateStatus(NX_INVALID_ARGUMENT, "Capability_AddNode: null argument");
   if (!IsNodeOf(cap->graph, node)) {
@@ -860,6 +866,8 @@ NxHostApi MakeHostApi() {
   api.Capability_AddFusedGroup = CapabilityAddFusedGroup;
   // version 7: stopping runs
   api.KernelContext_ShouldStop = ContextShouldStop;
+  // version 8: placement
+  api.Capability_IsNodeTaken = CapabilityIsNodeTaken;
   return api;
 }
 

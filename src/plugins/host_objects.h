@@ -29,6 +29,8 @@ struct NxCapability {
   // whether it can compile (NxEp::CompileGroup).
   std::vector<const NxHardwareDevice*> devices;
   bool can_compile = false;
+  // The EP each node of `graph` went to so far (-1: none yet), for Capability_IsNodeTaken.
+  const std::vector<int>* node_ep = nullptr;
 };
 
 namespace nxrt {

@@ -134,6 +134,7 @@ GraphPlacement PlaceGraph(const Graph& g, const std::vector<std::shared_ptr<EpIn
     cap.graph = &g;
     NxEp* raw = ep.raw();
     cap.can_compile = raw->version >= 6 && raw->CompileGroup != nullptr;
+    cap.node_ep = &p.node_ep;
     for (const NxEpDevice* d : ep.devices())
       if (d->device != nullptr) cap.devices.push_back(d->device);
     bool capability_failed = false;

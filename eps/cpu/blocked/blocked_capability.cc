@@ -52,7 +52,8 @@ struct NodeTable {
   std::vector<std::vector<int>> consumers;  // per node: nodes reading any of its outputs
 };
 
-NodeTable ReadGraph(const NxGraph* graph, const NxKernelRegistry* registry) {
+NodeTable ReadGraph(const NxGraph* graph, const NxKernelRegistry* registry,
+                    const NxCapability* capability) {
   const NxHostApi& host = ep::Host();
   NodeTable t;
   const size_t n = host.Graph_GetNodeCount(graph);
@@ -81,7 +82,9 @@ NodeTable ReadGraph(const NxGraph* graph, const NxKernelRegistry* registry) {
       auto it = alias_constant.find(v.name());
       return it != alias_constant.end();
     };
-    if (host.KernelRegistry_HasKernel(registry, node, nullptr)) {
+    // A node an EP of higher priority took stays out of groups (host ABI 8 tells).
+    const bool taken = host.version >= 8 && host.Capability_IsNodeTaken(capability, node);
+    if (!taken && host.KernelRegistry_HasKernel(registry, node, nullptr)) {
       t.op[i] = ClassifyNode(view, is_constant);
       if (t.op[i] == BlockedOp::kConstantAlias) alias_constant[view.output(0).name()] = true;
     }
@@ -183,7 +186,7 @@ std::vector<std::vector<int>> ConvexGroups(const NodeTable& t) {
 void ClaimNodes(const NxGraph* graph, const NxKernelRegistry* registry, NxCapability* capability,
                 bool blocked_groups, const FailedGroups& failed) {
   const NxHostApi& host = ep::Host();
-  NodeTable t = ReadGraph(graph, registry);
+  NodeTable t = ReadGraph(graph, registry, capability);
   std::vector<char> grouped(t.nodes.size(), 0);
   if (blocked_groups && host.version >= 6) {
     for (const std::vector<int>& group : ConvexGroups(t)) {

@@ -1,13 +1,17 @@
-// Runs a compiled blocked group (blocked_steps.h): takes the state of one run (arena and bound
-// primitive arguments), then each step's slices (times the batch) in parallel on the session's
-// pool, each a single-threaded oneDNN call sequence on this thread's stream. A run in steady
-// state allocates nothing: the oneDNN memory objects of a run state are made on its first run
-// and only re-pointed at the kernel's inputs, outputs and this thread's scratchpad afterwards.
+// Runs a compiled blocked group (blocked_steps.h): finds the program for the inputs' shapes
+// (the one compiled ahead for static shapes; otherwise compiled on the first run with these
+// shapes and kept), takes the state of one run (arena and bound primitive arguments), then runs
+// each step's slices (times the batch) in parallel on the session's pool, each a
+// single-threaded oneDNN call sequence on this thread's stream. The oneDNN memory objects of a
+// run state are made on its first run and only re-pointed at the kernel's inputs, outputs and
+// this thread's scratchpad afterwards.
 #include <algorithm>
 #include <cstring>
 
+#include "blocked/blocked_program.h"
 #include "blocked/blocked_steps.h"
 #include "common/parallel.h"
+#include "common/small_vector.h"
 #include "kernels/linalg/dnnl_util.h"
 
 namespace nxrt::cpu::blocked {
@@ -49,11 +53,13 @@ class RunState {
   std::vector<char*> inputs, outputs;
 };
 
-class BlockedKernel : public ep::Kernel {
+// One compiled program and the run states of its runs.
+class ProgramRunner {
  public:
-  explicit BlockedKernel(Program program) : p_(std::move(program)) {}
+  explicit ProgramRunner(Program program) : p_(std::move(program)) {}
+  const Program& program() const { return p_; }
 
-  void Compute(ep::KernelContext& ctx) override {
+  void Run(ep::KernelContext& ctx) {
     std::unique_ptr<RunState> state = TakeState();
     for (size_t i = 0; i < p_.inputs.size(); ++i) {
       if (!p_.inputs[i].used) continue;
@@ -205,10 +211,59 @@ class BlockedKernel : public ep::Kernel {
   std::vector<std::unique_ptr<RunState>> free_;
 };
 
+class BlockedKernel : public ep::Kernel {
+ public:
+  BlockedKernel(GroupDesc desc, const BlockedOptions& options, std::optional<Program> program)
+      : desc_(std::move(desc)), options_(options) {
+    if (program) fixed_ = std::make_shared<ProgramRunner>(std::move(*program));
+  }
+
+  void Compute(ep::KernelContext& ctx) override {
+    if (fixed_) {
+      fixed_->Run(ctx);
+      return;
+    }
+    Runner(ctx)->Run(ctx);
+  }
+
+ private:
+  // Shapes known only at run time: the program for these input shapes, compiled on first use.
+  // Up to kMaxPrograms are kept (the oldest is dropped; a run still using it keeps it alive).
+  std::shared_ptr<ProgramRunner> Runner(ep::KernelContext& ctx) {
+    static constexpr size_t kMaxPrograms = 16;
+    SmallVector<int64_t, 32> key;
+    for (const GroupValue& v : desc_.values) {
+      if (v.input < 0 || v.constant) continue;
+      ep::ConstTensor x = ctx.input(static_cast<size_t>(v.input));
+      NXRT_EP_ENFORCE(x.type() == NX_TYPE_FLOAT && x.rank() == 4,
+                      "blocked group: input '" + v.name + "' must be a 4-D float tensor");
+      key.push_back(v.input);
+      for (int64_t d : x.shape()) key.push_back(d);
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [k, runner] : programs_)
+      if (std::equal(k.begin(), k.end(), key.begin(), key.end())) return runner;
+    std::vector<std::vector<int64_t>> dims(desc_.num_inputs);
+    for (size_t i = 0; i < key.size(); i += 5)
+      dims[static_cast<size_t>(key[i])] = {key[i + 1], key[i + 2], key[i + 3], key[i + 4]};
+    auto runner = std::make_shared<ProgramRunner>(CompileProgram(desc_, dims, options_));
+    if (programs_.size() >= kMaxPrograms) programs_.erase(programs_.begin());
+    programs_.emplace_back(key.to_vector(), runner);
+    return runner;
+  }
+
+  GroupDesc desc_;
+  BlockedOptions options_;
+  std::shared_ptr<ProgramRunner> fixed_;
+  std::mutex mu_;
+  std::vector<std::pair<std::vector<int64_t>, std::shared_ptr<ProgramRunner>>> programs_;
+};
+
 }  // namespace
 
-std::unique_ptr<ep::Kernel> MakeBlockedKernel(Program program) {
-  return std::make_unique<BlockedKernel>(std::move(program));
+std::unique_ptr<ep::Kernel> MakeBlockedKernel(GroupDesc desc, const BlockedOptions& options,
+                                              std::optional<Program> program) {
+  return std::make_unique<BlockedKernel>(std::move(desc), options, std::move(program));
 }
 
 }  // namespace nxrt::cpu::blocked

@@ -1,19 +1,21 @@
 #include "blocked/blocked_ops.h"
 
-#include <oneapi/dnnl/dnnl.hpp>
-
 namespace nxrt::cpu::blocked {
 
 bool IsBlockable(const ep::ValueInfoView& v) {
   if (!v.present() || v.kind() != NX_VALUE_TENSOR || v.type() != NX_TYPE_FLOAT) return false;
   auto shape = v.shape();
-  if (!shape || shape->size() != 4) return false;
+  if (!shape || shape->size() != 4 || (*shape)[1] <= 0) return false;
   for (int64_t d : *shape)
-    if (d <= 0) return false;
+    if (d == 0 || d < -1) return false;
   return true;
 }
 
 std::vector<int64_t> StaticDims(const ep::ValueInfoView& v) { return *v.shape(); }
+
+// Two declared shapes that may be the same: equal where both are known. (Unknown dimensions
+// are checked when the group is compiled for real shapes.)
+static bool MayMatch(int64_t a, int64_t b) { return a < 0 || b < 0 || a == b; }
 
 bool IsActivationOp(const std::string& op) {
   return op == "Relu" || op == "LeakyRelu" || op == "Sigmoid" || op == "Tanh" ||
@@ -23,13 +25,16 @@ bool IsActivationOp(const std::string& op) {
 namespace {
 
 bool SameDims(const ep::ValueInfoView& a, const ep::ValueInfoView& b) {
-  return StaticDims(a) == StaticDims(b);
+  std::vector<int64_t> x = StaticDims(a), y = StaticDims(b);
+  for (size_t i = 0; i < 4; ++i)
+    if (!MayMatch(x[i], y[i])) return false;
+  return x[1] == y[1];
 }
 
 // [N, C, 1, 1] against [N, C, H, W]: one scale or offset per channel.
 bool PerChannelOf(const ep::ValueInfoView& small, const ep::ValueInfoView& big) {
   std::vector<int64_t> s = StaticDims(small), b = StaticDims(big);
-  return s[0] == b[0] && s[1] == b[1] && s[2] == 1 && s[3] == 1;
+  return MayMatch(s[0], b[0]) && s[1] == b[1] && s[2] == 1 && s[3] == 1;
 }
 
 bool TwoDimensional(const std::vector<int64_t>& v, size_t n) { return v.empty() || v.size() == n; }
@@ -45,7 +50,7 @@ bool ConvSupported(const ep::NodeView& node, const std::vector<bool>& constant) 
   const std::vector<int64_t> xd = StaticDims(x), yd = StaticDims(y);
   const int64_t group = node.attr_int("group", 1);
   const int64_t c = xd[1], m = (*w_shape)[0];
-  if (m != yd[1] || yd[0] != xd[0]) return false;
+  if (m != yd[1] || !MayMatch(yd[0], xd[0])) return false;
   const bool depthwise = group == c && m == c && (*w_shape)[1] == 1;
   if (group != 1 && !depthwise) return false;
   if (group == 1 && (*w_shape)[1] != c) return false;
@@ -116,6 +121,33 @@ BlockedOp ClassifyWithConstants(const ep::NodeView& node, const std::vector<bool
     }
     return BlockedOp::kActivation;
   }
+  if (op == "BatchNormalization") {
+    if (inputs != 5 || node.output_count() != 1 || node.attr_int("training_mode", 0) != 0)
+      return BlockedOp::kNone;
+    if (!IsBlockable(node.input(0)) || !IsBlockable(node.output(0))) return BlockedOp::kNone;
+    const int64_t c = StaticDims(node.input(0))[1];
+    for (size_t i = 1; i < 5; ++i) {
+      auto s = node.input(i).shape();
+      if (!constant[i] || node.input(i).type() != NX_TYPE_FLOAT || !s || s->size() != 1 ||
+          (*s)[0] != c)
+        return BlockedOp::kNone;
+    }
+    return BlockedOp::kBatchNorm;
+  }
+  if ((op == "Add" || op == "Sub" || op == "Mul" || op == "Div") && inputs == 2 &&
+      constant[0] != constant[1]) {
+    // x op c (or c op x for Add, Sub and Mul) with a one-element constant c.
+    const size_t k = constant[0] ? 0 : 1;
+    ep::ValueInfoView c = node.input(k), x = node.input(1 - k);
+    auto s = c.shape();
+    bool one = s && s->size() <= 4 && c.type() == NX_TYPE_FLOAT;
+    if (one)
+      for (int64_t d : *s) one &= d == 1;
+    if (!one || (op == "Div" && k == 0) || node.output_count() != 1) return BlockedOp::kNone;
+    if (!IsBlockable(x) || !IsBlockable(node.output(0)) || !SameDims(x, node.output(0)))
+      return BlockedOp::kNone;
+    return BlockedOp::kLinear;
+  }
   if (op == "Add" || op == "Mul") {
     if (inputs != 2 || node.output_count() != 1 || constant[0] || constant[1])
       return BlockedOp::kNone;
@@ -143,25 +175,6 @@ BlockedOp ClassifyWithConstants(const ep::NodeView& node, const std::vector<bool
     return IsBlockable(node.output(0)) ? BlockedOp::kConcat : BlockedOp::kNone;
   }
   return BlockedOp::kNone;
-}
-
-std::vector<Eltwise> ActivationSteps(const ep::NodeView& node, float clip_min, float clip_max) {
-  using A = dnnl::algorithm;
-  auto step = [](A alg, float alpha, float beta) {
-    return Eltwise{static_cast<int>(alg), alpha, beta};
-  };
-  const std::string op = node.op_type();
-  if (op == "Relu") return {step(A::eltwise_relu, 0.0f, 0.0f)};
-  if (op == "LeakyRelu") return {step(A::eltwise_relu, node.attr_float("alpha", 0.01f), 0.0f)};
-  if (op == "Sigmoid") return {step(A::eltwise_logistic, 0.0f, 0.0f)};
-  if (op == "Tanh") return {step(A::eltwise_tanh, 0.0f, 0.0f)};
-  if (op == "HardSwish") return {step(A::eltwise_hardswish, 0.0f, 0.0f)};
-  if (op == "HardSigmoid") {
-    return {step(A::eltwise_linear, node.attr_float("alpha", 0.2f), node.attr_float("beta", 0.5f)),
-            step(A::eltwise_clip, 0.0f, 1.0f)};
-  }
-  if (op == "Clip") return {step(A::eltwise_clip, clip_min, clip_max)};
-  ep::Fail(NX_FAIL, "blocked group: " + op + " is not an activation");
 }
 
 }  // namespace nxrt::cpu::blocked

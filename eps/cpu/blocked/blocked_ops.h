@@ -4,8 +4,8 @@
 // A blocked group keeps its float32 activations in oneDNN's channel-blocked layout (nChw8c on
 // AVX2, nChw16c on AVX-512: channels in groups of 8 or 16 that sit in one vector, the last group
 // zero-padded) from its first node to its last, and reorders only where values enter or leave
-// the group (blocked_program.h). Every member works on 4-D [N, C, H, W] tensors with a fully
-// static shape.
+// the group (blocked_program.h). Every member works on 4-D [N, C, H, W] float tensors whose
+// channel count is known.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +19,8 @@ enum class BlockedOp {
   kNone,           // not in a blocked group
   kConv,           // 2-D Conv, constant weights (and bias); group 1 or depthwise
   kActivation,     // Relu, LeakyRelu, Sigmoid, Tanh, HardSwish, HardSigmoid, Clip
+  kLinear,         // Add, Sub, Mul or Div with a one-element constant: x * a + b
+  kBatchNorm,      // BatchNormalization for inference, constant statistics
   kAdd,            // same shapes, or one side [N, C, 1, 1]
   kMul,            // same shapes, or one side [N, C, 1, 1] (squeeze-and-excitation scales)
   kMaxPool,        // 2-D, without the Indices output
@@ -28,9 +30,9 @@ enum class BlockedOp {
   kConstantAlias,  // Identity of a constant (torch exports share weights through these)
 };
 
-// A 4-D float tensor of fully static shape.
+// A 4-D float tensor whose channel count is known (batch, height and width may be symbolic).
 bool IsBlockable(const ep::ValueInfoView& v);
-// Its static shape (call only when IsBlockable).
+// Its declared shape, -1 where unknown (call only when IsBlockable).
 std::vector<int64_t> StaticDims(const ep::ValueInfoView& v);
 
 // What `node` is as a member of a blocked group. `is_constant(value)` says whether a value is a
@@ -39,14 +41,11 @@ std::vector<int64_t> StaticDims(const ep::ValueInfoView& v);
 template <class IsConstant>
 BlockedOp ClassifyNode(const ep::NodeView& node, IsConstant&& is_constant);
 
-// The activation of a kActivation node as oneDNN describes it: one or two eltwise steps.
+// An activation as oneDNN describes it (one eltwise step).
 struct Eltwise {
   int algorithm = 0;  // a dnnl::algorithm value (kept as int: this header stays oneDNN-free)
   float alpha = 0.0f, beta = 0.0f;
 };
-// `clip_min` / `clip_max` are the Clip bounds read from constant inputs (opset >= 11) or
-// attributes; ignored for other ops.
-std::vector<Eltwise> ActivationSteps(const ep::NodeView& node, float clip_min, float clip_max);
 
 // ---- implementation of the template ------------------------------------------------------
 

@@ -1,11 +1,14 @@
 #include "blocked/blocked_program.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
+#include "blocked/blocked_group.h"
 #include "blocked/blocked_ops.h"
 #include "blocked/blocked_steps.h"
 #include "kernels/linalg/conv_geometry.h"
@@ -33,7 +36,7 @@ struct Value {
   int producer = -1;            // node (index in the group) or -1
   std::vector<int> readers;     // nodes
   int input = -1, output = -1;  // kernel input / output index
-  std::optional<ep::ConstTensor> constant;
+  std::shared_ptr<const GroupConstant> constant;
   bool plain = false;           // a kernel input read in place (plain NCHW)
   int buffer = -1;              // arena buffer while blocked
   int64_t base = 0;             // the value's first channel within the buffer's images
@@ -53,19 +56,25 @@ struct ConvFusion {
   int sum = -1;              // the Add's other operand (value), or -1
   int sum_node = -1;         // the Add fused in
   int final = -1;            // the value the fused chain produces
+  int batch_norm = -1;       // a BatchNormalization right after the Conv, folded into its weights
 };
 
 class Compiler {
  public:
-  Compiler(const NxGraph* group, const BlockedOptions& options)
-      : graph_(group), opt_(options), tag_(options.block == 16 ? Tag::nChw16c : Tag::nChw8c) {}
+  Compiler(const GroupDesc& group, const std::vector<std::vector<int64_t>>& input_dims,
+           const BlockedOptions& options)
+      : desc_(group),
+        input_dims_(input_dims),
+        opt_(options),
+        tag_(options.block == 16 ? Tag::nChw16c : Tag::nChw8c) {}
 
   Program Compile() {
     ReadGraph();
+    InferShapes();
     MarkPlainInputs();
     PlanFusions();
     PlanConcats();
-    for (size_t i = 0; i < nodes_.size(); ++i) {
+    for (size_t i = 0; i < desc_.nodes.size(); ++i) {
       if (fused_[i] || ops_[i] == BlockedOp::kConstantAlias) continue;
       EmitNode(static_cast<int>(i));
     }
@@ -75,66 +84,139 @@ class Compiler {
   }
 
  private:
-  // ---- the graph view ----------------------------------------------------------------------
+  // ---- the group -----------------------------------------------------------------------------
 
-  int ValueOf(const ep::ValueInfoView& v) {
-    auto it = index_.find(v.name());
-    if (it != index_.end()) return it->second;
-    Value value;
-    value.name = v.name();
-    if (IsBlockable(v)) value.dims = StaticDims(v);
-    values_.push_back(std::move(value));
-    return index_[values_.back().name] = static_cast<int>(values_.size() - 1);
-  }
+  const GroupNode& Node(int node) const { return desc_.nodes[static_cast<size_t>(node)]; }
 
   void ReadGraph() {
-    const NxHostApi& host = ep::Host();
-    const size_t inputs = host.Graph_GetInputCount(graph_);
-    program_.inputs.resize(inputs);
-    for (size_t i = 0; i < inputs; ++i) {
-      ep::ValueInfoView v(host.Graph_GetInput(graph_, i));
-      Value& value = values_[static_cast<size_t>(ValueOf(v))];
-      value.input = static_cast<int>(i);
-      value.constant = v.constant();
-      if (!value.constant) program_.inputs[i].dims = value.dims;
-    }
-    const size_t outputs = host.Graph_GetOutputCount(graph_);
-    for (size_t i = 0; i < outputs; ++i) {
-      ep::ValueInfoView v(host.Graph_GetOutput(graph_, i));
-      Value& value = values_[static_cast<size_t>(ValueOf(v))];
-      NXRT_EP_ENFORCE(value.dims.size() == 4, "blocked group: output '" + value.name +
-                                                  "' is not a 4-D float tensor of static shape");
-      value.output = static_cast<int>(i);
-      program_.output_dims.push_back(value.dims);
-    }
-    const size_t n = host.Graph_GetNodeCount(graph_);
-    for (size_t i = 0; i < n; ++i) {
-      ep::NodeView node(host.Graph_GetNode(graph_, i));
-      nodes_.push_back(node);
-      std::vector<int> ins, outs;
-      for (size_t k = 0; k < node.input_count(); ++k) {
-        ep::ValueInfoView v = node.input(k);
-        ins.push_back(v.present() ? ValueOf(v) : -1);
+    values_.resize(desc_.values.size());
+    program_.inputs.resize(desc_.num_inputs);
+    program_.output_dims.resize(desc_.num_outputs);
+    for (size_t v = 0; v < desc_.values.size(); ++v) {
+      const GroupValue& g = desc_.values[v];
+      Value& value = values_[v];
+      value.name = g.name;
+      value.constant = g.constant;
+      value.input = g.input;
+      value.output = g.output;
+      if (g.input >= 0 && !g.constant) {
+        value.dims = input_dims_.at(static_cast<size_t>(g.input));
+        program_.inputs[static_cast<size_t>(g.input)].dims = value.dims;
       }
-      for (size_t k = 0; k < node.output_count(); ++k) outs.push_back(ValueOf(node.output(k)));
-      auto is_constant = [&](const ep::ValueInfoView& v) {
-        return values_[static_cast<size_t>(ValueOf(v))].constant.has_value();
-      };
-      const BlockedOp op = ClassifyNode(node, is_constant);
-      NXRT_EP_ENFORCE(op != BlockedOp::kNone,
-                      "blocked group: " + node.describe() + " cannot run in the blocked layout");
-      for (int v : ins)
+    }
+    const size_t n = desc_.nodes.size();
+    for (size_t i = 0; i < n; ++i) {
+      const GroupNode& node = desc_.nodes[i];
+      for (int v : node.inputs)
         if (v >= 0) values_[static_cast<size_t>(v)].readers.push_back(static_cast<int>(i));
-      for (int v : outs) values_[static_cast<size_t>(v)].producer = static_cast<int>(i);
-      if (op == BlockedOp::kConstantAlias)
-        values_[static_cast<size_t>(outs[0])].constant =
-            values_[static_cast<size_t>(ins[0])].constant;
-      ops_.push_back(op);
-      in_.push_back(std::move(ins));
-      out_.push_back(std::move(outs));
+      for (int v : node.outputs) values_[static_cast<size_t>(v)].producer = static_cast<int>(i);
+      ops_.push_back(node.op);
+      in_.push_back(node.inputs);
+      out_.push_back(node.outputs);
     }
     fused_.assign(n, false);
     conv_.resize(n);
+  }
+
+  // The shapes of every value for this run's input shapes; they must agree with the shapes the
+  // model declares where it declares them.
+  void InferShapes() {
+    for (size_t i = 0; i < desc_.nodes.size(); ++i) {
+      const GroupNode& node = desc_.nodes[i];
+      if (node.op == BlockedOp::kConstantAlias) continue;
+      const std::vector<int64_t>& x = V(ActInput(static_cast<int>(i))).dims;
+      NXRT_EP_ENFORCE(x.size() == 4,
+                      "blocked group: " + node.Describe() + " reads a value of unknown shape");
+      std::vector<int64_t> y = x;
+      switch (node.op) {
+        case BlockedOp::kConv:
+          y = ConvGeometryOf(static_cast<int>(i)).output_dims().to_vector();
+          break;
+        case BlockedOp::kMaxPool:
+        case BlockedOp::kAveragePool:
+          y = nn::ResolvePool(PoolAttributesOf(node), x).out_shape.to_vector();
+          break;
+        case BlockedOp::kGlobalPool:
+          y = {x[0], x[1], 1, 1};
+          break;
+        case BlockedOp::kAdd:
+        case BlockedOp::kMul: {
+          const std::vector<int64_t>& b = V(node.inputs[1]).dims;
+          auto per_channel = [](const std::vector<int64_t>& s, const std::vector<int64_t>& big) {
+            return s[0] == big[0] && s[1] == big[1] && s[2] == 1 && s[3] == 1;
+          };
+          if (b == x || per_channel(b, x)) {
+            y = x;
+          } else if (per_channel(x, b)) {
+            y = b;
+          } else {
+            ep::Fail(NX_INVALID_ARGUMENT, "blocked group: " + node.Describe() +
+                                              " cannot broadcast " + ShapeText(x) + " with " +
+                                              ShapeText(b));
+          }
+          break;
+        }
+        case BlockedOp::kConcat:
+          y[1] = 0;
+          for (int v : node.inputs) {
+            const std::vector<int64_t>& d = V(v).dims;
+            NXRT_EP_ENFORCE(d.size() == 4 && d[0] == x[0] && d[2] == x[2] && d[3] == x[3],
+                            "blocked group: " + node.Describe() + " joins " + ShapeText(x) +
+                                " and " + ShapeText(d));
+            y[1] += d[1];
+          }
+          break;
+        default:
+          break;
+      }
+      Value& out = V(node.outputs[0]);
+      const std::vector<int64_t>& declared =
+          desc_.values[static_cast<size_t>(node.outputs[0])].dims;
+      for (size_t d = 0; d < declared.size() && d < y.size(); ++d) {
+        NXRT_EP_ENFORCE(declared[d] < 0 || declared[d] == y[d],
+                        "blocked group: " + node.Describe() + " makes " + ShapeText(y) +
+                            " where the model declares " + ShapeText(declared));
+      }
+      for (int64_t d : y)
+        NXRT_EP_ENFORCE(d > 0,
+                        "blocked group: " + node.Describe() + " makes an empty " + ShapeText(y));
+      out.dims = y;
+      if (out.output >= 0) program_.output_dims[static_cast<size_t>(out.output)] = y;
+    }
+  }
+
+  static std::string ShapeText(const std::vector<int64_t>& d) {
+    std::string s = "[";
+    for (size_t i = 0; i < d.size(); ++i) s += (i ? "," : "") + std::to_string(d[i]);
+    return s + "]";
+  }
+
+  linalg::ConvGeometry ConvGeometryOf(int node) {
+    const GroupNode& n = Node(node);
+    linalg::ConvAttributes a;
+    a.op = n.Describe();
+    a.auto_pad = n.String("auto_pad", "NOTSET");
+    if (a.auto_pad.empty()) a.auto_pad = "NOTSET";
+    a.kernel_shape = n.Ints("kernel_shape");
+    a.strides = n.Ints("strides");
+    a.dilations = n.Ints("dilations");
+    a.pads = n.Ints("pads");
+    a.group = n.Int("group", 1);
+    return linalg::ComputeConvGeometry(a, V(n.inputs[0]).dims, V(n.inputs[1]).constant->dims);
+  }
+
+  static nn::PoolAttributes PoolAttributesOf(const GroupNode& n) {
+    nn::PoolAttributes a;
+    a.op = n.op_type;
+    a.kernel = n.Ints("kernel_shape");
+    const size_t k = a.kernel.size();
+    a.strides = n.Ints("strides", std::vector<int64_t>(k, 1));
+    a.pads = n.Ints("pads", std::vector<int64_t>(2 * k, 0));
+    a.dilations = n.Ints("dilations", std::vector<int64_t>(k, 1));
+    a.auto_pad = n.String("auto_pad", "NOTSET");
+    if (a.auto_pad.empty()) a.auto_pad = "NOTSET";
+    a.ceil_mode = n.Int("ceil_mode", 0) != 0;
+    return a;
   }
 
   Value& V(int v) { return values_[static_cast<size_t>(v)]; }
@@ -151,7 +233,7 @@ class Compiler {
       for (int r : value.readers) {
         const size_t ri = static_cast<size_t>(r);
         if (ops_[ri] != BlockedOp::kConv || in_[ri][0] != static_cast<int>(v) ||
-            nodes_[ri].attr_int("group", 1) != 1) {
+            desc_.nodes[ri].Int("group", 1) != 1) {
           only_convs = false;
         }
       }
@@ -162,24 +244,119 @@ class Compiler {
   }
   bool IsOutput(int v) { return V(v).output >= 0; }
 
-  // Clip bounds from constant inputs (opset 11 on) or attributes (before).
+  // The input a one-input member works on (kLinear: the operand that is not the constant).
+  int ActInput(int node) const {
+    const GroupNode& n = Node(node);
+    if (n.op == BlockedOp::kLinear && values_[static_cast<size_t>(n.inputs[0])].constant)
+      return n.inputs[1];
+    return n.inputs[0];
+  }
+
+  bool IsActivationLike(int node) const {
+    return ops_[static_cast<size_t>(node)] == BlockedOp::kActivation ||
+           ops_[static_cast<size_t>(node)] == BlockedOp::kLinear;
+  }
+
+  // The activation of a kActivation or kLinear node as oneDNN eltwise steps; Clip bounds come
+  // from constant inputs (opset 11 on) or attributes (before).
   std::vector<Eltwise> Activation(int node) {
-    const ep::NodeView& n = nodes_[static_cast<size_t>(node)];
-    float lo = -3.4028235e38f, hi = 3.4028235e38f;
-    if (n.op_type() == "Clip") {
-      if (n.opset() < 11) {
-        lo = n.attr_float("min", lo);
-        hi = n.attr_float("max", hi);
-      } else {
-        const std::vector<int>& ins = in_[static_cast<size_t>(node)];
-        if (ins.size() > 1 && ins[1] >= 0) lo = *V(ins[1]).constant->data<float>();
-        if (ins.size() > 2 && ins[2] >= 0) hi = *V(ins[2]).constant->data<float>();
-      }
+    const GroupNode& n = Node(node);
+    using A = dnnl::algorithm;
+    auto step = [](A alg, float alpha, float beta) {
+      return Eltwise{static_cast<int>(alg), alpha, beta};
+    };
+    const std::string& op = n.op_type;
+    if (n.op == BlockedOp::kLinear) {  // x * a + b
+      const bool c_first = ActInput(node) == n.inputs[1];
+      const float c = V(n.inputs[c_first ? 0 : 1]).constant->data.at(0);
+      if (op == "Add") return {step(A::eltwise_linear, 1.0f, c)};
+      if (op == "Sub") return {step(A::eltwise_linear, c_first ? -1.0f : 1.0f, c_first ? c : -c)};
+      if (op == "Mul") return {step(A::eltwise_linear, c, 0.0f)};
+      return {step(A::eltwise_linear, 1.0f / c, 0.0f)};  // Div: x / c
     }
-    return ActivationSteps(n, lo, hi);
+    if (op == "Relu") return {step(A::eltwise_relu, 0.0f, 0.0f)};
+    if (op == "LeakyRelu") return {step(A::eltwise_relu, n.Float("alpha", 0.01f), 0.0f)};
+    if (op == "Sigmoid") return {step(A::eltwise_logistic, 0.0f, 0.0f)};
+    if (op == "Tanh") return {step(A::eltwise_tanh, 0.0f, 0.0f)};
+    if (op == "HardSwish") return {step(A::eltwise_hardswish, 0.0f, 0.0f)};
+    if (op == "HardSigmoid") {
+      return {step(A::eltwise_linear, n.Float("alpha", 0.2f), n.Float("beta", 0.5f)),
+              step(A::eltwise_clip, 0.0f, 1.0f)};
+    }
+    NXRT_EP_ENFORCE(op == "Clip", "blocked group: " + n.Describe() + " is not an activation");
+    float lo = -3.4028235e38f, hi = 3.4028235e38f;
+    if (n.opset < 11) {
+      lo = n.Float("min", lo);
+      hi = n.Float("max", hi);
+    } else {
+      const int lo_v = n.Input(1), hi_v = n.Input(2);
+      if (lo_v >= 0) lo = V(lo_v).constant->data.at(0);
+      if (hi_v >= 0) hi = V(hi_v).constant->data.at(0);
+    }
+    return {step(A::eltwise_clip, lo, hi)};
   }
 
   // ---- fusion ------------------------------------------------------------------------------
+
+  // oneDNN 2.6's post-op chains apply the first of two eltwise steps of one algorithm twice
+  // (conv + linear(0.75) + linear(1, -0.4) computed 0.75 * 0.75 * x): adjacent linear steps are
+  // composed into one, and a chain never holds an algorithm twice (fusion stops there).
+  static bool IsLinear(const Eltwise& e) {
+    return e.algorithm == static_cast<int>(dnnl::algorithm::eltwise_linear);
+  }
+  static bool CanAppend(const ConvFusion& f, const std::vector<Eltwise>& steps) {
+    std::vector<Fused> chain = f.chain;
+    return AppendTo(chain, steps);
+  }
+  static bool Append(ConvFusion& f, const std::vector<Eltwise>& steps) {
+    std::vector<Fused> chain = f.chain;
+    if (!AppendTo(chain, steps)) return false;
+    f.chain = std::move(chain);
+    return true;
+  }
+  static bool AppendTo(std::vector<Fused>& chain, const std::vector<Eltwise>& steps) {
+    for (const Eltwise& e : steps) {
+      if (IsLinear(e) && !chain.empty() && !chain.back().sum && IsLinear(chain.back().eltwise)) {
+        Eltwise& last = chain.back().eltwise;  // e(last(x)) = e.a * (last.a * x + last.b) + e.b
+        last = {last.algorithm, e.alpha * last.alpha, e.alpha * last.beta + e.beta};
+        continue;
+      }
+      for (const Fused& f : chain)
+        if (!f.sum && f.eltwise.algorithm == e.algorithm) return false;
+      chain.push_back({false, e});
+    }
+    return true;
+  }
+
+  // PaddlePaddle's HardSwish written out: y * Clip(y + 3, 0, 6) / 6 (or * 1/6). When y's readers
+  // are exactly that pattern, marks its nodes fused and returns the value it ends in, else -1.
+  int WrittenHardSwish(int y) {
+    const Value& yv = V(y);
+    if (yv.readers.size() != 2) return -1;
+    auto linear = [&](int node, float a, float b) {
+      if (node < 0 || ops_[static_cast<size_t>(node)] != BlockedOp::kLinear) return false;
+      const Eltwise e = Activation(node)[0];
+      return std::fabs(e.alpha - a) <= 1e-6f * std::fabs(a) && e.beta == b;
+    };
+    for (int add : yv.readers) {
+      if (!linear(add, 1.0f, 3.0f)) continue;
+      const int clip = SoleReader(out_[static_cast<size_t>(add)][0]);
+      if (clip < 0 || OpType(clip) != "Clip") continue;
+      const Eltwise c = Activation(clip)[0];
+      if (c.alpha != 0.0f || c.beta != 6.0f) continue;
+      const int mul = SoleReader(out_[static_cast<size_t>(clip)][0]);
+      if (mul < 0 || ops_[static_cast<size_t>(mul)] != BlockedOp::kMul) continue;
+      const std::vector<int>& m = in_[static_cast<size_t>(mul)];
+      const int clipped = out_[static_cast<size_t>(clip)][0];
+      if (!((m[0] == y && m[1] == clipped) || (m[0] == clipped && m[1] == y))) continue;
+      if (std::count(yv.readers.begin(), yv.readers.end(), mul) != 1) continue;
+      const int div = SoleReader(out_[static_cast<size_t>(mul)][0]);
+      if (!linear(div, 1.0f / 6.0f, 0.0f)) continue;
+      for (int node : {add, clip, mul, div}) fused_[static_cast<size_t>(node)] = true;
+      return out_[static_cast<size_t>(div)][0];
+    }
+    return -1;
+  }
 
   static size_t FirstClip(const std::vector<Fused>& chain) {
     for (size_t i = 0; i < chain.size(); ++i)
@@ -196,15 +373,10 @@ class Compiler {
     return value.readers[0];
   }
 
-  const std::string& OpType(int node) {
-    op_names_.resize(nodes_.size());
-    std::string& s = op_names_[static_cast<size_t>(node)];
-    if (s.empty()) s = nodes_[static_cast<size_t>(node)].op_type();
-    return s;
-  }
+  const std::string& OpType(int node) const { return Node(node).op_type; }
 
   void PlanFusions() {
-    for (size_t c = 0; c < nodes_.size(); ++c) {
+    for (size_t c = 0; c < desc_.nodes.size(); ++c) {
       if (ops_[c] != BlockedOp::kConv) continue;
       ConvFusion& f = conv_[c];
       int y = out_[c][0];
@@ -212,8 +384,21 @@ class Compiler {
         const Value& yv = V(y);
         if (IsOutput(y)) break;
         const int r = SoleReader(y);
-        if (r >= 0 && ops_[static_cast<size_t>(r)] == BlockedOp::kActivation) {
-          for (const Eltwise& e : Activation(r)) f.chain.push_back({false, e});
+        if (r >= 0 && ops_[static_cast<size_t>(r)] == BlockedOp::kBatchNorm && f.chain.empty() &&
+            f.batch_norm < 0) {  // folded into the weights and bias
+          f.batch_norm = r;
+          fused_[static_cast<size_t>(r)] = true;
+          y = out_[static_cast<size_t>(r)][0];
+          continue;
+        }
+        if (CanAppend(f, {{static_cast<int>(dnnl::algorithm::eltwise_hardswish), 0.0f, 0.0f}})) {
+          if (int end = WrittenHardSwish(y); end >= 0) {
+            Append(f, {{static_cast<int>(dnnl::algorithm::eltwise_hardswish), 0.0f, 0.0f}});
+            y = end;
+            continue;
+          }
+        }
+        if (r >= 0 && IsActivationLike(r) && Append(f, Activation(r))) {
           fused_[static_cast<size_t>(r)] = true;
           y = out_[static_cast<size_t>(r)][0];
           continue;
@@ -244,9 +429,8 @@ class Compiler {
           if (sig >= 0 && mul >= 0 && SoleReader(out_[static_cast<size_t>(sig)][0]) == mul) {
             const std::vector<int>& ins = in_[static_cast<size_t>(mul)];
             const int s = out_[static_cast<size_t>(sig)][0];
-            if ((ins[0] == y && ins[1] == s) || (ins[0] == s && ins[1] == y)) {
-              f.chain.push_back(
-                  {false, {static_cast<int>(dnnl::algorithm::eltwise_swish), 1.0f, 0.0f}});
+            if (((ins[0] == y && ins[1] == s) || (ins[0] == s && ins[1] == y)) &&
+                Append(f, {{static_cast<int>(dnnl::algorithm::eltwise_swish), 1.0f, 0.0f}})) {
               fused_[static_cast<size_t>(sig)] = fused_[static_cast<size_t>(mul)] = true;
               y = out_[static_cast<size_t>(mul)][0];
               continue;
@@ -333,7 +517,7 @@ class Compiler {
   // Concat inputs computed in the group for the Concat alone, at block-aligned channels, are
   // written by their producers straight into the output: the Concat then costs nothing.
   void PlanConcats() {
-    for (size_t k = 0; k < nodes_.size(); ++k) {
+    for (size_t k = 0; k < desc_.nodes.size(); ++k) {
       if (ops_[k] != BlockedOp::kConcat) continue;
       const std::vector<int>& ins = in_[k];
       bool direct = true;
@@ -374,7 +558,7 @@ class Compiler {
 
   Step NewStep(int node, const std::string& op) {
     Step s;
-    s.name = nodes_[static_cast<size_t>(node)].name();
+    s.name = Node(node).name;
     s.op = op;
     return s;
   }
@@ -457,7 +641,11 @@ class Compiler {
         EmitConv(node);
         return;
       case BlockedOp::kActivation:
+      case BlockedOp::kLinear:
         EmitActivation(node);
+        break;
+      case BlockedOp::kBatchNorm:
+        EmitBatchNorm(node);
         break;
       case BlockedOp::kAdd:
       case BlockedOp::kMul:
@@ -472,28 +660,26 @@ class Compiler {
         EmitConcat(node);
         break;
       default:
-        ep::Fail(NX_FAIL, "blocked group: unexpected member " +
-                              nodes_[static_cast<size_t>(node)].describe());
+        ep::Fail(NX_FAIL, "blocked group: unexpected member " + Node(node).Describe());
     }
     Leave(out_[static_cast<size_t>(node)][0], node);
   }
 
   void EmitConv(int node) {
-    const ep::NodeView& n = nodes_[static_cast<size_t>(node)];
+    const GroupNode& n = Node(node);
     const std::vector<int>& ins = in_[static_cast<size_t>(node)];
     const int x = ins[0];
     const ConvFusion& f = conv_[static_cast<size_t>(node)];
     const int y = f.final;
-    const ep::ConstTensor& wt = *V(ins[1]).constant;
-    const float* bias = ins.size() > 2 && ins[2] >= 0 ? V(ins[2]).constant->data<float>() : nullptr;
-    linalg::ConvAttributes attrs(n);
-    linalg::ConvGeometry g = linalg::ComputeConvGeometry(attrs, V(x).dims, wt.shape());
+    const float* bias = n.Input(2) >= 0 ? V(n.Input(2)).constant->data.data() : nullptr;
+
+    linalg::ConvGeometry g = ConvGeometryOf(node);
     const int64_t c = g.in_channels, m = g.out_channels;
     const int64_t h = g.in[1], w = g.in[2], oh = g.out[1], ow = g.out[2];
     const int64_t kh = g.kernel[1], kw = g.kernel[2];
     const bool depthwise = g.group > 1;
     NXRT_EP_ENFORCE(V(y).dims == std::vector<int64_t>({g.batch, m, oh, ow}),
-                    "blocked group: " + n.describe() + " output shape does not match its inputs");
+                    "blocked group: " + n.Describe() + " output shape does not match its inputs");
 
     // In place over the addend when nothing reads it later and it is not the source.
     bool in_place = false;
@@ -535,7 +721,23 @@ class Compiler {
     const memory::dims dilates = {g.dilation[1] - 1, g.dilation[2] - 1};
     const memory::dims pad_l = {g.pad_begin[1], g.pad_begin[2]};
     const memory::dims pad_r = {g.pad_end[1], g.pad_end[2]};
-    const float* wdata = wt.data<float>();
+    const float* wdata = V(ins[1]).constant->data.data();
+    std::vector<float> folded_w, folded_b;
+    if (f.batch_norm >= 0) {  // w * s and b * s + t per output channel
+      std::vector<float> scale, shift;
+      BatchNormAffine(f.batch_norm, &scale, &shift);
+      const int64_t per_channel = (c / g.group) * kh * kw;
+      folded_w.assign(wdata, wdata + m * per_channel);
+      folded_b.assign(static_cast<size_t>(m), 0.0f);
+      for (int64_t o = 0; o < m; ++o) {
+        for (int64_t k = 0; k < per_channel; ++k)
+          folded_w[static_cast<size_t>(o * per_channel + k)] *= scale[static_cast<size_t>(o)];
+        folded_b[static_cast<size_t>(o)] =
+            (bias ? bias[o] : 0.0f) * scale[static_cast<size_t>(o)] + shift[static_cast<size_t>(o)];
+      }
+      wdata = folded_w.data();
+      bias = folded_b.data();
+    }
     for (auto [o0, o1] : Slices(m, SliceCount(macs >= kMinSliceMacs))) {
       const int64_t os = o1 - o0;
       memory::desc src = V(x).plain ? PlainDesc(c, h, w) : BlockedDesc(depthwise ? os : c, h, w);
@@ -589,8 +791,67 @@ class Compiler {
     Leave(y, node);
   }
 
-  void EmitActivation(int node) {
+  // BatchNormalization as y = x * scale + shift per channel.
+  void BatchNormAffine(int node, std::vector<float>* scale, std::vector<float>* shift) {
+    const GroupNode& n = Node(node);
+    const float eps = n.Float("epsilon", 1e-5f);
+    const std::vector<float>& gamma = V(n.inputs[1]).constant->data;
+    const std::vector<float>& beta = V(n.inputs[2]).constant->data;
+    const std::vector<float>& mean = V(n.inputs[3]).constant->data;
+    const std::vector<float>& var = V(n.inputs[4]).constant->data;
+    scale->resize(gamma.size());
+    shift->resize(gamma.size());
+    for (size_t c = 0; c < gamma.size(); ++c) {
+      (*scale)[c] = gamma[c] / std::sqrt(var[c] + eps);
+      (*shift)[c] = beta[c] - mean[c] * (*scale)[c];
+    }
+  }
+
+  // A BatchNormalization not folded into a convolution: x * scale + shift per channel, as a
+  // binary multiply by the scales with the shifts added as a post-op.
+  void EmitBatchNorm(int node) {
     const int x = in_[static_cast<size_t>(node)][0], y = out_[static_cast<size_t>(node)][0];
+    Allocate(y);
+    std::vector<float> scale, shift;
+    BatchNormAffine(node, &scale, &shift);
+    const int64_t c = V(x).dims[1], h = V(x).dims[2], w = V(x).dims[3];
+    Step step = NewStep(node, "BatchNormalization");
+    step.images = V(x).dims[0];
+    for (auto [c0, c1] : Slices(c, SliceCount(c * h * w * 4 >= kMinSliceBytes))) {
+      memory::desc md = BlockedDesc(c1 - c0, h, w), md1 = BlockedDesc(c1 - c0, 1, 1);
+      dnnl::post_ops ops;
+      ops.append_binary(dnnl::algorithm::binary_add, md1);
+      dnnl::binary::desc d(dnnl::algorithm::binary_mul, md, md1, md);
+      dnnl::binary::primitive_desc pd(d, Attr(ops), DnnlEngine());
+      Call call;
+      call.has_primitive = true;
+      call.primitive = dnnl::binary(pd);
+      call.scratch_bytes = Scratch(pd);
+      call.args = {{DNNL_ARG_SRC_0, md, At(x, c0)},
+                   {DNNL_ARG_SRC_1, md1, ChannelConstant(md1, scale, c0, c1)},
+                   {DNNL_ARG_DST, md, At(y, c0)},
+                   {DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, md1,
+                    ChannelConstant(md1, shift, c0, c1)}};
+      step.parts.push_back({call});
+    }
+    Push(std::move(step), {x}, {y});
+  }
+
+  // Channels [c0, c1) of a per-channel constant as a blocked [1, C, 1, 1] memory (padding zero).
+  static Location ChannelConstant(const memory::desc& md, const std::vector<float>& values,
+                                  int64_t c0, int64_t c1) {
+    auto mem = std::make_shared<memory>(md, DnnlEngine());
+    float* p = static_cast<float*>(mem->get_data_handle());
+    std::fill(p, p + md.get_size() / sizeof(float), 0.0f);
+    std::copy(values.begin() + c0, values.begin() + c1, p);
+    Location at;
+    at.where = Where::kFixed;
+    at.fixed = std::move(mem);
+    return at;
+  }
+
+  void EmitActivation(int node) {
+    const int x = ActInput(node), y = out_[static_cast<size_t>(node)][0];
     Allocate(y);
     const int64_t c = V(x).dims[1], h = V(x).dims[2], w = V(x).dims[3];
     Step step = NewStep(node, OpType(node));
@@ -665,7 +926,7 @@ class Compiler {
   }
 
   void EmitPool(int node) {
-    const ep::NodeView& n = nodes_[static_cast<size_t>(node)];
+    const GroupNode& n = Node(node);
     const int x = in_[static_cast<size_t>(node)][0], y = out_[static_cast<size_t>(node)][0];
     Allocate(y);
     const BlockedOp kind = ops_[static_cast<size_t>(node)];
@@ -680,8 +941,7 @@ class Compiler {
       alg = OpType(node) == "GlobalMaxPool" ? dnnl::algorithm::pooling_max
                                             : dnnl::algorithm::pooling_avg_exclude_padding;
     } else {
-      nn::PoolAttributes attrs(n);
-      nn::PoolGeometry g = nn::ResolvePool(attrs, V(x).dims);
+      nn::PoolGeometry g = nn::ResolvePool(PoolAttributesOf(n), V(x).dims);
       for (int d = 1; d < 3; ++d) {
         kernel.push_back(g.k[d]);
         strides.push_back(g.s[d]);
@@ -695,8 +955,8 @@ class Compiler {
       if (kind == BlockedOp::kMaxPool) {
         alg = dnnl::algorithm::pooling_max;
       } else {
-        alg = n.attr_int("count_include_pad", 0) ? dnnl::algorithm::pooling_avg_include_padding
-                                                 : dnnl::algorithm::pooling_avg_exclude_padding;
+        alg = n.Int("count_include_pad", 0) ? dnnl::algorithm::pooling_avg_include_padding
+                                            : dnnl::algorithm::pooling_avg_exclude_padding;
       }
     }
     const int64_t oh = V(y).dims[2], ow = V(y).dims[3];
@@ -796,35 +1056,46 @@ class Compiler {
     }
   }
 
-  const NxGraph* graph_;
+  const GroupDesc& desc_;
+  std::vector<std::vector<int64_t>> input_dims_;
   BlockedOptions opt_;
   Tag tag_;
   Program program_;
   std::vector<Value> values_;
-  std::unordered_map<std::string, int> index_;
-  std::vector<ep::NodeView> nodes_;
   std::vector<BlockedOp> ops_;
   std::vector<std::vector<int>> in_, out_;
   std::vector<bool> fused_;
   std::vector<ConvFusion> conv_;
-  std::vector<std::string> op_names_;
   std::vector<size_t> buffer_bytes_;
   std::set<int> concat_direct_;  // Concat nodes whose inputs are written in place
 };
 
 }  // namespace
 
-std::unique_ptr<ep::Kernel> CompileBlockedGroup(const NxGraph* group,
-                                                const BlockedOptions& options) {
+Program CompileProgram(const GroupDesc& group, const std::vector<std::vector<int64_t>>& input_dims,
+                       const BlockedOptions& options) {
   // oneDNN sizes a primitive's OpenMP team when the primitive is created: one thread, since
   // every primitive runs on one thread of the session's pool.
   linalg::OmpThreadScope one_thread(1);
   try {
-    return MakeBlockedKernel(Compiler(group, options).Compile());
+    return Compiler(group, input_dims, options).Compile();
   } catch (const dnnl::error& e) {
     ep::Fail(NX_NOT_IMPLEMENTED,
              std::string("blocked group: oneDNN refused a primitive: ") + e.what());
   }
+}
+
+std::unique_ptr<ep::Kernel> CompileBlockedGroup(const NxGraph* group,
+                                                const BlockedOptions& options) {
+  GroupDesc desc = ReadGroup(group);
+  std::optional<Program> program;
+  if (desc.static_shapes) {  // compiled now, so a failure lets the nodes run one by one
+    std::vector<std::vector<int64_t>> dims(desc.num_inputs);
+    for (const GroupValue& v : desc.values)
+      if (v.input >= 0 && !v.constant) dims[static_cast<size_t>(v.input)] = v.dims;
+    program = CompileProgram(desc, dims, options);
+  }
+  return MakeBlockedKernel(std::move(desc), options, std::move(program));
 }
 
 }  // namespace nxrt::cpu::blocked

@@ -23,6 +23,10 @@
 #include <cstdint>
 #include <memory>
 #include <nxrt/nxrt_ep.hpp>
+#include <vector>
+
+#include "blocked/blocked_group.h"
+#include "blocked/blocked_steps.h"
 
 namespace nxrt::cpu::blocked {
 
@@ -32,9 +36,16 @@ struct BlockedOptions {
 };
 
 // The kernel that runs `group` (a graph view from NxEp::CompileGroup whose nodes ClassifyNode
-// accepts). Throws (an ep::Error) when a member cannot be compiled; the caller then lets the
-// nodes run one by one.
+// accepts). A group of static shapes is compiled here, and this throws (an ep::Error) when a
+// member cannot be compiled: the caller then lets the nodes run one by one. A group whose
+// shapes are known only at run time (symbolic batch, height, width) is compiled for each new
+// set of input shapes on its first run with them (blocked_kernel.cc).
 std::unique_ptr<ep::Kernel> CompileBlockedGroup(const NxGraph* group,
                                                 const BlockedOptions& options);
+
+// The program of `group` for these shapes of the kernel's inputs (entries of constant inputs
+// are ignored).
+Program CompileProgram(const GroupDesc& group, const std::vector<std::vector<int64_t>>& input_dims,
+                       const BlockedOptions& options);
 
 }  // namespace nxrt::cpu::blocked

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <nxrt/nxrt_ep.hpp>
 #include <oneapi/dnnl/dnnl.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -87,6 +88,11 @@ struct Program {
   int64_t images = 1;  // the largest batch of a step
 };
 
-std::unique_ptr<ep::Kernel> MakeBlockedKernel(Program program);
+struct GroupDesc;
+struct BlockedOptions;
+// The kernel of a group: `program` when it was compiled ahead (static shapes), else compiled per
+// input shapes at run time.
+std::unique_ptr<ep::Kernel> MakeBlockedKernel(GroupDesc desc, const BlockedOptions& options,
+                                              std::optional<Program> program);
 
 }  // namespace nxrt::cpu::blocked

@@ -22,6 +22,7 @@ struct ConvAttributes {
   std::vector<int64_t> output_padding, output_shape;  // ConvTranspose only
   int64_t group = 1;
 
+  ConvAttributes() = default;  // filled by the caller (compiled groups read copied attributes)
   explicit ConvAttributes(const ep::NodeView& node);
 };
 

@@ -21,6 +21,7 @@ struct PoolAttributes {
   std::string auto_pad = "NOTSET";
   bool ceil_mode = false;
 
+  PoolAttributes() = default;  // filled by the caller (compiled groups read copied attributes)
   explicit PoolAttributes(const ep::NodeView& info) {
     op = info.op_type();
     kernel = info.attr_ints("kernel_shape");

@@ -34,8 +34,46 @@ class Builder {
     g_->set_name("blocked");
   }
 
+  // dims: -1 for a symbolic dimension.
   void Input(const std::string& name, std::vector<int64_t> dims) {
-    AddFloatValue(g_->add_input(), name, dims);
+    auto* vi = g_->add_input();
+    vi->set_name(name);
+    auto* t = vi->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(onnx::TensorProto::FLOAT);
+    for (size_t i = 0; i < dims.size(); ++i) {
+      auto* d = t->mutable_shape()->add_dim();
+      if (dims[i] < 0)
+        d->set_dim_param("d" + std::to_string(i));
+      else
+        d->set_dim_value(dims[i]);
+    }
+  }
+  void Constant(const std::string& name, std::vector<int64_t> dims, std::vector<float> values) {
+    *g_->add_initializer() = MakeFloatTensor(name, dims, values);
+  }
+  // BatchNormalization with random statistics.
+  void BatchNorm(const std::string& x, const std::string& y, int64_t c) {
+    std::vector<float> gamma(c), beta(c), mean(c), var(c);
+    for (int64_t i = 0; i < c; ++i) {
+      gamma[i] = 1.0f + 0.2f * normal_(rng_);
+      beta[i] = 0.1f * normal_(rng_);
+      mean[i] = 0.1f * normal_(rng_);
+      var[i] = 0.5f + std::fabs(normal_(rng_));
+    }
+    Constant(y + "_g", {c}, gamma);
+    Constant(y + "_b", {c}, beta);
+    Constant(y + "_m", {c}, mean);
+    Constant(y + "_v", {c}, var);
+    Op("BatchNormalization", {x, y + "_g", y + "_b", y + "_m", y + "_v"}, y);
+  }
+  // Paddle's HardSwish written out: x * Clip(x + 3, 0, 6) / 6.
+  void WrittenHardSwish(const std::string& x, const std::string& y) {
+    Constant(y + "_3", {}, {3.0f});
+    Constant(y + "_6", {}, {6.0f});
+    Op("Add", {x, y + "_3"}, y + "_a");
+    Clip(y + "_a", y + "_c", 0.0f, 6.0f);
+    Op("Mul", {x, y + "_c"}, y + "_m");
+    Op("Div", {y + "_m", y + "_6"}, y);
   }
   void Output(const std::string& name, std::vector<int64_t> dims) {
     AddFloatValue(g_->add_output(), name, dims);
@@ -288,6 +326,106 @@ TEST(BlockedGroup, AGroupThatFailsToCompileFallsBackToTheNodes) {
   p.Pool("MaxPool", "c", "y", 2, 1, 2);
   p.Output("y", {1, 8, 13, 13});
   EXPECT_EQ(RunModel(p.Bytes(), {"x"}, {{1, 8, 10, 10}}, "1", 1).kernels, 2u);
+}
+
+// An EP of higher priority (SimDevice, which has Relu and Add) takes nodes in the middle of the
+// chain: the CPU EP leaves them out of its groups (Capability_IsNodeTaken) instead of claiming a
+// group the host would reject as not convex, so every convolution still finds its EP.
+TEST(BlockedGroup, NodesAnEarlierEpTookStayOutOfGroups) {
+  Builder b;
+  b.Input("x", {1, 8, 12, 12});
+  b.Conv("x", "c1", 8, 16, 3);
+  b.Op("Relu", {"c1"}, "r1");
+  b.Conv("r1", "c2", 16, 16, 3);
+  b.Pool("MaxPool", "c2", "m", 3, 1, 1);
+  b.Op("Add", {"m", "r1"}, "s");
+  b.Conv("s", "c3", 16, 8, 1);
+  b.Pool("MaxPool", "c3", "y", 2, 2, 0);
+  b.Output("y", {1, 8, 6, 6});
+  const std::string bytes = b.Bytes();
+  const Result ref = RunModel(bytes, {"x"}, {{1, 8, 12, 12}}, "0", 1);
+
+  nxrt::Env env(NX_LOG_ERROR);
+  env.RegisterEpLibrary("sim", std::string(NXRT_TEST_EP_DIR) + "/libnxrt_ep_sim_device.so");
+  nxrt::SessionOptions options;
+  options.AppendEp("SimDevice").AppendEp("CPU").SetIntraOpThreads(2);
+  nxrt::Session session(env, bytes.data(), bytes.size(), &options);
+  nxrt::Value x = nxrt::Value::Tensor(NX_TYPE_FLOAT, std::vector<int64_t>{1, 8, 12, 12});
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal;
+  for (size_t i = 0; i < x.size(); ++i) x.data<float>()[i] = 2.0f * normal(rng);
+  std::vector<nxrt::Value> out = session.Run({"x"}, {&x});
+  ASSERT_EQ(out.size(), 1u);
+  ASSERT_EQ(out[0].size(), ref.outputs[0].size());
+  for (size_t i = 0; i < out[0].size(); ++i)
+    EXPECT_NEAR(out[0].data<float>()[i], ref.outputs[0][i], 1e-4f) << i;
+}
+
+// PaddleOCR's blocks: Conv -> BatchNormalization (folded into the weights) -> HardSwish written
+// out (one post-op), Conv -> Mul(c, x) -> Add(x, c) (a learnable affine: composed into one linear
+// step) -> Relu, a BatchNormalization after a Relu (standalone), Sub and Div by constants.
+TEST(BlockedGroup, PaddleBlocksBatchNormsAndScalarConstants) {
+  Builder b;
+  b.Input("x", {1, 3, 20, 16});
+  b.Conv("x", "c1", 3, 16, 3, 2);
+  b.BatchNorm("c1", "n1", 16);
+  b.WrittenHardSwish("n1", "h1");
+  b.Conv("h1", "d1", 16, 16, 3, 1, 1, 16);
+  b.Constant("scale", {1}, {0.8f});
+  b.Constant("shift", {1, 1, 1, 1}, {-0.3f});
+  b.Op("Mul", {"scale", "d1"}, "s1");
+  b.Op("Add", {"s1", "shift"}, "a1");
+  b.Op("Relu", {"a1"}, "r1");
+  b.BatchNorm("r1", "n2", 16);  // after a Relu: standalone
+  b.Conv("n2", "c2", 16, 12, 1);
+  b.Constant("five", {}, {5.0f});
+  b.Op("Sub", {"five", "c2"}, "sub");  // 5 - x
+  b.Constant("two", {}, {2.0f});
+  b.Op("Div", {"sub", "two"}, "div");
+  b.Op("GlobalAveragePool", {"div"}, "gap");
+  b.Conv("gap", "y", 12, 4, 1);
+  b.Output("y", {1, 4, 1, 1});
+  b.Output("h1", {1, 16, 10, 8});
+  ExpectSameAsNodeByNode(b.Bytes(), {"x"}, {{1, 3, 20, 16}});
+}
+
+// Symbolic batch, height and width: the group is compiled on the first run of each input shape
+// and keeps every program; shapes come back in any order.
+TEST(BlockedGroup, ShapesKnownOnlyAtRunTimeCompilePerShape) {
+  Builder b;
+  b.Input("x", {-1, 3, -1, -1});
+  b.Conv("x", "c1", 3, 16, 3, 2);
+  b.BatchNorm("c1", "n1", 16);
+  b.Op("Relu", {"n1"}, "r1");
+  b.Conv("r1", "c2", 16, 16, 3, 1, 1, 16);
+  b.Op("Add", {"c2", "r1"}, "s");
+  b.Pool("MaxPool", "s", "m", 3, 2, 1);
+  b.Conv("m", "y", 16, 8, 1);
+  b.Output("y", {-1, 8, -1, -1});
+  const std::string bytes = b.Bytes();
+  nxrt::Env env(NX_LOG_ERROR);
+  nxrt::SessionOptions blocked, plain;
+  blocked.SetIntraOpThreads(2);
+  plain.SetIntraOpThreads(1).SetConfig("ep.cpu.blocked_layout", "0");
+  nxrt::Session a(env, bytes.data(), bytes.size(), &blocked);
+  nxrt::Session ref(env, bytes.data(), bytes.size(), &plain);
+  EXPECT_LT(a.ep_node_count(0), ref.ep_node_count(0));
+  const std::vector<std::vector<int64_t>> shapes = {
+      {1, 3, 32, 48}, {2, 3, 17, 9}, {1, 3, 32, 48}, {1, 3, 5, 64}, {2, 3, 17, 9}};
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal;
+  for (const auto& dims : shapes) {
+    SCOPED_TRACE(::testing::PrintToString(dims));
+    nxrt::Value x = nxrt::Value::Tensor(NX_TYPE_FLOAT, dims);
+    for (size_t i = 0; i < x.size(); ++i) x.data<float>()[i] = normal(rng);
+    std::vector<nxrt::Value> got = a.Run({"x"}, {&x});
+    std::vector<nxrt::Value> want = ref.Run({"x"}, {&x});
+    ASSERT_EQ(got[0].shape(), want[0].shape());
+    for (size_t i = 0; i < want[0].size(); ++i) {
+      const float w = want[0].data<float>()[i];
+      ASSERT_NEAR(got[0].data<float>()[i], w, 1e-4f * std::max(1.0f, std::fabs(w))) << i;
+    }
+  }
 }
 
 TEST(BlockedGroup, OptionsTurnGroupsOffAndRejectUnknownValues) {
