@@ -216,6 +216,7 @@ class Compiler {
     a.auto_pad = n.String("auto_pad", "NOTSET");
     if (a.auto_pad.empty()) a.auto_pad = "NOTSET";
     a.ceil_mode = n.Int("ceil_mode", 0) != 0;
+    a.Validate();
     return a;
   }
 

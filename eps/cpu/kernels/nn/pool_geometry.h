@@ -32,6 +32,13 @@ struct PoolAttributes {
     dilations = info.attr_ints("dilations", std::vector<int64_t>(n, 1));
     auto_pad = info.attr_string("auto_pad", "NOTSET");
     ceil_mode = info.attr_int("ceil_mode", 0) != 0;
+    Validate();
+  }
+
+  // Throws for attributes no window can be built from (also for attributes filled by hand).
+  void Validate() const {
+    const size_t n = kernel.size();
+    NXRT_EP_ENFORCE(n >= 1, op + ": attribute kernel_shape is required");
     NXRT_EP_ENFORCE(strides.size() == n, op + ": strides must have one value per spatial axis");
     NXRT_EP_ENFORCE(pads.size() == 2 * n, op + ": pads must have two values per spatial axis");
     NXRT_EP_ENFORCE(dilations.size() == n, op + ": dilations must have one value per spatial axis");

@@ -7,11 +7,13 @@
 // oneDNN cannot compile falls back to the nodes' own kernels.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <nxrt/nxrt.hpp>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "test_util.h"
@@ -426,6 +428,51 @@ TEST(BlockedGroup, ShapesKnownOnlyAtRunTimeCompilePerShape) {
       ASSERT_NEAR(got[0].data<float>()[i], w, 1e-4f * std::max(1.0f, std::fabs(w))) << i;
     }
   }
+}
+
+// Runs of one session from several threads at once (each takes an arena of its own; programs
+// for new shapes are compiled while other runs go on) equal serial runs.
+TEST(BlockedGroup, ConcurrentRunsOfOneSessionEqualSerialRuns) {
+  Builder b;
+  b.Input("x", {1, 8, -1, -1});
+  b.Conv("x", "c1", 8, 16, 3);
+  b.Op("Relu", {"c1"}, "r1");
+  b.Conv("r1", "c2", 16, 16, 3, 1, 1, 16);
+  b.Op("Add", {"c2", "r1"}, "y");
+  b.Output("y", {1, 16, -1, -1});
+  const std::string bytes = b.Bytes();
+  nxrt::Env env(NX_LOG_ERROR);
+  nxrt::SessionOptions options;
+  options.SetIntraOpThreads(2);
+  nxrt::Session session(env, bytes.data(), bytes.size(), &options);
+  const int64_t sizes[] = {9, 14, 23, 30};
+  std::vector<nxrt::Value> inputs;
+  std::vector<std::vector<float>> serial;
+  for (int64_t hw : sizes) {
+    inputs.push_back(nxrt::Value::Tensor(NX_TYPE_FLOAT, std::vector<int64_t>{1, 8, hw, hw + 1}));
+    for (size_t i = 0; i < inputs.back().size(); ++i)
+      inputs.back().data<float>()[i] = 0.01f * static_cast<float>((i * 37) % 101) - 0.5f;
+  }
+  for (const nxrt::Value& x : inputs) {
+    auto out = session.Run({"x"}, {&x});
+    serial.emplace_back(out[0].data<float>(), out[0].data<float>() + out[0].size());
+  }
+  nxrt::Session fresh(env, bytes.data(), bytes.size(), &options);  // compiles under contention
+  std::vector<std::thread> threads;
+  std::atomic<int> mismatches{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int r = 0; r < 20; ++r) {
+        const size_t k = static_cast<size_t>((t + r) % 4);
+        auto out = fresh.Run({"x"}, {&inputs[k]});
+        if (!std::equal(serial[k].begin(), serial[k].end(), out[0].data<float>(),
+                        out[0].data<float>() + out[0].size()))
+          ++mismatches;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(mismatches.load(), 0);
 }
 
 TEST(BlockedGroup, OptionsTurnGroupsOffAndRejectUnknownValues) {
