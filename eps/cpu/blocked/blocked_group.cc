@@ -54,10 +54,10 @@ void ReadAttributes(const NxNode* node, GroupNode& out) {
   }
 }
 
-std::shared_ptr<const GroupConstant> CopyConstant(const ep::ConstTensor& t) {
+std::shared_ptr<GroupConstant> BorrowConstant(const ep::ConstTensor& t) {
   auto c = std::make_shared<GroupConstant>();
   c->dims = t.shape_vector();
-  if (t.type() == NX_TYPE_FLOAT) c->data.assign(t.data<float>(), t.data<float>() + t.size());
+  if (t.type() == NX_TYPE_FLOAT) c->data = std::span<const float>(t.data<float>(), t.size());
   return c;
 }
 
@@ -83,7 +83,7 @@ GroupDesc ReadGroup(const NxGraph* group) {
     GroupValue& value = d.values[static_cast<size_t>(value_of(v))];
     value.input = static_cast<int>(i);
     if (auto c = v.constant()) {
-      value.constant = CopyConstant(*c);
+      value.constant = BorrowConstant(*c);
       value.dims.clear();
     }
   }
@@ -122,6 +122,9 @@ GroupDesc ReadGroup(const NxGraph* group) {
   for (const GroupValue& v : d.values)
     for (int64_t dim : v.dims)
       if (dim < 0) d.static_shapes = false;
+  if (!d.static_shapes)  // compiled again at run time, after the view is gone
+    for (GroupValue& v : d.values)
+      if (v.constant) v.constant->Own();
   return d;
 }
 

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <nxrt/nxrt_ep.hpp>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -17,13 +18,26 @@ namespace nxrt::cpu::blocked {
 
 struct GroupConstant {
   std::vector<int64_t> dims;
-  std::vector<float> data;
+  // Borrowed from the graph view while CompileGroup runs (a static group is compiled then and
+  // keeps nothing), or `owned` (a group compiled again at run time).
+  std::span<const float> data;
+  std::vector<float> owned;
+
+  float At(size_t i) const {
+    NXRT_EP_ENFORCE(i < data.size(), "blocked group: a constant has too few elements");
+    return data[i];
+  }
+  void Own() {
+    if (!owned.empty() || data.empty()) return;
+    owned.assign(data.begin(), data.end());
+    data = owned;
+  }
 };
 
 struct GroupValue {
   std::string name;
   std::vector<int64_t> dims;  // declared; -1 where unknown; empty for a constant
-  std::shared_ptr<const GroupConstant> constant;
+  std::shared_ptr<GroupConstant> constant;
   int input = -1, output = -1;  // kernel input / output index
 };
 
@@ -52,7 +66,9 @@ struct GroupDesc {
   bool static_shapes = true;
 };
 
-// Copies `group` (a graph view of CompileGroup). Throws when a node is not a blocked member.
+// Reads `group` (a graph view of CompileGroup); constants are borrowed from the view unless the
+// shapes are not all known, in which case they are copied. Throws when a node is not a blocked
+// member.
 GroupDesc ReadGroup(const NxGraph* group);
 
 }  // namespace nxrt::cpu::blocked

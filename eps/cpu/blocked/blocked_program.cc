@@ -36,7 +36,7 @@ struct Value {
   int producer = -1;            // node (index in the group) or -1
   std::vector<int> readers;     // nodes
   int input = -1, output = -1;  // kernel input / output index
-  std::shared_ptr<const GroupConstant> constant;
+  std::shared_ptr<GroupConstant> constant;
   bool plain = false;           // a kernel input read in place (plain NCHW)
   int buffer = -1;              // arena buffer while blocked
   int64_t base = 0;             // the value's first channel within the buffer's images
@@ -269,7 +269,7 @@ class Compiler {
     const std::string& op = n.op_type;
     if (n.op == BlockedOp::kLinear) {  // x * a + b
       const bool c_first = ActInput(node) == n.inputs[1];
-      const float c = V(n.inputs[c_first ? 0 : 1]).constant->data.at(0);
+      const float c = V(n.inputs[c_first ? 0 : 1]).constant->At(0);
       if (op == "Add") return {step(A::eltwise_linear, 1.0f, c)};
       if (op == "Sub") return {step(A::eltwise_linear, c_first ? -1.0f : 1.0f, c_first ? c : -c)};
       if (op == "Mul") return {step(A::eltwise_linear, c, 0.0f)};
@@ -291,8 +291,8 @@ class Compiler {
       hi = n.Float("max", hi);
     } else {
       const int lo_v = n.Input(1), hi_v = n.Input(2);
-      if (lo_v >= 0) lo = V(lo_v).constant->data.at(0);
-      if (hi_v >= 0) hi = V(hi_v).constant->data.at(0);
+      if (lo_v >= 0) lo = V(lo_v).constant->At(0);
+      if (hi_v >= 0) hi = V(hi_v).constant->At(0);
     }
     return {step(A::eltwise_clip, lo, hi)};
   }
@@ -796,10 +796,10 @@ class Compiler {
   void BatchNormAffine(int node, std::vector<float>* scale, std::vector<float>* shift) {
     const GroupNode& n = Node(node);
     const float eps = n.Float("epsilon", 1e-5f);
-    const std::vector<float>& gamma = V(n.inputs[1]).constant->data;
-    const std::vector<float>& beta = V(n.inputs[2]).constant->data;
-    const std::vector<float>& mean = V(n.inputs[3]).constant->data;
-    const std::vector<float>& var = V(n.inputs[4]).constant->data;
+    std::span<const float> gamma = V(n.inputs[1]).constant->data;
+    std::span<const float> beta = V(n.inputs[2]).constant->data;
+    std::span<const float> mean = V(n.inputs[3]).constant->data;
+    std::span<const float> var = V(n.inputs[4]).constant->data;
     scale->resize(gamma.size());
     shift->resize(gamma.size());
     for (size_t c = 0; c < gamma.size(); ++c) {
@@ -1089,14 +1089,14 @@ Program CompileProgram(const GroupDesc& group, const std::vector<std::vector<int
 std::unique_ptr<ep::Kernel> CompileBlockedGroup(const NxGraph* group,
                                                 const BlockedOptions& options) {
   GroupDesc desc = ReadGroup(group);
-  std::optional<Program> program;
   if (desc.static_shapes) {  // compiled now, so a failure lets the nodes run one by one
     std::vector<std::vector<int64_t>> dims(desc.num_inputs);
     for (const GroupValue& v : desc.values)
       if (v.input >= 0 && !v.constant) dims[static_cast<size_t>(v.input)] = v.dims;
-    program = CompileProgram(desc, dims, options);
+    // The constants were borrowed from the view: the kernel keeps only the program.
+    return MakeBlockedKernel(GroupDesc{}, options, CompileProgram(desc, dims, options));
   }
-  return MakeBlockedKernel(std::move(desc), options, std::move(program));
+  return MakeBlockedKernel(std::move(desc), options, std::nullopt);
 }
 
 }  // namespace nxrt::cpu::blocked
