@@ -10,6 +10,7 @@
 
 #include "blocked/blocked_program.h"
 #include "blocked/blocked_steps.h"
+#include "common/broadcast.h"
 #include "common/parallel.h"
 #include "common/small_vector.h"
 #include "kernels/linalg/dnnl_util.h"
@@ -69,9 +70,8 @@ class ProgramRunner {
           !std::equal(want.begin(), want.end(), x.shape().begin(), x.shape().end())) {
         GiveState(std::move(state));
         ep::Fail(NX_INVALID_ARGUMENT, "blocked group: input " + std::to_string(i) +
-                                          " must be float" + ShapeText(want) + ", got " +
-                                          ep::ElementTypeName(x.type()) +
-                                          ShapeText({x.shape().begin(), x.shape().end()}));
+                                          " must be float" + ShapeToString(want) + ", got " +
+                                          ep::ElementTypeName(x.type()) + ShapeToString(x.shape()));
       }
       state->inputs[i] = const_cast<char*>(static_cast<const char*>(x.raw()));
     }
@@ -96,12 +96,6 @@ class ProgramRunner {
   }
 
  private:
-  static std::string ShapeText(const std::vector<int64_t>& d) {
-    std::string s = "[";
-    for (size_t i = 0; i < d.size(); ++i) s += (i ? "," : "") + std::to_string(d[i]);
-    return s + "]";
-  }
-
   char* Address(const Location& at, int64_t image, const RunState& state) const {
     char* base = nullptr;
     switch (at.where) {

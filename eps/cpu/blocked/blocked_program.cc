@@ -11,6 +11,7 @@
 #include "blocked/blocked_group.h"
 #include "blocked/blocked_ops.h"
 #include "blocked/blocked_steps.h"
+#include "common/broadcast.h"
 #include "kernels/linalg/conv_geometry.h"
 #include "kernels/linalg/dnnl_util.h"
 #include "kernels/nn/pool_geometry.h"
@@ -151,8 +152,8 @@ class Compiler {
             y = b;
           } else {
             ep::Fail(NX_INVALID_ARGUMENT, "blocked group: " + node.Describe() +
-                                              " cannot broadcast " + ShapeText(x) + " with " +
-                                              ShapeText(b));
+                                              " cannot broadcast " + ShapeToString(x) + " with " +
+                                              ShapeToString(b));
           }
           break;
         }
@@ -161,8 +162,8 @@ class Compiler {
           for (int v : node.inputs) {
             const std::vector<int64_t>& d = V(v).dims;
             NXRT_EP_ENFORCE(d.size() == 4 && d[0] == x[0] && d[2] == x[2] && d[3] == x[3],
-                            "blocked group: " + node.Describe() + " joins " + ShapeText(x) +
-                                " and " + ShapeText(d));
+                            "blocked group: " + node.Describe() + " joins " + ShapeToString(x) +
+                                " and " + ShapeToString(d));
             y[1] += d[1];
           }
           break;
@@ -174,21 +175,15 @@ class Compiler {
           desc_.values[static_cast<size_t>(node.outputs[0])].dims;
       for (size_t d = 0; d < declared.size() && d < y.size(); ++d) {
         NXRT_EP_ENFORCE(declared[d] < 0 || declared[d] == y[d],
-                        "blocked group: " + node.Describe() + " makes " + ShapeText(y) +
-                            " where the model declares " + ShapeText(declared));
+                        "blocked group: " + node.Describe() + " makes " + ShapeToString(y) +
+                            " where the model declares " + ShapeToString(declared));
       }
       for (int64_t d : y)
-        NXRT_EP_ENFORCE(d > 0,
-                        "blocked group: " + node.Describe() + " makes an empty " + ShapeText(y));
+        NXRT_EP_ENFORCE(
+            d > 0, "blocked group: " + node.Describe() + " makes an empty " + ShapeToString(y));
       out.dims = y;
       if (out.output >= 0) program_.output_dims[static_cast<size_t>(out.output)] = y;
     }
-  }
-
-  static std::string ShapeText(const std::vector<int64_t>& d) {
-    std::string s = "[";
-    for (size_t i = 0; i < d.size(); ++i) s += (i ? "," : "") + std::to_string(d[i]);
-    return s + "]";
   }
 
   linalg::ConvGeometry ConvGeometryOf(int node) {
