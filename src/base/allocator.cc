@@ -1,7 +1,5 @@
 #include "base/allocator.h"
 
-#include <sys/mman.h>
-
 #include <cstdlib>
 #include <mutex>
 #include <string>
@@ -12,25 +10,13 @@
 
 namespace nxrt {
 
-namespace {
-
-// Blocks from this size on (pre-packed weights, the run arena of a large model) start on a
-// transparent huge page and ask the kernel for huge pages: one page fault per 2 MiB instead of
-// 512 (ViT-B/16 packs 346 MB at session creation), and fewer TLB misses when a product streams
-// the weights. Only the alignment grows, not the size: the tail keeps 4 KiB pages.
-constexpr size_t kHugePage = size_t{2} << 20;
-
-}  // namespace
-
 void* HostAllocator::Alloc(size_t bytes) {
   size_t padded = bytes == 0 ? 64 : (bytes + 63) / 64 * 64;
-  void* p = nullptr;
-  if (padded >= kHugePage) {
-    if (posix_memalign(&p, kHugePage, padded) != 0) p = nullptr;
-    if (p != nullptr) madvise(p, padded / kHugePage * kHugePage, MADV_HUGEPAGE);  // a hint only
-  } else {
-    p = std::aligned_alloc(64, padded);
-  }
+  // Large blocks are not marked for transparent huge pages (they were, before): on the
+  // VMs we measure on, 2 MiB pages come from memory the host has taken back, and zeroing them
+  // made ViT-B/16's session creation 360 -> 700-780 ms whenever another process had just run;
+  // 4 KiB pages cost 420-470 ms in every condition, and runs were no faster on huge pages.
+  void* p = std::aligned_alloc(64, padded);
   if (p == nullptr)
     Throw(NX_OUT_OF_MEMORY, "cannot allocate " + std::to_string(bytes) + " bytes of host memory");
   ++live_;

@@ -114,16 +114,21 @@ class Fuser {
   Fuser(Graph& g, const std::vector<std::shared_ptr<EpInstance>>& eps)
       : g_(g), eps_(eps), dead_(g.nodes.size(), false), replacement_(g.nodes.size()) {}
 
-  int Run() {
+  // Pass 1 fuses convolutions and the written-out Gelu and HardSwish; pass 2 matrix products,
+  // whose activation may be a Gelu pass 1 made.
+  int Run(int pass) {
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
       if (dead_[i]) continue;
       const Node& n = g_.nodes[i];
-      if (IsOnnx(n, "Conv"))
+      if (pass == 2) {
+        if (IsOnnx(n, "MatMul")) TryMatMul(n);
+      } else if (IsOnnx(n, "Conv")) {
         TryConv(n);
-      else if (IsOnnx(n, "Erf"))
+      } else if (IsOnnx(n, "Erf")) {
         TryGelu(n);
-      else if (IsOnnx(n, "Add"))
+      } else if (IsOnnx(n, "Add")) {
         TryHardSwish(n);
+      }
     }
     if (fusions_ == 0) return 0;
     std::vector<Node> kept;
@@ -439,6 +444,67 @@ class Fuser {
     Commit(std::move(fused), {&scale, &erf, add, mul_x, half});
   }
 
+  // MatMul(A, constant 2-D float B) -> Add(constant bias, one value per column) [-> activation]
+  // where each feeds only the next: transformer feed-forward and projection layers.
+  void TryMatMul(const Node& mm) {
+    if (mm.inputs.size() != 2 || mm.outputs.size() != 1 || mm.inputs[0] < 0 || mm.inputs[1] < 0)
+      return;
+    const ValuePtr& b = g_.value(mm.inputs[1]).initializer;
+    const TypeInfo& a_type = g_.value(mm.inputs[0]).type;
+    if (!b || b->type != NX_TYPE_FLOAT || b->dims.size() != 2 || b->count == 0 ||
+        a_type.elem_type != NX_TYPE_FLOAT)
+      return;
+    const int64_t n = b->dims[1];
+    const int y = mm.outputs[0];
+    const Node* add = SoleConsumer(g_, y, dead_);
+    if (!add || !IsOnnx(*add, "Add") || !SameEp(mm, *add) || add->inputs.size() != 2 ||
+        add->outputs.size() != 1)
+      return;
+    const int bias = add->inputs[0] == y ? add->inputs[1] : add->inputs[0];
+    if (bias < 0 || bias == y) return;
+    const ValuePtr& c = g_.value(bias).initializer;
+    if (!c || c->type != NX_TYPE_FLOAT || static_cast<int64_t>(c->count) != n || c->dims.empty() ||
+        c->dims.back() != n)
+      return;
+    // A bias of higher rank than the product would broadcast the sum to more dimensions.
+    if (c->dims.size() > 1) {
+      const TypeInfo& y_type = g_.value(y).type;
+      if (!y_type.has_shape || y_type.dims.size() < c->dims.size()) return;
+    }
+    Node fused;
+    fused.name = mm.name.empty() ? "fused_matmul" : mm.name + "_fused";
+    fused.domain = kNxrtDomain;
+    fused.op_type = "FusedMatMul";
+    fused.inputs = {mm.inputs[0], mm.inputs[1], bias};
+    std::vector<const Node*> chain{&mm, add};
+    int out = add->outputs[0];
+    const Node* next = SoleConsumer(g_, out, dead_);
+    std::string act;
+    std::vector<float> params;
+    if (next && SameEp(mm, *next) && next->outputs.size() == 1) {
+      if (ActivationOf(g_, *next, &act, &params) &&
+          (act == "Relu" || act == "LeakyRelu" || act == "Sigmoid" || act == "Tanh")) {
+        fused.attributes.push_back(StringAttr("activation", act));
+        if (!params.empty()) fused.attributes.push_back(FloatsAttr("activation_params", params));
+        chain.push_back(next);
+      } else if (IsErfGelu(*next)) {
+        fused.attributes.push_back(StringAttr("activation", "Gelu"));
+        chain.push_back(next);
+      }
+    }
+    fused.outputs = {chain.back()->outputs[0]};
+    Commit(std::move(fused), chain);
+  }
+
+  // Gelu with the exact erf form: nxrt's own (pass 1) or ONNX's (opset 20, approximate none).
+  static bool IsErfGelu(const Node& n) {
+    if (n.inputs.size() != 1) return false;
+    if (n.domain == kNxrtDomain && n.op_type == "Gelu") return true;
+    if (!IsOnnx(n, "Gelu")) return false;
+    const Attribute* approximate = n.FindAttribute("approximate");
+    return approximate == nullptr || approximate->s == "none";
+  }
+
   Graph& g_;
   const std::vector<std::shared_ptr<EpInstance>>& eps_;
   std::vector<bool> dead_;
@@ -450,7 +516,8 @@ class Fuser {
 
 int FuseNodes(Graph& graph, const std::vector<std::shared_ptr<EpInstance>>& eps,
               const Logger& logger) {
-  int fused = Fuser(graph, eps).Run();
+  int fused = Fuser(graph, eps).Run(1);
+  fused += Fuser(graph, eps).Run(2);
   if (fused > 0)
     logger.Log(NX_LOG_INFO, "graph fusion: " + std::to_string(fused) + " node chains fused");
   return fused;

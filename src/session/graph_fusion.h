@@ -10,6 +10,9 @@
 //   x/sqrt(2) -> Erf -> +1 -> *x -> *0.5             => Gelu(x)
 //   x -> +3 -> Clip(0, 6) -> *x -> /6 (or *1/6)      => HardSwish(x) (ONNX, opset 14), or the
 //                                                       activation of a FusedConv producing x
+//   MatMul(A, B) -> Add(bias) [-> activation]        => FusedMatMul(A, B, bias) activation=...
+//     (float, B a constant 2-D weight [K, N], bias a constant of N values, activation Relu,
+//     LeakyRelu, Sigmoid, Tanh or Gelu; after the fusions above, so a Gelu they made counts)
 // Activations: Relu, LeakyRelu(alpha), Clip(min, max), Sigmoid, Tanh, HardSigmoid(alpha, beta),
 // HardSwish, Swish (x * Sigmoid(x)), given as `activation` and `activation_params`.
 #pragma once

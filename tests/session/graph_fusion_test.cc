@@ -431,4 +431,110 @@ TEST(GraphFusion, WrittenOutHardSwishBecomesOneNode) {
   }
 }
 
+// a[rows, 37] -> MatMul(W [37, 150]) -> Add(bias) -> activation (none, Relu, LeakyRelu, or the
+// written-out erf Gelu), the Add's operands in either order.
+struct MatMulChain {
+  std::string activation;          // "", "Relu", "LeakyRelu", "Gelu"
+  std::vector<int64_t> bias_dims;  // {150}, {1, 150}, or one that must not fuse
+  bool bias_first = false;
+  size_t nodes_when_fused;
+};
+
+std::string MatMulChainModel(const MatMulChain& c) {
+  constexpr int64_t k = 37, n = 150;
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  auto* g = m.mutable_graph();
+  g->set_name("matmul_chain");
+  *g->add_node() = MakeNode("MatMul", {"a", "w"}, {"p"}, "mm");
+  *g->add_node() = MakeNode(
+      "Add",
+      c.bias_first ? std::vector<std::string>{"bias", "p"} : std::vector<std::string>{"p", "bias"},
+      {c.activation.empty() ? "y" : "s"}, "bias_add");
+  if (c.activation == "Relu") {
+    *g->add_node() = MakeNode("Relu", {"s"}, {"y"}, "relu");
+  } else if (c.activation == "LeakyRelu") {
+    auto leaky = MakeNode("LeakyRelu", {"s"}, {"y"}, "leaky");
+    auto* alpha = leaky.add_attribute();
+    alpha->set_name("alpha");
+    alpha->set_type(onnx::AttributeProto::FLOAT);
+    alpha->set_f(0.1f);
+    *g->add_node() = leaky;
+  } else if (c.activation == "Gelu") {
+    *g->add_node() = MakeNode("Div", {"s", "sqrt2"}, {"d"}, "div");
+    *g->add_node() = MakeNode("Erf", {"d"}, {"e"}, "erf");
+    *g->add_node() = MakeNode("Add", {"e", "one"}, {"e1"}, "add1");
+    *g->add_node() = MakeNode("Mul", {"s", "e1"}, {"ms"}, "muls");
+    *g->add_node() = MakeNode("Mul", {"ms", "half"}, {"y"}, "half");
+    *g->add_initializer() = nxrt::test::MakeFloatTensor("sqrt2", {}, {1.41421356f});
+    *g->add_initializer() = nxrt::test::MakeFloatTensor("one", {}, {1.0f});
+    *g->add_initializer() = nxrt::test::MakeFloatTensor("half", {}, {0.5f});
+  }
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal;
+  std::vector<float> w(static_cast<size_t>(k * n));
+  for (float& v : w) v = normal(rng) * 0.2f;
+  int64_t bias_count = 1;
+  for (int64_t d : c.bias_dims) bias_count *= d;
+  std::vector<float> bias(static_cast<size_t>(bias_count));
+  for (float& v : bias) v = normal(rng);
+  *g->add_initializer() = nxrt::test::MakeFloatTensor("w", {k, n}, w);
+  *g->add_initializer() = nxrt::test::MakeFloatTensor("bias", c.bias_dims, bias);
+  auto* a = g->add_input();
+  a->set_name("a");
+  auto* at = a->mutable_type()->mutable_tensor_type();
+  at->set_elem_type(onnx::TensorProto::FLOAT);
+  at->mutable_shape()->add_dim()->set_dim_param("rows");
+  at->mutable_shape()->add_dim()->set_dim_value(k);
+  auto* y = g->add_output();  // no shape: a bias of higher rank makes it [1, rows, N]
+  y->set_name("y");
+  y->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  return m.SerializeAsString();
+}
+
+TEST(GraphFusion, MatMulBiasActivationBecomesOneNode) {
+  nxrt::Env env(NX_LOG_ERROR);
+  const MatMulChain cases[] = {
+      {"", {150}, false, 1},           {"Relu", {150}, true, 1}, {"LeakyRelu", {1, 150}, false, 1},
+      {"Gelu", {150}, false, 1},       {"Relu", {1}, false, 3},  // one value for all columns: not a
+                                                                 // bias per column
+      {"Relu", {1, 1, 150}, false, 3},                           // would raise the product's rank
+  };
+  for (const MatMulChain& c : cases) {
+    std::string bias_text;
+    for (int64_t d : c.bias_dims) bias_text += std::to_string(d) + " ";
+    SCOPED_TRACE("activation '" + c.activation + "', bias " + bias_text +
+                 (c.bias_first ? "first" : "second"));
+    const std::string bytes = MatMulChainModel(c);
+    const size_t unfused = c.activation.empty() ? 2 : c.activation == "Gelu" ? 7 : 3;
+    for (int threads : {1, 2}) {
+      nxrt::SessionOptions plain_options, fused_options;
+      plain_options.SetOptimizationLevel(0).SetIntraOpThreads(threads);
+      fused_options.SetOptimizationLevel(1).SetIntraOpThreads(threads);
+      nxrt::Session plain(env, bytes.data(), bytes.size(), &plain_options);
+      nxrt::Session fused(env, bytes.data(), bytes.size(), &fused_options);
+      EXPECT_EQ(plain.ep_node_count(0), unfused);
+      // Gelu without a fusable bias still becomes one com.nxrt Gelu node.
+      const size_t expected = c.nodes_when_fused == 1 ? 1 : (c.activation == "Gelu" ? 3 : unfused);
+      EXPECT_EQ(fused.ep_node_count(0), expected);
+      std::mt19937 rng(5);
+      std::normal_distribution<float> normal;
+      for (int64_t rows : {1, 7, 64, 130}) {
+        const std::vector<int64_t> dims = {rows, 37};
+        nxrt::Value a = nxrt::Value::Tensor(NX_TYPE_FLOAT, dims);
+        for (size_t i = 0; i < a.size(); ++i) a.data<float>()[i] = normal(rng);
+        auto want = plain.Run({"a"}, {&a});
+        auto got = fused.Run({"a"}, {&a});
+        ASSERT_EQ(want[0].shape(), got[0].shape());
+        for (size_t i = 0; i < want[0].size(); ++i) {
+          const float va = want[0].data<float>()[i], vb = got[0].data<float>()[i];
+          ASSERT_NEAR(va, vb, 2e-5f * std::max(1.0f, std::fabs(va)))
+              << rows << " rows, " << threads << " threads, element " << i;
+        }
+      }
+    }
+  }
+}
+
 }  // namespace

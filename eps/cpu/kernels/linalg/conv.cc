@@ -17,6 +17,7 @@
 #include "kernels/linalg/conv_dnnl.h"
 #include "kernels/linalg/conv_geometry.h"
 #include "kernels/linalg/conv_reference.h"
+#include "kernels/linalg/dnnl_eltwise.h"
 #include "kernels/linalg/dnnl_util.h"
 #include "kernels/linalg/float_convert.h"
 #include "kernels/linalg/kernel_setup.h"
@@ -26,38 +27,10 @@
 namespace nxrt::cpu::linalg {
 namespace {
 
-// Reads the fused activation in the form com.microsoft FusedConv uses: `activation` names the
-// op, `activation_params` holds its attributes in order (LeakyRelu alpha; Clip min, max;
-// HardSigmoid alpha, beta; none for HardSwish and Swish, which only nxrt's own fusion
-// produces).
 ConvFusion ReadFusion(const ep::KernelInfo& info, bool with_sum) {
   ConvFusion f;
   f.sum = with_sum;
-  std::string act = info.attr_string("activation", "");
-  std::vector<float> p = info.attr_floats("activation_params");
-  auto param = [&](size_t i, float fallback) { return i < p.size() ? p[i] : fallback; };
-  using A = dnnl::algorithm;
-  if (act.empty() || act == "Identity") return f;
-  if (act == "Relu")
-    f.eltwise.push_back({A::eltwise_relu, 0.0f, 0.0f});
-  else if (act == "LeakyRelu")
-    f.eltwise.push_back({A::eltwise_relu, param(0, 0.01f), 0.0f});
-  else if (act == "Clip")
-    f.eltwise.push_back({A::eltwise_clip, param(0, -3.4028235e38f), param(1, 3.4028235e38f)});
-  else if (act == "Sigmoid")
-    f.eltwise.push_back({A::eltwise_logistic, 0.0f, 0.0f});
-  else if (act == "Tanh")
-    f.eltwise.push_back({A::eltwise_tanh, 0.0f, 0.0f});
-  else if (act == "Swish")  // x * sigmoid(x) (SiLU), from nxrt's own fusion
-    f.eltwise.push_back({A::eltwise_swish, 1.0f, 0.0f});
-  else if (act == "HardSwish")  // oneDNN 2.x: x * min(max(x / 6 + 0.5, 0), 1)
-    f.eltwise.push_back({A::eltwise_hardswish, 0.0f, 0.0f});
-  else if (act == "HardSigmoid") {
-    f.eltwise.push_back({A::eltwise_linear, param(0, 0.2f), param(1, 0.5f)});
-    f.eltwise.push_back({A::eltwise_clip, 0.0f, 1.0f});
-  } else {
-    ep::Fail(NX_NOT_IMPLEMENTED, info.describe() + ": unsupported fused activation '" + act + "'");
-  }
+  f.eltwise = ReadFusedActivation(info);
   return f;
 }
 

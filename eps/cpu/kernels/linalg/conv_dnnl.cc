@@ -115,6 +115,8 @@ float Eltwise1(const ConvFusion::Eltwise& e, float v) {
       return v * std::min(std::max(v * (1.0f / 6.0f) + 0.5f, 0.0f), 1.0f);
     case dnnl::algorithm::eltwise_swish:
       return v / (1.0f + std::exp(-e.alpha * v));
+    case dnnl::algorithm::eltwise_gelu_erf:
+      return 0.5f * v * (1.0f + std::erf(v * 0.70710678f));
     default:
       throw std::runtime_error("Conv: unsupported fused activation");
   }
@@ -173,6 +175,9 @@ void ApplyEltwiseRange(const std::vector<ConvFusion::Eltwise>& ops, float* p, in
       }
       case dnnl::algorithm::eltwise_swish:
         elementwise::SwishArray(p, p, m, alpha);
+        break;
+      case dnnl::algorithm::eltwise_gelu_erf:
+        elementwise::GeluArray(p, p, m);
         break;
       default:
         for (int64_t i = 0; i < m; ++i) p[i] = Eltwise1(e, p[i]);

@@ -43,6 +43,7 @@
 #include "common/cpu_features.h"
 #include "common/small_vector.h"
 #include "kernels/linalg/conv_geometry.h"
+#include "kernels/linalg/dnnl_eltwise.h"
 #include "kernels/linalg/pointwise_conv.h"
 
 namespace nxrt::cpu::linalg {
@@ -53,13 +54,7 @@ namespace nxrt::cpu::linalg {
 // Relu/Clip/LeakyRelu/Sigmoid/HardSwish/SiLU or a residual Add into the convolution (com.microsoft
 // FusedConv).
 struct ConvFusion {
-  struct Eltwise {
-    dnnl::algorithm alg;  // eltwise_relu (alpha = negative slope), eltwise_clip, eltwise_linear,
-                          // eltwise_logistic, eltwise_tanh, eltwise_hardswish, eltwise_swish
-                          // (alpha: x * sigmoid(alpha x))
-    float alpha = 0.0f;
-    float beta = 0.0f;
-  };
+  using Eltwise = DnnlEltwise;
   bool sum = false;
   std::vector<Eltwise> eltwise;
 };

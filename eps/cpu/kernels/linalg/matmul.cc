@@ -1,6 +1,8 @@
 // MatMul (opsets 1, 9, 13): numpy semantics with batch broadcasting and 1-D operands; and
 // com.microsoft FusedMatMul: alpha * op(A) * op(B) with transA/transB on the last two dims (what a
-// graph optimiser produces when it folds a Transpose and a scalar Mul/Div into a MatMul).
+// graph optimiser produces when it folds a Transpose and a scalar Mul/Div into a MatMul); and
+// com.nxrt FusedMatMul: activation(A * B + bias), float32, what nxrt's graph fusion makes of
+// MatMul -> Add(constant per column) [-> Relu/LeakyRelu/Sigmoid/Tanh/Gelu] (graph_fusion.h).
 //
 // A constant 2-D weight B [K, N] is pre-packed transposed ([N, K], converted to float32 for
 // float16/bfloat16; shared between sessions when the host offers it) and multiplied through
@@ -13,6 +15,9 @@
 
 #include "common/broadcast.h"
 #include "common/dispatch.h"
+#include "common/parallel.h"
+#include "kernels/linalg/conv_dnnl.h"
+#include "kernels/linalg/dnnl_eltwise.h"
 #include "kernels/linalg/dnnl_util.h"
 #include "kernels/linalg/float_convert.h"
 #include "kernels/linalg/kernel_setup.h"
@@ -26,11 +31,20 @@
 namespace nxrt::cpu::linalg {
 namespace {
 
+// Which operator a MatMul kernel implements.
+enum class MatMulOp { kOnnx, kMicrosoftFused, kNxrtFused };
+
 class MatMul : public ep::PrePackingKernel {
  public:
-  explicit MatMul(const ep::KernelInfo& info, bool fused = false)
+  explicit MatMul(const ep::KernelInfo& info, MatMulOp kind = MatMulOp::kOnnx)
       : op_(info.describe()), b_(info, 1) {
-    if (fused) {
+    if (kind == MatMulOp::kNxrtFused) {
+      epilogue_ = true;
+      has_bias_ = info.has_input(2);
+      if (has_bias_) bias_.emplace(info, 2);
+      post_ = ReadFusedActivation(info);
+    }
+    if (kind == MatMulOp::kMicrosoftFused) {
       alpha_ = info.attr_float("alpha", 1.0f);
       trans_a_ = info.attr_int("transA", 0) != 0;
       trans_b_ = info.attr_int("transB", 0) != 0;
@@ -65,6 +79,10 @@ class MatMul : public ep::PrePackingKernel {
   // and sgemm reads the [N, K] copy, so that stays plain.
   bool PrePack(const ep::ConstTensor& w, size_t input_index, ep::Allocator allocator,
                const ep::PrePackCache& cache) override {
+    if (bias_ && input_index == 2 && w.type() == NX_TYPE_FLOAT) {  // the fused bias
+      bias_->StoreOrKeep(w, PackFloatBlock(w, allocator, /*transpose=*/false), cache);
+      return true;
+    }
     if (input_index != 1 || w.rank() != 2 || !IsPackableFloat(w.type()) || w.size() == 0) {
       return false;
     }
@@ -77,6 +95,10 @@ class MatMul : public ep::PrePackingKernel {
 
   void UseSharedPrePacked(size_t input_index, std::span<const void* const> buffers,
                           std::span<const size_t> sizes) override {
+    if (bias_ && input_index == 2) {
+      bias_->Adopt(buffers, sizes, op_);
+      return;
+    }
     NXRT_EP_ENFORCE(input_index == 1,
                     op_ + ": no packing for input " + std::to_string(input_index));
     b_.Adopt(buffers, sizes, op_, [this](const std::vector<int64_t>& shape) {
@@ -95,6 +117,10 @@ class MatMul : public ep::PrePackingKernel {
     const NxElementType bt = packed ? b_.type() : b.type();
     NXRT_EP_ENFORCE(
         bt == t, op_ + ": A is " + ep::ElementTypeName(t) + " but B is " + ep::ElementTypeName(bt));
+    if (epilogue_) {
+      NXRT_EP_ENFORCE(t == NX_TYPE_FLOAT,
+                      op_ + ": only float is supported, A is " + ep::ElementTypeName(t));
+    }
     CheckIntegerAlpha(t);
     MatMulDims d = packed ? ComputeMatMulDims(a.shape(), b_.shape(), op_, trans_a_, trans_b_)
                           : ComputeMatMulDims(a.shape(), b.shape(), op_, trans_a_, trans_b_);
@@ -102,18 +128,23 @@ class MatMul : public ep::PrePackingKernel {
     const size_t y_count = static_cast<size_t>(ShapeSize(d.out_dims));
     if (y_count == 0) return;
     const int threads = ctx.threads();
+    const float* bias = epilogue_ && has_bias_ ? Bias(ctx, d.out_dims.back()) : nullptr;
     // The primitive applies when the product folds into one GEMM (always with a 2-D B unless
     // FusedMatMul transposes A); otherwise sgemm reads the packed [N, K] copy as a transposed B.
     auto run_float = [&](const float* af, const float* bf, float* yf) {
       if (packed && d.foldable) {
-        packed_->Run(af, d.batch * d.m, yf, threads);
-      } else if (packed) {
+        packed_->Run(af, d.batch * d.m, yf, threads, bias);  // with the fused epilogue
+        return;
+      }
+      if (packed) {
         // Only transA stops a 2-D B from folding, and that keeps B plain (PrePack).
         NXRT_EP_ENFORCE(!layout_.blocked, op_ + ": a blocked B in a product that does not fold");
         BatchedSgemm(d, af, b_.data(), /*trans_b=*/true, alpha_, yf, threads);
       } else {
         BatchedSgemm(d, af, bf, d.trans_b, alpha_, yf, threads);
       }
+      if (epilogue_)
+        ApplyEpilogue(yf, static_cast<int64_t>(y_count), d.out_dims.back(), bias, threads);
     };
     switch (t) {
       case NX_TYPE_FLOAT: {
@@ -164,6 +195,32 @@ class MatMul : public ep::PrePackingKernel {
   }
 
  protected:
+  // The fused bias: the packed copy, or the input (N floats, any shape).
+  const float* Bias(ep::KernelContext& ctx, int64_t n) const {
+    if (bias_->packed()) {
+      NXRT_EP_ENFORCE(static_cast<int64_t>(bias_->size()) == n,
+                      op_ + ": bias has " + std::to_string(bias_->size()) + " values for " +
+                          std::to_string(n) + " columns");
+      return bias_->data();
+    }
+    ep::ConstTensor b = ctx.input(2);
+    NXRT_EP_ENFORCE(b.type() == NX_TYPE_FLOAT && static_cast<int64_t>(b.size()) == n,
+                    op_ + ": bias must be " + std::to_string(n) + " floats, got " +
+                        ep::ElementTypeName(b.type()) + " " + ShapeToString(b.shape()));
+    return b.data<float>();
+  }
+
+  // Bias per column and activations over y (count values, rows of n), outside the primitive.
+  void ApplyEpilogue(float* y, int64_t count, int64_t n, const float* bias, int threads) const {
+    if (bias != nullptr && n > 0) {
+      ParallelFor(threads, count / n, std::max<int64_t>(1, 16384 / n), [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r)
+          for (int64_t j = 0; j < n; ++j) y[r * n + j] += bias[j];
+      });
+    }
+    ApplyEltwise(post_, y, count, threads);
+  }
+
   // Integer products ignore alpha (FusedMatMul is a float op); checked once here.
   void CheckIntegerAlpha(NxElementType t) const {
     NXRT_EP_ENFORCE(alpha_ == 1.0f || t == NX_TYPE_FLOAT || t == NX_TYPE_DOUBLE ||
@@ -185,7 +242,7 @@ class MatMul : public ep::PrePackingKernel {
     const dnnl::memory::desc plain_nk({k, n}, dnnl::memory::data_type::f32,
                                       dnnl::memory::format_tag::ba);
     packed_ = std::make_unique<DnnlPackedMatMul>(b_.data(), layout_.blocked ? layout_.md : plain_nk,
-                                                 k, n, alpha_);
+                                                 k, n, alpha_, has_bias_, post_);
     if (threads_ > 0 && prepare_rows_ > 0 && prepare_k_ == k)
       packed_->Prepare(prepare_rows_, threads_);
   }
@@ -196,13 +253,21 @@ class MatMul : public ep::PrePackingKernel {
   int threads_ = 0;
   int64_t prepare_rows_ = 0, prepare_k_ = -1;  // from a static A shape
   PackedFloatWeight b_;  // constant 2-D B, float32, in layout_ when blocked, else [N, K]
+  std::optional<PackedFloatWeight> bias_;     // com.nxrt FusedMatMul's bias, when it has one
+  bool epilogue_ = false, has_bias_ = false;  // com.nxrt FusedMatMul
+  std::vector<DnnlEltwise> post_;
   MatMulWeightLayout layout_;
   std::unique_ptr<DnnlPackedMatMul> packed_;  // over b_ once it is packed
 };
 
 class FusedMatMul : public MatMul {
  public:
-  explicit FusedMatMul(const ep::KernelInfo& info) : MatMul(info, true) {}
+  explicit FusedMatMul(const ep::KernelInfo& info) : MatMul(info, MatMulOp::kMicrosoftFused) {}
+};
+
+class MatMulBiasActivation : public MatMul {
+ public:
+  explicit MatMulBiasActivation(const ep::KernelInfo& info) : MatMul(info, MatMulOp::kNxrtFused) {}
 };
 
 }  // namespace
@@ -210,6 +275,7 @@ class FusedMatMul : public MatMul {
 void RegisterMatMulKernels(NxKernelRegistry* r) {
   ep::KernelDefBuilder("MatMul").Versions(1).Build<MatMul>(r);
   ep::KernelDefBuilder("FusedMatMul", "com.microsoft").Versions(1).Build<FusedMatMul>(r);
+  ep::KernelDefBuilder("FusedMatMul", "com.nxrt").Versions(1).Build<MatMulBiasActivation>(r);
 }
 
 }  // namespace nxrt::cpu::linalg

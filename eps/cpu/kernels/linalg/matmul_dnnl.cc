@@ -4,8 +4,10 @@
 #include <oneapi/dnnl/dnnl.hpp>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 
 #include "common/parallel.h"
+#include "kernels/linalg/conv_dnnl.h"
 #include "kernels/linalg/dnnl_util.h"
 
 namespace nxrt::cpu::linalg {
@@ -14,7 +16,7 @@ using dnnl::memory;
 
 struct DnnlPackedMatMul::Plan {
   dnnl::matmul prim;
-  memory::desc src_md, w_md, dst_md, scratch_md;
+  memory::desc src_md, w_md, dst_md, bias_md, scratch_md;
   size_t scratch_bytes = 0;
 };
 
@@ -61,27 +63,47 @@ void PackMatMulWeights(const float* w, bool w_is_nk, int64_t k, int64_t n, const
 }
 
 DnnlPackedMatMul::DnnlPackedMatMul(const float* w, const memory::desc& w_md, int64_t k, int64_t n,
-                                   float alpha)
-    : w_(w), w_md_(w_md), k_(k), n_(n), alpha_(alpha) {}
+                                   float alpha, bool has_bias, std::vector<DnnlEltwise> post)
+    : w_(w),
+      w_md_(w_md),
+      k_(k),
+      n_(n),
+      alpha_(alpha),
+      has_bias_(has_bias),
+      post_(std::move(post)),
+      column_sliceable_(w_md == PlainNk(k, n)) {}
 
 DnnlPackedMatMul::~DnnlPackedMatMul() = default;
 
-std::shared_ptr<DnnlPackedMatMul::Plan> DnnlPackedMatMul::GetPlan(int64_t m, int threads) {
+std::shared_ptr<DnnlPackedMatMul::Plan> DnnlPackedMatMul::GetPlan(int64_t m, int threads,
+                                                                  int64_t cols) {
+  if (cols < 0) cols = n_;
   std::lock_guard<std::mutex> lock(mu_);
-  auto key = std::make_pair(m, threads);
+  auto key = std::make_tuple(m, threads, cols);
   auto it = plans_.find(key);
   if (it != plans_.end()) return it->second;
   auto plan = std::make_shared<Plan>();
   const auto f32 = memory::data_type::f32;
   plan->src_md = memory::desc({m, k_}, f32, memory::format_tag::ab);
-  plan->w_md = w_md_;
-  plan->dst_md = memory::desc({m, n_}, f32, memory::format_tag::ab);
+  // A slice of columns reads its rows of the [N, K] weight and writes its columns of C, whose
+  // rows stay n_ apart.
+  plan->w_md = cols == n_ ? w_md_ : PlainNk(k_, cols);
+  plan->dst_md = cols == n_ ? memory::desc({m, n_}, f32, memory::format_tag::ab)
+                            : memory::desc({m, cols}, f32, memory::dims{n_, 1});
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   if (alpha_ != 1.0f) attr.set_output_scales(0, {alpha_});
+  if (!post_.empty()) {
+    dnnl::post_ops ops;
+    for (const DnnlEltwise& e : post_) ops.append_eltwise(1.0f, e.alg, e.alpha, e.beta);
+    attr.set_post_ops(ops);
+  }
+  if (has_bias_) plan->bias_md = memory::desc({1, cols}, f32, memory::format_tag::ab);
   try {
-    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(plan->src_md, plan->w_md, plan->dst_md),
-                                    attr, DnnlEngine());
+    dnnl::matmul::primitive_desc pd(
+        has_bias_ ? dnnl::matmul::desc(plan->src_md, plan->w_md, plan->bias_md, plan->dst_md)
+                  : dnnl::matmul::desc(plan->src_md, plan->w_md, plan->dst_md),
+        attr, DnnlEngine());
     plan->prim = dnnl::matmul(pd);
     plan->scratch_md = pd.scratchpad_desc();
     plan->scratch_bytes = plan->scratch_md.get_size();
@@ -99,8 +121,30 @@ int DnnlPackedMatMul::RowSlices(int64_t m, int threads) const {
   return static_cast<int>(std::min<int64_t>(threads, m / kMinSliceRows));
 }
 
+int DnnlPackedMatMul::ColumnSlices(int64_t m, int threads) const {
+  if (threads <= 1 || !column_sliceable_ || n_ < 2 * kMinSliceColumns) return 1;
+  if (static_cast<double>(m) * static_cast<double>(k_) * static_cast<double>(n_) < kMinParallelMacs)
+    return 1;
+  return static_cast<int>(std::min<int64_t>(threads, n_ / kMinSliceColumns));
+}
+
+std::pair<int64_t, int64_t> DnnlPackedMatMul::Columns(int slice, int slices) const {
+  auto edge = [&](int s) {
+    return s == slices ? n_ : (n_ * s / slices + kColumnAlign / 2) / kColumnAlign * kColumnAlign;
+  };
+  return {edge(slice), edge(slice + 1)};
+}
+
 void DnnlPackedMatMul::Prepare(int64_t m, int threads) {
   if (m <= 0 || n_ == 0 || k_ == 0) return;
+  if (const int slices = ColumnSlices(m, threads); slices > 1) {
+    OmpThreadScope scope(1);
+    for (int s = 0; s < slices; ++s) {
+      auto [c0, c1] = Columns(s, slices);
+      GetPlan(m, 1, c1 - c0);
+    }
+    return;
+  }
   const int slices = RowSlices(m, threads);
   if (slices > 1) {
     OmpThreadScope scope(1);
@@ -111,27 +155,44 @@ void DnnlPackedMatMul::Prepare(int64_t m, int threads) {
   GetPlan(m, threads);
 }
 
-void DnnlPackedMatMul::RunPlan(const Plan& plan, const float* a, float* c) {
+void DnnlPackedMatMul::RunPlan(const Plan& plan, const float* a, const float* w, float* c,
+                               const float* bias) {
   auto& eng = DnnlEngine();
   auto& strm = DnnlStream();
-  plan.prim.execute(
-      strm, {{DNNL_ARG_SRC, memory(plan.src_md, eng, const_cast<float*>(a))},
-             {DNNL_ARG_WEIGHTS, memory(plan.w_md, eng, const_cast<float*>(w_))},
-             {DNNL_ARG_DST, memory(plan.dst_md, eng, c)},
-             {DNNL_ARG_SCRATCHPAD,
-              memory(plan.scratch_md, eng, ThreadScratch(kScratchPad, plan.scratch_bytes))}});
+  std::unordered_map<int, memory> args = {
+      {DNNL_ARG_SRC, memory(plan.src_md, eng, const_cast<float*>(a))},
+      {DNNL_ARG_WEIGHTS, memory(plan.w_md, eng, const_cast<float*>(w))},
+      {DNNL_ARG_DST, memory(plan.dst_md, eng, c)},
+      {DNNL_ARG_SCRATCHPAD,
+       memory(plan.scratch_md, eng, ThreadScratch(kScratchPad, plan.scratch_bytes))}};
+  if (has_bias_) args.emplace(DNNL_ARG_BIAS, memory(plan.bias_md, eng, const_cast<float*>(bias)));
+  plan.prim.execute(strm, args);
   strm.wait();
 }
 
-void DnnlPackedMatMul::Run(const float* a, int64_t m, float* c, int threads) {
+void DnnlPackedMatMul::Run(const float* a, int64_t m, float* c, int threads, const float* bias) {
   if (m == 0 || n_ == 0) return;
-  if (k_ == 0) {
-    std::fill(c, c + m * n_, 0.0f);
+  if (has_bias_ && bias == nullptr)
+    throw std::runtime_error("MatMul: the fused product has no bias to add");
+  if (k_ == 0) {  // oneDNN refuses an empty K: the product is zero, then the epilogue
+    for (int64_t r = 0; r < m; ++r)
+      for (int64_t j = 0; j < n_; ++j) c[r * n_ + j] = has_bias_ ? bias[j] : 0.0f;
+    ApplyEltwiseRange(post_, c, m * n_);
+    return;
+  }
+  if (const int slices = ColumnSlices(m, threads); slices > 1) {
+    // Column slices: each thread reads its part of the weight, the whole of A (small).
+    ParallelFor(threads, slices, 1, [&](int64_t s0, int64_t s1) {
+      for (int64_t s = s0; s < s1; ++s) {
+        auto [c0, c1] = Columns(static_cast<int>(s), slices);
+        RunPlan(*GetPlan(m, 1, c1 - c0), a, w_ + c0 * k_, c + c0, bias ? bias + c0 : nullptr);
+      }
+    });
     return;
   }
   const int slices = RowSlices(m, threads);
   if (slices <= 1) {
-    RunPlan(*GetPlan(m, threads), a, c);
+    RunPlan(*GetPlan(m, threads), a, w_, c, bias);
     return;
   }
   // Row slices on the session's pool, one single-threaded primitive each (ParallelFor runs
@@ -139,7 +200,7 @@ void DnnlPackedMatMul::Run(const float* a, int64_t m, float* c, int threads) {
   ParallelFor(threads, slices, 1, [&](int64_t s0, int64_t s1) {
     for (int64_t s = s0; s < s1; ++s) {
       const int64_t r0 = m * s / slices, r1 = m * (s + 1) / slices;
-      RunPlan(*GetPlan(r1 - r0, 1), a + r0 * k_, c + r0 * n_);
+      RunPlan(*GetPlan(r1 - r0, 1), a + r0 * k_, w_, c + r0 * n_, bias);
     }
   });
 }
