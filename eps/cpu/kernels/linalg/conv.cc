@@ -139,7 +139,7 @@ class Conv : public ep::PrePackingKernel {
     switch (t) {
       case NX_TYPE_FLOAT: {
         const float* bias = b_.packed() ? b_.data() : b ? b->data<float>() : nullptr;
-        dnnl_.Run(g, x.data<float>(), const_w ? nullptr : w.data<float>(), bias,
+        dnnl_.Run(AsRowConvolution(g), x.data<float>(), const_w ? nullptr : w.data<float>(), bias,
                   z ? z->data<float>() : nullptr, y.data<float>(), threads);
         return;
       }
@@ -154,7 +154,7 @@ class Conv : public ep::PrePackingKernel {
             if (z) zf = ToFloatVector(z->data<T>(), z->size());
             const float* bias = b_.packed() ? b_.data() : b ? bf.data() : nullptr;
             float* yf = static_cast<float*>(ThreadScratch(kScratchC, y_count * sizeof(float)));
-            dnnl_.Run(g, xf, wf, bias, z ? zf.data() : nullptr, yf, threads);
+            dnnl_.Run(AsRowConvolution(g), xf, wf, bias, z ? zf.data() : nullptr, yf, threads);
             FromFloat(yf, y_count, y.data<T>());
           }
         });
@@ -183,7 +183,7 @@ class Conv : public ep::PrePackingKernel {
     dnnl_.SetConstantWeights(w_.data(), w_.size());
     if (threads_ <= 0 || !x_shape_) return;
     try {
-      dnnl_.Prepare(Geometry(*x_shape_, w_.shape()), threads_, has_bias_);
+      dnnl_.Prepare(AsRowConvolution(Geometry(*x_shape_, w_.shape())), threads_, has_bias_);
     } catch (const std::exception&) {
       // Not fatal here: Compute reports the problem with the actual input.
     }

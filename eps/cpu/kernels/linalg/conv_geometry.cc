@@ -171,4 +171,15 @@ ConvGeometry ComputeConvTransposeGeometry(const ConvAttributes& a, std::span<con
   return g;
 }
 
+ConvGeometry AsRowConvolution(const ConvGeometry& g) {
+  if (g.spatial != 2 || g.in[2] != 1 || g.kernel[2] != 1 || g.out[2] != 1 || g.in[1] <= 1 ||
+      g.pad_begin[2] != 0 || g.pad_end[2] != 0)
+    return g;
+  ConvGeometry row = g;
+  for (Dims3* d :
+       {&row.in, &row.out, &row.kernel, &row.stride, &row.dilation, &row.pad_begin, &row.pad_end})
+    std::swap((*d)[1], (*d)[2]);
+  return row;
+}
+
 }  // namespace nxrt::cpu::linalg

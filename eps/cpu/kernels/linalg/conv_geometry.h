@@ -55,6 +55,13 @@ struct ConvGeometry {
 ConvGeometry ComputeConvGeometry(const ConvAttributes& attrs, std::span<const int64_t> x_shape,
                                  std::span<const int64_t> w_shape);
 
+// A 2-D convolution over [H, 1] with a [kH, 1] kernel (no padding across the width) reads and
+// writes memory exactly as one over [1, H] with a [1, kH] kernel, in NCHW and NHWC alike; the
+// second form is what vectorised kernels block over (output width). Returns `g` in that form
+// when it applies (Magika's [256, 512, 1] x [512, 256, 5, 1] convolution: oneDNN's direct kernel
+// computed one output position per row), else `g` itself.
+ConvGeometry AsRowConvolution(const ConvGeometry& g);
+
 // ConvTranspose: x is [N, C, spatial...], w is [C, M/group, k...]. pad_begin/pad_end describe
 // where the full "scatter" result is cropped: output index o receives input i through kernel
 // tap t when o = i * stride - pad_begin + t * dilation. pad_end can be negative when output_shape

@@ -254,6 +254,13 @@ TEST(ConvThreads, EveryThreadCountMatchesTheReference) {
       {"depthwise 5x5 stride 2", 2, 20, 20, 20, {15, 17}, {5, 5}, {2, 2}, {1, 1}, {2, 1, 2, 3}, true, true, false},
       {"depthwise dilated", 1, 16, 32, 16, {19, 19}, {3, 3}, {1, 1}, {2, 2}, {2, 2, 2, 2}, false, false, false},
       {"depthwise 9x9", 1, 8, 8, 8, {21, 20}, {9, 9}, {1, 1}, {1, 1}, {4, 4, 4, 4}, true, true, false},
+      // [H, 1] planes with [kH, 1] kernels, run as [1, H] x [1, kH] (AsRowConvolution): padding,
+      // stride and dilation along H, batch 2, a fused residual; and one padded across the width,
+      // which keeps its own form
+      {"5x1 on H x 1", 2, 20, 36, 1, {45, 1}, {5, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, true, true, false},
+      {"5x1 stride 2 dilation 2", 1, 12, 24, 1, {40, 1}, {5, 1}, {2, 1}, {2, 1}, {3, 0, 1, 0}, false, false, false},
+      {"3x1 + Add + Relu", 1, 16, 32, 1, {33, 1}, {3, 1}, {1, 1}, {1, 1}, {1, 0, 1, 0}, true, true, true},
+      {"3x1 padded across", 1, 8, 16, 1, {21, 1}, {3, 1}, {1, 1}, {1, 1}, {1, 1, 1, 1}, true, true, false},
   };
   // clang-format on
   nxrt::Env env(NX_LOG_ERROR);
