@@ -7,6 +7,7 @@
 // this thread's scratchpad afterwards.
 #include <algorithm>
 #include <cstring>
+#include <string>
 
 #include "blocked/blocked_program.h"
 #include "blocked/blocked_steps.h"
@@ -86,7 +87,8 @@ class ProgramRunner {
         const uint64_t begin = profiling ? ep::ProfilerNowNs() : 0;
         RunStep(step, *state);
         if (profiling)
-          ctx.AddProfileEvent(step.name, begin, ep::ProfilerNowNs(), {{"op", step.op}});
+          ctx.AddProfileEvent(step.name, begin, ep::ProfilerNowNs(),
+                              {{"op", step.op}, {"slices", std::to_string(step.parts.size())}});
       }
     } catch (...) {
       GiveState(std::move(state));

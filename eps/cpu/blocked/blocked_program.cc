@@ -27,6 +27,10 @@ constexpr auto kF32 = memory::data_type::f32;
 
 // Multiply-adds of a convolution (per image) below which it runs as one slice: about 20 us.
 constexpr int64_t kMinSliceMacs = int64_t{1} << 17;
+// Weight bytes of a convolution from which it is sliced whatever its multiply-adds: over a 1x1
+// image (squeeze-and-excitation) it only streams its weight, one slice per thread halves that
+// (MobileNetV3-small's 576 -> 144 -> 576: 37 us each at one thread).
+constexpr int64_t kMinSliceWeightBytes = int64_t{1} << 16;
 // Bytes a memory-bound step (pooling, eltwise, binary, reorder) moves per image below which it
 // runs as one slice.
 constexpr int64_t kMinSliceBytes = int64_t{1} << 16;
@@ -734,7 +738,9 @@ class Compiler {
       wdata = folded_w.data();
       bias = folded_b.data();
     }
-    for (auto [o0, o1] : Slices(m, SliceCount(macs >= kMinSliceMacs))) {
+    const int64_t weight_bytes = m * (c / g.group) * kh * kw * int64_t{sizeof(float)};
+    for (auto [o0, o1] :
+         Slices(m, SliceCount(macs >= kMinSliceMacs || weight_bytes >= kMinSliceWeightBytes))) {
       const int64_t os = o1 - o0;
       memory::desc src = V(x).plain ? PlainDesc(c, h, w) : BlockedDesc(depthwise ? os : c, h, w);
       memory::desc dst = BlockedDesc(os, oh, ow);

@@ -1,14 +1,16 @@
 // Gemm (opsets 1 to 13): Y = alpha * op(A) * op(B) + beta * C, C broadcast to [M, N].
 //
 // float32 runs through oneDNN's sgemm with C pre-broadcast into Y (so sgemm's beta applies it).
-// A constant float/float16/bfloat16 B is pre-packed as float32 in its own layout (shared between
-// sessions when the host offers it): sgemm has no layout it is consistently faster on (measured
-// on [1, 2048] x [2048, 1000]: a tie; on 16 rows transB=1 was ~35% slower, on BERT shapes each
-// layout won one), so the copy only converts, and lets the host free and share the weight.
+// A constant float/float16/bfloat16 B is pre-packed as float32 (shared between sessions when the
+// host offers it): in nxrt's panels on AVX2 (panel_gemm.h) or oneDNN's blocked layout on AVX-512
+// (matmul_weights.h) unless A is transposed or has few static rows; otherwise in its own layout
+// for sgemm, which has none it is consistently faster on (measured on [1, 2048] x [2048, 1000]:
+// a tie; on 16 rows transB=1 was ~35% slower, on BERT shapes each layout won one).
 // Other types use the portable GEMM followed by the alpha/beta epilogue.
 #include <memory>
 #include <nxrt/nxrt_ep.hpp>
 #include <optional>
+#include <type_traits>
 
 #include "common/broadcast.h"
 #include "common/dispatch.h"
@@ -19,6 +21,7 @@
 #include "kernels/linalg/linalg_kernels.h"
 #include "kernels/linalg/matmul_dnnl.h"
 #include "kernels/linalg/matmul_weights.h"
+#include "kernels/linalg/panel_gemm.h"
 #include "kernels/linalg/prepacked_weight.h"
 #include "kernels/linalg/sgemm_warm_up.h"
 
@@ -54,8 +57,9 @@ class Gemm : public ep::PrePackingKernel {
       return false;
     }
     layout_ = MatMulWeightLayout(w.shape_vector(), trans_b_, BlockedAllowed());
-    ep::Block block = layout_.blocked ? PackBlockedWeights(w, trans_b_, layout_, allocator)
-                                      : PackFloatBlock(w, allocator, /*transpose=*/false);
+    ep::Block block = layout_.blocked  ? PackBlockedWeights(w, trans_b_, layout_, allocator)
+                      : layout_.panels ? PackPanelWeights(w, trans_b_, layout_, allocator)
+                                       : PackFloatBlock(w, allocator, /*transpose=*/false);
     if (b_.StoreOrKeep(w, std::move(block), cache)) UsePackedB();
     return true;
   }
@@ -107,12 +111,19 @@ class Gemm : public ep::PrePackingKernel {
     const int threads = ctx.threads();
 
     auto run_float = [&](const float* af, const float* bf, const auto* cv, float* yf) {
-      if (matmul_) {  // y = alpha A B through the primitive, then + beta C
-        {
+      if (matmul_ || panels_) {  // y = alpha A B through the packed B, then + beta C
+        // A float C of one row with beta 1 (a Linear layer's bias) is added by the panels.
+        const float* bias = nullptr;
+        if constexpr (std::is_same_v<std::remove_cvref_t<decltype(*cv)>, float>) {
+          if (panels_ && use_c && c_rs == 0 && c_cs == 1 && beta_ == 1.0f) bias = cv;
+        }
+        if (panels_) {
+          panels_->Run(af, m, yf, threads, bias);
+        } else {
           OmpThreadScope scope(threads);
           matmul_->Run(af, m, yf, threads);
         }
-        if (!use_c) return;
+        if (!use_c || bias != nullptr) return;
         for (int64_t i = 0; i < m; ++i) {
           float* row = yf + i * n;
           const auto* c_row = cv + i * c_rs;
@@ -205,8 +216,12 @@ class Gemm : public ep::PrePackingKernel {
     return !trans_a_ && !(static_rows_ > 0 && static_rows_ <= kPlainWeightMaxRows);
   }
 
-  // B is packed in a blocked layout (owned or shared): multiply through the primitive.
+  // B is packed in panels or a blocked layout (owned or shared): multiply through them.
   void UsePackedB() {
+    if (layout_.panels) {
+      panels_ = std::make_unique<PanelMatMul>(b_.data(), layout_.k, layout_.n, alpha_);
+      return;
+    }
     if (!layout_.blocked) return;
     matmul_ =
         std::make_unique<DnnlPackedMatMul>(b_.data(), layout_.md, layout_.k, layout_.n, alpha_);
@@ -219,6 +234,7 @@ class Gemm : public ep::PrePackingKernel {
   MatMulWeightLayout layout_;
   int64_t static_rows_ = 0;                   // M of a static A, else 0
   std::unique_ptr<DnnlPackedMatMul> matmul_;  // over a blocked b_
+  std::unique_ptr<PanelMatMul> panels_;       // over b_ in panels
 };
 
 }  // namespace

@@ -4,9 +4,11 @@
 // com.nxrt FusedMatMul: activation(A * B + bias), float32, what nxrt's graph fusion makes of
 // MatMul -> Add(constant per column) [-> Relu/LeakyRelu/Sigmoid/Tanh/Gelu] (graph_fusion.h).
 //
-// A constant 2-D weight B [K, N] is pre-packed transposed ([N, K], converted to float32 for
-// float16/bfloat16; shared between sessions when the host offers it) and multiplied through
-// oneDNN's matmul primitive (matmul_dnnl.h) as one GEMM over all rows of A. Other float32 products
+// A constant 2-D weight B [K, N] is pre-packed (converted to float32 for float16/bfloat16;
+// shared between sessions when the host offers it) and multiplied as one GEMM over all rows of
+// A: in panels through nxrt's kernel on AVX2 (panel_gemm.h), in oneDNN's blocked layout through
+// its matmul primitive on AVX-512 (matmul_dnnl.h), or transposed ([N, K]) through the primitive
+// where neither applies. Other float32 products
 // run through oneDNN's sgemm (batched over broadcast batch entries); float16/bfloat16 compute in
 // float32; double and the integer types use the portable GEMM.
 #include <memory>
@@ -25,6 +27,7 @@
 #include "kernels/linalg/matmul_core.h"
 #include "kernels/linalg/matmul_dnnl.h"
 #include "kernels/linalg/matmul_weights.h"
+#include "kernels/linalg/panel_gemm.h"
 #include "kernels/linalg/prepacked_weight.h"
 #include "kernels/linalg/sgemm_warm_up.h"
 
@@ -87,8 +90,9 @@ class MatMul : public ep::PrePackingKernel {
       return false;
     }
     layout_ = MatMulWeightLayout(w.shape_vector(), trans_b_, BlockedAllowed());
-    ep::Block block = layout_.blocked ? PackBlockedWeights(w, trans_b_, layout_, allocator)
-                                      : PackFloatBlock(w, allocator, /*transpose=*/!trans_b_);
+    ep::Block block = layout_.blocked  ? PackBlockedWeights(w, trans_b_, layout_, allocator)
+                      : layout_.panels ? PackPanelWeights(w, trans_b_, layout_, allocator)
+                                       : PackFloatBlock(w, allocator, /*transpose=*/!trans_b_);
     if (b_.StoreOrKeep(w, std::move(block), cache)) UsePackedB();
     return true;
   }
@@ -112,7 +116,7 @@ class MatMul : public ep::PrePackingKernel {
     ep::ConstTensor a = ctx.input(0);
     const NxElementType t = a.type();
     // A packed B is used on its own: the host may have freed the initializer.
-    const bool packed = packed_ != nullptr;
+    const bool packed = packed_ != nullptr || panels_ != nullptr;
     ep::ConstTensor b = packed ? ep::ConstTensor() : ctx.input(1);
     const NxElementType bt = packed ? b_.type() : b.type();
     NXRT_EP_ENFORCE(
@@ -132,13 +136,17 @@ class MatMul : public ep::PrePackingKernel {
     // The primitive applies when the product folds into one GEMM (always with a 2-D B unless
     // FusedMatMul transposes A); otherwise sgemm reads the packed [N, K] copy as a transposed B.
     auto run_float = [&](const float* af, const float* bf, float* yf) {
-      if (packed && d.foldable) {
-        packed_->Run(af, d.batch * d.m, yf, threads, bias);  // with the fused epilogue
+      if (packed && d.foldable) {  // with the fused epilogue
+        if (panels_)
+          panels_->Run(af, d.batch * d.m, yf, threads, bias);
+        else
+          packed_->Run(af, d.batch * d.m, yf, threads, bias);
         return;
       }
       if (packed) {
         // Only transA stops a 2-D B from folding, and that keeps B plain (PrePack).
-        NXRT_EP_ENFORCE(!layout_.blocked, op_ + ": a blocked B in a product that does not fold");
+        NXRT_EP_ENFORCE(!layout_.blocked && !layout_.panels,
+                        op_ + ": a packed B in a product that does not fold");
         BatchedSgemm(d, af, b_.data(), /*trans_b=*/true, alpha_, yf, threads);
       } else {
         BatchedSgemm(d, af, bf, d.trans_b, alpha_, yf, threads);
@@ -239,6 +247,10 @@ class MatMul : public ep::PrePackingKernel {
   void UsePackedB() {
     const auto& s = b_.shape();
     const int64_t k = trans_b_ ? s[1] : s[0], n = trans_b_ ? s[0] : s[1];
+    if (layout_.panels) {
+      panels_ = std::make_unique<PanelMatMul>(b_.data(), k, n, alpha_, post_);
+      return;
+    }
     const dnnl::memory::desc plain_nk({k, n}, dnnl::memory::data_type::f32,
                                       dnnl::memory::format_tag::ba);
     packed_ = std::make_unique<DnnlPackedMatMul>(b_.data(), layout_.blocked ? layout_.md : plain_nk,
@@ -257,7 +269,8 @@ class MatMul : public ep::PrePackingKernel {
   bool epilogue_ = false, has_bias_ = false;  // com.nxrt FusedMatMul
   std::vector<DnnlEltwise> post_;
   MatMulWeightLayout layout_;
-  std::unique_ptr<DnnlPackedMatMul> packed_;  // over b_ once it is packed
+  std::unique_ptr<DnnlPackedMatMul> packed_;  // over b_ once it is packed (plain or blocked)
+  std::unique_ptr<PanelMatMul> panels_;       // over b_ once it is packed (panels)
 };
 
 class FusedMatMul : public MatMul {

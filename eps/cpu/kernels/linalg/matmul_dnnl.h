@@ -1,5 +1,9 @@
 // X[M, K] * W[K, N] with a constant weight, through oneDNN's matmul primitive.
 //
+// On AVX2, products that fold into one GEMM use nxrt's panel kernel instead (panel_gemm.h,
+// matmul_weights.h); this class still serves the plain [N, K] copy where the kernels keep one
+// (few static rows of A, transposed A).
+//
 // Where oneDNN has no layout of its own for the weight (AVX2), it is kept transposed ([N, K],
 // oneDNN tag "ba"): with the ONNX [K, N] layout oneDNN's
 // matmul falls off a performance cliff for wide N on AVX2 (FFN1 of BERT at half speed, see

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernels/linalg/matmul_dnnl.h"
+#include "kernels/linalg/panel_gemm.h"
 #include "kernels/linalg/prepacked_weight.h"
 
 namespace nxrt::cpu::linalg {
@@ -18,12 +19,14 @@ namespace nxrt::cpu::linalg {
 // faster than its blocked kernels (MobileNetV2's 1 x 1280 x 1000 classifier: 281 against 322 us).
 constexpr int64_t kPlainWeightMaxRows = 8;
 
-// The packed layout of a 2-D weight stored [K, N] (or [N, K] when `stored_nk`): oneDNN's blocked
-// one when it has one and `allowed`; otherwise `blocked` is false and the kernel keeps its plain
-// float copy. The same for PrePack and for a packing another session made.
+// The packed layout of a 2-D weight stored [K, N] (or [N, K] when `stored_nk`), when `allowed`:
+// oneDNN's blocked one when it has one (AVX-512), else nxrt's panels (panel_gemm.h) where that
+// kernel is preferred (AVX2). Otherwise neither is set and the kernel keeps its plain float copy.
+// The same for PrePack and for a packing another session made.
 struct MatMulWeightLayout {
   dnnl::memory::desc md;
   bool blocked = false;
+  bool panels = false;
   int64_t k = 0, n = 0;
 
   MatMulWeightLayout() = default;
@@ -32,11 +35,28 @@ struct MatMulWeightLayout {
     if (!allowed) return;
     md = PreferredMatMulWeights(k, n);
     blocked = !IsPlainMatMulWeights(md);
+    panels = !blocked;
   }
 
-  // Packing bytes for the kernel's plain copy of `plain_bytes`, or of the blocked layout.
-  size_t Bytes(size_t plain_bytes) const { return blocked ? md.get_size() : plain_bytes; }
+  // Packing bytes for the kernel's plain copy of `plain_bytes`, or of the packed layout.
+  size_t Bytes(size_t plain_bytes) const {
+    return blocked ? md.get_size() : panels ? PanelBytes(k, n) : plain_bytes;
+  }
 };
+
+// `w` (float, float16 or bfloat16, [K, N] or [N, K] when `stored_nk`) packed into the panels of
+// `layout`, in a block of `allocator`.
+inline ep::Block PackPanelWeights(const ep::ConstTensor& w, bool stored_nk,
+                                  const MatMulWeightLayout& layout, ep::Allocator allocator) {
+  ep::Block block(allocator, PanelBytes(layout.k, layout.n));
+  if (w.type() == NX_TYPE_FLOAT) {
+    PackPanels(w.data<float>(), stored_nk, layout.k, layout.n, block.as<float>());
+  } else {  // float16 / bfloat16: to float32 first, in the stored layout
+    ep::Block plain = PackFloatBlock(w, allocator, /*transpose=*/false);
+    PackPanels(plain.as<float>(), stored_nk, layout.k, layout.n, block.as<float>());
+  }
+  return block;
+}
 
 // `w` (float, float16 or bfloat16, [K, N] or [N, K] when `stored_nk`) packed into the blocked
 // `layout`, in a block of `allocator`.

@@ -156,6 +156,7 @@ TEST(MatMulPacked, EveryRowCountReadsThePackingRight) {
   const std::vector<MatMulCase> cases = {
       {67, 130},              // neither a multiple of any block
       {256, 768},             // a transformer's projection
+      {600, 70},              // several depth blocks of the AVX2 panels, a part-filled panel
       {33, 17, false, true},  // transB: stored [N, K]
       {40, 24, false, false, 0.5f},
       {21, 35, true, false},  // transA: the plain layout
@@ -212,6 +213,7 @@ TEST(MatMulPacked, GemmWithEveryFormOfC) {
   const int64_t rows = 37;
   const std::vector<GemmCase> cases = {
       {256, 256, false, true, 1.0f, 1.0f, true, {256}},  // a Linear layer: transB, bias
+      {300, 45, false, false, 0.5f, 1.0f, true, {45}},   // alpha, then the bias
       {67, 130, false, false, 0.5f, 2.0f, true, {1, 130}},
       {40, 24, false, true, 1.0f, -1.0f, true, {rows, 24}},
       {33, 17, false, false, 2.0f, 0.5f, true, {rows, 1}},
