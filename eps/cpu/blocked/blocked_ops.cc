@@ -37,6 +37,16 @@ bool PerChannelOf(const ep::ValueInfoView& small, const ep::ValueInfoView& big) 
   return MayMatch(s[0], b[0]) && s[1] == b[1] && s[2] == 1 && s[3] == 1;
 }
 
+// A float constant of shape [C, 1, 1] or [1, C, 1, 1]: one value per channel of a 4-D tensor.
+bool PerChannelConstant(const ep::ValueInfoView& c, int64_t channels) {
+  auto s = c.shape();
+  if (!s || c.type() != NX_TYPE_FLOAT || s->size() < 3 || s->size() > 4) return false;
+  const size_t channel_axis = s->size() - 3;
+  for (size_t i = 0; i < s->size(); ++i)
+    if ((*s)[i] != (i == channel_axis ? channels : 1)) return false;
+  return true;
+}
+
 bool TwoDimensional(const std::vector<int64_t>& v, size_t n) { return v.empty() || v.size() == n; }
 
 bool ConvSupported(const ep::NodeView& node, const std::vector<bool>& constant) {
@@ -98,10 +108,16 @@ BlockedOp ClassifyWithConstants(const ep::NodeView& node, const std::vector<bool
   if (!node.domain().empty()) return BlockedOp::kNone;
   const std::string op = node.op_type();
   const size_t inputs = node.input_count();
-  if (op == "Identity") {
-    return inputs == 1 && constant[0] && node.input(0).type() == NX_TYPE_FLOAT
-               ? BlockedOp::kConstantAlias
-               : BlockedOp::kNone;
+  // Ops that only rename or reshape a constant (the data stays as it is): torch shares weights
+  // through Identity, PaddlePaddle reshapes each bias of a squeeze-and-excitation block to
+  // [1, C, 1, 1] before its Add. With constant inputs they are views of that constant.
+  if (op == "Identity" || op == "Reshape" || op == "Squeeze" || op == "Unsqueeze" ||
+      op == "Flatten") {
+    bool all_constant = inputs >= 1 && node.output_count() == 1;
+    for (size_t i = 0; i < inputs && all_constant; ++i)
+      all_constant = !node.input(i).present() || constant[i];
+    return all_constant && node.input(0).type() == NX_TYPE_FLOAT ? BlockedOp::kConstantAlias
+                                                                 : BlockedOp::kNone;
   }
   if (op == "Conv") return ConvSupported(node, constant) ? BlockedOp::kConv : BlockedOp::kNone;
   if (IsActivationOp(op)) {
@@ -143,10 +159,14 @@ BlockedOp ClassifyWithConstants(const ep::NodeView& node, const std::vector<bool
     bool one = s && s->size() <= 4 && c.type() == NX_TYPE_FLOAT;
     if (one)
       for (int64_t d : *s) one &= d == 1;
-    if (!one || (op == "Div" && k == 0) || node.output_count() != 1) return BlockedOp::kNone;
-    if (!IsBlockable(x) || !IsBlockable(node.output(0)) || !SameDims(x, node.output(0)))
+    if (node.output_count() != 1 || !IsBlockable(x) || !IsBlockable(node.output(0)) ||
+        !SameDims(x, node.output(0)))
       return BlockedOp::kNone;
-    return BlockedOp::kLinear;
+    if (one) return op == "Div" && k == 0 ? BlockedOp::kNone : BlockedOp::kLinear;
+    // One value per channel ([C, 1, 1] or [1, C, 1, 1]): x + c, x - c, c + x, x * c, c * x.
+    if (op == "Div" || (op == "Sub" && k == 0) || !PerChannelConstant(c, StaticDims(x)[1]))
+      return BlockedOp::kNone;
+    return op == "Mul" ? BlockedOp::kMul : BlockedOp::kAdd;
   }
   if (op == "Add" || op == "Mul") {
     if (inputs != 2 || node.output_count() != 1 || constant[0] || constant[1])

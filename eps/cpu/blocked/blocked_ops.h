@@ -21,13 +21,16 @@ enum class BlockedOp {
   kActivation,     // Relu, LeakyRelu, Sigmoid, Tanh, HardSwish, HardSigmoid, Clip
   kLinear,         // Add, Sub, Mul or Div with a one-element constant: x * a + b
   kBatchNorm,      // BatchNormalization for inference, constant statistics
-  kAdd,            // same shapes, or one side [N, C, 1, 1]
-  kMul,            // same shapes, or one side [N, C, 1, 1] (squeeze-and-excitation scales)
+  kAdd,            // same shapes, or one side [N, C, 1, 1]; or x + c, x - c (Sub) with a
+                   // constant c of one value per channel
+  kMul,            // same shapes, or one side [N, C, 1, 1] (squeeze-and-excitation scales);
+                   // or x * c with a constant c of one value per channel
   kMaxPool,        // 2-D, without the Indices output
   kAveragePool,    // 2-D
   kGlobalPool,     // GlobalAveragePool, GlobalMaxPool
   kConcat,         // along channels
-  kConstantAlias,  // Identity of a constant (torch exports share weights through these)
+  kConstantAlias,  // Identity, Reshape, Squeeze, Unsqueeze or Flatten of a constant (torch
+                   // exports share weights through Identity; PaddlePaddle reshapes biases)
 };
 
 // A 4-D float tensor whose channel count is known (batch, height and width may be symbolic).

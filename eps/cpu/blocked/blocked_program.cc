@@ -61,7 +61,9 @@ struct ConvFusion {
   int sum = -1;              // the Add's other operand (value), or -1
   int sum_node = -1;         // the Add fused in
   int final = -1;            // the value the fused chain produces
-  int batch_norm = -1;       // a BatchNormalization right after the Conv, folded into its weights
+  // BatchNormalizations and Add / Sub / Mul of per-channel constants right after the Conv, in
+  // order: folded into its weights and bias.
+  std::vector<int> affine;
 };
 
 class Compiler {
@@ -146,6 +148,13 @@ class Compiler {
           break;
         case BlockedOp::kAdd:
         case BlockedOp::kMul: {
+          if (const int c = ChannelConstantOperand(static_cast<int>(i)); c >= 0) {
+            NXRT_EP_ENFORCE(static_cast<int64_t>(V(c).constant->data.size()) == x[1],
+                            "blocked group: " + node.Describe() + " has " +
+                                std::to_string(V(c).constant->data.size()) +
+                                " per-channel values for " + std::to_string(x[1]) + " channels");
+            break;
+          }
           const std::vector<int64_t>& b = V(node.inputs[1]).dims;
           auto per_channel = [](const std::vector<int64_t>& s, const std::vector<int64_t>& big) {
             return s[0] == big[0] && s[1] == big[1] && s[2] == 1 && s[3] == 1;
@@ -244,12 +253,33 @@ class Compiler {
   }
   bool IsOutput(int v) { return V(v).output >= 0; }
 
-  // The input a one-input member works on (kLinear: the operand that is not the constant).
+  // The input a one-input member works on (kLinear, or kAdd / kMul with a constant: the
+  // operand that is not the constant).
   int ActInput(int node) const {
     const GroupNode& n = Node(node);
-    if (n.op == BlockedOp::kLinear && values_[static_cast<size_t>(n.inputs[0])].constant)
-      return n.inputs[1];
+    if (n.op == BlockedOp::kLinear || n.op == BlockedOp::kAdd || n.op == BlockedOp::kMul) {
+      if (values_[static_cast<size_t>(n.inputs[0])].constant) return n.inputs[1];
+    }
     return n.inputs[0];
+  }
+
+  // The constant of an Add, Sub or Mul with one value per channel (ClassifyNode), or -1.
+  int ChannelConstantOperand(int node) const {
+    const GroupNode& n = Node(node);
+    if (n.op != BlockedOp::kAdd && n.op != BlockedOp::kMul) return -1;
+    for (int v : n.inputs)
+      if (values_[static_cast<size_t>(v)].constant) return v;
+    return -1;
+  }
+
+  // Its values, one per channel: negated for Sub (x - c is x + (-c), exactly).
+  std::vector<float> ChannelValues(int node) {
+    const int v = ChannelConstantOperand(node);
+    std::span<const float> data = V(v).constant->data;
+    std::vector<float> out(data.begin(), data.end());
+    if (OpType(node) == "Sub")
+      for (float& x : out) x = -x;
+    return out;
   }
 
   bool IsActivationLike(int node) const {
@@ -384,9 +414,10 @@ class Compiler {
         const Value& yv = V(y);
         if (IsOutput(y)) break;
         const int r = SoleReader(y);
-        if (r >= 0 && ops_[static_cast<size_t>(r)] == BlockedOp::kBatchNorm && f.chain.empty() &&
-            f.batch_norm < 0) {  // folded into the weights and bias
-          f.batch_norm = r;
+        if (r >= 0 && f.chain.empty() &&
+            (ops_[static_cast<size_t>(r)] == BlockedOp::kBatchNorm ||
+             ChannelConstantOperand(r) >= 0)) {  // folded into the weights and bias
+          f.affine.push_back(r);
           fused_[static_cast<size_t>(r)] = true;
           y = out_[static_cast<size_t>(r)][0];
           continue;
@@ -723,17 +754,28 @@ class Compiler {
     const memory::dims pad_r = {g.pad_end[1], g.pad_end[2]};
     const float* wdata = V(ins[1]).constant->data.data();
     std::vector<float> folded_w, folded_b;
-    if (f.batch_norm >= 0) {  // w * s and b * s + t per output channel
-      std::vector<float> scale, shift;
-      BatchNormAffine(f.batch_norm, &scale, &shift);
+    if (!f.affine.empty()) {  // per output channel, in order: w * s and b * s + t
       const int64_t per_channel = (c / g.group) * kh * kw;
       folded_w.assign(wdata, wdata + m * per_channel);
       folded_b.assign(static_cast<size_t>(m), 0.0f);
-      for (int64_t o = 0; o < m; ++o) {
-        for (int64_t k = 0; k < per_channel; ++k)
-          folded_w[static_cast<size_t>(o * per_channel + k)] *= scale[static_cast<size_t>(o)];
-        folded_b[static_cast<size_t>(o)] =
-            (bias ? bias[o] : 0.0f) * scale[static_cast<size_t>(o)] + shift[static_cast<size_t>(o)];
+      if (bias) folded_b.assign(bias, bias + m);
+      for (int a : f.affine) {
+        std::vector<float> scale(static_cast<size_t>(m), 1.0f), shift(static_cast<size_t>(m), 0.0f);
+        if (ops_[static_cast<size_t>(a)] == BlockedOp::kBatchNorm)
+          BatchNormAffine(a, &scale, &shift);
+        else if (ops_[static_cast<size_t>(a)] == BlockedOp::kMul)
+          scale = ChannelValues(a);
+        else
+          shift = ChannelValues(a);
+        for (int64_t o = 0; o < m; ++o) {
+          const float so = scale[static_cast<size_t>(o)];
+          if (so != 1.0f) {
+            for (int64_t k = 0; k < per_channel; ++k)
+              folded_w[static_cast<size_t>(o * per_channel + k)] *= so;
+          }
+          folded_b[static_cast<size_t>(o)] =
+              folded_b[static_cast<size_t>(o)] * so + shift[static_cast<size_t>(o)];
+        }
       }
       wdata = folded_w.data();
       bias = folded_b.data();
@@ -899,6 +941,10 @@ class Compiler {
   void EmitBinary(int node) {
     const std::vector<int>& ins = in_[static_cast<size_t>(node)];
     const int y = out_[static_cast<size_t>(node)][0];
+    if (ChannelConstantOperand(node) >= 0) {
+      EmitChannelConstantBinary(node);
+      return;
+    }
     // src1 is the one oneDNN broadcasts: the per-channel operand if there is one.
     int a = ins[0], b = ins[1];
     if (V(a).dims != V(y).dims) std::swap(a, b);
@@ -925,6 +971,32 @@ class Compiler {
       step.parts.push_back({call});
     }
     Push(std::move(step), {a, b}, {y});
+  }
+
+  // x + c or x * c with a constant of one value per channel (a broadcast binary primitive).
+  void EmitChannelConstantBinary(int node) {
+    const int x = ActInput(node), y = out_[static_cast<size_t>(node)][0];
+    Allocate(y);
+    const std::vector<float> values = ChannelValues(node);
+    const int64_t c = V(y).dims[1], h = V(y).dims[2], w = V(y).dims[3];
+    const auto alg = ops_[static_cast<size_t>(node)] == BlockedOp::kAdd
+                         ? dnnl::algorithm::binary_add
+                         : dnnl::algorithm::binary_mul;
+    Step step = NewStep(node, OpType(node));
+    step.images = V(y).dims[0];
+    for (auto [c0, c1] : Slices(c, SliceCount(c * h * w * 4 >= kMinSliceBytes))) {
+      memory::desc md = BlockedDesc(c1 - c0, h, w), md1 = BlockedDesc(c1 - c0, 1, 1);
+      dnnl::binary::primitive_desc pd(dnnl::binary::desc(alg, md, md1, md), Attr(), DnnlEngine());
+      Call call;
+      call.has_primitive = true;
+      call.primitive = dnnl::binary(pd);
+      call.scratch_bytes = Scratch(pd);
+      call.args = {{DNNL_ARG_SRC_0, md, At(x, c0)},
+                   {DNNL_ARG_SRC_1, md1, ChannelConstant(md1, values, c0, c1)},
+                   {DNNL_ARG_DST, md, At(y, c0)}};
+      step.parts.push_back({call});
+    }
+    Push(std::move(step), {x}, {y});
   }
 
   void EmitPool(int node) {

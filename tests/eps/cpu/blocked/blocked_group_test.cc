@@ -53,6 +53,19 @@ class Builder {
   void Constant(const std::string& name, std::vector<int64_t> dims, std::vector<float> values) {
     *g_->add_initializer() = MakeFloatTensor(name, dims, values);
   }
+  void Int64Constant(const std::string& name, std::vector<int64_t> dims,
+                     std::vector<int64_t> values) {
+    onnx::TensorProto* t = g_->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::INT64);
+    for (int64_t d : dims) t->add_dims(d);
+    for (int64_t v : values) t->add_int64_data(v);
+  }
+  std::vector<float> Random(size_t n, float scale) {
+    std::vector<float> v(n);
+    for (float& x : v) x = scale * normal_(rng_);
+    return v;
+  }
   // BatchNormalization with random statistics.
   void BatchNorm(const std::string& x, const std::string& y, int64_t c) {
     std::vector<float> gamma(c), beta(c), mean(c), var(c);
@@ -389,6 +402,42 @@ TEST(BlockedGroup, PaddleBlocksBatchNormsAndScalarConstants) {
   b.Output("y", {1, 4, 1, 1});
   b.Output("h1", {1, 16, 10, 8});
   ExpectSameAsNodeByNode(b.Bytes(), {"x"}, {{1, 3, 20, 16}});
+}
+
+// Add, Sub and Mul of constants with one value per channel ([C, 1, 1], [1, C, 1, 1], either
+// operand), some reaching their shape through Reshape / Unsqueeze of a constant (PaddlePaddle's
+// biases): right after a convolution they fold into its weights and bias in order, with a
+// BatchNormalization between them; after an activation they run as broadcasts. The whole model
+// is one group: the reshaped constants are views inside it, not inputs reordered on every run.
+TEST(BlockedGroup, PerChannelConstantsFoldIntoConvolutionsOrRunAsBroadcasts) {
+  Builder b;
+  b.Input("x", {2, 5, 12, 10});
+  b.Conv("x", "c1", 5, 11, 3);
+  b.Constant("b1", {11}, b.Random(11, 0.5f));
+  b.Int64Constant("b1_shape", {4}, {1, 11, 1, 1});
+  b.Op("Reshape", {"b1", "b1_shape"}, "rb");
+  b.Op("Add", {"c1", "rb"}, "a1");
+  b.Constant("cm", {11, 1, 1}, b.Random(11, 1.0f));
+  b.Op("Mul", {"cm", "a1"}, "m1");
+  b.BatchNorm("m1", "n1", 11);
+  b.Op("Relu", {"n1"}, "r1");
+  b.Constant("cs", {1, 11, 1, 1}, b.Random(11, 0.5f));
+  b.Op("Sub", {"r1", "cs"}, "s1");
+  b.Conv("s1", "c2", 11, 9, 1);
+  b.Constant("u", {9}, b.Random(9, 0.5f));
+  b.Int64Constant("u_axes", {3}, {0, 2, 3});
+  b.Op("Unsqueeze", {"u", "u_axes"}, "ub");
+  b.Op("Add", {"ub", "c2"}, "a2");
+  b.Op("Relu", {"a2"}, "r2");
+  b.Constant("cm2", {9, 1, 1}, b.Random(9, 1.0f));
+  b.Op("Mul", {"r2", "cm2"}, "m2");
+  b.Op("GlobalAveragePool", {"m2"}, "y");
+  b.Output("y", {2, 9, 1, 1});
+  b.Output("s1", {2, 11, 12, 10});
+  const auto [node_kernels, blocked_kernels] =
+      ExpectSameAsNodeByNode(b.Bytes(), {"x"}, {{2, 5, 12, 10}});
+  EXPECT_GT(node_kernels, 10u);
+  EXPECT_EQ(blocked_kernels, 1u);
 }
 
 // Symbolic batch, height and width: the group is compiled on the first run of each input shape
