@@ -50,6 +50,7 @@ struct NodeTable {
   std::vector<BlockedOp> op;
   std::vector<std::vector<int>> producers;  // per node, per input
   std::vector<std::vector<int>> consumers;  // per node: nodes reading any of its outputs
+  std::vector<char> graph_output;           // per node: one of its outputs leaves the graph
 };
 
 NodeTable ReadGraph(const NxGraph* graph, const NxKernelRegistry* registry,
@@ -61,8 +62,12 @@ NodeTable ReadGraph(const NxGraph* graph, const NxKernelRegistry* registry,
   t.op.assign(n, BlockedOp::kNone);
   t.producers.resize(n);
   t.consumers.resize(n);
+  t.graph_output.assign(n, 0);
+  std::unordered_map<std::string, bool> graph_outputs;
+  for (size_t i = 0; i < host.Graph_GetOutputCount(graph); ++i)
+    graph_outputs[ep::ValueInfoView(host.Graph_GetOutput(graph, i)).name()] = true;
   std::unordered_map<std::string, int> producer;
-  std::unordered_map<std::string, bool> alias_constant;
+  std::vector<char> eligible(n, 0);
   for (size_t i = 0; i < n; ++i) {
     const NxNode* node = host.Graph_GetNode(graph, i);
     t.nodes[i] = node;
@@ -77,25 +82,50 @@ NodeTable ReadGraph(const NxGraph* graph, const NxKernelRegistry* registry,
       t.producers[i].push_back(p);
       if (p >= 0) t.consumers[static_cast<size_t>(p)].push_back(static_cast<int>(i));
     }
-    auto is_constant = [&](const ep::ValueInfoView& v) {
-      if (v.constant().has_value()) return true;
-      auto it = alias_constant.find(v.name());
-      return it != alias_constant.end();
-    };
     // A node an EP of higher priority took stays out of groups (host ABI 8 tells).
     const bool taken = host.version >= 8 && host.Capability_IsNodeTaken(capability, node);
-    if (!taken && host.KernelRegistry_HasKernel(registry, node, nullptr)) {
-      t.op[i] = ClassifyNode(view, is_constant);
-      if (t.op[i] == BlockedOp::kConstantAlias) alias_constant[view.output(0).name()] = true;
-    }
+    eligible[i] = !taken && host.KernelRegistry_HasKernel(registry, node, nullptr);
     for (size_t k = 0; k < view.output_count(); ++k) {
       ep::ValueInfoView out = view.output(k);
-      if (out.present()) producer[out.name()] = static_cast<int>(i);
+      if (!out.present()) continue;
+      producer[out.name()] = static_cast<int>(i);
+      if (graph_outputs.count(out.name())) t.graph_output[i] = 1;
     }
   }
   for (auto& c : t.consumers) {
     std::sort(c.begin(), c.end());
     c.erase(std::unique(c.begin(), c.end()), c.end());
+  }
+  // Views of constants (kConstantAlias) make their readers' operands constant. A view whose
+  // value leaves the graph or is read by a node that cannot be a member has nothing to compute
+  // in a group (its value must come out of it): it stays a node, and its readers are classified
+  // again without it, until nothing changes.
+  std::vector<char> demoted(n, 0);
+  for (size_t round = 0; round <= n; ++round) {
+    std::unordered_map<std::string, bool> alias_constant;
+    for (size_t i = 0; i < n; ++i) {
+      t.op[i] = BlockedOp::kNone;
+      if (!eligible[i]) continue;
+      ep::NodeView view(t.nodes[i]);
+      auto is_constant = [&](const ep::ValueInfoView& v) {
+        return v.constant().has_value() || alias_constant.count(v.name()) != 0;
+      };
+      const BlockedOp op = ClassifyNode(view, is_constant);
+      if (op == BlockedOp::kConstantAlias && demoted[i]) continue;
+      t.op[i] = op;
+      if (op == BlockedOp::kConstantAlias) alias_constant[view.output(0).name()] = true;
+    }
+    bool changed = false;
+    for (size_t i = 0; i < n; ++i) {
+      if (t.op[i] != BlockedOp::kConstantAlias) continue;
+      bool escapes = t.graph_output[i] != 0;
+      for (int c : t.consumers[i]) escapes |= t.op[static_cast<size_t>(c)] == BlockedOp::kNone;
+      if (escapes) {
+        demoted[i] = 1;
+        changed = true;
+      }
+    }
+    if (!changed) break;
   }
   return t;
 }
@@ -156,6 +186,22 @@ bool Worthwhile(const NodeTable& t, const std::vector<int>& group) {
   return convs >= 1 && convs + others >= 2;
 }
 
+// A group without the constant views whose value is also read outside it (or leaves the graph):
+// a group computes its outputs, and a view has nothing to compute. Those stay nodes, and the
+// group reads their value as an input. (Their inputs are constants, so convexity holds.)
+std::vector<int> WithoutEscapingViews(const NodeTable& t, std::vector<int> group) {
+  std::vector<char> member(t.nodes.size(), 0);
+  for (int m : group) member[static_cast<size_t>(m)] = 1;
+  std::erase_if(group, [&](int i) {
+    if (t.op[static_cast<size_t>(i)] != BlockedOp::kConstantAlias) return false;
+    if (t.graph_output[static_cast<size_t>(i)]) return true;
+    for (int c : t.consumers[static_cast<size_t>(i)])
+      if (!member[static_cast<size_t>(c)]) return true;
+    return false;
+  });
+  return group;
+}
+
 // Convex groups from the connected components: a component that is not convex is cut before
 // its first offending member and the rest is split into components again.
 std::vector<std::vector<int>> ConvexGroups(const NodeTable& t) {
@@ -169,7 +215,7 @@ std::vector<std::vector<int>> ConvexGroups(const NodeTable& t) {
     if (!Worthwhile(t, group)) continue;
     const int cut = FirstNonConvexMember(t, group);
     if (cut < 0) {
-      out.push_back(std::move(group));
+      out.push_back(WithoutEscapingViews(t, std::move(group)));
       continue;
     }
     std::vector<int> head, tail;

@@ -404,12 +404,7 @@ TEST(BlockedGroup, PaddleBlocksBatchNormsAndScalarConstants) {
   ExpectSameAsNodeByNode(b.Bytes(), {"x"}, {{1, 3, 20, 16}});
 }
 
-// Add, Sub and Mul of constants with one value per channel ([C, 1, 1], [1, C, 1, 1], either
-// operand), some reaching their shape through Reshape / Unsqueeze of a constant (PaddlePaddle's
-// biases): right after a convolution they fold into its weights and bias in order, with a
-// BatchNormalization between them; after an activation they run as broadcasts. The whole model
-// is one group: the reshaped constants are views inside it, not inputs reordered on every run.
-TEST(BlockedGroup, PerChannelConstantsFoldIntoConvolutionsOrRunAsBroadcasts) {
+std::string PerChannelConstantsModel(bool escaping_views) {
   Builder b;
   b.Input("x", {2, 5, 12, 10});
   b.Conv("x", "c1", 5, 11, 3);
@@ -434,10 +429,33 @@ TEST(BlockedGroup, PerChannelConstantsFoldIntoConvolutionsOrRunAsBroadcasts) {
   b.Op("GlobalAveragePool", {"m2"}, "y");
   b.Output("y", {2, 9, 1, 1});
   b.Output("s1", {2, 11, 12, 10});
+  if (escaping_views) {  // a view also read outside the group, one that leaves the graph
+    b.Op("Add", {"ub", "c2"}, "a3");
+    b.Op("Sigmoid", {"a3"}, "sg");
+    b.Output("sg", {2, 9, 12, 10});
+    b.Op("Softmax", {"ub"}, "outside");
+    b.Output("outside", {1, 9, 1, 1});
+    b.Output("rb", {1, 11, 1, 1});
+  }
+  return b.Bytes();
+}
+
+// Add, Sub and Mul of constants with one value per channel ([C, 1, 1], [1, C, 1, 1], either
+// operand), some reaching their shape through Reshape / Unsqueeze of a constant (PaddlePaddle's
+// biases): right after a convolution they fold into its weights and bias in order, with a
+// BatchNormalization between them; after an activation they run as broadcasts. The whole model
+// is one group: the reshaped constants are views inside it, not inputs reordered on every run.
+TEST(BlockedGroup, PerChannelConstantsFoldIntoConvolutionsOrRunAsBroadcasts) {
   const auto [node_kernels, blocked_kernels] =
-      ExpectSameAsNodeByNode(b.Bytes(), {"x"}, {{2, 5, 12, 10}});
+      ExpectSameAsNodeByNode(PerChannelConstantsModel(false), {"x"}, {{2, 5, 12, 10}});
   EXPECT_GT(node_kernels, 10u);
   EXPECT_EQ(blocked_kernels, 1u);
+}
+
+// A view whose value leaves the graph, or is read by a node outside the group, stays a node
+// (a group computes its outputs; a view has nothing to compute): the outputs are still right.
+TEST(BlockedGroup, ConstantViewsReadOutsideTheGroupStayNodes) {
+  ExpectSameAsNodeByNode(PerChannelConstantsModel(true), {"x"}, {{2, 5, 12, 10}});
 }
 
 // Symbolic batch, height and width: the group is compiled on the first run of each input shape
