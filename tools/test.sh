@@ -3,9 +3,9 @@
 #   1. unit tests (GoogleTest via CTest)
 #   2. ONNX backend node tests of the pinned onnx wheel, against tests/conformance/onnx_node_pass.txt
 #   3. Debian's onnx-1.12 node tests, against tests/conformance/debian_node_pass.txt
-#   4. real models (torchvision exports, BERT, LSTM+GRU, PaddleOCR, Silero VAD) compared with
-#      onnxruntime, and their static types/shapes (nxrt info --values) compared with onnx's
-#      shape inference
+#   4. real models (torchvision exports, BERT, LSTM+GRU, PaddleOCR, Silero VAD, Magika, ddddocr)
+#      compared with onnxruntime, and their static types/shapes (nxrt info --values) compared
+#      with onnx's shape inference
 #   5. the unit tests and node tests again under AddressSanitizer + UBSan (skip: NXRT_SKIP_SANITIZE=1)
 #   6. the session fuzzer (clang, libFuzzer): regression corpus + 60 s smoke (skip: NXRT_SKIP_FUZZ=1)
 # Exits non-zero if any suite fails. The last line sums up the suites.
@@ -43,7 +43,7 @@ run_suite "debian onnx-1.12 node tests" \
   build/bin/nxrt conformance /usr/share/libonnx-testdata/data/node --expect tests/conformance/debian_node_pass.txt
 models=""
 for m in resnet50 mobilenet_v2 mobilenet_v3_small efficientnet_b0 squeezenet1_1 vit_b_16 transformer_encoder bert4 \
-    lstm_gru ppocr_det ppocr_rec ppocr_cls silero_vad; do
+    lstm_gru ppocr_det ppocr_rec ppocr_cls silero_vad magika ddddocr_common; do
   models+=" --only $m"
 done
 run_suite "SimDevice example EP (CLI, mixed placement vs numpy)" \

@@ -148,6 +148,37 @@ def ppocr_text_line(info, rng):
     return ((image - 0.5) / 0.5)[None].astype(info.dtype)
 
 
+def captcha_line(info, rng):
+    """A grey captcha-like crop for ddddocr's recogniser ([N, 1, 64, W]): a few glyphs on a
+    noisy background, normalised like ddddocr: (x/255 - 0.5) / 0.5."""
+    batch, _, height, width = info.shape
+    image = np.full((height, width), 230.0) + rng.normal(0.0, 12.0, size=(height, width))
+    glyph_height = int(height * 0.6)
+    top = (height - glyph_height) // 2
+    draw_text_line(image, top, 6, width - 6, glyph_height, rng)
+    image = np.clip(image, 0, 255) / 255.0
+    return np.broadcast_to((image - 0.5) / 0.5, (batch, 1, height, width)).astype(info.dtype)
+
+
+def magika_bytes(info, rng):
+    """Magika's features ([N, 2048] int32): the first and last 1024 bytes of a file, 256 where
+    a short file leaves them empty. Text-like bytes (ASCII letters, spaces, newlines) with a
+    different length per file, so some rows are padded."""
+    batch, width = info.shape
+    half = width // 2
+    out = np.full((batch, width), 256, dtype=np.int64)
+    alphabet = np.frombuffer(b"abcdefghijklmnopqrstuvwxyz  ETAOIN{}();=.,\n\t0123456789",
+                             dtype=np.uint8)
+    for row in range(batch):
+        length = int(rng.integers(half // 4, width + 1))
+        text = alphabet[rng.integers(0, alphabet.size, size=length)].astype(np.int64)
+        begin = text[:half]
+        end = text[-half:]
+        out[row, :begin.size] = begin
+        out[row, width - end.size:] = end
+    return out.astype(info.dtype)
+
+
 def vad_audio(info, rng):
     """Speech-like audio at 16 kHz for Silero VAD: a few harmonics with a syllable-rate
     envelope plus noise. 576 samples = 64 samples of context + one 512-sample frame."""
@@ -196,6 +227,11 @@ def model_specs():
         "silero_vad": ModelSpec(dims={"input": {0: 1, 1: 576}, "state": {1: 1}},
                                 generators={"input": vad_audio, "state": small_state,
                                             "sr": vad_sample_rate}),
+        # Google's file-type model, a batch of 10 files; ddddocr's captcha recogniser (a CNN
+        # and a 512-hidden bidirectional LSTM) on a 64 x 256 crop.
+        "magika": ModelSpec(dims={"bytes": {0: 10}}, generators={"bytes": magika_bytes}),
+        "ddddocr_common": ModelSpec(dims={"input1": {3: 256}},
+                                    generators={"input1": captcha_line}),
     }
 
 
@@ -203,7 +239,7 @@ def known_model_names():
     """Known model names in a sensible test order (small, fast ones first)."""
     return ["squeezenet1_1", "mobilenet_v3_small", "mobilenet_v2", "efficientnet_b0",
             "resnet50", "vit_b_16", "transformer_encoder", "bert4", "lstm_gru", "ppocr_cls",
-            "ppocr_rec", "ppocr_det", "silero_vad"]
+            "ppocr_rec", "ppocr_det", "silero_vad", "magika", "ddddocr_common"]
 
 
 # --------------------------------------------------------------------------------------------

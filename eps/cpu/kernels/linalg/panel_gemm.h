@@ -51,6 +51,11 @@ class PanelMatMul {
                 const float* bias) const;
 
  private:
+  // A (rows x K) larger than B: blocks of rows outermost, and threads split rows.
+  bool RowsOuter(int64_t rows) const { return rows > n_; }
+  void RunPanels(const float* a, int64_t r0, int64_t r1, int64_t p0, int64_t p1, float* c,
+                 const float* bias) const;
+
   const float* panels_;
   int64_t k_, n_;
   float alpha_;
