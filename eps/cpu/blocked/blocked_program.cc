@@ -780,12 +780,12 @@ class Compiler {
       wdata = folded_w.data();
       bias = folded_b.data();
     }
-    const int64_t weight_bytes = m * (c / g.group) * kh * kw * int64_t{sizeof(float)};
-    for (auto [o0, o1] :
-         Slices(m, SliceCount(macs >= kMinSliceMacs || weight_bytes >= kMinSliceWeightBytes))) {
+    // One primitive over output channels [o0, o1) from `src` (at src_at) into `dst` (at dst_at)
+    // with these paddings, its weights reordered once into the primitive's layout.
+    auto make_call = [&](int64_t o0, int64_t o1, const memory::desc& src, const Location& src_at,
+                         const memory::desc& dst, const Location& dst_at,
+                         const memory::dims& pads_l, const memory::dims& pads_r) {
       const int64_t os = o1 - o0;
-      memory::desc src = V(x).plain ? PlainDesc(c, h, w) : BlockedDesc(depthwise ? os : c, h, w);
-      memory::desc dst = BlockedDesc(os, oh, ow);
       memory::desc w_plain, w_any;
       if (depthwise) {
         w_plain = memory::desc({os, 1, 1, kh, kw}, kF32, Tag::goihw);
@@ -797,9 +797,8 @@ class Compiler {
       memory::desc b_md = bias ? memory::desc({os}, kF32, Tag::x) : memory::desc();
       dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference,
                                         dnnl::algorithm::convolution_direct, src, w_any, b_md, dst,
-                                        strides, dilates, pad_l, pad_r);
+                                        strides, dilates, pads_l, pads_r);
       dnnl::convolution_forward::primitive_desc pd(d, Attr(ops), DnnlEngine());
-      // Weights of this slice, reordered once into the primitive's layout.
       const float* w_slice = wdata + o0 * (depthwise ? 1 : c) * kh * kw;
       auto packed = std::make_shared<memory>(pd.weights_desc(), DnnlEngine());
       memory w_user(w_plain, DnnlEngine(), const_cast<float*>(w_slice));
@@ -812,9 +811,9 @@ class Compiler {
       Location w_at;
       w_at.where = Where::kFixed;
       w_at.fixed = packed;
-      call.args = {{DNNL_ARG_SRC, src, At(x, depthwise ? o0 : 0)},
+      call.args = {{DNNL_ARG_SRC, src, src_at},
                    {DNNL_ARG_WEIGHTS, packed->get_desc(), w_at},
-                   {DNNL_ARG_DST, dst, At(y, o0)}};
+                   {DNNL_ARG_DST, dst, dst_at}};
       if (bias) {
         auto b = std::make_shared<memory>(b_md, DnnlEngine());
         std::memcpy(b->get_data_handle(), bias + o0, static_cast<size_t>(os) * sizeof(float));
@@ -823,11 +822,79 @@ class Compiler {
         b_at.fixed = b;
         call.args.push_back({DNNL_ARG_BIAS, b_md, b_at});
       }
-      SetAfter(call, after, y, o0, o1, oh * ow);
-      if (f.sum >= 0 && !in_place)
-        call.copies.push_back(
-            {At(f.sum, o0), At(y, o0), static_cast<size_t>(Padded(os) * oh * ow) * sizeof(float)});
-      step.parts.push_back({call});
+      return call;
+    };
+    const int64_t weight_bytes = m * (c / g.group) * kh * kw * int64_t{sizeof(float)};
+    const int slices = SliceCount(macs >= kMinSliceMacs || weight_bytes >= kMinSliceWeightBytes);
+    if (slices > 1 && m <= Block() && (c <= Block() || V(x).plain) && oh >= 2 * slices &&
+        macs >= kMinSliceMacs) {
+      // One channel block out: slices of output rows instead (a run of rows of a one-block
+      // tensor is contiguous). The input rows a slice reads, with its own top and bottom
+      // padding, are contiguous too when the input is one block; a plain input is copied, per
+      // channel, into the slice's part of an arena buffer.
+      const int64_t row_bytes = ow * Block() * int64_t{sizeof(float)};
+      const int64_t span = (kh - 1) * g.dilation[1] + 1;
+      const int64_t most_rows = (oh + slices - 1) / slices;
+      const int64_t copy_bytes =
+          V(x).plain ? c * std::min(h, (most_rows - 1) * g.stride[1] + span) * w * 4 : 0;
+      const int scratch = V(x).plain ? NewBuffer(g.batch * slices * copy_bytes) : -1;
+      for (int s = 0; s < slices; ++s) {
+        const int64_t r0 = oh * s / slices, r1 = oh * (s + 1) / slices;
+        const int64_t top = r0 * g.stride[1] - g.pad_begin[1];
+        const int64_t bottom = (r1 - 1) * g.stride[1] - g.pad_begin[1] + span - 1;
+        const int64_t i0 = std::max<int64_t>(0, top), i1 = std::min(h - 1, bottom) + 1;
+        const memory::dims rows_l = {i0 - top, g.pad_begin[2]};
+        const memory::dims rows_r = {bottom - (i1 - 1), g.pad_end[2]};
+        Location src_at = At(x, 0);
+        memory::desc src = BlockedDesc(c, i1 - i0, w);
+        std::vector<Copy> copies;
+        if (V(x).plain) {
+          src = PlainDesc(c, i1 - i0, w);
+          Location part;
+          part.where = Where::kArena;
+          part.index = scratch;
+          part.offset = static_cast<size_t>(s * copy_bytes);
+          part.image_stride = static_cast<size_t>(slices * copy_bytes);
+          for (int64_t ch = 0; ch < c; ++ch) {
+            Copy copy;
+            copy.from = src_at;
+            copy.from.offset += static_cast<size_t>((ch * h + i0) * w) * sizeof(float);
+            copy.to = part;
+            copy.to.offset += static_cast<size_t>(ch * (i1 - i0) * w) * sizeof(float);
+            copy.bytes = static_cast<size_t>((i1 - i0) * w) * sizeof(float);
+            copies.push_back(copy);
+          }
+          src_at = part;
+        } else {
+          src_at.offset += static_cast<size_t>(i0 * w * Block()) * sizeof(float);
+        }
+        Location dst_at = At(y, 0);
+        dst_at.offset += static_cast<size_t>(r0 * row_bytes);
+        Call call =
+            make_call(0, m, src, src_at, BlockedDesc(m, r1 - r0, ow), dst_at, rows_l, rows_r);
+        call.copies = std::move(copies);
+        SetAfter(call, after, y, 0, m, (r1 - r0) * ow);
+        call.after_at.offset += static_cast<size_t>(r0 * row_bytes);
+        if (f.sum >= 0 && !in_place) {
+          Location from = At(f.sum, 0);
+          from.offset += static_cast<size_t>(r0 * row_bytes);
+          call.copies.push_back({from, dst_at, static_cast<size_t>((r1 - r0) * row_bytes)});
+        }
+        step.parts.push_back({call});
+      }
+      if (scratch >= 0) step.writes.push_back(scratch);
+    } else {
+      for (auto [o0, o1] : Slices(m, slices)) {
+        const int64_t os = o1 - o0;
+        memory::desc src = V(x).plain ? PlainDesc(c, h, w) : BlockedDesc(depthwise ? os : c, h, w);
+        Call call = make_call(o0, o1, src, At(x, depthwise ? o0 : 0), BlockedDesc(os, oh, ow),
+                              At(y, o0), pad_l, pad_r);
+        SetAfter(call, after, y, o0, o1, oh * ow);
+        if (f.sum >= 0 && !in_place)
+          call.copies.push_back({At(f.sum, o0), At(y, o0),
+                                 static_cast<size_t>(Padded(os) * oh * ow) * sizeof(float)});
+        step.parts.push_back({call});
+      }
     }
     std::vector<int> reads = {x};
     if (f.sum >= 0) reads.push_back(f.sum);

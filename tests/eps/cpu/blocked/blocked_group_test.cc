@@ -404,6 +404,23 @@ TEST(BlockedGroup, PaddleBlocksBatchNormsAndScalarConstants) {
   ExpectSameAsNodeByNode(b.Bytes(), {"x"}, {{1, 3, 20, 16}});
 }
 
+// Convolutions with one channel block out are cut into slices of output rows at 2 and 3
+// threads: from a plain 3-channel input (copied per slice, a batch of 2), with Clip applied
+// after the primitive, dilated depthwise, and a residual sum, on odd sizes.
+TEST(BlockedGroup, OneBlockConvolutionsSplitIntoRowSlices) {
+  Builder b;
+  b.Input("x", {2, 3, 97, 61});
+  b.Conv("x", "c1", 3, 5, 3, 2);  // plain input, [2, 5, 49, 31]
+  b.Clip("c1", "r1", 0.0f, 6.0f);
+  b.Conv("r1", "d1", 5, 5, 5, 1, 4, 5, 2);  // depthwise 5x5, dilation 2
+  b.Conv("d1", "c2", 5, 7, 3);
+  b.Conv("r1", "c3", 5, 7, 3);
+  b.Op("Add", {"c2", "c3"}, "sum");
+  b.Op("Relu", {"sum"}, "y");
+  b.Output("y", {2, 7, 49, 31});
+  ExpectSameAsNodeByNode(b.Bytes(), {"x"}, {{2, 3, 97, 61}});
+}
+
 std::string PerChannelConstantsModel(bool escaping_views) {
   Builder b;
   b.Input("x", {2, 5, 12, 10});
