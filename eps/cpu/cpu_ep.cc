@@ -30,6 +30,7 @@ struct CpuEp {
   int block = 0;
   bool fail_groups = false;  // tests: every group fails to compile
   int threads = 1;
+  bool winograd = true;  // "ep.cpu.winograd": "0" keeps 3x3 convolutions on oneDNN's kernels
   blocked::FailedGroups failed;
 };
 
@@ -83,6 +84,7 @@ NxStatus* EpCompileGroup(NxEp* self, const NxGraph* group, const char*, NxKernel
     blocked::BlockedOptions options;
     options.block = ep->block;
     options.threads = ep->threads;
+    options.winograd = ep->winograd;
     if (ep->fail_groups) ep::Fail(NX_NOT_IMPLEMENTED, "blocked groups fail (fail-for-tests)");
     *kernel = ep::BoxKernel(blocked::CompileBlockedGroup(group, options));
   });
@@ -114,6 +116,12 @@ NxStatus* FactoryCreateEp(NxEpFactory* self, const NxEpCreateArgs* args, NxEp** 
     const char* layout = config ? ep::Host().Config_Get(config, "ep.cpu.blocked_layout") : nullptr;
     ep->fail_groups = layout != nullptr && std::string(layout) == "fail-for-tests";
     ep->threads = SessionThreads(config);
+    const char* winograd = config ? ep::Host().Config_Get(config, "ep.cpu.winograd") : nullptr;
+    if (winograd != nullptr) {
+      const std::string w = winograd;
+      NXRT_EP_ENFORCE(w == "0" || w == "1", "ep.cpu.winograd must be 0 or 1, got '" + w + "'");
+      ep->winograd = w == "1";
+    }
     *out = &ep.release()->base;
   });
 }

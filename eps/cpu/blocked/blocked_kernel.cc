@@ -143,6 +143,15 @@ class ProgramRunner {
     for (const Call& call : part) {
       for (const Copy& c : call.copies)
         std::memcpy(Address(c.to, image, state), Address(c.from, image, state), c.bytes);
+      if (call.winograd) {
+        call.winograd->Run(reinterpret_cast<const float*>(Address(call.winograd_src, image, state)),
+                           reinterpret_cast<float*>(Address(call.winograd_dst, image, state)),
+                           call.winograd_has_sum ? reinterpret_cast<const float*>(
+                                                       Address(call.winograd_sum, image, state))
+                                                 : nullptr,
+                           call.tile_begin, call.tile_end, call.panel_begin, call.panel_end);
+        continue;
+      }
       if (!call.has_primitive) continue;
       Bound& b = state.bound[static_cast<size_t>(call.id * p_.images + image)];
       if (!b.ready) Bind(call, image, state, b);

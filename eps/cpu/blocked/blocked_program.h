@@ -31,8 +31,9 @@
 namespace nxrt::cpu::blocked {
 
 struct BlockedOptions {
-  int block = 8;    // channels per block: 8 (AVX2) or 16 (AVX-512)
-  int threads = 1;  // the session's intra-op threads: how many slices a primitive is cut into
+  int block = 8;         // channels per block: 8 (AVX2) or 16 (AVX-512)
+  int threads = 1;       // the session's intra-op threads: how many slices a primitive is cut into
+  bool winograd = true;  // 3x3 stride-1 convolutions by Winograd F(4x4, 3x3) (block 8 only)
 };
 
 // The kernel that runs `group` (a graph view from NxEp::CompileGroup whose nodes ClassifyNode

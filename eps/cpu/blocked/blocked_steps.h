@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "kernels/linalg/conv_dnnl.h"
+#include "kernels/linalg/winograd_conv.h"
 
 namespace nxrt::cpu::blocked {
 
@@ -53,6 +54,14 @@ struct Call {
   // into a bound, ONNX's Clip keeps it). When the last block is partly padding, its padding
   // lanes (from `real_lanes` on) are zeroed again.
   std::vector<linalg::ConvFusion::Eltwise> after;
+  // Instead of a primitive, nxrt's Winograd convolution (its fused chain included): output
+  // tiles [tile_begin, tile_end) and output panels [panel_begin, panel_end) of one image from
+  // `winograd_src` into `winograd_dst`, reading the addend of a fused sum at `winograd_sum` when
+  // `winograd_has_sum`.
+  std::shared_ptr<const linalg::WinogradConv3x3> winograd;
+  Location winograd_src, winograd_dst, winograd_sum;
+  bool winograd_has_sum = false;
+  int64_t tile_begin = 0, tile_end = 0, panel_begin = 0, panel_end = 0;
   Location after_at;
   int64_t after_blocks = 0, after_pixels = 0;
   int block = 8, real_lanes = 0;  // real_lanes 0: the last block is full

@@ -33,6 +33,11 @@ inline size_t PanelBytes(int64_t k, int64_t n) {
 // `b_is_nk`.
 void PackPanels(const float* b, bool b_is_nk, int64_t k, int64_t n, float* out);
 
+// c[rows][16 * panel_count] = a[rows][depth] (rows lda apart) x `panels` ([panel_count][depth]
+// [16]), c's rows ldc apart; overwrites c. On this thread (Winograd's products, winograd_conv.h).
+void MultiplyPanels(const float* a, int64_t lda, int64_t rows, const float* panels, int64_t depth,
+                    int64_t panel_count, float* c, int64_t ldc);
+
 class PanelMatMul {
  public:
   // `panels` (PackPanels of a [K, N] weight) is borrowed and must outlive this object.

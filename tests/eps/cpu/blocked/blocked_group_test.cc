@@ -421,6 +421,35 @@ TEST(BlockedGroup, OneBlockConvolutionsSplitIntoRowSlices) {
   ExpectSameAsNodeByNode(b.Bytes(), {"x"}, {{2, 3, 97, 61}});
 }
 
+// 3x3 stride-1 convolutions with 16+ channels run by nxrt's Winograd F(4x4, 3x3) kernel with
+// 8-channel blocks (the "8" runs; "16" keeps oneDNN's): channel counts no multiple of 8 or 16,
+// sizes no multiple of 4, paddings 1, 0 and 2, a batch of 2, folded BatchNorm, activations
+// (Clip after the sum, Sigmoid), a residual sum, slices of tiles or of output channels at 2
+// and 3 threads.
+TEST(BlockedGroup, WinogradConvolutionsWithFusedChains) {
+  Builder b;
+  b.Input("x", {2, 19, 23, 18});
+  b.Conv("x", "c1", 19, 21, 3);  // 23x18: 6 x 5 tiles
+  b.BatchNorm("c1", "n1", 21);
+  b.Op("Relu", {"n1"}, "r1");
+  b.Conv("r1", "c2", 21, 40, 3, 1, 0);  // no padding: [2, 40, 21, 16]
+  b.Conv("r1", "c3", 21, 40, 3, 1, 0);
+  b.Op("Add", {"c2", "c3"}, "sum");
+  b.Clip("sum", "cl", 0.0f, 0.5f);
+  b.Conv("cl", "c4", 40, 16, 3, 1, 2);  // padding 2: [2, 16, 23, 18]
+  b.Op("Sigmoid", {"c4"}, "y");
+  b.Output("y", {2, 16, 23, 18});
+  b.Output("r1", {2, 21, 23, 18});
+  ExpectSameAsNodeByNode(b.Bytes(), {"x"}, {{2, 19, 23, 18}});
+  // The option that keeps these convolutions on oneDNN is accepted; the group still forms.
+  nxrt::Env env(NX_LOG_ERROR);
+  nxrt::SessionOptions options;
+  options.SetConfig("ep.cpu.winograd", "0").SetConfig("ep.cpu.blocked_layout", "8");
+  const std::string bytes = b.Bytes();
+  nxrt::Session session(env, bytes.data(), bytes.size(), &options);
+  EXPECT_EQ(session.ep_node_count(0), 1u);
+}
+
 std::string PerChannelConstantsModel(bool escaping_views) {
   Builder b;
   b.Input("x", {2, 5, 12, 10});
@@ -582,6 +611,14 @@ TEST(BlockedGroup, OptionsTurnGroupsOffAndRejectUnknownValues) {
     ADD_FAILURE() << "blocked_layout=4 was accepted";
   } catch (const std::exception& e) {
     EXPECT_NE(std::string(e.what()).find("blocked_layout"), std::string::npos) << e.what();
+  }
+  nxrt::SessionOptions bad_winograd;
+  bad_winograd.SetConfig("ep.cpu.winograd", "yes");
+  try {
+    nxrt::Session session(env, bytes.data(), bytes.size(), &bad_winograd);
+    ADD_FAILURE() << "winograd=yes was accepted";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("ep.cpu.winograd"), std::string::npos) << e.what();
   }
 }
 
