@@ -1054,18 +1054,17 @@ class Compiler {
     Push(std::move(step), {x}, {y});
   }
 
+  // Add / Mul of two values, or of a value and a constant with one value per channel. src1 is
+  // the one oneDNN broadcasts: the per-channel operand if there is one.
   void EmitBinary(int node) {
     const std::vector<int>& ins = in_[static_cast<size_t>(node)];
     const int y = out_[static_cast<size_t>(node)][0];
-    if (ChannelConstantOperand(node) >= 0) {
-      EmitChannelConstantBinary(node);
-      return;
-    }
-    // src1 is the one oneDNN broadcasts: the per-channel operand if there is one.
-    int a = ins[0], b = ins[1];
-    if (V(a).dims != V(y).dims) std::swap(a, b);
+    const bool constant = ChannelConstantOperand(node) >= 0;
+    int a = constant ? ActInput(node) : ins[0], b = constant ? -1 : ins[1];
+    if (!constant && V(a).dims != V(y).dims) std::swap(a, b);
     Allocate(y);
-    const bool per_channel = V(b).dims != V(y).dims;
+    const bool per_channel = constant || V(b).dims != V(y).dims;
+    const std::vector<float> values = constant ? ChannelValues(node) : std::vector<float>();
     const int64_t c = V(y).dims[1], h = V(y).dims[2], w = V(y).dims[3];
     const auto alg = ops_[static_cast<size_t>(node)] == BlockedOp::kAdd
                          ? dnnl::algorithm::binary_add
@@ -1075,44 +1074,18 @@ class Compiler {
     for (auto [c0, c1] : Slices(c, SliceCount(c * h * w * 4 >= kMinSliceBytes))) {
       memory::desc md = BlockedDesc(c1 - c0, h, w);
       memory::desc md1 = per_channel ? BlockedDesc(c1 - c0, 1, 1) : md;
-      dnnl::binary::desc d(alg, md, md1, md);
-      dnnl::binary::primitive_desc pd(d, Attr(), DnnlEngine());
-      Call call;
-      call.has_primitive = true;
-      call.primitive = dnnl::binary(pd);
-      call.scratch_bytes = Scratch(pd);
-      call.args = {{DNNL_ARG_SRC_0, md, At(a, c0)},
-                   {DNNL_ARG_SRC_1, md1, At(b, c0)},
-                   {DNNL_ARG_DST, md, At(y, c0)}};
-      step.parts.push_back({call});
-    }
-    Push(std::move(step), {a, b}, {y});
-  }
-
-  // x + c or x * c with a constant of one value per channel (a broadcast binary primitive).
-  void EmitChannelConstantBinary(int node) {
-    const int x = ActInput(node), y = out_[static_cast<size_t>(node)][0];
-    Allocate(y);
-    const std::vector<float> values = ChannelValues(node);
-    const int64_t c = V(y).dims[1], h = V(y).dims[2], w = V(y).dims[3];
-    const auto alg = ops_[static_cast<size_t>(node)] == BlockedOp::kAdd
-                         ? dnnl::algorithm::binary_add
-                         : dnnl::algorithm::binary_mul;
-    Step step = NewStep(node, OpType(node));
-    step.images = V(y).dims[0];
-    for (auto [c0, c1] : Slices(c, SliceCount(c * h * w * 4 >= kMinSliceBytes))) {
-      memory::desc md = BlockedDesc(c1 - c0, h, w), md1 = BlockedDesc(c1 - c0, 1, 1);
       dnnl::binary::primitive_desc pd(dnnl::binary::desc(alg, md, md1, md), Attr(), DnnlEngine());
       Call call;
       call.has_primitive = true;
       call.primitive = dnnl::binary(pd);
       call.scratch_bytes = Scratch(pd);
-      call.args = {{DNNL_ARG_SRC_0, md, At(x, c0)},
-                   {DNNL_ARG_SRC_1, md1, ChannelConstant(md1, values, c0, c1)},
-                   {DNNL_ARG_DST, md, At(y, c0)}};
+      call.args = {
+          {DNNL_ARG_SRC_0, md, At(a, c0)},
+          {DNNL_ARG_SRC_1, md1, constant ? ChannelConstant(md1, values, c0, c1) : At(b, c0)},
+          {DNNL_ARG_DST, md, At(y, c0)}};
       step.parts.push_back({call});
     }
-    Push(std::move(step), {x}, {y});
+    Push(std::move(step), constant ? std::vector<int>{a} : std::vector<int>{a, b}, {y});
   }
 
   void EmitPool(int node) {
