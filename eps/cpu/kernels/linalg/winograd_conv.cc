@@ -52,8 +52,14 @@ bool WinogradConv3x3::Suits(int64_t in_channels, int64_t out_channels, int64_t k
                             int64_t dilation_h, int64_t dilation_w, int64_t groups) {
   // From 16 channels in and out it beat oneDNN's direct kernel on every shape measured
   // (16 -> 16 at 48x48: 1.7x; 16 -> 64 at 55x55: 1.9x; 64 -> 64 at 56x56: 2.6x).
+  // The transformed weights take 36 floats per channel pair (4x the direct ones): layers where
+  // they would pass 40 MiB (512 x 512 channels take 36 MiB) stay direct.
+  const int64_t in_padded = (in_channels + kLanes - 1) / kLanes * kLanes;
+  const int64_t transformed_bytes =
+      kPoints * in_padded * PanelCount(out_channels) * kPanelWidth * 4;
   return kernel_h == 3 && kernel_w == 3 && stride_h == 1 && stride_w == 1 && dilation_h == 1 &&
-         dilation_w == 1 && groups == 1 && in_channels >= 16 && out_channels >= 16;
+         dilation_w == 1 && groups == 1 && in_channels >= 16 && out_channels >= 16 &&
+         transformed_bytes <= (int64_t{40} << 20);
 }
 
 WinogradConv3x3::WinogradConv3x3(const Shape& shape, const float* weights, const float* bias,

@@ -39,8 +39,9 @@ class WinogradConv3x3 {
   WinogradConv3x3(const Shape& shape, const float* weights, const float* bias,
                   std::vector<Step> chain);
 
-  // Whether the kernel serves a convolution: 3x3, stride 1, no dilation, one group, and enough
-  // channels for the GEMMs to pay (decided by measurement, see the .cc).
+  // Whether the kernel serves a convolution: 3x3, stride 1, no dilation, one group, enough
+  // channels for the GEMMs to pay (decided by measurement, see the .cc), and transformed weights
+  // of at most 40 MiB.
   static bool Suits(int64_t in_channels, int64_t out_channels, int64_t kernel_h, int64_t kernel_w,
                     int64_t stride_h, int64_t stride_w, int64_t dilation_h, int64_t dilation_w,
                     int64_t groups);
