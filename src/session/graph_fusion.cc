@@ -101,6 +101,14 @@ Attribute StringAttr(const std::string& name, const std::string& value) {
   return a;
 }
 
+Attribute FloatAttr(const std::string& name, float value) {
+  Attribute a;
+  a.name = name;
+  a.type = NX_ATTR_FLOAT;
+  a.f = value;
+  return a;
+}
+
 Attribute FloatsAttr(const std::string& name, const std::vector<float>& values) {
   Attribute a;
   a.name = name;
@@ -122,10 +130,13 @@ class Fuser {
       const Node& n = g_.nodes[i];
       if (pass == 2) {
         if (IsOnnx(n, "MatMul")) TryMatMul(n);
+        if (IsOnnx(n, "Softmax")) TryAttention(n);
       } else if (IsOnnx(n, "Conv")) {
         TryConv(n);
       } else if (IsOnnx(n, "Erf")) {
         TryGelu(n);
+      } else if (IsOnnx(n, "ReduceMean")) {
+        TryLayerNorm(n);
       } else if (IsOnnx(n, "Add")) {
         TryHardSwish(n);
       }
@@ -493,6 +504,259 @@ class Fuser {
       }
     }
     fused.outputs = {chain.back()->outputs[0]};
+    Commit(std::move(fused), chain);
+  }
+
+  // The axes a ReduceMean with keepdims reduces, made non-negative and sorted, if they are known
+  // (an attribute before opset 18, a constant input from it) and `rank` is.
+  std::optional<std::vector<int64_t>> MeanAxes(const Node& r, int64_t rank) const {
+    const Attribute* keep = r.FindAttribute("keepdims");
+    if ((keep && keep->i == 0) || rank <= 0 || r.outputs.size() != 1) return std::nullopt;
+    std::vector<int64_t> axes;
+    if (r.opset >= 18) {
+      if (r.inputs.size() < 2 || r.inputs[1] < 0) return std::nullopt;
+      const ValuePtr& init = g_.value(r.inputs[1]).initializer;
+      if (!init || init->type != NX_TYPE_INT64) return std::nullopt;
+      const auto* data = static_cast<const int64_t*>(init->data);
+      axes.assign(data, data + init->count);
+    } else {
+      const Attribute* a = r.FindAttribute("axes");
+      if (!a) return std::nullopt;
+      axes = a->ints;
+    }
+    if (axes.empty()) return std::nullopt;  // all axes, or none with noop_with_empty_axes
+    for (int64_t& a : axes) {
+      if (a < 0) a += rank;
+      if (a < 0 || a >= rank) return std::nullopt;
+    }
+    std::sort(axes.begin(), axes.end());
+    return axes;
+  }
+
+  // A float constant whose shape, without leading 1s, is `dims` (the normalized dimensions): a
+  // LayerNormalization scale or bias that broadcasts exactly as the written-out Mul or Add did.
+  // (No higher rank than x's, which the written-out form would have broadcast x to.)
+  bool IsNormalizedConstant(int v, const std::vector<int64_t>& dims, int64_t rank) const {
+    if (v < 0) return false;
+    const ValuePtr& init = g_.value(v).initializer;
+    if (!init || init->type != NX_TYPE_FLOAT || static_cast<int64_t>(init->dims.size()) > rank)
+      return false;
+    std::vector<int64_t> d = init->dims;
+    while (!d.empty() && d.front() == 1 && d.size() > dims.size()) d.erase(d.begin());
+    return d == dims;
+  }
+
+  // ReduceMean(x) -> Sub(x, mean) = d -> Pow(d, 2) or Mul(d, d) -> ReduceMean -> Add(epsilon)
+  // -> Sqrt -> Div(d, .) (or Reciprocal -> Mul(d, .)) -> Mul(scale) [-> Add(bias)], reducing the
+  // trailing axes with keepdims: LayerNormalization as exporters before opset 17 write it out
+  // (nine passes over the tensor), one ONNX LayerNormalization (opset 17) node.
+  void TryLayerNorm(const Node& mean) {
+    if (mean.inputs.empty() || mean.inputs[0] < 0) return;
+    const int x = mean.inputs[0];
+    const TypeInfo& xt = g_.value(x).type;
+    if (xt.elem_type != NX_TYPE_FLOAT || !xt.has_shape) return;
+    const int64_t rank = static_cast<int64_t>(xt.dims.size());
+    auto axes = MeanAxes(mean, rank);
+    if (!axes || axes->back() != rank - 1 ||
+        axes->front() != rank - static_cast<int64_t>(axes->size()))
+      return;  // not the trailing axes
+    const int64_t axis = axes->front();
+    std::vector<int64_t> normalized(xt.dims.begin() + axis, xt.dims.end());
+    for (int64_t d : normalized)
+      if (d <= 0) return;
+    auto next = [&](int v, const char* op) -> const Node* {
+      const Node* n = SoleConsumer(g_, v, dead_);
+      return n && IsOnnx(*n, op) && SameEp(mean, *n) && n->outputs.size() == 1 ? n : nullptr;
+    };
+    const Node* sub = next(mean.outputs[0], "Sub");
+    if (!sub || sub->inputs.size() != 2 || sub->inputs[0] != x || sub->inputs[1] != mean.outputs[0])
+      return;
+    const int d = sub->outputs[0];
+    const ValueDef& d_def = g_.value(d);
+    std::vector<int> users = d_def.consumers;  // one entry per use: Mul(d, d) is there twice
+    std::sort(users.begin(), users.end());
+    users.erase(std::unique(users.begin(), users.end()), users.end());
+    if (d_def.is_graph_output || users.size() != 2) return;
+    const Node* square = nullptr;
+    const Node* divide = nullptr;
+    for (int c : users) {
+      const Node* n = &g_.nodes[static_cast<size_t>(c)];
+      if (dead_[static_cast<size_t>(c)] || !SameEp(mean, *n) || n->inputs.size() != 2) return;
+      if (IsOnnx(*n, "Pow") && n->inputs[0] == d) {
+        auto two = ScalarConstant(g_, n->inputs[1]);
+        if (two && *two == 2.0f) square = n;
+      } else if (IsOnnx(*n, "Mul") && n->inputs[0] == d && n->inputs[1] == d) {
+        square = n;
+      } else if ((IsOnnx(*n, "Div") && n->inputs[0] == d) || IsOnnx(*n, "Mul")) {
+        divide = n;
+      }
+    }
+    if (!square || !divide) return;
+    const Node* var = next(square->outputs[0], "ReduceMean");
+    if (!var || MeanAxes(*var, rank) != axes) return;
+    const Node* add_eps = next(var->outputs[0], "Add");
+    if (!add_eps || add_eps->inputs.size() != 2) return;
+    const bool var_first = add_eps->inputs[0] == var->outputs[0];
+    auto eps = ScalarConstant(g_, add_eps->inputs[var_first ? 1 : 0]);
+    if (!eps) return;
+    const Node* sqrt = next(add_eps->outputs[0], "Sqrt");
+    if (!sqrt) return;
+    std::vector<const Node*> chain{&mean, sub, square, var, add_eps, sqrt};
+    if (IsOnnx(*divide, "Div")) {
+      if (divide->inputs[1] != sqrt->outputs[0]) return;
+    } else {
+      const Node* recip = next(sqrt->outputs[0], "Reciprocal");
+      if (!recip || SoleConsumer(g_, recip->outputs[0], dead_) != divide) return;
+      const int other = divide->inputs[0] == d ? divide->inputs[1] : divide->inputs[0];
+      if (other != recip->outputs[0]) return;
+      chain.push_back(recip);
+    }
+    chain.push_back(divide);
+    const Node* scale = next(divide->outputs[0], "Mul");
+    if (!scale || scale->inputs.size() != 2) return;
+    const int gamma = scale->inputs[0] == divide->outputs[0] ? scale->inputs[1] : scale->inputs[0];
+    if (!IsNormalizedConstant(gamma, normalized, rank)) return;
+    chain.push_back(scale);
+    int beta = -1;
+    if (const Node* shift = next(scale->outputs[0], "Add"); shift && shift->inputs.size() == 2) {
+      const int b = shift->inputs[0] == scale->outputs[0] ? shift->inputs[1] : shift->inputs[0];
+      if (IsNormalizedConstant(b, normalized, rank)) {
+        beta = b;
+        chain.push_back(shift);
+      }
+    }
+    Node fused;
+    fused.name = mean.name.empty() ? "layer_norm" : mean.name + "_layer_norm";
+    fused.op_type = "LayerNormalization";
+    fused.inputs = {x, gamma};
+    if (beta >= 0) fused.inputs.push_back(beta);
+    Attribute axis_attr;
+    axis_attr.name = "axis";
+    axis_attr.type = NX_ATTR_INT;
+    axis_attr.i = axis;
+    fused.attributes.push_back(axis_attr);
+    fused.attributes.push_back(FloatAttr("epsilon", *eps));
+    fused.outputs = {chain.back()->outputs[0]};
+    Commit(std::move(fused), chain, 17);
+  }
+
+  // A float tensor of known rank >= 2 (a MatMul operand that is a matrix or a stack of them).
+  bool IsFloatMatrix(int v) const {
+    if (v < 0) return false;
+    const TypeInfo& t = g_.value(v).type;
+    return t.elem_type == NX_TYPE_FLOAT && t.has_shape && t.dims.size() >= 2;
+  }
+
+  // The factor a Mul or Div by a scalar float constant applies to `x` (its first operand for a
+  // Div, either for a Mul), if `n` is one.
+  std::optional<float> ScaleOf(const Node& n, int x) const {
+    if (n.inputs.size() != 2 || n.outputs.size() != 1) return std::nullopt;
+    if (IsOnnx(n, "Div") && n.inputs[0] == x) {
+      auto c = ScalarConstant(g_, n.inputs[1]);
+      if (c && *c != 0.0f) return 1.0f / *c;
+    } else if (IsOnnx(n, "Mul") && (n.inputs[0] == x || n.inputs[1] == x)) {
+      return ScalarConstant(g_, n.inputs[0] == x ? n.inputs[1] : n.inputs[0]);
+    }
+    return std::nullopt;
+  }
+
+  // [Q -> Mul/Div(scalar) ->] MatMul(Q, Kt) [-> Mul/Div(scalar)] [-> Add(mask)] -> Softmax(last
+  // axis) -> MatMul(., V), each value feeding only the next node: attention as exporters write it
+  // out (torch's MultiheadAttention scales Q first, BERT exports the scores), one com.nxrt
+  // FusedAttention(Q, Kt, V[, mask]) with the product of both factors as `scale`.
+  void TryAttention(const Node& softmax) {
+    if (softmax.inputs.size() != 1 || softmax.outputs.size() != 1 || softmax.inputs[0] < 0) return;
+    const TypeInfo& st = g_.value(softmax.inputs[0]).type;
+    if (st.elem_type != NX_TYPE_FLOAT || !st.has_shape || st.dims.size() < 2) return;
+    const int rank = static_cast<int>(st.dims.size());
+    const Attribute* axis_attr = softmax.FindAttribute("axis");
+    int64_t axis = axis_attr ? axis_attr->i : (softmax.opset >= 13 ? -1 : 1);
+    if (axis < 0) axis += rank;
+    if (axis != rank - 1) return;
+    const Node* pv = SoleConsumer(g_, softmax.outputs[0], dead_);
+    if (!pv || !IsOnnx(*pv, "MatMul") || pv->inputs.size() != 2 ||
+        pv->inputs[0] != softmax.outputs[0] || !SameEp(softmax, *pv) ||
+        !IsFloatMatrix(pv->inputs[1]))
+      return;
+    std::vector<const Node*> chain{&softmax, pv};
+    auto producer = [&](int v) -> const Node* {
+      const int p = v < 0 ? -1 : g_.value(v).producer;
+      if (p < 0 || dead_[static_cast<size_t>(p)]) return nullptr;
+      const Node* n = &g_.nodes[static_cast<size_t>(p)];
+      if (!SameEp(softmax, *n) || SoleConsumer(g_, v, dead_) == nullptr) return nullptr;
+      return n;
+    };
+    // Backwards from the softmax: [the mask's Add,] [the scale,] the product, [Q's scale].
+    struct Product {
+      std::vector<const Node*> nodes;  // in graph order
+      const Node* qk = nullptr;
+      int q = -1;
+      float scale = 1.0f;
+    };
+    auto match_product = [&](int x, Product* p) {
+      const Node* n = producer(x);
+      if (n && (IsOnnx(*n, "Mul") || IsOnnx(*n, "Div"))) {
+        const bool const_second = ScalarConstant(g_, n->inputs[1]).has_value();
+        const int in = const_second ? n->inputs[0] : n->inputs[1];
+        auto f = ScaleOf(*n, in);
+        if (!f) return false;
+        p->scale *= *f;
+        p->nodes.insert(p->nodes.begin(), n);
+        n = producer(in);
+      }
+      if (!n || !IsOnnx(*n, "MatMul") || n->inputs.size() != 2 || !IsFloatMatrix(n->inputs[0]) ||
+          !IsFloatMatrix(n->inputs[1]))
+        return false;
+      p->qk = n;
+      p->q = n->inputs[0];
+      p->nodes.insert(p->nodes.begin(), n);
+      if (const Node* pre = producer(p->q); pre && (IsOnnx(*pre, "Mul") || IsOnnx(*pre, "Div"))) {
+        const bool const_second = ScalarConstant(g_, pre->inputs[1]).has_value();
+        const int qx = const_second ? pre->inputs[0] : pre->inputs[1];
+        auto f = ScaleOf(*pre, qx);
+        if (f && IsFloatMatrix(qx)) {
+          p->scale *= *f;
+          p->q = qx;
+          p->nodes.insert(p->nodes.begin(), pre);
+        }
+      }
+      return true;
+    };
+    Product product;
+    int mask = -1;
+    const Node* add = producer(softmax.inputs[0]);
+    if (add && IsOnnx(*add, "Add") && add->inputs.size() == 2) {
+      for (int side = 0; side < 2 && mask < 0; ++side) {
+        product = Product{};
+        if (match_product(add->inputs[static_cast<size_t>(side)], &product))
+          mask = add->inputs[static_cast<size_t>(1 - side)];
+      }
+      if (mask < 0) return;
+      const TypeInfo& mt = g_.value(mask).type;
+      if (mt.elem_type != NX_TYPE_FLOAT || !mt.has_shape || mt.dims.size() > st.dims.size()) return;
+      // The mask must not widen the scores' last two dimensions (FusedAttention keeps Q's rows
+      // and Kt's columns): sizes 1, equal ones, or any mask size against scores known wider
+      // than 1 (which only an equal size can then broadcast with).
+      for (size_t k = 1; k <= std::min<size_t>(2, mt.dims.size()); ++k) {
+        const int64_t md = mt.dims[mt.dims.size() - k], sd = st.dims[st.dims.size() - k];
+        if (!(md == 1 || sd > 1 || (md >= 0 && md == sd))) return;
+      }
+      chain.insert(chain.begin(), add);
+    } else if (!match_product(softmax.inputs[0], &product)) {
+      return;
+    }
+    chain.insert(chain.begin(), product.nodes.begin(), product.nodes.end());
+    const Node* qk = product.qk;
+    const int q = product.q;
+    const float scale = product.scale;
+    Node fused;
+    fused.name = softmax.name.empty() ? "fused_attention" : softmax.name + "_attention";
+    fused.domain = kNxrtDomain;
+    fused.op_type = "FusedAttention";
+    fused.inputs = {q, qk->inputs[1], pv->inputs[1]};
+    if (mask >= 0) fused.inputs.push_back(mask);
+    fused.attributes.push_back(FloatAttr("scale", scale));
+    fused.outputs = {pv->outputs[0]};
     Commit(std::move(fused), chain);
   }
 

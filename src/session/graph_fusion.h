@@ -13,6 +13,13 @@
 //   MatMul(A, B) -> Add(bias) [-> activation]        => FusedMatMul(A, B, bias) activation=...
 //     (float, B a constant 2-D weight [K, N], bias a constant of N values, activation Relu,
 //     LeakyRelu, Sigmoid, Tanh or Gelu; after the fusions above, so a Gelu they made counts)
+//   [Q -> Mul/Div(c) ->] MatMul(Q, Kt) [-> Mul/Div(c)] [-> Add(mask)] -> Softmax(last axis)
+//        -> MatMul(., V)                             => FusedAttention(Q, Kt, V[, mask]) scale=...
+//     (float, all operands of rank >= 2 with numpy broadcasting over the leading dims; a mask
+//     may not widen the scores' last two dims)
+//   ReduceMean(x) -> Sub -> Pow 2 (or Mul(d, d)) -> ReduceMean -> Add(eps) -> Sqrt -> Div (or
+//     Reciprocal -> Mul) -> Mul(scale) [-> Add(bias)], over trailing axes with keepdims
+//                                                    => LayerNormalization (ONNX, opset 17)
 // Activations: Relu, LeakyRelu(alpha), Clip(min, max), Sigmoid, Tanh, HardSigmoid(alpha, beta),
 // HardSwish, Swish (x * Sigmoid(x)), given as `activation` and `activation_params`.
 #pragma once

@@ -496,10 +496,13 @@ std::string MatMulChainModel(const MatMulChain& c) {
 TEST(GraphFusion, MatMulBiasActivationBecomesOneNode) {
   nxrt::Env env(NX_LOG_ERROR);
   const MatMulChain cases[] = {
-      {"", {150}, false, 1},           {"Relu", {150}, true, 1}, {"LeakyRelu", {1, 150}, false, 1},
-      {"Gelu", {150}, false, 1},       {"Relu", {1}, false, 3},  // one value for all columns: not a
-                                                                 // bias per column
-      {"Relu", {1, 1, 150}, false, 3},                           // would raise the product's rank
+      {"", {150}, false, 1},
+      {"Relu", {150}, true, 1},
+      {"LeakyRelu", {1, 150}, false, 1},
+      {"Gelu", {150}, false, 1},
+      {"Relu", {1}, false, 3},          // one value for all columns: not a
+                                        // bias per column
+      {"Relu", {1, 1, 150}, false, 3},  // would raise the product's rank
   };
   for (const MatMulChain& c : cases) {
     std::string bias_text;
@@ -534,6 +537,273 @@ TEST(GraphFusion, MatMulBiasActivationBecomesOneNode) {
         }
       }
     }
+  }
+}
+
+// Adds graph output `name`, a float tensor whose shape inference decides.
+void AddFloatOutput(onnx::GraphProto* g, const std::string& name) {
+  auto* out = g->add_output();
+  out->set_name(name);
+  out->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+}
+
+// Runs `bytes` unfused (optimization level 0) and fused (level 1) on 1 and 2 threads: the EP's
+// node counts, then every output equal within 2e-5 relative (NaN where the unfused one has NaN).
+void ExpectFusionKeepsOutputs(const std::string& bytes, size_t unfused_nodes, size_t fused_nodes,
+                              const std::vector<std::string>& names,
+                              const std::vector<const nxrt::Value*>& inputs) {
+  nxrt::Env env(NX_LOG_ERROR);
+  for (int threads : {1, 2}) {
+    nxrt::SessionOptions plain_options, fused_options;
+    plain_options.SetOptimizationLevel(0).SetIntraOpThreads(threads);
+    fused_options.SetOptimizationLevel(1).SetIntraOpThreads(threads);
+    nxrt::Session plain(env, bytes.data(), bytes.size(), &plain_options);
+    nxrt::Session fused(env, bytes.data(), bytes.size(), &fused_options);
+    EXPECT_EQ(plain.ep_node_count(0), unfused_nodes);
+    EXPECT_EQ(fused.ep_node_count(0), fused_nodes);
+    auto want = plain.Run(names, inputs);
+    auto got = fused.Run(names, inputs);
+    ASSERT_EQ(want.size(), got.size());
+    for (size_t o = 0; o < want.size(); ++o) {
+      ASSERT_EQ(want[o].shape(), got[o].shape());
+      for (size_t i = 0; i < want[o].size(); ++i) {
+        const float a = want[o].data<float>()[i], b = got[o].data<float>()[i];
+        if (std::isnan(a)) {
+          ASSERT_TRUE(std::isnan(b)) << threads << " threads, output " << o << ", element " << i;
+          continue;
+        }
+        ASSERT_NEAR(a, b, 2e-5f * std::max(1.0f, std::fabs(a)))
+            << threads << " threads, output " << o << ", element " << i;
+      }
+    }
+  }
+}
+
+nxrt::Value RandomFloats(const std::vector<int64_t>& dims, std::mt19937& rng, float mean = 0.0f,
+                         float spread = 1.0f) {
+  std::normal_distribution<float> normal(mean, spread);
+  nxrt::Value t = nxrt::Value::Tensor(NX_TYPE_FLOAT, dims);
+  for (size_t i = 0; i < t.size(); ++i) t.data<float>()[i] = normal(rng);
+  return t;
+}
+
+// Attention written out: [Q -> Div(c) ->] MatMul(Q, Kt) [-> Div/Mul(c)] [-> Add(mask)] -> Softmax
+// -> MatMul(., V), over inputs q, kt, v (and mask when given), all graph inputs.
+struct AttentionChain {
+  std::string name;
+  std::vector<int64_t> q, kt, v, mask;  // mask empty: none
+  bool scale_q = false;                 // Div on Q (torch) instead of on the scores (BERT)
+  bool scale_first = false;             // scores scaled as Mul(c, scores), mask as Add(mask, s)
+  int64_t softmax_axis = -1;
+  bool scores_escape = false;  // the scores are also a graph output: no fusion
+  bool fuses = true;
+};
+
+std::string AttentionChainModel(const AttentionChain& c) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  auto* g = m.mutable_graph();
+  g->set_name("attention_chain");
+  std::string q = "q", s = "qk";
+  if (c.scale_q) {
+    *g->add_node() = MakeNode("Div", {"q", "c"}, {"qs"}, "scale_q");
+    q = "qs";
+  }
+  *g->add_node() = MakeNode("MatMul", {q, "kt"}, {"qk"}, "qk");
+  if (!c.scale_q) {
+    *g->add_node() = c.scale_first ? MakeNode("Mul", {"inv_c", "qk"}, {"scaled"}, "scale")
+                                   : MakeNode("Div", {"qk", "c"}, {"scaled"}, "scale");
+    s = "scaled";
+  }
+  if (!c.mask.empty()) {
+    *g->add_node() = MakeNode(
+        "Add",
+        c.scale_first ? std::vector<std::string>{"mask", s} : std::vector<std::string>{s, "mask"},
+        {"masked"}, "mask_add");
+    s = "masked";
+  }
+  auto softmax = MakeNode("Softmax", {s}, {"p"}, "softmax");
+  AddIntAttribute(&softmax, "axis", c.softmax_axis);
+  *g->add_node() = softmax;
+  *g->add_node() = MakeNode("MatMul", {"p", "v"}, {"y"}, "pv");
+  *g->add_initializer() = nxrt::test::MakeFloatTensor("c", {}, {2.5f});
+  *g->add_initializer() = nxrt::test::MakeFloatTensor("inv_c", {1}, {0.4f});
+  AddFloatValue(g->add_input(), "q", c.q);
+  AddFloatValue(g->add_input(), "kt", c.kt);
+  AddFloatValue(g->add_input(), "v", c.v);
+  if (!c.mask.empty()) AddFloatValue(g->add_input(), "mask", c.mask);
+  AddFloatOutput(g, "y");
+  if (c.scores_escape) AddFloatOutput(g, "qk");
+  return m.SerializeAsString();
+}
+
+TEST(GraphFusion, AttentionChainBecomesOneNode) {
+  const AttentionChain cases[] = {
+      {"bert: scores scaled, padding mask",
+       {2, 3, 20, 16},
+       {2, 3, 16, 20},
+       {2, 3, 20, 16},
+       {2, 1, 1, 20}},
+      {"torch: Q scaled, no mask", {6, 33, 8}, {6, 8, 33}, {6, 33, 24}, {}, true},
+      {"Mul(c, scores), Add(mask, scores), odd sizes",
+       {1, 2, 7, 5},
+       {1, 2, 5, 19},
+       {1, 2, 19, 3},
+       {7, 19},
+       false,
+       true},
+      {"broadcast batch dims and a scalar-column mask",
+       {2, 3, 9, 4},
+       {1, 3, 4, 11},
+       {2, 1, 11, 17},
+       {2, 3, 9, 1}},
+      {"one query row, long keys", {1, 4, 1, 64}, {1, 4, 64, 300}, {1, 4, 300, 64}, {1, 1, 1, 300}},
+      {"many rows per head (several blocks)", {1, 1, 700, 32}, {1, 1, 32, 40}, {1, 1, 40, 32}, {}},
+      {"softmax over another axis",
+       {1, 2, 6, 4},
+       {1, 2, 4, 6},
+       {1, 2, 6, 4},
+       {},
+       false,
+       false,
+       2,
+       false,
+       false},
+      {"scores also a graph output",
+       {1, 2, 6, 4},
+       {1, 2, 4, 6},
+       {1, 2, 6, 4},
+       {},
+       false,
+       false,
+       -1,
+       true,
+       false},
+  };
+  for (const AttentionChain& c : cases) {
+    SCOPED_TRACE(c.name);
+    const size_t unfused = 4 + (c.mask.empty() ? 0 : 1);
+    std::mt19937 rng(3);
+    nxrt::Value q = RandomFloats(c.q, rng), kt = RandomFloats(c.kt, rng),
+                v = RandomFloats(c.v, rng);
+    std::vector<std::string> names = {"q", "kt", "v"};
+    std::vector<const nxrt::Value*> inputs = {&q, &kt, &v};
+    nxrt::Value mask;
+    if (!c.mask.empty()) {
+      mask = RandomFloats(c.mask, rng);
+      // Masked positions as exporters write them, and one row masked whole (NaN both ways).
+      for (size_t i = 0; i < mask.size(); ++i)
+        if (mask.data<float>()[i] > 1.0f) mask.data<float>()[i] = -10000.0f;
+      if (c.mask.size() == 2)
+        for (int64_t j = 0; j < c.mask[1]; ++j)
+          mask.data<float>()[j] = -std::numeric_limits<float>::infinity();
+      names.push_back("mask");
+      inputs.push_back(&mask);
+    }
+    ExpectFusionKeepsOutputs(AttentionChainModel(c), unfused, c.fuses ? 1 : unfused, names, inputs);
+  }
+}
+
+// LayerNormalization written out over x: mean, centre, square, mean, + epsilon, sqrt, divide,
+// scale [, shift].
+struct LayerNormChain {
+  std::string name;
+  int opset = 17;
+  std::vector<int64_t> x, axes, gamma;
+  bool pow = true;         // Pow(d, 2), else Mul(d, d)
+  bool divide = true;      // Div(d, std), else Reciprocal(std) -> Mul(d, .)
+  bool beta = true;        // a shift after the scale
+  bool d_escapes = false;  // the centred x is also a graph output
+  bool fuses = true;
+};
+
+std::string LayerNormChainModel(const LayerNormChain& c) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(c.opset);
+  auto* g = m.mutable_graph();
+  g->set_name("layer_norm_chain");
+  auto mean = [&](const std::string& in, const std::string& out, const std::string& name) {
+    if (c.opset >= 18) {
+      *g->add_node() = MakeNode("ReduceMean", {in, "axes"}, {out}, name);
+    } else {
+      auto r = MakeNode("ReduceMean", {in}, {out}, name);
+      AddIntsAttribute(&r, "axes", c.axes);
+      *g->add_node() = r;
+    }
+  };
+  mean("x", "mu", "mean");
+  *g->add_node() = MakeNode("Sub", {"x", "mu"}, {"d"}, "centre");
+  *g->add_node() = c.pow ? MakeNode("Pow", {"d", "two"}, {"sq"}, "square")
+                         : MakeNode("Mul", {"d", "d"}, {"sq"}, "square");
+  mean("sq", "var", "variance");
+  *g->add_node() = MakeNode("Add", {"var", "eps"}, {"ve"}, "add_eps");
+  *g->add_node() = MakeNode("Sqrt", {"ve"}, {"sd"}, "sqrt");
+  if (c.divide) {
+    *g->add_node() = MakeNode("Div", {"d", "sd"}, {"n"}, "divide");
+  } else {
+    *g->add_node() = MakeNode("Reciprocal", {"sd"}, {"inv"}, "reciprocal");
+    *g->add_node() = MakeNode("Mul", {"inv", "d"}, {"n"}, "divide");
+  }
+  *g->add_node() = MakeNode("Mul", {"gamma", "n"}, {c.beta ? "sc" : "y"}, "scale");
+  if (c.beta) *g->add_node() = MakeNode("Add", {"sc", "beta"}, {"y"}, "shift");
+  std::mt19937 rng(13);
+  std::normal_distribution<float> normal;
+  int64_t count = 1;
+  for (int64_t d : c.gamma) count *= d;
+  std::vector<float> gamma(static_cast<size_t>(count)), beta(static_cast<size_t>(count));
+  for (float& v : gamma) v = normal(rng);
+  for (float& v : beta) v = normal(rng);
+  *g->add_initializer() = nxrt::test::MakeFloatTensor("gamma", c.gamma, gamma);
+  *g->add_initializer() = nxrt::test::MakeFloatTensor("beta", c.gamma, beta);
+  *g->add_initializer() = nxrt::test::MakeFloatTensor("two", {}, {2.0f});
+  *g->add_initializer() = nxrt::test::MakeFloatTensor("eps", {}, {1e-5f});
+  if (c.opset >= 18) {
+    onnx::TensorProto axes;
+    axes.set_name("axes");
+    axes.set_data_type(onnx::TensorProto::INT64);
+    axes.add_dims(static_cast<int64_t>(c.axes.size()));
+    for (int64_t a : c.axes) axes.add_int64_data(a);
+    *g->add_initializer() = axes;
+  }
+  AddFloatValue(g->add_input(), "x", c.x);
+  AddFloatOutput(g, "y");
+  if (c.d_escapes) AddFloatOutput(g, "d");
+  return m.SerializeAsString();
+}
+
+TEST(GraphFusion, WrittenOutLayerNormBecomesOneNode) {
+  const LayerNormChain cases[] = {
+      {"opset 17, Pow and Div, scale and shift", 17, {2, 5, 24}, {-1}, {24}},
+      {"opset 18 axes input, Mul and Reciprocal, no shift",
+       18,
+       {3, 40},
+       {1},
+       {1, 40},
+       false,
+       false,
+       false},
+      {"two trailing axes", 13, {2, 4, 6}, {-2, -1}, {4, 6}},
+      {"a middle axis", 17, {2, 5, 24}, {1}, {5, 1}, true, true, true, false, false},
+      {"scale of higher rank than x",
+       17,
+       {5, 24},
+       {-1},
+       {1, 1, 24},
+       true,
+       true,
+       true,
+       false,
+       false},
+      {"centred x also an output", 17, {5, 24}, {-1}, {24}, true, true, true, true, false},
+  };
+  for (const LayerNormChain& c : cases) {
+    SCOPED_TRACE(c.name);
+    const size_t unfused = 8 + (c.divide ? 0 : 1) + (c.beta ? 1 : 0);
+    std::mt19937 rng(17);
+    nxrt::Value x = RandomFloats(c.x, rng, 3.0f, 2.0f);
+    ExpectFusionKeepsOutputs(LayerNormChainModel(c), unfused, c.fuses ? 1 : unfused, {"x"}, {&x});
   }
 }
 

@@ -3,6 +3,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "common/parallel.h"
 #include "kernels/linalg/conv_dnnl.h"
@@ -165,6 +166,12 @@ void MultiplyPanels(const float* a, int64_t lda, int64_t rows, const float* pane
 void PackPanels(const float* b, bool b_is_nk, int64_t k, int64_t n, float* out) {
   const int64_t panels = PanelCount(n);
   for (int64_t p = 0; p < panels; ++p) {
+    if (!b_is_nk && (p + 1) * kPanelWidth <= n) {  // a whole panel of rows: 16 floats each
+      for (int64_t i = 0; i < k; ++i)
+        std::memcpy(out + (p * k + i) * kPanelWidth, b + i * n + p * kPanelWidth,
+                    kPanelWidth * sizeof(float));
+      continue;
+    }
     for (int64_t i = 0; i < k; ++i) {
       float* dst = out + (p * k + i) * kPanelWidth;
       for (int64_t j = 0; j < kPanelWidth; ++j) {

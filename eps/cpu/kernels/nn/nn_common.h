@@ -33,6 +33,7 @@ void RegisterSimpleRnnKernels(NxKernelRegistry* registry);
 void RegisterGridSampleKernels(NxKernelRegistry* registry);
 void RegisterAffineGridKernels(NxKernelRegistry* registry);
 void RegisterAttentionKernels(NxKernelRegistry* registry);
+void RegisterFusedAttentionKernel(NxKernelRegistry* registry);
 void RegisterRotaryEmbeddingKernels(NxKernelRegistry* registry);
 void RegisterDeformConvKernels(NxKernelRegistry* registry);
 void RegisterLinearAttentionKernels(NxKernelRegistry* registry);

@@ -21,6 +21,7 @@ void RegisterNnKernels(NxKernelRegistry* registry) {
   nn::RegisterGridSampleKernels(registry);
   nn::RegisterAffineGridKernels(registry);
   nn::RegisterAttentionKernels(registry);
+  nn::RegisterFusedAttentionKernel(registry);
   nn::RegisterRotaryEmbeddingKernels(registry);
   nn::RegisterRoiKernels(registry);
   nn::RegisterDeformConvKernels(registry);
