@@ -25,7 +25,7 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-if ! python3 -c "import onnx, onnxruntime, numpy" 2>/dev/null || \
+if ! python3 -c "import onnx, onnxruntime, numpy, pytest, nanobind, scikit_build_core" 2>/dev/null || \
    ! python3 - <<'PY' 2>/dev/null
 import sys, importlib.metadata as md
 want = dict(l.split("==") for l in open("tools/scripts/requirements.txt") if "==" in l and not l.startswith("#"))

@@ -6,8 +6,9 @@
 #   4. real models (torchvision exports, BERT, LSTM+GRU, PaddleOCR, Silero VAD, Magika, ddddocr)
 #      compared with onnxruntime, and their static types/shapes (nxrt info --values) compared
 #      with onnx's shape inference
-#   5. the unit tests and node tests again under AddressSanitizer + UBSan (skip: NXRT_SKIP_SANITIZE=1)
-#   6. the session fuzzer (clang, libFuzzer): regression corpus + 60 s smoke (skip: NXRT_SKIP_FUZZ=1)
+#   5. the Python package: a wheel built with pip, installed into a fresh virtualenv, pytest
+#   6. the unit tests and node tests again under AddressSanitizer + UBSan (skip: NXRT_SKIP_SANITIZE=1)
+#   7. the session fuzzer (clang, libFuzzer): regression corpus + 60 s smoke (skip: NXRT_SKIP_FUZZ=1)
 # Exits non-zero if any suite fails. The last line sums up the suites.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -63,6 +64,22 @@ run_suite "nxrt partition: ResNet-50 / Silero VAD tables, DOT, HTML in headless 
   python3 tests/tools/partition_html_check.py --build-dir build --models build/models
 run_suite "profile: ResNet-50 Chrome trace (schema, node durations vs run time)" \
   python3 tests/models/profile_check.py --build-dir build --model build/models/resnet50.onnx
+
+# The Python package as a user gets it: a wheel built by pip from the repository (ccache makes
+# its second compile of the C++ cheap), installed into a fresh virtualenv, tested with pytest.
+python_package() {
+  local dist=build/python-dist venv=build/python-venv
+  rm -rf "$dist" "$venv"
+  CC=cc CXX=c++ CMAKE_GENERATOR=Ninja CMAKE_C_COMPILER_LAUNCHER=ccache \
+    CMAKE_CXX_COMPILER_LAUNCHER=ccache CCACHE_BASEDIR="$PWD" \
+    python3 -m pip wheel . --no-deps --no-build-isolation -q -w "$dist" || return 1
+  python3 -m venv "$venv" || return 1
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check "$dist"/nxrt-*.whl \
+    -r tools/scripts/requirements.txt || return 1
+  (cd tests/python && NXRT_MODELS_DIR="$PWD/../../build/models" \
+    "../../$venv/bin/python" -m pytest -q -p no:cacheprovider .)
+}
+run_suite "python package: wheel in a fresh virtualenv, pytest (tests/python)" python_package
 
 if [[ "${NXRT_SKIP_SANITIZE:-0}" != 1 ]]; then
   echo

@@ -383,6 +383,20 @@ class Session : public detail::Handle<NxSession, NxSession_Release> {
   std::string input_dim_name(size_t i, size_t dim) const {
     return NxSession_GetInputDimName(get(), i, dim);
   }
+  std::string output_dim_name(size_t i, size_t dim) const {
+    return NxSession_GetOutputDimName(get(), i, dim);
+  }
+  // Model-level facts ("producer_name", "graph_name", "version", ... see NxSession_GetModelInfo);
+  // "" for an unknown key.
+  std::string model_info(const std::string& key) const {
+    const char* v = NxSession_GetModelInfo(get(), key.c_str());
+    return v ? v : "";
+  }
+  // The model's metadata_props.
+  KeyValueList custom_metadata() const {
+    return detail::Pairs<NxSession, NxSession_GetCustomMetadataCount, NxSession_GetCustomMetadata>(
+        get());
+  }
   // Every value of the main graph with its static type (declared or inferred at load).
   size_t value_count() const { return NxSession_GetValueCount(get()); }
   std::string value_name(size_t i) const {
@@ -561,8 +575,8 @@ inline AssignmentReport Session::assignment_report() const {
 inline AssignmentReport PlanPlacement(Env& env, const std::string& path,
                                       const SessionOptions* options = nullptr) {
   NxAssignmentReport* r = nullptr;
-  Check(NxEnv_PlanPlacementFromFile(env.get(), path.c_str(), options ? options->get() : nullptr,
-                                    &r));
+  Check(
+      NxEnv_PlanPlacementFromFile(env.get(), path.c_str(), options ? options->get() : nullptr, &r));
   std::unique_ptr<NxAssignmentReport, void (*)(NxAssignmentReport*)> hold(
       r, &NxAssignmentReport_Release);
   return AssignmentReport::From(r);
@@ -570,8 +584,8 @@ inline AssignmentReport PlanPlacement(Env& env, const std::string& path,
 inline AssignmentReport PlanPlacement(Env& env, const void* data, size_t size,
                                       const SessionOptions* options = nullptr) {
   NxAssignmentReport* r = nullptr;
-  Check(NxEnv_PlanPlacementFromBuffer(env.get(), data, size, options ? options->get() : nullptr,
-                                      &r));
+  Check(
+      NxEnv_PlanPlacementFromBuffer(env.get(), data, size, options ? options->get() : nullptr, &r));
   std::unique_ptr<NxAssignmentReport, void (*)(NxAssignmentReport*)> hold(
       r, &NxAssignmentReport_Release);
   return AssignmentReport::From(r);

@@ -19,7 +19,8 @@
 extern "C" {
 #endif
 
-#define NXRT_C_API_VERSION 3
+/* Grows when functions are added (4: output dim names, model info and metadata). */
+#define NXRT_C_API_VERSION 4
 
 typedef struct NxEnv NxEnv;
 typedef struct NxSessionOptions NxSessionOptions;
@@ -293,6 +294,19 @@ NXRT_EXPORT NxStatus* NxSession_GetOutputTypeInfo(const NxSession* session, size
  * session's lifetime. */
 NXRT_EXPORT const char* NxSession_GetInputDimName(const NxSession* session, size_t index,
                                                   size_t dim);
+/* The same for output `index`. */
+NXRT_EXPORT const char* NxSession_GetOutputDimName(const NxSession* session, size_t index,
+                                                   size_t dim);
+/* Model-level facts by key: "producer_name", "producer_version", "domain", "description" (the
+ * model's doc_string), "graph_name", "graph_description" (the graph's doc_string), "version"
+ * (model_version) and "ir_version" (both in decimal); "" when the model leaves one out, NULL for
+ * an unknown key. Borrowed for the session's lifetime. */
+NXRT_EXPORT const char* NxSession_GetModelInfo(const NxSession* session, const char* key);
+/* The model's metadata_props, in key order; false for an index out of range. Borrowed for the
+ * session's lifetime. */
+NXRT_EXPORT size_t NxSession_GetCustomMetadataCount(const NxSession* session);
+NXRT_EXPORT bool NxSession_GetCustomMetadata(const NxSession* session, size_t index,
+                                             const char** key, const char** value);
 
 /* Every value of the session's main graph (graph inputs, initializers, intermediate values,
  * outputs) with its static type: declared by the model or inferred when it was loaded. For tools

@@ -38,6 +38,7 @@ struct NxRunOptions {
 struct NxSession {
   std::unique_ptr<nxrt::Session> session;
   std::vector<size_t> ep_node_counts;
+  std::string model_version, ir_version;  // NxSession_GetModelInfo's decimal strings
   NxAssignmentReport report;  // the session's placement report, as the C API hands it out
 };
 
@@ -57,7 +58,10 @@ void RecordLoad(nxrt::Session& s, uint64_t begin_ns, uint64_t end_ns, nxrt::KeyV
 }
 
 NxSession* WrapSession(std::unique_ptr<nxrt::Session> s) {
-  auto* out = new NxSession{std::move(s), {}, {}};
+  auto* out = new NxSession();
+  out->session = std::move(s);
+  out->model_version = std::to_string(out->session->model().model_version);
+  out->ir_version = std::to_string(out->session->model().ir_version);
   out->report.report = out->session->assignment_report();
   out->ep_node_counts.assign(out->session->ep_count(), 0);
   for (size_t n = 0; n < out->session->graph().nodes.size(); ++n)
@@ -385,12 +389,45 @@ NxStatus* NxSession_GetOutputTypeInfo(const NxSession* s, size_t i, NxTypeInfo* 
   if (i >= g.outputs.size()) return MakeStatus(NX_INVALID_ARGUMENT, "output index out of range");
   return FillTypeInfo(g.value(g.outputs[i]), info);
 }
-const char* NxSession_GetInputDimName(const NxSession* s, size_t i, size_t dim) {
-  if (!s) return "";
-  const auto& g = s->session->graph();
-  if (i >= g.inputs.size()) return "";
-  const auto& params = g.value(g.inputs[i]).type.dim_params;
+namespace {
+// Symbolic name of dimension `dim` of graph value values[i] ("" when out of range or fixed).
+const char* DimName(const nxrt::Graph& g, const std::vector<int>& values, size_t i, size_t dim) {
+  if (i >= values.size()) return "";
+  const auto& params = g.value(values[i]).type.dim_params;
   return dim < params.size() ? params[dim].c_str() : "";
+}
+}  // namespace
+
+const char* NxSession_GetInputDimName(const NxSession* s, size_t i, size_t dim) {
+  return s ? DimName(s->session->graph(), s->session->graph().inputs, i, dim) : "";
+}
+const char* NxSession_GetOutputDimName(const NxSession* s, size_t i, size_t dim) {
+  return s ? DimName(s->session->graph(), s->session->graph().outputs, i, dim) : "";
+}
+const char* NxSession_GetModelInfo(const NxSession* s, const char* key) {
+  if (!s || !key) return nullptr;
+  const nxrt::Model& m = s->session->model();
+  const std::string_view k = key;
+  if (k == "producer_name") return m.producer_name.c_str();
+  if (k == "producer_version") return m.producer_version.c_str();
+  if (k == "domain") return m.domain.c_str();
+  if (k == "description") return m.doc_string.c_str();
+  if (k == "graph_name") return m.graph->name.c_str();
+  if (k == "graph_description") return m.graph_doc_string.c_str();
+  if (k == "version") return s->model_version.c_str();
+  if (k == "ir_version") return s->ir_version.c_str();
+  return nullptr;
+}
+size_t NxSession_GetCustomMetadataCount(const NxSession* s) {
+  return s ? s->session->model().metadata.size() : 0;
+}
+bool NxSession_GetCustomMetadata(const NxSession* s, size_t index, const char** key,
+                                 const char** value) {
+  if (!s || index >= s->session->model().metadata.size()) return false;
+  auto it = std::next(s->session->model().metadata.begin(), static_cast<std::ptrdiff_t>(index));
+  if (key) *key = it->first.c_str();
+  if (value) *value = it->second.c_str();
+  return true;
 }
 size_t NxSession_GetValueCount(const NxSession* s) {
   return s ? s->session->graph().values.size() : 0;

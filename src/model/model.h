@@ -18,6 +18,7 @@ struct Model {
   std::string domain;
   int64_t model_version = 0;
   std::string doc_string;
+  std::string graph_doc_string;
   std::map<std::string, std::string> metadata;
   std::string source;  // file path or "<buffer>"
 };

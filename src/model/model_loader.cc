@@ -282,6 +282,7 @@ std::shared_ptr<Model> ConvertModel(std::shared_ptr<onnx::ModelProto> proto,
   model->domain = proto->domain();
   model->model_version = proto->model_version();
   model->doc_string = proto->doc_string();
+  model->graph_doc_string = proto->graph().doc_string();
   for (const auto& kv : proto->metadata_props()) model->metadata[kv.key()] = kv.value();
 
   if (!proto->has_graph()) Throw(NX_INVALID_MODEL, source + ": the model has no graph");

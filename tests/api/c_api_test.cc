@@ -12,10 +12,13 @@ using nxrt::test::MakeModel;
 using nxrt::test::MakeNode;
 
 std::string ReluModelBytes() {
-  return nxrt::test::Serialize(MakeModel({MakeNode("Relu", {"x"}, {"y"}, "relu")}, {"x"}, {"y"}, {2, 3}));
+  return nxrt::test::Serialize(
+      MakeModel({MakeNode("Relu", {"x"}, {"y"}, "relu")}, {"x"}, {"y"}, {2, 3}));
 }
 
-std::string Lib(const std::string& name) { return std::string(NXRT_TEST_EP_DIR) + "/lib" + name + ".so"; }
+std::string Lib(const std::string& name) {
+  return std::string(NXRT_TEST_EP_DIR) + "/lib" + name + ".so";
+}
 
 template <class Fn>
 std::string ErrorOf(Fn&& fn) {
@@ -86,24 +89,71 @@ TEST(CApi, ListsEveryValueWithItsStaticType) {
   NxStatus_Release(status);
 }
 
+TEST(CApi, ReportsModelInfoMetadataAndSymbolicDims) {
+  nxrt::Env env(NX_LOG_ERROR);
+  onnx::ModelProto m = MakeModel({MakeNode("Relu", {"x"}, {"y"}, "relu")}, {"x"}, {"y"}, {2, 3});
+  m.set_producer_name("tester");
+  m.set_producer_version("1.2");
+  m.set_domain("ai.test");
+  m.set_model_version(42);
+  m.set_doc_string("model words");
+  m.mutable_graph()->set_name("g1");
+  m.mutable_graph()->set_doc_string("graph words");
+  auto* prop = m.add_metadata_props();
+  prop->set_key("b_key");
+  prop->set_value("2");
+  prop = m.add_metadata_props();
+  prop->set_key("a_key");
+  prop->set_value("1");
+  for (auto* vi : {m.mutable_graph()->mutable_input(0), m.mutable_graph()->mutable_output(0)})
+    vi->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)->set_dim_param("n");
+  const std::string bytes = nxrt::test::Serialize(m);
+  nxrt::Session session(env, bytes.data(), bytes.size());
+  EXPECT_EQ(session.model_info("producer_name"), "tester");
+  EXPECT_EQ(session.model_info("producer_version"), "1.2");
+  EXPECT_EQ(session.model_info("domain"), "ai.test");
+  EXPECT_EQ(session.model_info("version"), "42");
+  EXPECT_EQ(session.model_info("description"), "model words");
+  EXPECT_EQ(session.model_info("graph_name"), "g1");
+  EXPECT_EQ(session.model_info("graph_description"), "graph words");
+  EXPECT_EQ(session.model_info("ir_version"), std::to_string(m.ir_version()));
+  EXPECT_EQ(NxSession_GetModelInfo(session.get(), "no_such_key"), nullptr);
+  EXPECT_EQ(session.custom_metadata(), (nxrt::KeyValueList{{"a_key", "1"}, {"b_key", "2"}}));
+  const char *key = nullptr, *value = nullptr;
+  EXPECT_FALSE(NxSession_GetCustomMetadata(session.get(), 2, &key, &value));
+  EXPECT_EQ(session.input_dim_name(0, 0), "n");
+  EXPECT_EQ(session.output_dim_name(0, 0), "n");
+  EXPECT_EQ(session.output_dim_name(0, 1), "");
+  EXPECT_STREQ(NxSession_GetOutputDimName(session.get(), 5, 0), "");
+}
+
 TEST(CApi, BadInputsGiveClearErrors) {
   nxrt::Env env(NX_LOG_ERROR);
   std::string bytes = ReluModelBytes();
   nxrt::Session session(env, bytes.data(), bytes.size());
   std::vector<int64_t> good = {2, 3}, bad = {3, 2};
   nxrt::Value wrong_shape = nxrt::Value::Tensor(NX_TYPE_FLOAT, bad);
-  EXPECT_NE(ErrorOf([&] { session.Run({"x"}, {&wrong_shape}); }).find("has shape [3,2], the model expects [2,3]"),
+  EXPECT_NE(ErrorOf([&] {
+              session.Run({"x"}, {&wrong_shape});
+            }).find("has shape [3,2], the model expects [2,3]"),
             std::string::npos);
   nxrt::Value wrong_type = nxrt::Value::Tensor(NX_TYPE_INT64, good);
-  EXPECT_NE(ErrorOf([&] { session.Run({"x"}, {&wrong_type}); }).find("element type int64, the model expects float"),
+  EXPECT_NE(ErrorOf([&] {
+              session.Run({"x"}, {&wrong_type});
+            }).find("element type int64, the model expects float"),
             std::string::npos);
-  EXPECT_NE(ErrorOf([&] { session.Run({}, {}); }).find("input 'x' was not given"), std::string::npos);
+  EXPECT_NE(ErrorOf([&] { session.Run({}, {}); }).find("input 'x' was not given"),
+            std::string::npos);
   nxrt::Value ok = nxrt::Value::Tensor(NX_TYPE_FLOAT, good);
-  EXPECT_NE(ErrorOf([&] { session.Run({"nope"}, {&ok}); }).find("'nope' is not an input"), std::string::npos);
-  EXPECT_NE(ErrorOf([&] { session.Run({"x"}, {&ok}, {"nope"}); }).find("'nope' is not an output"), std::string::npos);
+  EXPECT_NE(ErrorOf([&] { session.Run({"nope"}, {&ok}); }).find("'nope' is not an input"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf([&] { session.Run({"x"}, {&ok}, {"nope"}); }).find("'nope' is not an output"),
+            std::string::npos);
   // A too-small wrapped buffer is refused up front.
   float tiny[2];
-  EXPECT_NE(ErrorOf([&] { nxrt::Value::WrapTensor(NX_TYPE_FLOAT, good, tiny, sizeof(tiny)); }).find("needs 24"),
+  EXPECT_NE(ErrorOf([&] {
+              nxrt::Value::WrapTensor(NX_TYPE_FLOAT, good, tiny, sizeof(tiny));
+            }).find("needs 24"),
             std::string::npos);
   // Still usable.
   EXPECT_EQ(session.Run({"x"}, {&ok}).size(), 1u);
@@ -112,9 +162,12 @@ TEST(CApi, BadInputsGiveClearErrors) {
 TEST(CApi, MalformedModelsFailSessionCreation) {
   nxrt::Env env(NX_LOG_ERROR);
   std::string junk = "definitely not a model";
-  EXPECT_NE(ErrorOf([&] { nxrt::Session(env, junk.data(), junk.size()); }).find("not a valid ONNX model"),
-            std::string::npos);
-  EXPECT_NE(ErrorOf([&] { nxrt::Session(env, std::string("/no/such/model.onnx")); }).find("no such model file"),
+  EXPECT_NE(
+      ErrorOf([&] { nxrt::Session(env, junk.data(), junk.size()); }).find("not a valid ONNX model"),
+      std::string::npos);
+  EXPECT_NE(ErrorOf([&] {
+              nxrt::Session(env, std::string("/no/such/model.onnx"));
+            }).find("no such model file"),
             std::string::npos);
   auto m = MakeModel({MakeNode("NoSuchOp", {"x"}, {"y"}, "mystery")}, {"x"}, {"y"}, {2});
   std::string bytes = nxrt::test::Serialize(m);
@@ -133,7 +186,8 @@ TEST(CApi, MisbehavingKernelsGiveClearErrorsAndTheSessionStaysUsable) {
                {"Abs", "allocated output 0 twice"},
                {"Neg", "as int32 but the model declares float"}};
   for (const Case& c : cases) {
-    std::string bytes = nxrt::test::Serialize(MakeModel({MakeNode(c.op, {"x"}, {"y"}, "n")}, {"x"}, {"y"}, {2}));
+    std::string bytes =
+        nxrt::test::Serialize(MakeModel({MakeNode(c.op, {"x"}, {"y"}, "n")}, {"x"}, {"y"}, {2}));
     nxrt::SessionOptions options;
     options.AppendEp("Misbehaving");
     nxrt::Session session(env, bytes.data(), bytes.size(), &options);
@@ -149,7 +203,9 @@ TEST(CApi, MisbehavingKernelsGiveClearErrorsAndTheSessionStaysUsable) {
     auto outs = session.Run({"x"}, {&good});  // the session stays usable
     ASSERT_EQ(outs.size(), 1u);
     // While this session lives, its library cannot be unregistered.
-    EXPECT_NE(ErrorOf([&] { env.UnregisterEpLibrary("misbehaving"); }).find("still used by 1 live session"),
+    EXPECT_NE(ErrorOf([&] {
+                env.UnregisterEpLibrary("misbehaving");
+              }).find("still used by 1 live session"),
               std::string::npos);
   }
   env.UnregisterEpLibrary("misbehaving");
