@@ -217,3 +217,18 @@ def test_version_and_abi():
     assert nxrt.__version__ == nxrt.get_version_string() and nxrt.__version__.count(".") == 2
     abi = nxrt.get_abi_version()
     assert abi["c_api"] >= 3 and abi["ep_api"] >= 1
+
+
+def test_bfloat16_through_ml_dtypes():
+    import ml_dtypes  # onnx depends on it, so the test virtualenv has it
+    x = helper.make_tensor_value_info("x", TensorProto.BFLOAT16, [4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])
+    b = helper.make_tensor_value_info("b", TensorProto.BFLOAT16, [4])
+    s = nxrt.InferenceSession(make_model(
+        [helper.make_node("Cast", ["x"], ["y"], to=TensorProto.FLOAT),
+         helper.make_node("Identity", ["x"], ["b"])], [x], [y, b]))
+    values = np.array([1.5, -2.0, 0.0, 3.25], dtype=ml_dtypes.bfloat16)
+    y_out, b_out = s.run(None, {"x": values})
+    np.testing.assert_array_equal(y_out, [1.5, -2.0, 0.0, 3.25])
+    assert b_out.dtype == values.dtype
+    np.testing.assert_array_equal(b_out.astype(np.float32), values.astype(np.float32))
