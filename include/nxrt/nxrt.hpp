@@ -281,6 +281,20 @@ class Value : public detail::Handle<NxValue, NxValue_Release> {
     Check(NxValue_CreateTensorWithData(type, dims.data(), dims.size(), data, bytes, &v));
     return Value(v);
   }
+  // A sequence of copies of `elements` (host tensors of `element_type`).
+  static Value Sequence(NxElementType element_type, const std::vector<const Value*>& elements) {
+    std::vector<const NxValue*> raw;
+    for (const Value* e : elements) raw.push_back(e->get());
+    NxValue* v = nullptr;
+    Check(NxValue_CreateSequence(element_type, raw.data(), raw.size(), &v));
+    return Value(v);
+  }
+  // An optional holding a copy of `element`, or empty when it is null.
+  static Value Optional(const Value* element) {
+    NxValue* v = nullptr;
+    Check(NxValue_CreateOptional(element ? element->get() : nullptr, &v));
+    return Value(v);
+  }
   // A tensor in `memory` (e.g. an EP's device memory, see Env::ep_memory).
   static Value InMemory(class Env& env, const NxMemoryInfo* memory, NxElementType type,
                         std::span<const int64_t> dims);

@@ -19,7 +19,8 @@
 extern "C" {
 #endif
 
-/* Grows when functions are added (4: output dim names, model info and metadata). */
+/* Grows when functions are added (4: output dim names, model info and metadata, sequence and
+ * optional values). */
 #define NXRT_C_API_VERSION 4
 
 typedef struct NxEnv NxEnv;
@@ -498,6 +499,14 @@ NXRT_EXPORT NxStatus* NxValue_CreateTensorWithData(NxElementType type, const int
  * ONNX test suite's data files), chosen by `kind`. */
 NXRT_EXPORT NxStatus* NxValue_CreateFromProto(NxValueKind kind, const void* data, size_t size,
                                               NxValue** value);
+/* A sequence holding copies of `count` host tensors, all of `element_type` (which an empty
+ * sequence needs too); strings included. */
+NXRT_EXPORT NxStatus* NxValue_CreateSequence(NxElementType element_type,
+                                             const NxValue* const* elements, size_t count,
+                                             NxValue** value);
+/* An optional holding a copy of `element` (a host tensor or a sequence), or an empty optional when
+ * `element` is NULL. */
+NXRT_EXPORT NxStatus* NxValue_CreateOptional(const NxValue* element, NxValue** value);
 NXRT_EXPORT void NxValue_Release(NxValue* value);
 
 NXRT_EXPORT NxValueKind NxValue_GetKind(const NxValue* value);

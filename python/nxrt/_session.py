@@ -137,10 +137,39 @@ class RunOptions:
         self._native.set_timeout(self._timeout)
 
 
+class _Prepared:
+    """An input the session already put in the extension's tuple form (sequences, optionals)."""
+
+    __slots__ = ("spec",)
+
+    def __init__(self, spec):
+        self.spec = spec
+
+
+def _container_spec(kind: int, element_type: int, value, name: str):
+    """The tuple form of a sequence (a list of arrays) or optional (None or a value) input."""
+    if kind == 2:  # optional
+        if value is None:
+            return ("optional", None)
+        inner = 1 if isinstance(value, (list, tuple)) else 0
+        return ("optional", _container_spec(inner, element_type, value, name) if inner
+                else _input_spec(value))
+    if not isinstance(value, (list, tuple)):
+        raise TypeError(f"nxrt: input '{name}' is a sequence: pass a list of arrays")
+    items = []
+    for item in value:
+        spec = _input_spec(np.asarray(item, dtype=numpy_dtype(element_type))
+                           if element_type != STRING else np.asarray(item, dtype=object))
+        items.append(spec)
+    return ("sequence", element_type, items)
+
+
 def _input_spec(value):
     """The extension's tuple form of an input it cannot take as it is (it takes C-contiguous
     arrays of numpy's own types directly): strings, lists and scalars, non-contiguous arrays,
     ml_dtypes' bfloat16 / float8 / 4-bit arrays."""
+    if type(value) is _Prepared:
+        return value.spec
     if isinstance(value, np.ndarray) and value.dtype.kind in "OUS":
         flat = [s.encode() if isinstance(s, str) else bytes(s) for s in value.reshape(-1).tolist()]
         return ("strings", list(value.shape), flat)
@@ -190,6 +219,9 @@ class InferenceSession:
         self._inputs = [_node_arg(t) for t in self._session.inputs()]
         self._outputs = [_node_arg(t) for t in self._session.outputs()]
         self._output_names = [o.name for o in self._outputs]
+        # Inputs that are sequences or optionals: {name: (kind, element type)}.
+        self._containers = {t["name"]: (t["kind"], t["element_type"])
+                            for t in self._session.inputs() if t["kind"] != 0}
 
     # ---- onnxruntime's surface ----
     def get_inputs(self) -> list[NodeArg]:
@@ -227,6 +259,12 @@ class InferenceSession:
         names = self._output_names if not output_names else list(output_names)
         if not isinstance(input_feed, dict):
             input_feed = dict(input_feed)
+        if self._containers:
+            input_feed = dict(input_feed)
+            for name, (kind, element_type) in self._containers.items():
+                if name in input_feed:
+                    input_feed[name] = _Prepared(
+                        _container_spec(kind, element_type, input_feed[name], name))
         outs = self._session.run(names, input_feed, _input_spec,
                                  run_options._native if run_options is not None else None)
         return [o if type(o) is not tuple else _to_python(o) for o in outs]

@@ -257,8 +257,9 @@ class BorrowedBuffers {
 };
 
 // One input as the package hands it over: ("tensor", element_type, shape, contiguous uint8
-// ndarray of its bytes) or ("strings", shape, [bytes, ...]). The ndarray must outlive the run
-// (the caller keeps it).
+// ndarray of its bytes), ("strings", shape, [bytes, ...]), ("sequence", element_type, [spec,
+// ...]) or ("optional", spec or None). A tensor's ndarray must outlive the run (the caller keeps
+// it); sequences and optionals hold copies.
 nxrt::Value InputFromPython(const nb::tuple& spec) {
   const std::string kind = nb::cast<std::string>(spec[0]);
   if (kind == "tensor") {
@@ -279,6 +280,21 @@ nxrt::Value InputFromPython(const nb::tuple& spec) {
       v.set_string(i, std::string_view(b.c_str(), b.size()));
     }
     return v;
+  }
+  if (kind == "sequence") {  // ("sequence", element_type, [tensor spec, ...])
+    const auto type = static_cast<NxElementType>(nb::cast<int>(spec[1]));
+    nb::list items = nb::cast<nb::list>(spec[2]);
+    std::vector<nxrt::Value> elements;
+    for (size_t i = 0; i < items.size(); ++i)
+      elements.push_back(InputFromPython(nb::cast<nb::tuple>(items[i])));
+    std::vector<const nxrt::Value*> pointers;
+    for (const nxrt::Value& e : elements) pointers.push_back(&e);
+    return nxrt::Value::Sequence(type, pointers);
+  }
+  if (kind == "optional") {  // ("optional", spec or None)
+    if (spec[1].is_none()) return nxrt::Value::Optional(nullptr);
+    nxrt::Value inner = InputFromPython(nb::cast<nb::tuple>(spec[1]));
+    return nxrt::Value::Optional(&inner);
   }
   throw nxrt::Exception(NX_INVALID_ARGUMENT, "unsupported input kind '" + kind + "'");
 }

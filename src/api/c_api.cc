@@ -81,6 +81,28 @@ NxStatus* FillTypeInfo(const nxrt::ValueDef& def, NxTypeInfo* info) {
 
 }  // namespace
 
+namespace {
+// A copy of a host tensor or sequence that shares nothing with `v` (callers' buffers may go).
+nxrt::ValuePtr CopyHostValue(const NxValue& v) {
+  if (v.kind == NX_VALUE_SEQUENCE) {
+    auto out = std::make_shared<NxValue>();
+    out->kind = NX_VALUE_SEQUENCE;
+    out->sequence_type = v.sequence_type;
+    for (const auto& e : v.elements) out->elements.push_back(CopyHostValue(*e));
+    return out;
+  }
+  NXRT_CHECK(v.kind == NX_VALUE_TENSOR, NX_INVALID_ARGUMENT, "an optional cannot hold an optional");
+  NXRT_CHECK(nxrt::IsHostReadable(v), NX_INVALID_ARGUMENT,
+             "sequence and optional elements must be host tensors, got one in device memory");
+  nxrt::ValuePtr out = nxrt::MakeTensor(v.type, v.dims);
+  if (v.type == NX_TYPE_STRING)
+    out->strings = v.strings;
+  else if (const size_t bytes = nxrt::TensorBytes(v); bytes > 0)
+    std::memcpy(out->data, v.data, bytes);
+  return out;
+}
+}  // namespace
+
 extern "C" {
 
 NxStatusCode NxStatus_GetCode(const NxStatus* status) {
@@ -867,6 +889,38 @@ NxStatus* NxValue_CreateFromProto(NxValueKind kind, const void* data, size_t siz
   NX_REQUIRE(value);
   if (size > 0) NX_REQUIRE(data);
   return CatchAsStatus([&] { *value = new NxValue(*nxrt::ValueFromProtoBytes(kind, data, size)); });
+}
+
+NxStatus* NxValue_CreateSequence(NxElementType element_type, const NxValue* const* elements,
+                                 size_t count, NxValue** value) {
+  NX_REQUIRE(value);
+  if (count > 0) NX_REQUIRE(elements);
+  return CatchAsStatus([&] {
+    NXRT_CHECK(nxrt::IsKnownElementType(element_type), NX_INVALID_ARGUMENT,
+               "unknown element type for a sequence");
+    auto seq = std::make_unique<NxValue>();
+    seq->kind = NX_VALUE_SEQUENCE;
+    seq->sequence_type = element_type;
+    for (size_t i = 0; i < count; ++i) {
+      NXRT_CHECK(elements[i] != nullptr, NX_INVALID_ARGUMENT,
+                 "sequence element " + std::to_string(i) + " is null");
+      NXRT_CHECK(elements[i]->kind == NX_VALUE_TENSOR && elements[i]->type == element_type,
+                 NX_INVALID_ARGUMENT,
+                 "sequence element " + std::to_string(i) + " is not a tensor of " +
+                     nxrt::ElementTypeName(element_type));
+      seq->elements.push_back(CopyHostValue(*elements[i]));
+    }
+    *value = seq.release();
+  });
+}
+NxStatus* NxValue_CreateOptional(const NxValue* element, NxValue** value) {
+  NX_REQUIRE(value);
+  return CatchAsStatus([&] {
+    auto opt = std::make_unique<NxValue>();
+    opt->kind = NX_VALUE_OPTIONAL;
+    if (element != nullptr) opt->contained = CopyHostValue(*element);
+    *value = opt.release();
+  });
 }
 void NxValue_Release(NxValue* value) { delete value; }
 

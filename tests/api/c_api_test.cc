@@ -127,6 +127,39 @@ TEST(CApi, ReportsModelInfoMetadataAndSymbolicDims) {
   EXPECT_STREQ(NxSession_GetOutputDimName(session.get(), 5, 0), "");
 }
 
+TEST(CApi, SequenceAndOptionalValuesHoldCopies) {
+  std::vector<float> a = {1, 2, 3}, b = {4};
+  auto ta = nxrt::Value::WrapTensor(NX_TYPE_FLOAT, std::vector<int64_t>{3}, a.data(), 12);
+  auto tb = nxrt::Value::WrapTensor(NX_TYPE_FLOAT, std::vector<int64_t>{1}, b.data(), 4);
+  nxrt::Value seq = nxrt::Value::Sequence(NX_TYPE_FLOAT, {&ta, &tb});
+  a[0] = 99;  // the sequence copied the caller's buffer
+  ASSERT_EQ(NxValue_GetKind(seq.get()), NX_VALUE_SEQUENCE);
+  ASSERT_EQ(NxValue_GetSequenceLength(seq.get()), 2u);
+  EXPECT_EQ(NxValue_GetElementType(seq.get()), NX_TYPE_FLOAT);
+  const NxValue* first = NxValue_GetSequenceElement(seq.get(), 0);
+  EXPECT_EQ(static_cast<const float*>(NxValue_GetConstData(first))[0], 1.0f);
+  nxrt::Value empty_seq = nxrt::Value::Sequence(NX_TYPE_INT64, {});
+  EXPECT_EQ(NxValue_GetSequenceLength(empty_seq.get()), 0u);
+
+  nxrt::Value opt = nxrt::Value::Optional(&seq);
+  ASSERT_TRUE(NxValue_OptionalHasValue(opt.get()));
+  EXPECT_EQ(NxValue_GetSequenceLength(NxValue_GetOptionalValue(opt.get())), 2u);
+  nxrt::Value none = nxrt::Value::Optional(nullptr);
+  EXPECT_FALSE(NxValue_OptionalHasValue(none.get()));
+
+  auto ints = nxrt::Value::Tensor(NX_TYPE_INT64, std::vector<int64_t>{2});
+  EXPECT_THROW(nxrt::Value::Sequence(NX_TYPE_FLOAT, {&ta, &ints}), nxrt::Exception);
+  EXPECT_THROW(nxrt::Value::Optional(&none), nxrt::Exception);  // no optional of an optional
+  NxValue* out = nullptr;
+  NxStatus* st = NxValue_CreateSequence(NX_TYPE_FLOAT, nullptr, 2, &out);
+  EXPECT_EQ(NxStatus_GetCode(st), NX_INVALID_ARGUMENT);
+  NxStatus_Release(st);
+  const NxValue* holes[] = {ta.get(), nullptr};
+  st = NxValue_CreateSequence(NX_TYPE_FLOAT, holes, 2, &out);
+  EXPECT_EQ(NxStatus_GetCode(st), NX_INVALID_ARGUMENT);
+  NxStatus_Release(st);
+}
+
 TEST(CApi, BadInputsGiveClearErrors) {
   nxrt::Env env(NX_LOG_ERROR);
   std::string bytes = ReluModelBytes();

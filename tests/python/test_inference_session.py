@@ -232,3 +232,30 @@ def test_bfloat16_through_ml_dtypes():
     np.testing.assert_array_equal(y_out, [1.5, -2.0, 0.0, 3.25])
     assert b_out.dtype == values.dtype
     np.testing.assert_array_equal(b_out.astype(np.float32), values.astype(np.float32))
+
+
+def test_sequence_and_optional_inputs():
+    seq_in = helper.make_tensor_sequence_value_info("s", TensorProto.FLOAT, None)
+    n = helper.make_tensor_value_info("n", TensorProto.INT64, [])
+    cat = helper.make_tensor_value_info("c", TensorProto.FLOAT, None)
+    s = nxrt.InferenceSession(make_model(
+        [helper.make_node("SequenceLength", ["s"], ["n"]),
+         helper.make_node("ConcatFromSequence", ["s"], ["c"], axis=0)], [seq_in], [n, cat]))
+    assert s.get_inputs()[0].type == "seq(tensor(float))"
+    parts = [np.array([1, 2], np.float32), np.array([3.5], np.float32), [4.0, 5.0]]
+    length, joined = s.run(None, {"s": parts})
+    assert int(length) == 3
+    np.testing.assert_array_equal(joined, [1, 2, 3.5, 4, 5])
+    length, _ = s.run(["n", "c"], {"s": parts[:1]})
+    assert int(length) == 1
+    with pytest.raises(TypeError, match="is a sequence"):
+        s.run(None, {"s": np.ones(2, np.float32)})
+
+    opt_type = helper.make_optional_type_proto(helper.make_tensor_type_proto(TensorProto.FLOAT, [2]))
+    o = helper.make_value_info("o", opt_type)
+    has = helper.make_tensor_value_info("has", TensorProto.BOOL, [])
+    s = nxrt.InferenceSession(make_model(
+        [helper.make_node("OptionalHasElement", ["o"], ["has"])], [o], [has], opset=18))
+    assert s.get_inputs()[0].type == "optional(tensor(float))"
+    assert bool(s.run(None, {"o": np.ones(2, np.float32)})[0]) is True
+    assert bool(s.run(None, {"o": None})[0]) is False
