@@ -431,6 +431,53 @@ TEST(GraphFusion, WrittenOutHardSwishBecomesOneNode) {
   }
 }
 
+// Adds graph output `name`, a float tensor whose shape inference decides.
+void AddFloatOutput(onnx::GraphProto* g, const std::string& name) {
+  auto* out = g->add_output();
+  out->set_name(name);
+  out->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+}
+
+// Runs `bytes` unfused (optimization level 0) and fused (level 1) on 1 and 2 threads: the EP's
+// node counts, then every output equal within 2e-5 relative (NaN where the unfused one has NaN).
+void ExpectFusionKeepsOutputs(const std::string& bytes, size_t unfused_nodes, size_t fused_nodes,
+                              const std::vector<std::string>& names,
+                              const std::vector<const nxrt::Value*>& inputs) {
+  nxrt::Env env(NX_LOG_ERROR);
+  for (int threads : {1, 2}) {
+    nxrt::SessionOptions plain_options, fused_options;
+    plain_options.SetOptimizationLevel(0).SetIntraOpThreads(threads);
+    fused_options.SetOptimizationLevel(1).SetIntraOpThreads(threads);
+    nxrt::Session plain(env, bytes.data(), bytes.size(), &plain_options);
+    nxrt::Session fused(env, bytes.data(), bytes.size(), &fused_options);
+    EXPECT_EQ(plain.ep_node_count(0), unfused_nodes);
+    EXPECT_EQ(fused.ep_node_count(0), fused_nodes);
+    auto want = plain.Run(names, inputs);
+    auto got = fused.Run(names, inputs);
+    ASSERT_EQ(want.size(), got.size());
+    for (size_t o = 0; o < want.size(); ++o) {
+      ASSERT_EQ(want[o].shape(), got[o].shape());
+      for (size_t i = 0; i < want[o].size(); ++i) {
+        const float a = want[o].data<float>()[i], b = got[o].data<float>()[i];
+        if (std::isnan(a)) {
+          ASSERT_TRUE(std::isnan(b)) << threads << " threads, output " << o << ", element " << i;
+          continue;
+        }
+        ASSERT_NEAR(a, b, 2e-5f * std::max(1.0f, std::fabs(a)))
+            << threads << " threads, output " << o << ", element " << i;
+      }
+    }
+  }
+}
+
+nxrt::Value RandomFloats(const std::vector<int64_t>& dims, std::mt19937& rng, float mean = 0.0f,
+                         float spread = 1.0f) {
+  std::normal_distribution<float> normal(mean, spread);
+  nxrt::Value t = nxrt::Value::Tensor(NX_TYPE_FLOAT, dims);
+  for (size_t i = 0; i < t.size(); ++i) t.data<float>()[i] = normal(rng);
+  return t;
+}
+
 // a[rows, 37] -> MatMul(W [37, 150]) -> Add(bias) -> activation (none, Relu, LeakyRelu, or the
 // written-out erf Gelu), the Add's operands in either order.
 struct MatMulChain {
@@ -494,7 +541,6 @@ std::string MatMulChainModel(const MatMulChain& c) {
 }
 
 TEST(GraphFusion, MatMulBiasActivationBecomesOneNode) {
-  nxrt::Env env(NX_LOG_ERROR);
   const MatMulChain cases[] = {
       {"", {150}, false, 1},
       {"Relu", {150}, true, 1},
@@ -511,80 +557,15 @@ TEST(GraphFusion, MatMulBiasActivationBecomesOneNode) {
                  (c.bias_first ? "first" : "second"));
     const std::string bytes = MatMulChainModel(c);
     const size_t unfused = c.activation.empty() ? 2 : c.activation == "Gelu" ? 7 : 3;
-    for (int threads : {1, 2}) {
-      nxrt::SessionOptions plain_options, fused_options;
-      plain_options.SetOptimizationLevel(0).SetIntraOpThreads(threads);
-      fused_options.SetOptimizationLevel(1).SetIntraOpThreads(threads);
-      nxrt::Session plain(env, bytes.data(), bytes.size(), &plain_options);
-      nxrt::Session fused(env, bytes.data(), bytes.size(), &fused_options);
-      EXPECT_EQ(plain.ep_node_count(0), unfused);
-      // Gelu without a fusable bias still becomes one com.nxrt Gelu node.
-      const size_t expected = c.nodes_when_fused == 1 ? 1 : (c.activation == "Gelu" ? 3 : unfused);
-      EXPECT_EQ(fused.ep_node_count(0), expected);
-      std::mt19937 rng(5);
-      std::normal_distribution<float> normal;
-      for (int64_t rows : {1, 7, 64, 130}) {
-        const std::vector<int64_t> dims = {rows, 37};
-        nxrt::Value a = nxrt::Value::Tensor(NX_TYPE_FLOAT, dims);
-        for (size_t i = 0; i < a.size(); ++i) a.data<float>()[i] = normal(rng);
-        auto want = plain.Run({"a"}, {&a});
-        auto got = fused.Run({"a"}, {&a});
-        ASSERT_EQ(want[0].shape(), got[0].shape());
-        for (size_t i = 0; i < want[0].size(); ++i) {
-          const float va = want[0].data<float>()[i], vb = got[0].data<float>()[i];
-          ASSERT_NEAR(va, vb, 2e-5f * std::max(1.0f, std::fabs(va)))
-              << rows << " rows, " << threads << " threads, element " << i;
-        }
-      }
+    // Gelu without a fusable bias still becomes one com.nxrt Gelu node.
+    const size_t expected = c.nodes_when_fused == 1 ? 1 : (c.activation == "Gelu" ? 3 : unfused);
+    std::mt19937 rng(5);
+    for (int64_t rows : {1, 7, 64, 130}) {
+      SCOPED_TRACE(std::to_string(rows) + " rows");
+      nxrt::Value a = RandomFloats({rows, 37}, rng);
+      ExpectFusionKeepsOutputs(bytes, unfused, expected, {"a"}, {&a});
     }
   }
-}
-
-// Adds graph output `name`, a float tensor whose shape inference decides.
-void AddFloatOutput(onnx::GraphProto* g, const std::string& name) {
-  auto* out = g->add_output();
-  out->set_name(name);
-  out->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
-}
-
-// Runs `bytes` unfused (optimization level 0) and fused (level 1) on 1 and 2 threads: the EP's
-// node counts, then every output equal within 2e-5 relative (NaN where the unfused one has NaN).
-void ExpectFusionKeepsOutputs(const std::string& bytes, size_t unfused_nodes, size_t fused_nodes,
-                              const std::vector<std::string>& names,
-                              const std::vector<const nxrt::Value*>& inputs) {
-  nxrt::Env env(NX_LOG_ERROR);
-  for (int threads : {1, 2}) {
-    nxrt::SessionOptions plain_options, fused_options;
-    plain_options.SetOptimizationLevel(0).SetIntraOpThreads(threads);
-    fused_options.SetOptimizationLevel(1).SetIntraOpThreads(threads);
-    nxrt::Session plain(env, bytes.data(), bytes.size(), &plain_options);
-    nxrt::Session fused(env, bytes.data(), bytes.size(), &fused_options);
-    EXPECT_EQ(plain.ep_node_count(0), unfused_nodes);
-    EXPECT_EQ(fused.ep_node_count(0), fused_nodes);
-    auto want = plain.Run(names, inputs);
-    auto got = fused.Run(names, inputs);
-    ASSERT_EQ(want.size(), got.size());
-    for (size_t o = 0; o < want.size(); ++o) {
-      ASSERT_EQ(want[o].shape(), got[o].shape());
-      for (size_t i = 0; i < want[o].size(); ++i) {
-        const float a = want[o].data<float>()[i], b = got[o].data<float>()[i];
-        if (std::isnan(a)) {
-          ASSERT_TRUE(std::isnan(b)) << threads << " threads, output " << o << ", element " << i;
-          continue;
-        }
-        ASSERT_NEAR(a, b, 2e-5f * std::max(1.0f, std::fabs(a)))
-            << threads << " threads, output " << o << ", element " << i;
-      }
-    }
-  }
-}
-
-nxrt::Value RandomFloats(const std::vector<int64_t>& dims, std::mt19937& rng, float mean = 0.0f,
-                         float spread = 1.0f) {
-  std::normal_distribution<float> normal(mean, spread);
-  nxrt::Value t = nxrt::Value::Tensor(NX_TYPE_FLOAT, dims);
-  for (size_t i = 0; i < t.size(); ++i) t.data<float>()[i] = normal(rng);
-  return t;
 }
 
 // Attention written out: [Q -> Div(c) ->] MatMul(Q, Kt) [-> Div/Mul(c)] [-> Add(mask)] -> Softmax
