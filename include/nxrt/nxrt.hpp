@@ -435,12 +435,26 @@ class Session : public detail::Handle<NxSession, NxSession_Release> {
                          std::vector<std::string> outputs = {}) {
     return Run(run_options.get(), input_names, inputs, std::move(outputs));
   }
+  // The same, with output i handed over in `memories[i]` (null = host memory; see
+  // NxSession_RunWithOutputMemories): an output produced there stays there, with no copy.
+  std::vector<Value> RunToMemories(const RunOptions* run_options,
+                                   const std::vector<std::string>& input_names,
+                                   const std::vector<const Value*>& inputs,
+                                   std::vector<std::string> outputs,
+                                   const std::vector<const NxMemoryInfo*>& memories) {
+    if (outputs.empty())
+      for (size_t i = 0; i < output_count(); ++i) outputs.push_back(output_name(i));
+    if (memories.size() != outputs.size())
+      throw Exception(NX_INVALID_ARGUMENT, "RunToMemories: one memory per output");
+    return Run(run_options ? run_options->get() : nullptr, input_names, inputs, std::move(outputs),
+               memories.data());
+  }
 
  private:
   std::vector<Value> Run(const NxRunOptions* run_options,
                          const std::vector<std::string>& input_names,
-                         const std::vector<const Value*>& inputs,
-                         std::vector<std::string> outputs) {
+                         const std::vector<const Value*>& inputs, std::vector<std::string> outputs,
+                         const NxMemoryInfo* const* memories = nullptr) {
     if (outputs.empty())
       for (size_t i = 0; i < output_count(); ++i) outputs.push_back(output_name(i));
     std::vector<const char*> in_names, out_names;
@@ -451,9 +465,9 @@ class Session : public detail::Handle<NxSession, NxSession_Release> {
     }
     for (const auto& n : outputs) out_names.push_back(n.c_str());
     std::vector<NxValue*> raw(outputs.size(), nullptr);
-    Check(NxSession_RunWithOptions(get(), run_options, in_names.data(), in_values.data(),
-                                   in_values.size(), out_names.data(), out_names.size(),
-                                   raw.data()));
+    Check(NxSession_RunWithOutputMemories(get(), run_options, in_names.data(), in_values.data(),
+                                          in_values.size(), out_names.data(), out_names.size(),
+                                          memories, raw.data()));
     std::vector<Value> result;
     for (NxValue* v : raw) result.emplace_back(v);
     return result;

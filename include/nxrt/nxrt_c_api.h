@@ -20,8 +20,8 @@ extern "C" {
 #endif
 
 /* Grows when functions are added (4: output dim names, model info and metadata, sequence and
- * optional values). */
-#define NXRT_C_API_VERSION 4
+ * optional values; 5: NxSession_RunWithOutputMemories). */
+#define NXRT_C_API_VERSION 5
 
 typedef struct NxEnv NxEnv;
 typedef struct NxSessionOptions NxSessionOptions;
@@ -338,6 +338,18 @@ NXRT_EXPORT NxStatus* NxSession_RunWithOptions(NxSession* session, const NxRunOp
                                                const NxValue* const* inputs, size_t num_inputs,
                                                const char* const* output_names, size_t num_outputs,
                                                NxValue** outputs);
+/* NxSession_RunWithOptions where the caller also names, per requested output, the memory an
+ * unbound output comes back in (version 5): `output_memories` (NULL = all host memory) has
+ * num_outputs entries; entry i NULL means host memory, otherwise a memory such as
+ * NxEnv_GetEpMemoryInfo or NxEpDevice_GetMemoryInfo returns. An output produced in that memory
+ * is handed over as it is, with no copy (an output left in an EP's device memory for the next
+ * run to consume); one produced elsewhere is copied there with the EPs' data transfers. The
+ * shape need not be known in advance, unlike a bound output. Entries for bound outputs (a
+ * non-NULL outputs[i]) are ignored. */
+NXRT_EXPORT NxStatus* NxSession_RunWithOutputMemories(
+    NxSession* session, const NxRunOptions* run_options, const char* const* input_names,
+    const NxValue* const* inputs, size_t num_inputs, const char* const* output_names,
+    size_t num_outputs, const NxMemoryInfo* const* output_memories, NxValue** outputs);
 
 /* Counters about the session's set-up, by name:
  *   "copies"                      copies inserted at memory boundaries (per run), including
@@ -381,13 +393,13 @@ typedef enum NxFallbackReason {
   NX_FALLBACK_DECLINED = 3,               /* the EP has a kernel; its GetCapability declined */
   NX_FALLBACK_CLAIMED_WITHOUT_KERNEL = 4, /* claimed, but the EP has no kernel for it */
   NX_FALLBACK_CAPABILITY_FAILED = 5,      /* the EP's GetCapability returned an error */
-  NX_FALLBACK_NON_CONVEX = 6,     /* in a fused group a path leaves and re-enters (rejected whole) */
+  NX_FALLBACK_NON_CONVEX = 6, /* in a fused group a path leaves and re-enters (rejected whole) */
   NX_FALLBACK_COMPILE_FAILED = 7, /* in a fused group the EP failed to compile (detail: why) */
 } NxFallbackReason;
 
 /* One node the preferred EP did not take. Strings are borrowed from the report. */
 typedef struct NxFallbackInfo {
-  const char* graph;        /* "" = main graph; else the body's path ("loop/body") */
+  const char* graph; /* "" = main graph; else the body's path ("loop/body") */
   const char* node_name;
   const char* node_domain;
   const char* node_op_type;
@@ -436,8 +448,8 @@ NXRT_EXPORT NxStatus* NxAssignmentReport_GetSubgraphNode(const NxAssignmentRepor
                                                          const char** name, const char** domain,
                                                          const char** op_type);
 NXRT_EXPORT size_t NxAssignmentReport_GetFallbackCount(const NxAssignmentReport* report);
-NXRT_EXPORT NxStatus* NxAssignmentReport_GetFallback(const NxAssignmentReport* report,
-                                                     size_t index, NxFallbackInfo* info);
+NXRT_EXPORT NxStatus* NxAssignmentReport_GetFallback(const NxAssignmentReport* report, size_t index,
+                                                     NxFallbackInfo* info);
 /* The edges of node `node` of subgraph `subgraph`: its inputs and outputs as value names, in
  * order ("" for an omitted optional input or output). Counts are 0 and names NULL when out of
  * range. Strings are borrowed from the report. */
@@ -475,8 +487,8 @@ NXRT_EXPORT NxStatus* NxEnv_CreateTensorInMemory(NxEnv* env, const NxMemoryInfo*
                                                  size_t rank, NxValue** value);
 /* Copies src[i] into dst[i] (same element type and shape) across memories with the registered
  * EPs' data transfers. */
-NXRT_EXPORT NxStatus* NxEnv_CopyTensors(NxEnv* env, const NxValue* const* src,
-                                        NxValue* const* dst, size_t count);
+NXRT_EXPORT NxStatus* NxEnv_CopyTensors(NxEnv* env, const NxValue* const* src, NxValue* const* dst,
+                                        size_t count);
 /* Where a tensor's data lives; borrowed for the process lifetime. */
 NXRT_EXPORT const NxMemoryInfo* NxValue_GetMemoryInfo(const NxValue* value);
 /* Env-wide counters, by name:

@@ -269,6 +269,29 @@ class InferenceSession:
                                  run_options._native if run_options is not None else None)
         return [o if type(o) is not tuple else _to_python(o) for o in outs]
 
+    def io_binding(self):
+        """An IOBinding for run_with_iobinding (inputs and outputs in host or EP memory)."""
+        from ._iobinding import IOBinding  # noqa: PLC0415 (import cycle)
+
+        return IOBinding(self)
+
+    def run_with_iobinding(self, iobinding, run_options: RunOptions | None = None) -> None:
+        """Runs with the inputs and outputs bound in `iobinding`; read the results with its
+        get_outputs() (OrtValues, device-resident where bound so) or copy_outputs_to_cpu()."""
+        iobinding._run(self._session, self._output_names, run_options)
+
+    def run_with_ort_values(self, output_names, input_dict_ort_values: dict,
+                            run_options: RunOptions | None = None) -> list:
+        """run() over OrtValues (host or EP memory); returns OrtValues in host memory."""
+        from ._iobinding import OrtValue  # noqa: PLC0415 (import cycle)
+
+        names = self._output_names if not output_names else list(output_names)
+        inputs = list(input_dict_ort_values.items())
+        produced = self._session.run_values(
+            names, [n for n, _ in inputs], [v._native for _, v in inputs], [None] * len(names),
+            [None] * len(names), run_options._native if run_options is not None else None)
+        return [OrtValue(v) for v in produced]
+
     def end_profiling(self) -> str:
         """Writes the Chrome trace now and returns its file name ("" when profiling is off)."""
         if self._profile is None:

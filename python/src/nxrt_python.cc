@@ -29,6 +29,12 @@ namespace {
 // Python exception classes per NxStatusCode (index = code), created at import.
 PyObject* g_errors[NX_CANCELLED + 1] = {};
 
+// Argument checks of the binding: an nxrt.InvalidArgument with `message`.
+#define NXRT_PY_REQUIRE(cond, message)                                  \
+  do {                                                                  \
+    if (!(cond)) throw nxrt::Exception(NX_INVALID_ARGUMENT, (message)); \
+  } while (0)
+
 // Bytes of `count` elements of a non-string type (4-bit types two to a byte).
 size_t StorageBytes(NxElementType type, size_t count) {
   switch (static_cast<int>(type)) {
@@ -394,6 +400,64 @@ std::unique_ptr<nxrt::Session> OpenSession(nxrt::Env& env, const nb::object& mod
   return std::make_unique<nxrt::Session>(env, path, options);
 }
 
+// A memory description (borrowed from the runtime for the process lifetime).
+struct PyMemory {
+  const NxMemoryInfo* info = nullptr;
+};
+
+// The distinct memories of the registered EP devices, host memory first.
+std::vector<PyMemory> MemoriesOf(nxrt::Env& env) {
+  std::vector<PyMemory> out;
+  auto same = [](const NxMemoryInfo* a, const NxMemoryInfo* b) {
+    return a->device_type == b->device_type && a->vendor_id == b->vendor_id &&
+           a->device_id == b->device_id && a->kind == b->kind;
+  };
+  for (const nxrt::EpDevice& d : env.ep_devices()) {
+    const NxMemoryInfo* m = d.memory();
+    if (m == nullptr) continue;
+    bool seen = false;
+    for (const PyMemory& o : out) seen = seen || same(o.info, m);
+    if (seen) continue;
+    if (m->device_type == NX_DEVICE_CPU && m->kind == NX_MEMORY_HOST_ACCESSIBLE)
+      out.insert(out.begin(), PyMemory{m});
+    else
+      out.push_back(PyMemory{m});
+  }
+  return out;
+}
+
+// A value the package holds on to (nxrt.OrtValue): a tensor in host or device memory, or what a
+// run produced. `keep` is the Python object whose memory a wrapped host tensor borrows.
+struct PyValue {
+  nxrt::Value value;
+  nb::object keep;
+};
+
+bool IsHost(const NxMemoryInfo* m) { return m == nullptr || m->kind == NX_MEMORY_HOST_ACCESSIBLE; }
+
+// The Python view of a value (the tuple forms of ValueToPython), always a copy: device tensors
+// come to the host first.
+nb::object CopyToPython(nxrt::Env& env, const nxrt::Value& v) {
+  if (NxValue_GetKind(v.get()) == NX_VALUE_TENSOR && !IsHost(v.memory())) {
+    nxrt::Value host = nxrt::Value::Tensor(v.type(), v.shape());
+    v.CopyTo(env, host);
+    return ValueToPython(std::move(host));
+  }
+  return BorrowedToPython(v.get());
+}
+
+// A value from the package's tuple form of an array: wrapped without a copy in host memory, or
+// copied into `memory` when that is an EP's device memory.
+PyValue ValueFromSpec(nxrt::Env& env, const nb::tuple& spec, const PyMemory* memory) {
+  nxrt::Value host = InputFromPython(spec);
+  if (memory == nullptr || IsHost(memory->info)) return PyValue{std::move(host), spec};
+  NXRT_PY_REQUIRE(NxValue_GetKind(host.get()) == NX_VALUE_TENSOR && host.type() != NX_TYPE_STRING,
+                  "only numeric tensors can live in device memory");
+  nxrt::Value dev = nxrt::Value::InMemory(env, memory->info, host.type(), host.shape());
+  host.CopyTo(env, dev);
+  return PyValue{std::move(dev), nb::none()};
+}
+
 class PySession {
  public:
   PySession(nxrt::Env& env, const nb::object& model, const nxrt::SessionOptions* options)
@@ -432,6 +496,50 @@ class PySession {
     }
     nb::list out;
     for (nxrt::Value& v : results) out.append(ValueToPython(std::move(v)));
+    return out;
+  }
+
+  // A run over values the package holds (nxrt.OrtValue): `bound[i]` (None or a value) receives
+  // output i in place, `memories[i]` (None = host) names where an unbound output comes back.
+  // Returns the new values (None where bound).
+  nb::list RunValues(const std::vector<std::string>& output_names,
+                     const std::vector<std::string>& input_names, const nb::list& inputs,
+                     const nb::list& memories, const nb::list& bound,
+                     const nxrt::RunOptions* run_options) {
+    NXRT_PY_REQUIRE(inputs.size() == input_names.size(), "one value per input name");
+    NXRT_PY_REQUIRE(memories.size() == output_names.size() && bound.size() == output_names.size(),
+                    "one memory and one bound slot per output name");
+    std::vector<const char*> in_names, out_names;
+    std::vector<const NxValue*> in_values;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      in_names.push_back(input_names[i].c_str());
+      in_values.push_back(nb::cast<PyValue&>(inputs[i]).value.get());
+    }
+    std::vector<const NxMemoryInfo*> mems;
+    std::vector<NxValue*> outs;
+    for (size_t i = 0; i < output_names.size(); ++i) {
+      out_names.push_back(output_names[i].c_str());
+      mems.push_back(memories[i].is_none() ? nullptr : nb::cast<PyMemory&>(memories[i]).info);
+      outs.push_back(bound[i].is_none() ? nullptr : nb::cast<PyValue&>(bound[i]).value.get());
+    }
+    std::vector<bool> was_bound;
+    for (NxValue* o : outs) was_bound.push_back(o != nullptr);
+    NxStatus* status = nullptr;
+    {
+      nb::gil_scoped_release unlocked;
+      status = NxSession_RunWithOutputMemories(
+          session_->get(), run_options ? run_options->get() : nullptr, in_names.data(),
+          in_values.data(), in_values.size(), out_names.data(), out_names.size(), mems.data(),
+          outs.data());
+    }
+    nxrt::Check(status);
+    nb::list out;
+    for (size_t i = 0; i < outs.size(); ++i) {
+      if (was_bound[i])
+        out.append(nb::none());
+      else
+        out.append(nb::cast(PyValue{nxrt::Value(outs[i]), nb::none()}));
+    }
     return out;
   }
 
@@ -491,6 +599,7 @@ nb::list EpDevicesOf(nxrt::Env& env) {
     e["device"] = DeviceToDict(d.hardware());
     e["metadata"] = ToDict(d.metadata());
     e["options"] = ToDict(d.options());
+    e["memory"] = d.memory() ? nb::cast(PyMemory{d.memory()}) : nb::none();
     out.append(e);
   }
   return out;
@@ -555,6 +664,9 @@ NB_MODULE(_nxrt, m) {
       .def("unregister_ep_library",
            [](nxrt::Env& env, const std::string& name) { env.UnregisterEpLibrary(name); })
       .def("ep_devices", &EpDevicesOf)
+      .def("memories", &MemoriesOf)
+      .def("ep_memory", [](nxrt::Env& env,
+                           const std::string& ep_name) { return PyMemory{env.ep_memory(ep_name)}; })
       .def("statistic", &nxrt::Env::statistic)
       .def(
           "plan_placement",
@@ -607,6 +719,66 @@ NB_MODULE(_nxrt, m) {
       .def("set_terminate", [](nxrt::RunOptions& o, bool t) { o.SetTerminate(t); })
       .def("set_timeout", [](nxrt::RunOptions& o, double s) { o.SetTimeout(s); });
 
+  nb::class_<PyMemory>(m, "MemoryInfo")
+      .def_prop_ro("name", [](const PyMemory& m) { return std::string(m.info->name); })
+      .def_prop_ro("device_type",
+                   [](const PyMemory& m) { return static_cast<int>(m.info->device_type); })
+      .def_prop_ro("vendor_id", [](const PyMemory& m) { return m.info->vendor_id; })
+      .def_prop_ro("device_id", [](const PyMemory& m) { return m.info->device_id; })
+      .def_prop_ro("host_accessible", [](const PyMemory& m) { return IsHost(m.info); });
+
+  nb::class_<PyValue>(m, "Value")
+      .def_static(
+          "from_spec",
+          [](nxrt::Env& env, const nb::tuple& spec, const PyMemory* memory) {
+            return ValueFromSpec(env, spec, memory);
+          },
+          nb::arg("env"), nb::arg("spec"), nb::arg("memory").none())
+      .def_static(
+          "in_memory",
+          [](nxrt::Env& env, const PyMemory& memory, int type, const std::vector<int64_t>& shape) {
+            return PyValue{
+                nxrt::Value::InMemory(env, memory.info, static_cast<NxElementType>(type), shape),
+                nb::none()};
+          })
+      .def_static("over_address",
+                  [](int type, const std::vector<int64_t>& shape, uintptr_t address) {
+                    NXRT_PY_REQUIRE(address != 0, "buffer_ptr is 0");
+                    const auto t = static_cast<NxElementType>(type);
+                    size_t count = 1;
+                    for (int64_t d : shape) count *= static_cast<size_t>(d < 0 ? 0 : d);
+                    return PyValue{
+                        nxrt::Value::WrapTensor(t, shape, reinterpret_cast<void*>(address),
+                                                StorageBytes(t, count)),
+                        nb::none()};
+                  })
+      .def_prop_ro(
+          "kind", [](const PyValue& v) { return static_cast<int>(NxValue_GetKind(v.value.get())); })
+      .def_prop_ro("element_type",
+                   [](const PyValue& v) { return static_cast<int>(v.value.type()); })
+      .def_prop_ro("shape", [](const PyValue& v) { return v.value.shape(); })
+      .def_prop_ro("memory",
+                   [](const PyValue& v) -> std::optional<PyMemory> {
+                     const NxMemoryInfo* m = v.value.memory();
+                     if (m == nullptr) return std::nullopt;
+                     return PyMemory{m};
+                   })
+      .def_prop_ro(
+          "data_ptr",
+          [](PyValue& v) { return reinterpret_cast<uintptr_t>(NxValue_GetData(v.value.get())); })
+      .def_prop_ro("has_value",
+                   [](const PyValue& v) {
+                     return NxValue_GetKind(v.value.get()) != NX_VALUE_OPTIONAL ||
+                            NxValue_OptionalHasValue(v.value.get());
+                   })
+      .def("to_python", [](const PyValue& v, nxrt::Env& env) { return CopyToPython(env, v.value); })
+      .def("copy_from", [](PyValue& v, nxrt::Env& env, const nb::tuple& spec) {
+        nxrt::Value host = InputFromPython(spec);
+        NXRT_PY_REQUIRE(host.type() == v.value.type() && host.shape() == v.value.shape(),
+                        "the array's element type and shape must match the value's");
+        host.CopyTo(env, v.value);
+      });
+
   nb::class_<PySession>(m, "Session")
       .def(nb::init<nxrt::Env&, const nb::object&, const nxrt::SessionOptions*>(), nb::arg("env"),
            nb::arg("model"), nb::arg("options").none(), nb::keep_alive<1, 2>())
@@ -614,6 +786,8 @@ NB_MODULE(_nxrt, m) {
       .def("outputs", &PySession::Outputs)
       .def("run", &PySession::Run, nb::arg("output_names"), nb::arg("feed"), nb::arg("convert"),
            nb::arg("run_options").none())
+      .def("run_values", &PySession::RunValues, nb::arg("output_names"), nb::arg("input_names"),
+           nb::arg("inputs"), nb::arg("memories"), nb::arg("bound"), nb::arg("run_options").none())
       .def("eps", &PySession::Eps)
       .def("ep_node_counts", &PySession::EpNodeCounts)
       .def("model_meta", &PySession::ModelMeta)

@@ -506,6 +506,16 @@ NxStatus* NxSession_RunWithOptions(NxSession* session, const NxRunOptions* run_o
                                    const char* const* input_names, const NxValue* const* inputs,
                                    size_t num_inputs, const char* const* output_names,
                                    size_t num_outputs, NxValue** outputs) {
+  return NxSession_RunWithOutputMemories(session, run_options, input_names, inputs, num_inputs,
+                                         output_names, num_outputs, nullptr, outputs);
+}
+
+NxStatus* NxSession_RunWithOutputMemories(NxSession* session, const NxRunOptions* run_options,
+                                          const char* const* input_names,
+                                          const NxValue* const* inputs, size_t num_inputs,
+                                          const char* const* output_names, size_t num_outputs,
+                                          const NxMemoryInfo* const* output_memories,
+                                          NxValue** outputs) {
   NX_REQUIRE(session);
   if (num_inputs > 0 && (input_names == nullptr || inputs == nullptr)) {
     return MakeStatus(NX_INVALID_ARGUMENT, "NxSession_Run: input names or values are null");
@@ -520,6 +530,7 @@ NxStatus* NxSession_RunWithOptions(NxSession* session, const NxRunOptions* run_o
     // fresh ones.
     struct CallBuffers {
       std::vector<std::string_view> in_names, out_names;
+      std::vector<const NxMemoryInfo*> memories;
       std::vector<nxrt::ValuePtr> results;
       bool busy = false;
     };
@@ -558,6 +569,15 @@ NxStatus* NxSession_RunWithOptions(NxSession* session, const NxRunOptions* run_o
     if (run_options != nullptr) {
       limits.terminate = &run_options->terminate;
       limits.timeout_seconds = run_options->timeout_seconds;
+    }
+    if (output_memories != nullptr) {
+      // The runtime compares interned descriptions; the caller's may be its own copies.
+      buffers.memories.assign(num_outputs, nullptr);
+      for (size_t i = 0; i < num_outputs; ++i) {
+        if (output_memories[i] != nullptr)
+          buffers.memories[i] = nxrt::InternMemoryInfo(*output_memories[i]);
+      }
+      limits.output_memories = buffers.memories;
     }
     // Caller-provided outputs are bound: kernels write straight into them where they can.
     session->session->Run(buffers.in_names, std::span<const nxrt::Value* const>(inputs, num_inputs),

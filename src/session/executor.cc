@@ -190,7 +190,7 @@ void Session::Run(std::span<const std::string_view> input_names,
   // A run with nothing to bound it makes no control current: the executor then checks one null
   // pointer per step.
   if (run_options.terminate == nullptr && run_options.timeout_seconds <= 0 && !memory_budget_) {
-    Execute(feeds, wanted, bound, true, results);
+    Execute(feeds, wanted, bound, true, results, run_options.output_memories);
     return;
   }
   RunControl control;
@@ -204,7 +204,7 @@ void Session::Run(std::span<const std::string_view> input_names,
   }
   control.budget = memory_budget_;
   RunControlScope scope(&control);
-  Execute(feeds, wanted, bound, true, results);
+  Execute(feeds, wanted, bound, true, results, run_options.output_memories);
 }
 
 std::vector<ValuePtr> Session::Run(std::span<const std::string_view> input_names,
@@ -225,8 +225,8 @@ std::vector<ValuePtr> Session::Execute(std::span<const Value* const> feeds,
 }
 
 void Session::Execute(std::span<const Value* const> feeds, std::span<const int> wanted_values,
-                      std::span<Value* const> bound, bool host_outputs,
-                      std::span<ValuePtr> results) const {
+                      std::span<Value* const> bound, bool host_outputs, std::span<ValuePtr> results,
+                      std::span<const NxMemoryInfo* const> output_memories) const {
   const Graph& g = graph();
   const std::span<const int> wanted =
       wanted_values.empty() ? std::span<const int>(g.outputs) : wanted_values;
@@ -444,6 +444,20 @@ void Session::Execute(std::span<const Value* const> feeds, std::span<const int> 
         if (prof) RecordCopy(*prof, g.value(v).name, *value, MemoryOf(*target), t0);
       }
       results[i] = nullptr;
+    } else if (const NxMemoryInfo* const want =
+                   i < output_memories.size() ? output_memories[i] : nullptr;
+               want != nullptr && value->kind == NX_VALUE_TENSOR) {
+      // The caller asked for this memory: the produced value as it is when it lives there and
+      // the run owns it, else a copy there (across memories with the EPs' data transfers).
+      if (SameMemory(MemoryOf(*value), want) && owned[static_cast<size_t>(v)] &&
+          owned[static_cast<size_t>(v)].get() == value) {
+        results[i] = owned[static_cast<size_t>(v)];
+      } else {
+        const uint64_t t0 = prof ? Profiler::NowNs() : 0;  // profiling
+        results[i] = env_.CopyToMemory(*value, want);
+        if (prof && !SameMemory(MemoryOf(*value), want))
+          RecordCopy(*prof, g.value(v).name, *value, want, t0);
+      }
     } else if (value->kind == NX_VALUE_TENSOR && !IsHostReadable(*value)) {
       // Device memory: to the host, or (a body's output) left there; a value the run does not
       // own (a feed, a constant) is copied within its memory.

@@ -68,7 +68,9 @@ class Session {
   // `output_names` is empty) into `results`, which the call sizes. `bound[i]` (optional, may be
   // shorter) is a tensor the caller wants output i written into, in any memory; the kernel writes
   // straight into it when it lives where the output is produced (its result entry is then null).
-  // Unbound outputs come back in host memory. `run_options` may stop the run (NX_CANCELLED): a
+  // Unbound outputs come back in host memory, or in run_options.output_memories[i] where given
+  // (left where they were produced when that is the memory). `run_options` may stop the run
+  // (NX_CANCELLED): a
   // terminate flag and a time limit, checked between steps, in control-flow iterations and by
   // kernels that poll them. A steady-state run allocates nothing but what `results` needs.
   void Run(std::span<const std::string_view> input_names, std::span<const Value* const> inputs,
@@ -87,9 +89,11 @@ class Session {
   // values of `wanted` (value indices of graph outputs; all graph outputs when empty) into
   // `results` (sized by the caller). Unbound outputs come back in host memory, or, with
   // `host_outputs` false, where they were produced (a body's values stay on the device between
-  // iterations).
+  // iterations); `output_memories[i]` (optional, may be shorter), where not null, names the
+  // memory unbound output i is handed over in instead.
   void Execute(std::span<const Value* const> feeds, std::span<const int> wanted,
-               std::span<Value* const> bound, bool host_outputs, std::span<ValuePtr> results) const;
+               std::span<Value* const> bound, bool host_outputs, std::span<ValuePtr> results,
+               std::span<const NxMemoryInfo* const> output_memories = {}) const;
   std::vector<ValuePtr> Execute(std::span<const Value* const> feeds,
                                 bool host_outputs = true) const;
 

@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -38,10 +39,14 @@ struct SessionOptions {
   size_t memory_limit = 0;   // bytes of tensors the session's runs may hold at once; 0 = none
 };
 
-// What the caller sets for one run (NxRunOptions): its stop conditions.
+// What the caller sets for one run (NxRunOptions and the run call): its stop conditions and
+// where unbound outputs go.
 struct RunLimits {
   const std::atomic<bool>* terminate = nullptr;  // the run stops once it reads true
   double timeout_seconds = 0;                    // time limit from the run's start; 0 = none
+  // Per requested output (may be shorter; interned descriptions): the memory an unbound output
+  // is handed over in; null or missing = host memory.
+  std::span<const NxMemoryInfo* const> output_memories;
 };
 
 }  // namespace nxrt

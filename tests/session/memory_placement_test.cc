@@ -1,8 +1,10 @@
 // Placement across memories with the SimDevice example EP (its own guarded memory): mixed
 // graphs give the CPU-alone outputs, and the copies the runtime inserts equal the boundary
 // crossings, counted here independently from which EP takes each op.
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <nxrt/nxrt.hpp>
@@ -16,6 +18,16 @@ namespace {
 using nxrt::test::MakeNode;
 
 std::string SimLib() { return std::string(NXRT_TEST_EP_DIR) + "/libnxrt_ep_sim_device.so"; }
+
+// Tensors SimDevice copied into, out of or within its memory (its test hook; the library stays
+// loaded while an env has it registered).
+size_t SimCopies() {
+  void* h = dlopen(SimLib().c_str(), RTLD_NOW | RTLD_NOLOAD);
+  if (h == nullptr) return 0;
+  auto* fn = reinterpret_cast<size_t (*)()>(dlsym(h, "SimDevice_Copies"));
+  dlclose(h);
+  return fn ? fn() : 0;
+}
 
 const std::set<std::string> kSimOps = {"Add", "Sub", "Mul", "Relu", "MatMul", "Reshape"};
 
@@ -212,6 +224,71 @@ TEST_F(MemoryPlacement, InputsAndOutputsCanLiveOnTheDevice) {
   auto sig = c.Run({"x"}, {&dev_x});
   for (size_t i = 0; i < 16; ++i)
     EXPECT_NEAR(sig[0].data<float>()[i], 1.0f / (1.0f + std::exp(-x[i])), 1e-6f);
+}
+
+// Outputs requested in a memory without knowing their shape (NxSession_RunWithOutputMemories):
+// a device output stays on the device and chains into the next run without a host round trip;
+// a host-produced output is copied to the device; null asks for host memory.
+TEST_F(MemoryPlacement, OutputsRequestedInAMemoryStayWhereProducedOrAreCopiedThere) {
+  const std::string bytes = nxrt::test::Serialize(AddReluModel());
+  const auto x = Random(16, 5);
+  const std::vector<int64_t> dims = {2, 8};
+  Result cpu = RunModel(env_, bytes, false, x, dims);
+  const NxMemoryInfo* dev = env_.ep_memory("SimDevice");
+  std::vector<float> xin = x;
+  auto host_x = nxrt::Value::WrapTensor(NX_TYPE_FLOAT, dims, xin.data(), xin.size() * 4);
+
+  nxrt::SessionOptions opts;
+  opts.AppendEp("SimDevice");
+  nxrt::Session s(env_, bytes.data(), bytes.size(), &opts);
+  const size_t copies_at_start = SimCopies();
+  auto dev_y = s.RunToMemories(nullptr, {"x"}, {&host_x}, {"y"}, {dev});
+  EXPECT_EQ(SimCopies(), copies_at_start + 1);  // x up; y stays on the device
+  ASSERT_EQ(dev_y.size(), 1u);
+  EXPECT_EQ(dev_y[0].memory()->kind, NX_MEMORY_DEVICE);
+  EXPECT_EQ(dev_y[0].shape(), dims);
+  // Its own copy of y through the host, to compare.
+  std::vector<float> back(16);
+  auto host_back = nxrt::Value::WrapTensor(NX_TYPE_FLOAT, dims, back.data(), back.size() * 4);
+  dev_y[0].CopyTo(env_, host_back);
+  for (size_t i = 0; i < 16; ++i) EXPECT_NEAR(back[i], cpu.outputs[0][i], 1e-6f);
+
+  // Chained: the device output feeds the next run, whose output again stays on the device; the
+  // runtime copies nothing (x is already there, y is wanted there).
+  const size_t copies_before = SimCopies();
+  auto chained = s.RunToMemories(nullptr, {"x"}, {&dev_y[0]}, {"y"}, {dev});
+  EXPECT_EQ(SimCopies(), copies_before);
+  EXPECT_EQ(chained[0].memory()->kind, NX_MEMORY_DEVICE);
+  chained[0].CopyTo(env_, host_back);
+  const auto c = Random(16, 9);  // AddReluModel's constant
+  for (size_t i = 0; i < 16; ++i)
+    EXPECT_NEAR(back[i], std::max(0.0f, cpu.outputs[0][i] + c[i]), 1e-5f);
+
+  // Null = host memory, as a plain run.
+  auto on_host = s.RunToMemories(nullptr, {"x"}, {&host_x}, {"y"}, {nullptr});
+  EXPECT_EQ(on_host[0].memory()->device_type, NX_DEVICE_CPU);
+  for (size_t i = 0; i < 16; ++i)
+    EXPECT_NEAR(on_host[0].data<float>()[i], cpu.outputs[0][i], 1e-6f);
+
+  // A CPU-only model's output asked for in device memory is copied there.
+  onnx::ModelProto cpu_only =
+      nxrt::test::MakeModel({MakeNode("Sigmoid", {"x"}, {"y"})}, {"x"}, {"y"}, {2, 8});
+  const std::string cpu_bytes = nxrt::test::Serialize(cpu_only);
+  nxrt::Session cpu_session(env_, cpu_bytes.data(), cpu_bytes.size());
+  auto sig = cpu_session.RunToMemories(nullptr, {"x"}, {&host_x}, {"y"}, {dev});
+  EXPECT_EQ(sig[0].memory()->kind, NX_MEMORY_DEVICE);
+  sig[0].CopyTo(env_, host_back);
+  for (size_t i = 0; i < 16; ++i) EXPECT_NEAR(back[i], 1.0f / (1.0f + std::exp(-x[i])), 1e-6f);
+
+  // One memory per output, and a memory the runtime knows, or a clear error.
+  EXPECT_THROW(s.RunToMemories(nullptr, {"x"}, {&host_x}, {"y"}, {}), nxrt::Exception);
+  NxMemoryInfo bogus{1, "Bogus", static_cast<NxDeviceType>(99), 0, 0, NX_MEMORY_DEVICE, 0};
+  try {
+    s.RunToMemories(nullptr, {"x"}, {&host_x}, {"y"}, {&bogus});
+    FAIL() << "a memory of an unknown device type must be refused";
+  } catch (const nxrt::Exception& e) {
+    EXPECT_EQ(e.code(), NX_INVALID_ARGUMENT) << e.what();
+  }
 }
 
 TEST_F(MemoryPlacement, WrongBoundOutputAndLiveDeviceTensorsGiveClearErrors) {
