@@ -1,7 +1,9 @@
 #include "base/memory_info.h"
 
+#include <cstring>
 #include <deque>
 #include <mutex>
+#include <type_traits>
 
 #include "base/error.h"
 
@@ -39,10 +41,12 @@ bool SameMemory(const NxMemoryInfo* a, const NxMemoryInfo* b) {
 }
 
 const NxMemoryInfo* InternMemoryInfo(const NxMemoryInfo& info) {
-  NXRT_CHECK(info.device_type >= NX_DEVICE_CPU && info.device_type <= NX_DEVICE_OTHER,
-             NX_INVALID_ARGUMENT, "memory description has an unknown device type");
-  NXRT_CHECK(info.kind == NX_MEMORY_DEVICE || info.kind == NX_MEMORY_HOST_ACCESSIBLE,
-             NX_INVALID_ARGUMENT, "memory description has an unknown memory kind");
+  const auto device_type = RawEnum(info.device_type);
+  const auto kind = RawEnum(info.kind);
+  NXRT_CHECK(device_type >= NX_DEVICE_CPU && device_type <= NX_DEVICE_OTHER, NX_INVALID_ARGUMENT,
+             "memory description has an unknown device type " + std::to_string(device_type));
+  NXRT_CHECK(kind == NX_MEMORY_DEVICE || kind == NX_MEMORY_HOST_ACCESSIBLE, NX_INVALID_ARGUMENT,
+             "memory description has an unknown memory kind " + std::to_string(kind));
   NXRT_CHECK(info.alignment == 0 || (info.alignment & (info.alignment - 1)) == 0,
              NX_INVALID_ARGUMENT,
              "memory alignment " + std::to_string(info.alignment) + " is not a power of two");

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <nxrt/nxrt.hpp>
 #include <random>
@@ -282,7 +283,10 @@ TEST_F(MemoryPlacement, OutputsRequestedInAMemoryStayWhereProducedOrAreCopiedThe
 
   // One memory per output, and a memory the runtime knows, or a clear error.
   EXPECT_THROW(s.RunToMemories(nullptr, {"x"}, {&host_x}, {"y"}, {}), nxrt::Exception);
-  NxMemoryInfo bogus{1, "Bogus", static_cast<NxDeviceType>(99), 0, 0, NX_MEMORY_DEVICE, 0};
+  // A device type no enumerator names, stored as a C caller would (bytes, not a C++ enum value).
+  NxMemoryInfo bogus{1, "Bogus", NX_DEVICE_OTHER, 0, 0, NX_MEMORY_DEVICE, 0};
+  const int unknown_type = 99;
+  std::memcpy(&bogus.device_type, &unknown_type, sizeof unknown_type);
   try {
     s.RunToMemories(nullptr, {"x"}, {&host_x}, {"y"}, {&bogus});
     FAIL() << "a memory of an unknown device type must be refused";
