@@ -49,6 +49,8 @@ for m in resnet50 mobilenet_v2 mobilenet_v3_small efficientnet_b0 squeezenet1_1 
 done
 run_suite "SimDevice example EP (CLI, mixed placement vs numpy)" \
   python3 eps/examples/sim_device/demo_model.py --build-dir build
+run_suite "nxrt compile: ahead of time for a virtual NPU, loaded in new processes" \
+  python3 tests/tools/aot_compile_check.py --build-dir build
 run_suite "real models vs onnxruntime" bash -c \
   "tools/scripts/prepare_test_models.sh build/models && python3 tests/models/run_model_comparison.py --models build/models --nxrt build/bin/nxrt $models"
 run_suite "shape inference vs onnx" \

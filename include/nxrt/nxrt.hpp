@@ -4,6 +4,7 @@
 #define NXRT_HPP_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <stdexcept>
@@ -176,6 +177,19 @@ class Env : public detail::Handle<NxEnv, NxEnv_Release> {
   }
   void UnregisterEpLibrary(const std::string& name) {
     Check(NxEnv_UnregisterEpLibrary(get(), name.c_str()));
+  }
+  // Compiles `model_path` for the EPs `options` selects and writes it to `output_path` with
+  // each exported group as an EPContext node (NxEnv_CompileModel); returns how many. `progress`
+  // (may be empty) gets one line per group.
+  inline size_t CompileModel(const std::string& model_path, const class SessionOptions* options,
+                             const std::string& output_path,
+                             uint32_t flags = NX_COMPILE_EMBED_PAYLOADS,
+                             const std::function<void(const std::string&)>& progress = {});
+  // Whether a compiled model's payloads for `device`'s EP run on it (NxEnv_GetModelCompatibility).
+  NxCompatibility model_compatibility(const std::string& model_path, const EpDevice& device) {
+    NxCompatibility c = NX_COMPATIBILITY_NOT_APPLICABLE;
+    Check(NxEnv_GetModelCompatibility(get(), model_path.c_str(), device.get(), &c));
+    return c;
   }
   // The memory the named EP computes in (host memory for CPU-like EPs).
   const NxMemoryInfo* ep_memory(const std::string& ep_name) {
@@ -624,6 +638,20 @@ inline Value Value::InMemory(Env& env, const NxMemoryInfo* memory, NxElementType
   NxValue* v = nullptr;
   Check(NxEnv_CreateTensorInMemory(env.get(), memory, type, dims.data(), dims.size(), &v));
   return Value(v);
+}
+
+inline size_t Env::CompileModel(const std::string& model_path, const SessionOptions* options,
+                                const std::string& output_path, uint32_t flags,
+                                const std::function<void(const std::string&)>& progress) {
+  size_t saved = 0;
+  NxProgressFn relay = [](void* user, const char* line) {
+    (*static_cast<const std::function<void(const std::string&)>*>(user))(line);
+  };
+  Check(NxEnv_CompileModel(get(), model_path.c_str(), options ? options->get() : nullptr,
+                           output_path.c_str(), flags, progress ? relay : nullptr,
+                           const_cast<std::function<void(const std::string&)>*>(&progress),
+                           &saved));
+  return saved;
 }
 
 inline void Value::CopyTo(Env& env, Value& dst) const {

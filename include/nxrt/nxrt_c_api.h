@@ -20,7 +20,8 @@ extern "C" {
 #endif
 
 /* Grows when functions are added (4: output dim names, model info and metadata, sequence and
- * optional values; 5: NxSession_RunWithOutputMemories). */
+ * optional values; 5: NxSession_RunWithOutputMemories, NxEnv_CompileModel,
+ * NxEnv_GetModelCompatibility). */
 #define NXRT_C_API_VERSION 5
 
 typedef struct NxEnv NxEnv;
@@ -472,6 +473,37 @@ NXRT_EXPORT size_t NxAssignmentReport_GetCopyCount(const NxAssignmentReport* rep
 NXRT_EXPORT NxStatus* NxAssignmentReport_GetCopy(const NxAssignmentReport* report, size_t index,
                                                  const char** graph, const char** value,
                                                  const char** from_ep, const char** to_ep);
+
+/* ---- Ahead-of-time compilation (version 5) ------------------------------------------------ */
+/* Where NxEnv_CompileModel puts each compiled group's payload. */
+#define NX_COMPILE_EMBED_PAYLOADS 0u    /* inside the EPContext node (embed_mode 1) */
+#define NX_COMPILE_EXTERNAL_PAYLOADS 1u /* in a file next to the output model (embed_mode 0) */
+/* Told one line per compiled group as it is saved. */
+typedef void (*NxProgressFn)(void* user, const char* line);
+/* Compiles the model at `model_path` for the EPs `options` selects (EP devices, virtual ones
+ * included: the hardware need not be present) and writes it to `output_path`: each group an EP
+ * compiled and exported (NxEp::ExportCompiledGroup) becomes one EPContext node (domain
+ * com.microsoft; attributes source = the EP's name, embed_mode, ep_cache_context = the payload
+ * or its file name, ep_sdk_version, partition_name, notes = the node names it replaces) reading
+ * the group's inputs and producing its outputs; every other node, initializer and attribute stays
+ * as the input model has it. The EP's compatibility string goes into the model's metadata as
+ * "ep_compatibility_info.<EP name>". Payload files are named "<output stem>_<group>.ctx" and are
+ * read back with external data's rules (relative, inside the model's folder). A session created
+ * from the written model has the EP rebuild each group from its payload (NxEp::LoadCompiledGroup)
+ * instead of compiling it, after NxEpFactory::CheckCompatibility accepted the device. Groups
+ * inside control-flow bodies stay as nodes. Graph optimizations are off while compiling, so the
+ * written model keeps the input's own nodes. `flags`: NX_COMPILE_*; `progress` may be NULL;
+ * `groups_saved` (may be NULL) receives how many EPContext nodes were written. */
+NXRT_EXPORT NxStatus* NxEnv_CompileModel(NxEnv* env, const char* model_path,
+                                         const NxSessionOptions* options, const char* output_path,
+                                         uint32_t flags, NxProgressFn progress, void* progress_user,
+                                         size_t* groups_saved);
+/* Whether the compiled groups a model file holds for `device`'s EP run on that device, as the EP
+ * judges from the saved compatibility string (NX_COMPATIBILITY_NOT_APPLICABLE when the model
+ * holds none for that EP), without creating a session. */
+NXRT_EXPORT NxStatus* NxEnv_GetModelCompatibility(NxEnv* env, const char* model_path,
+                                                  const NxEpDevice* device,
+                                                  NxCompatibility* result);
 
 /* ---- Memory ------------------------------------------------------------------------------ */
 /* The memory the EP named `ep_name` computes in (host memory for CPU-like EPs); borrowed for the

@@ -820,6 +820,12 @@ inline NxKernel* BoxKernel(std::unique_ptr<Kernel> kernel) {
   return &box.release()->base;
 }
 
+// The C++ kernel inside an NxKernel that BoxKernel made: NxEp::ExportCompiledGroup (version 9)
+// gets back the kernel CompileGroup returned and reads what to save from it.
+inline Kernel* UnboxKernel(const NxKernel* kernel) {
+  return reinterpret_cast<const detail::KernelBox*>(kernel)->impl.get();
+}
+
 // From GetCapability: claim `nodes` as one group to compile; `device` (one of the EP's hardware
 // devices, or null for its first) is the device that runs it.
 inline void AddFusedGroup(NxCapability* capability, std::span<const NxNode* const> nodes,

@@ -1,4 +1,4 @@
-/* nxrt_ep_api.h: the plugin execution-provider (EP) ABI, version 7.
+/* nxrt_ep_api.h: the plugin execution-provider (EP) ABI, version 9.
  *
  * An EP is a shared library that exports two C symbols (see "Library" below). The host hands it
  * a table of host services (NxHostApi); the library hands back factories (NxEpFactory), and each
@@ -55,6 +55,15 @@
  * Placement (version 8). EPs are asked for their capability in priority order; an EP that forms
  * groups leaves out the nodes an earlier EP took (Capability_IsNodeTaken).
  *
+ * Ahead-of-time compilation (version 9). An application compiles a model for an EP device that
+ * need not be present (a virtual device) and saves it (NxEnv_CompileModel): after CompileGroup
+ * the host asks the EP for the group's payload and a compatibility string
+ * (NxEp::ExportCompiledGroup) and writes one EPContext node (domain com.microsoft) per group in
+ * place of its nodes. Loading such a model, the host asks the factory whether the payload suits
+ * the device at hand (NxEpFactory::CheckCompatibility), reads the payload (embedded, or from a
+ * file next to the model) and has the EP rebuild its kernel from it without compiling
+ * (NxEp::LoadCompiledGroup).
+ *
  * Versioning. Every struct that either side fills starts with `uint32_t version`, set to the
  * NXRT_EP_API_VERSION the filler was compiled with. Tables only grow at the end; a reader reads a
  * member only when the writer's version says the member exists, and optional members may be
@@ -77,7 +86,7 @@
 extern "C" {
 #endif
 
-#define NXRT_EP_API_VERSION 8
+#define NXRT_EP_API_VERSION 9
 
 /* ============================================================================================
  * Opaque host objects an EP sees. All are owned by the host.
@@ -104,6 +113,7 @@ typedef struct NxEpFactory NxEpFactory;
 typedef struct NxKernel NxKernel;
 typedef struct NxAllocator NxAllocator;
 typedef struct NxDataTransfer NxDataTransfer;
+typedef struct NxCompiledGroupExport NxCompiledGroupExport;
 
 /* Attribute types; numbering follows ONNX's AttributeProto.AttributeType. */
 typedef enum NxAttributeType {
@@ -347,6 +357,34 @@ struct NxEp {
    * report gives the reason "compile_failed" with the status message. */
   NxStatus* (*CompileGroup)(NxEp* self, const NxGraph* group, const char* fused_name,
                             NxKernel** kernel);
+
+  /* ---- version 9: ahead-of-time compilation (optional, may be NULL) -------------------------
+   * What CompileGroup compiled, for saving it: called by NxEnv_CompileModel right after a
+   * successful CompileGroup with the kernel it returned. The EP fills `out` (see
+   * NxCompiledGroupExport); the host copies the bytes and the string at once. An EP without
+   * this callback (or returning an error) leaves its groups as ordinary nodes in the saved
+   * model, which then compile again when loaded. */
+  NxStatus* (*ExportCompiledGroup)(NxEp* self, const NxKernel* kernel, NxCompiledGroupExport* out);
+  /* The kernel of a group saved earlier: `context` is a graph view holding one EPContext node
+   * whose `source` is this EP (its inputs and outputs are the saved group's, in the order
+   * CompileGroup saw them), `payload` the bytes ExportCompiledGroup gave (borrowed for the call;
+   * the host read them from the node or from the file next to the model). The EP claims such
+   * nodes in GetCapability like any group (Capability_AddFusedGroup with the one node); the
+   * host then calls this instead of CompileGroup, after CheckCompatibility said the payload
+   * suits the device. Errors are treated as for CompileGroup. */
+  NxStatus* (*LoadCompiledGroup)(NxEp* self, const NxGraph* context, const void* payload,
+                                 size_t payload_size, NxKernel** kernel);
+};
+
+/* Filled by the EP in ExportCompiledGroup (the host sets `version` and zeroes the rest). The
+ * pointers stay valid until the kernel is released. */
+struct NxCompiledGroupExport {
+  uint32_t version;    /* NXRT_EP_API_VERSION of the host */
+  const void* payload; /* the compiled program: any bytes the EP can load again */
+  size_t payload_size;
+  /* What the payload needs to run, for CheckCompatibility later: the EP decides the format,
+   * e.g. "ExampleCompiler;version=1;arch=a1". At most 4 KiB, printable ASCII. */
+  const char* compatibility;
 };
 
 /* Filled by the EP for Capability_AddFusedGroup; read member by member up to `version`. */
@@ -439,6 +477,18 @@ struct NxEpFactory {
    * all defaults. */
   NxStatus* (*GetSupportedDevices)(NxEpFactory* self, const NxHardwareDevice* const* devices,
                                    size_t num_devices, NxEpDeviceList* supported);
+
+  /* ---- version 9 (optional, may be NULL) ---------------------------------------------------
+   * Whether a payload saved with this compatibility string (NxCompiledGroupExport) runs on
+   * `devices` (EP devices' hardware devices of this factory, borrowed for the call). Sets
+   * *result. The host asks before loading a saved group and refuses (or, where the model kept
+   * the original nodes and fallback is allowed, runs those instead) on
+   * NX_COMPATIBILITY_NEEDS_RECOMPILATION or NX_COMPATIBILITY_UNSUPPORTED; applications ask
+   * through NxEnv_GetModelCompatibility. When NULL the host assumes
+   * NX_COMPATIBILITY_OPTIMAL. */
+  NxStatus* (*CheckCompatibility)(NxEpFactory* self, const NxHardwareDevice* const* devices,
+                                  size_t num_devices, const char* compatibility,
+                                  NxCompatibility* result);
 };
 
 /* ============================================================================================

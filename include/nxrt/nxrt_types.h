@@ -94,6 +94,21 @@ typedef enum NxDeviceType {
   NX_DEVICE_OTHER = 4,
 } NxDeviceType;
 
+/* Whether a compiled payload (an EPContext node of a saved model) runs on a device, as the EP
+ * that wrote it judges (NxEpFactory::CheckCompatibility, NxEnv_GetModelCompatibility). */
+typedef enum NxCompatibility {
+  /* The model holds no compiled payload for this EP. */
+  NX_COMPATIBILITY_NOT_APPLICABLE = 0,
+  /* Made for this device: runs as compiled. */
+  NX_COMPATIBILITY_OPTIMAL = 1,
+  /* Runs, but compiling again for this device would be faster. */
+  NX_COMPATIBILITY_SUPPORTED_SUBOPTIMAL = 2,
+  /* Does not run here; compiling the original model again for this device would. */
+  NX_COMPATIBILITY_NEEDS_RECOMPILATION = 3,
+  /* Does not run here (another EP version, a malformed string). */
+  NX_COMPATIBILITY_UNSUPPORTED = 4,
+} NxCompatibility;
+
 /* Who may touch a block of memory. */
 typedef enum NxMemoryKind {
   /* The device's own memory: only that device's kernels and data transfer read or write it. The
@@ -108,13 +123,13 @@ typedef enum NxMemoryKind {
  * the same memory when device_type, vendor_id, device_id and kind are equal (`name` is for
  * people). Host memory is {"Cpu", NX_DEVICE_CPU, 0, 0, NX_MEMORY_HOST_ACCESSIBLE}. */
 typedef struct NxMemoryInfo {
-  uint32_t version;         /* 1 */
-  const char* name;         /* e.g. "Cpu", "SimDevice" */
+  uint32_t version; /* 1 */
+  const char* name; /* e.g. "Cpu", "SimDevice" */
   NxDeviceType device_type;
-  uint32_t vendor_id;       /* PCI vendor id of the device, or 0 */
-  int32_t device_id;        /* index among devices of that type and vendor */
+  uint32_t vendor_id; /* PCI vendor id of the device, or 0 */
+  int32_t device_id;  /* index among devices of that type and vendor */
   NxMemoryKind kind;
-  size_t alignment;         /* minimum alignment of blocks in bytes; 0 = 64 */
+  size_t alignment; /* minimum alignment of blocks in bytes; 0 = 64 */
 } NxMemoryInfo;
 
 /* A hardware device: one the runtime discovered (the CPU, a GPU, an NPU) or a virtual device an

@@ -13,6 +13,7 @@
 #include "devices/hardware_device.h"
 #include "model/tensor_proto.h"
 #include "nxrt/nxrt_c_api.h"
+#include "session/compile_model.h"
 #include "session/env.h"
 #include "session/ep_selection.h"
 #include "session/profiler.h"
@@ -844,6 +845,39 @@ NxStatus* NxEnv_GetEpMemoryInfo(NxEnv* env, const char* ep_name, const NxMemoryI
     NXRT_CHECK(f != nullptr, NX_NOT_FOUND, std::string("no registered EP named '") + ep_name + "'");
     *memory = f->memory ? f->memory : nxrt::HostMemory();
   });
+}
+
+NxStatus* NxEnv_CompileModel(NxEnv* env, const char* model_path, const NxSessionOptions* options,
+                             const char* output_path, uint32_t flags, NxProgressFn progress,
+                             void* progress_user, size_t* groups_saved) {
+  NX_REQUIRE(env);
+  NX_REQUIRE(model_path);
+  NX_REQUIRE(output_path);
+  if ((flags & ~NX_COMPILE_EXTERNAL_PAYLOADS) != 0)
+    return MakeStatus(NX_INVALID_ARGUMENT,
+                      "NxEnv_CompileModel: unknown flags " + std::to_string(flags));
+  return CatchAsStatus([&] {
+    nxrt::CompileModelRequest request;
+    request.model_path = model_path;
+    request.output_path = output_path;
+    request.external_payloads = (flags & NX_COMPILE_EXTERNAL_PAYLOADS) != 0;
+    env->env->PreloadDefaultCpu();
+    const size_t saved = nxrt::CompileModelToFile(
+        *env->env, request, options ? options->options : nxrt::SessionOptions(),
+        [&](const std::string& line) {
+          if (progress != nullptr) progress(progress_user, line.c_str());
+        });
+    if (groups_saved != nullptr) *groups_saved = saved;
+  });
+}
+
+NxStatus* NxEnv_GetModelCompatibility(NxEnv* env, const char* model_path, const NxEpDevice* device,
+                                      NxCompatibility* result) {
+  NX_REQUIRE(env);
+  NX_REQUIRE(model_path);
+  NX_REQUIRE(device);
+  NX_REQUIRE(result);
+  return CatchAsStatus([&] { *result = nxrt::ModelCompatibility(model_path, *device); });
 }
 
 NxStatus* NxEnv_CreateTensorInMemory(NxEnv* env, const NxMemoryInfo* memory, NxElementType type,

@@ -21,6 +21,9 @@ struct Model {
   std::string graph_doc_string;
   std::map<std::string, std::string> metadata;
   std::string source;  // file path or "<buffer>"
+  // Where files the model refers to live (external data, saved compiled groups): the model
+  // file's folder; "" for a model from memory without one (then no such file is read).
+  std::string external_data_dir;
 };
 
 // Loads and validates a model. Throws nxrt::Error (NX_INVALID_MODEL / NX_NOT_FOUND) with a

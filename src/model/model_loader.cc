@@ -15,6 +15,7 @@
 #include "base/error.h"
 #include "graph/shape_inference.h"
 #include "model/model.h"
+#include "model/model_proto.h"
 #include "model/tensor_proto.h"
 #include "nxrt/nxrt_ep_api.h"
 
@@ -276,6 +277,7 @@ std::shared_ptr<Model> ConvertModel(std::shared_ptr<onnx::ModelProto> proto,
                                     const std::string& source, const std::string& external_dir) {
   auto model = std::make_shared<Model>();
   model->source = source;
+  model->external_data_dir = external_dir;
   model->ir_version = proto->ir_version();
   model->producer_name = proto->producer_name();
   model->producer_version = proto->producer_version();
@@ -342,7 +344,7 @@ std::shared_ptr<onnx::ModelProto> ParseModel(const void* data, size_t size,
 
 }  // namespace
 
-std::shared_ptr<Model> LoadModelFromFile(const std::string& path) {
+std::shared_ptr<onnx::ModelProto> ReadModelProto(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
     if (errno == ENOENT || errno == ENOTDIR) Throw(NX_NOT_FOUND, path + ": no such model file");
@@ -397,16 +399,26 @@ std::shared_ptr<Model> LoadModelFromFile(const std::string& path) {
   } else {
     ::close(fd);
   }
+  return proto;
+}
+
+std::shared_ptr<onnx::ModelProto> ReadModelProto(const void* data, size_t size) {
+  if (data == nullptr) Throw(NX_INVALID_ARGUMENT, "model buffer is null");
+  return ParseModel(data, size, "<buffer>");
+}
+
+std::string ModelFolder(const std::string& path) {
   std::string dir = std::filesystem::path(path).parent_path().string();
-  if (dir.empty()) dir = ".";
-  return ConvertModel(std::move(proto), path, dir);
+  return dir.empty() ? "." : dir;
+}
+
+std::shared_ptr<Model> LoadModelFromFile(const std::string& path) {
+  return ConvertModel(ReadModelProto(path), path, ModelFolder(path));
 }
 
 std::shared_ptr<Model> LoadModelFromBuffer(const void* data, size_t size,
                                            const std::string& external_data_dir) {
-  if (data == nullptr) Throw(NX_INVALID_ARGUMENT, "model buffer is null");
-  auto proto = ParseModel(data, size, "<buffer>");
-  return ConvertModel(std::move(proto), "<buffer>", external_data_dir);
+  return ConvertModel(ReadModelProto(data, size), "<buffer>", external_data_dir);
 }
 
 }  // namespace nxrt

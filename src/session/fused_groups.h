@@ -24,9 +24,44 @@ inline constexpr const char* kCompiledDomain = "nxrt.compiled";
 // Compiled kernels and compile failures of one session and its control-flow bodies, shared by
 // their Sessions: the main graph's placement compiles the groups of the bodies (the report must
 // say which compiled), the body's session later takes those kernels instead of compiling again.
+// A compiled group as NxEp::ExportCompiledGroup handed it over (NxEnv_CompileModel), by names:
+// the graph is rewritten once the groups are installed.
+struct ExportedGroup {
+  const Graph* graph = nullptr;  // the graph (main graph or a body) whose nodes it replaces
+  std::string ep;                // the EP that compiled it
+  std::string ep_version;
+  std::string name;                       // the fused node's name
+  std::vector<std::string> node_names;    // its nodes (as the model names them; may be "")
+  std::vector<std::string> node_outputs;  // every value its nodes produce
+  std::vector<std::string> inputs;        // in the order CompileGroup saw them
+  std::vector<std::string> outputs;       // likewise
+  std::string payload, compatibility;
+};
+
+// Whether a payload saved with `compatibility` suits these devices of `factory`
+// (NxEpFactory::CheckCompatibility; optimal when the factory cannot say).
+NxCompatibility CheckContextCompatibility(EpFactory& factory,
+                                          const std::vector<const NxHardwareDevice*>& devices,
+                                          const std::string& compatibility);
+// "optimal", "supported but suboptimal", "needs recompilation", "unsupported", "not applicable".
+const char* CompatibilityName(NxCompatibility c);
+
+// The `source` attribute of an EPContext node (com.microsoft), or "" for any other node.
+std::string ContextSource(const Node& node);
+
 class CompiledGroups {
  public:
   ~CompiledGroups();  // releases kernels no session took
+
+  // NxEnv_CompileModel: ask every EP that compiles a group for its payload (ExportCompiledGroup).
+  void set_export(bool on) { export_ = on; }
+  // The model's folder (saved payloads in files, "" = none allowed) and metadata (where the
+  // compatibility strings are, "ep_compatibility_info.<EP>").
+  void set_model(std::string dir, std::map<std::string, std::string> metadata) {
+    model_dir_ = std::move(dir);
+    metadata_ = std::move(metadata);
+  }
+  const std::vector<ExportedGroup>& exported() const { return exported_; }
 
   // Places `g` and compiles its groups, placing again without a group whose compilation failed
   // until every accepted group has a kernel. `on_compile(begin_ns, end_ns, ep, name, ok)` is
@@ -55,6 +90,18 @@ class CompiledGroups {
     NxKernel* kernel = nullptr;
     std::string name;
   };
+  // The kernel of a saved group (one EPContext node the EP claimed): its payload from the node
+  // or the file next to the model, checked with the factory, then NxEp::LoadCompiledGroup.
+  NxKernel* LoadContext(const Graph& g, int node, EpInstance& ep, const Graph& view,
+                        std::string& error);
+  void Export(const Graph& g, const FusedGroup& group, EpInstance& ep, NxKernel* kernel,
+              const std::string& name, const std::vector<int>& inputs,
+              const std::vector<int>& outputs);
+
+  bool export_ = false;
+  std::string model_dir_;
+  std::map<std::string, std::string> metadata_;
+  std::vector<ExportedGroup> exported_;
   std::mutex mu_;
   std::map<const Graph*, FailedGroups> failed_;
   std::map<Key, Compiled> compiled_;

@@ -178,7 +178,12 @@ GraphPlacement PlaceGraph(const Graph& g, const std::vector<std::shared_ptr<EpIn
       if (why.empty() && failed != nullptr) {
         auto it = failed->find({ei, nodes});
         if (it != failed->end()) {
-          why = "its CompileGroup failed: " + it->second;
+          // A saved group (one EPContext node) is loaded, not compiled.
+          const bool saved =
+              nodes.size() == 1 && g.nodes[static_cast<size_t>(nodes[0])].op_type == "EPContext";
+          why = std::string(saved ? "loading its compiled payload failed: "
+                                  : "its CompileGroup failed: ") +
+                it->second;
           kind = FallbackKind::kCompileFailed;
         }
       } else if (!why.empty()) {

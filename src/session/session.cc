@@ -72,7 +72,11 @@ Session::Session(Env& env, std::shared_ptr<Model> model, const SessionOptions& o
   config_.entries["session.intra_op_num_threads"] = std::to_string(threads_);
   config_.entries["session.optimization_level"] = std::to_string(options.optimization_level);
   const std::string* share = options.config.Find("session.share_prepacked_weights");
-  if (!dry_run_) compiled_ = std::make_shared<CompiledGroups>();
+  if (!dry_run_) {
+    compiled_ = std::make_shared<CompiledGroups>();
+    compiled_->set_export(options.export_compiled);
+    compiled_->set_model(model_->external_data_dir, model_->metadata);
+  }
   if (options.memory_limit > 0)
     memory_budget_ = std::make_shared<MemoryBudget>(options.memory_limit);
   // profiling: with a profile file the session records events (session/profiler.h)

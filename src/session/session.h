@@ -57,6 +57,8 @@ class Session {
 
   const Model& model() const { return *model_; }
   const Graph& graph() const { return *model_->graph; }
+  // The compiled groups of this session and its bodies (null for a dry run).
+  const CompiledGroups* compiled_groups() const { return compiled_.get(); }
   int threads() const { return threads_; }
   const SessionStats& stats() const { return stats_; }
   // Nodes constant folding computed at creation, in the main graph and every control-flow body.

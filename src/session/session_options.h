@@ -37,6 +37,8 @@ struct SessionOptions {
   NxFallbackMode fallback = NX_FALLBACK_ALLOW;
   std::string profile_file;  // non-empty: record a profile, written there as Chrome trace JSON
   size_t memory_limit = 0;   // bytes of tensors the session's runs may hold at once; 0 = none
+  // NxEnv_CompileModel: keep what each compiled group's EP exports (CompiledGroups::exported).
+  bool export_compiled = false;
 };
 
 // What the caller sets for one run (NxRunOptions and the run call): its stop conditions and

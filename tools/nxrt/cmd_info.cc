@@ -67,6 +67,37 @@ void PrintValues(const std::string& path) {
   for (const auto& [name, type] : lines) std::printf("  %s: %s\n", name.c_str(), type.c_str());
 }
 
+// EPContext nodes (groups compiled ahead of time, `nxrt compile`): name, EP, where the payload
+// is, and what the EP said it needs (model metadata "ep_compatibility_info.<EP>").
+void PrintContexts(const onnx::ModelProto& model) {
+  std::vector<const onnx::NodeProto*> contexts;
+  for (const auto& n : model.graph().node())
+    if (n.op_type() == "EPContext" && n.domain() == "com.microsoft") contexts.push_back(&n);
+  if (contexts.empty()) return;
+  std::printf("compiled groups (%zu EPContext nodes):\n", contexts.size());
+  for (const onnx::NodeProto* n : contexts) {
+    std::string source, file;
+    int64_t embed = 1, bytes = 0;
+    for (const auto& a : n->attribute()) {
+      if (a.name() == "source") source = a.s();
+      if (a.name() == "embed_mode") embed = a.i();
+      if (a.name() == "ep_cache_context") {
+        file = a.s();
+        bytes = static_cast<int64_t>(a.s().size());
+      }
+    }
+    std::string compatibility = "(none given)";
+    for (const auto& p : model.metadata_props())
+      if (p.key() == "ep_compatibility_info." + source) compatibility = p.value();
+    const std::string where = embed == 0 ? "payload in " + file
+                                         : "payload embedded, " + std::to_string(bytes) + " bytes";
+    std::printf("  %s: ep %s, %s, compatibility %s\n",
+                n->name().empty() ? "(unnamed)" : n->name().c_str(),
+                source.empty() ? "(no source)" : source.c_str(), where.c_str(),
+                compatibility.c_str());
+  }
+}
+
 }  // namespace
 
 int InfoCommand(const std::vector<std::string>& args) {
@@ -107,6 +138,7 @@ int InfoCommand(const std::vector<std::string>& args) {
   for (const auto& [op, n] : counts) total += n;
   std::printf("operators (%d nodes):\n", total);
   for (const auto& [op, n] : counts) std::printf("  %-28s %d\n", op.c_str(), n);
+  PrintContexts(model);
   if (values) PrintValues(path);
   return 0;
 }

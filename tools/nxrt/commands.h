@@ -17,6 +17,7 @@ int InfoCommand(const std::vector<std::string>& args);         // nxrt info
 int ConformanceCommand(const std::vector<std::string>& args);  // nxrt conformance
 int DevicesCommand(const std::vector<std::string>& args);      // nxrt devices
 int PartitionCommand(const std::vector<std::string>& args);    // nxrt partition
+int CompileCommand(const std::vector<std::string>& args);      // nxrt compile
 
 // "x" -> its value for `--flag x` / `--flag=x` style parsing; throws UsageError if missing.
 std::string TakeValue(const std::vector<std::string>& args, size_t& i, const std::string& flag);

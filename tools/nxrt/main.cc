@@ -2,10 +2,9 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <nxrt/nxrt.hpp>
 #include <string>
 #include <vector>
-
-#include <nxrt/nxrt.hpp>
 
 #include "nxrt/commands.h"
 
@@ -42,6 +41,13 @@ constexpr const char* kUsage =
     "      preferred EP; --json adds each node's inputs/outputs and the copies between\n"
     "      memories; --dot writes a Graphviz graph, --html a self-contained page drawing\n"
     "      every node coloured by EP with the summary\n"
+    "  compile MODEL -o OUT.onnx [--ep NAME[:key=value,...] ... | --policy NAME]\n"
+    "          [--ep-library PATH ...] [--virtual TYPE[:key=value,...] ...] [--fallback MODE]\n"
+    "          [--embed | --external]\n"
+    "      compile ahead of time for the chosen EPs (virtual devices too: the hardware need\n"
+    "      not be present) and write the model with each compiled group as an EPContext node,\n"
+    "      its payload embedded (default) or in a file next to OUT (--external); one line per\n"
+    "      group\n"
     "  version\n";
 
 }  // namespace
@@ -60,6 +66,7 @@ int main(int argc, char** argv) {
     if (command == "conformance") return nxrt::cli::ConformanceCommand(args);
     if (command == "devices") return nxrt::cli::DevicesCommand(args);
     if (command == "partition") return nxrt::cli::PartitionCommand(args);
+    if (command == "compile") return nxrt::cli::CompileCommand(args);
     if (command == "version" || command == "--version") {
       std::printf("nxrt %s\n", Nx_GetVersionString());
       return 0;
@@ -91,8 +98,8 @@ int ParseInt(const std::string& text, const std::string& flag, int min, int max)
     if (used != text.size() || v < min || v > max) throw std::out_of_range("range");
     return static_cast<int>(v);
   } catch (const std::exception&) {
-    throw UsageError(flag + " expects an integer in [" + std::to_string(min) + ", " + std::to_string(max) +
-                     "], got '" + text + "'");
+    throw UsageError(flag + " expects an integer in [" + std::to_string(min) + ", " +
+                     std::to_string(max) + "], got '" + text + "'");
   }
 }
 

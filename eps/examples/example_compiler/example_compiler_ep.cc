@@ -17,10 +17,18 @@
 //     "ExampleCompiler" carries a compiled program in `ep_cache_context`; the EP claims it alone
 //     and restores the program instead of compiling. ExampleCompiler_LastProgram (a test hook)
 //     gives the text of the last program compiled.
+//   - Ahead-of-time compilation (ABI version 9): ExportCompiledGroup hands the host the program
+//     text and a compatibility string naming the tile's arch ("ExampleCompiler;version=1;
+//     format=nxc1;arch=a1"); the host saves both (NxEnv_CompileModel). CheckCompatibility says
+//     whether a saved program suits the tiles at hand (same arch: optimal; another arch: needs
+//     recompilation; another format or major version: unsupported) and LoadCompiledGroup
+//     rebuilds the kernel from the saved text without compiling. Virtual tiles take an "arch"
+//     option (default "a1"). Test hooks count CompileGroup and LoadCompiledGroup calls.
 //
 // Supported ops (float32): Add, Sub, Mul, Div (same shapes, or one side a single element),
 // Relu, Sigmoid, Tanh, Neg, Exp, Abs.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <map>
@@ -199,7 +207,11 @@ std::string g_last_program;
 
 class ProgramKernel : public Kernel {
  public:
-  explicit ProgramKernel(Program program) : p_(std::move(program)) {}
+  ProgramKernel(Program program, std::string compatibility)
+      : p_(std::move(program)), text_(Serialize(p_)), compatibility_(std::move(compatibility)) {}
+  // What ExportCompiledGroup saves: the program's text and what it needs.
+  const std::string& text() const { return text_; }
+  const std::string& compatibility() const { return compatibility_; }
 
   void Compute(KernelContext& ctx) override {
     const size_t inputs = p_.input_scalar.size();
@@ -293,6 +305,7 @@ class ProgramKernel : public Kernel {
   }
 
   Program p_;
+  std::string text_, compatibility_;
 };
 
 // ---- Compiling a group's graph view ----------------------------------------------------------
@@ -397,7 +410,18 @@ bool IsOwnContext(const NodeView& node) {
 struct CompilerEp {
   NxEp base;                                     // first member: the host sees an NxEp*
   std::vector<const NxHardwareDevice*> devices;  // the tiles this session runs on
+  std::string compatibility;                     // what its programs need (the first tile's arch)
 };
+
+constexpr int kMajorVersion = 1;
+
+// "ExampleCompiler;version=1;format=nxc1;arch=a1"
+std::string CompatibilityFor(const std::string& arch) {
+  return std::string(kEpName) + ";version=" + std::to_string(kMajorVersion) +
+         ";format=" + kProgramMagic + ";arch=" + arch;
+}
+
+std::atomic<size_t> g_compile_calls{0}, g_load_calls{0};
 
 const char* EpGetName(const NxEp*) { return kEpName; }
 
@@ -470,8 +494,10 @@ NxStatus* EpGetCapability(NxEp* self, const NxGraph* graph, NxCapability* capabi
   });
 }
 
-NxStatus* EpCompileGroup(NxEp*, const NxGraph* group, const char*, NxKernel** kernel) {
+NxStatus* EpCompileGroup(NxEp* self, const NxGraph* group, const char*, NxKernel** kernel) {
+  auto* ep = reinterpret_cast<CompilerEp*>(self);
   return Guard([&] {
+    g_compile_calls.fetch_add(1);
     Program program;
     if (Host().Graph_GetNodeCount(group) == 1 &&
         IsOwnContext(NodeView(Host().Graph_GetNode(group, 0)))) {
@@ -491,7 +517,41 @@ NxStatus* EpCompileGroup(NxEp*, const NxGraph* group, const char*, NxKernel** ke
       std::lock_guard<std::mutex> lock(g_last_mu);
       g_last_program = Serialize(program);
     }
-    *kernel = BoxKernel(std::make_unique<ProgramKernel>(std::move(program)));
+    *kernel = BoxKernel(std::make_unique<ProgramKernel>(std::move(program), ep->compatibility));
+  });
+}
+
+NxStatus* EpExportCompiledGroup(NxEp*, const NxKernel* kernel, NxCompiledGroupExport* out) {
+  return Guard([&] {
+    const auto* program = dynamic_cast<const ProgramKernel*>(UnboxKernel(kernel));
+    if (program == nullptr) Fail(NX_INVALID_ARGUMENT, "ExampleCompiler: not one of its kernels");
+    out->payload = program->text().data();
+    out->payload_size = program->text().size();
+    out->compatibility = program->compatibility().c_str();
+  });
+}
+
+NxStatus* EpLoadCompiledGroup(NxEp* self, const NxGraph* context, const void* payload,
+                              size_t payload_size, NxKernel** kernel) {
+  auto* ep = reinterpret_cast<CompilerEp*>(self);
+  return Guard([&] {
+    g_load_calls.fetch_add(1);
+    if (Host().Graph_GetNodeCount(context) != 1)
+      Fail(NX_INVALID_ARGUMENT, "ExampleCompiler: a saved group is one EPContext node");
+    NodeView node(Host().Graph_GetNode(context, 0));
+    Program program = Parse(std::string(static_cast<const char*>(payload), payload_size));
+    if (program.input_scalar.size() != node.input_count() ||
+        program.outputs.size() != node.output_count())
+      Fail(NX_INVALID_MODEL, "ExampleCompiler: the saved program has " +
+                                 std::to_string(program.input_scalar.size()) + " inputs and " +
+                                 std::to_string(program.outputs.size()) + " outputs, " +
+                                 node.describe() + " has " + std::to_string(node.input_count()) +
+                                 " and " + std::to_string(node.output_count()));
+    {
+      std::lock_guard<std::mutex> lock(g_last_mu);
+      g_last_program = Serialize(program);
+    }
+    *kernel = BoxKernel(std::make_unique<ProgramKernel>(std::move(program), ep->compatibility));
   });
 }
 
@@ -509,12 +569,15 @@ NxStatus* FactoryCreateVirtualDevices(NxEpFactory*, NxDeviceType type, const NxK
     if (type != NX_DEVICE_NPU) return;
     for (size_t i = 0; i < num_options; ++i) {
       const std::string key = options[i].key ? options[i].key : "";
-      if (key != "tile")
-        Fail(NX_INVALID_ARGUMENT,
-             std::string(kEpName) + ": unknown virtual NPU option '" + key + "' (known: tile)");
+      if (key != "tile" && key != "arch")
+        Fail(NX_INVALID_ARGUMENT, std::string(kEpName) + ": unknown virtual NPU option '" + key +
+                                      "' (known: tile, arch)");
     }
     const std::string tile = FindKeyValue(options, num_options, "tile").value_or("0");
-    AddVirtualDevice(created, NX_DEVICE_NPU, kVendor, 0, 0x100, {{"tile", tile}});
+    const std::string arch = FindKeyValue(options, num_options, "arch").value_or("a1");
+    if (arch.empty() || arch.find_first_of(";=") != std::string::npos)
+      Fail(NX_INVALID_ARGUMENT, std::string(kEpName) + ": arch '" + arch + "' is not a name");
+    AddVirtualDevice(created, NX_DEVICE_NPU, kVendor, 0, 0x100, {{"tile", tile}, {"arch", arch}});
   });
 }
 
@@ -526,6 +589,7 @@ NxStatus* FactoryGetSupportedDevices(NxEpFactory*, const NxHardwareDevice* const
       if (device.type() != NX_DEVICE_NPU || !device.is_virtual_from(kEpName)) continue;
       AddEpDevice(supported, device.handle(),
                   {{"tile", device.metadata_or("tile", "0")},
+                   {"arch", device.metadata_or("arch", "a1")},
                    {"performance_hint", "40"},
                    {"power_hint", "2"}});
     }
@@ -542,15 +606,49 @@ NxStatus* FactoryCreateEp(NxEpFactory*, const NxEpCreateArgs* args, NxEp** out) 
                                     "a virtual NPU request per tile");
     auto ep = std::make_unique<CompilerEp>();  // value-initialised: unset members are NULL
     for (const EpDeviceView& d : devices) ep->devices.push_back(d.hardware().handle());
+    ep->compatibility = CompatibilityFor(devices[0].hardware().metadata_or("arch", "a1"));
     ep->base.version = NXRT_EP_API_VERSION;
     ep->base.GetName = &EpGetName;
     ep->base.GetCapability = &EpGetCapability;
     ep->base.CompileGroup = &EpCompileGroup;
+    ep->base.ExportCompiledGroup = &EpExportCompiledGroup;
+    ep->base.LoadCompiledGroup = &EpLoadCompiledGroup;
     *out = &ep.release()->base;
   });
 }
 
 void FactoryReleaseEp(NxEpFactory*, NxEp* ep) { delete reinterpret_cast<CompilerEp*>(ep); }
+
+// "key=value" fields of a compatibility string after the EP's name.
+std::map<std::string, std::string> Fields(const std::string& text) {
+  std::map<std::string, std::string> out;
+  const std::vector<std::string> parts = Split(text, ';');
+  for (size_t i = 1; i < parts.size(); ++i) {
+    const size_t eq = parts[i].find('=');
+    if (eq != std::string::npos) out[parts[i].substr(0, eq)] = parts[i].substr(eq + 1);
+  }
+  return out;
+}
+
+NxStatus* FactoryCheckCompatibility(NxEpFactory*, const NxHardwareDevice* const* devices,
+                                    size_t num_devices, const char* compatibility,
+                                    NxCompatibility* result) {
+  return Guard([&] {
+    const std::string text = compatibility ? compatibility : "";
+    const std::vector<std::string> parts = Split(text, ';');
+    std::map<std::string, std::string> f = Fields(text);
+    if (parts.empty() || parts[0] != kEpName || f["version"] != std::to_string(kMajorVersion) ||
+        f["format"] != kProgramMagic || f["arch"].empty()) {
+      *result = NX_COMPATIBILITY_UNSUPPORTED;
+      return;
+    }
+    *result = NX_COMPATIBILITY_OPTIMAL;
+    for (size_t i = 0; i < num_devices; ++i) {
+      if (HardwareDeviceView(devices[i]).metadata_or("arch", "a1") != f["arch"])
+        *result = NX_COMPATIBILITY_NEEDS_RECOMPILATION;  // another NPU generation
+    }
+  });
+}
 
 }  // namespace
 }  // namespace example_compiler
@@ -577,12 +675,22 @@ extern "C" NXRT_EXPORT NxStatus* NxrtCreateEpFactories(const NxHostApi* host, co
   f->ReleaseEp = &FactoryReleaseEp;
   f->CreateVirtualDevices = &FactoryCreateVirtualDevices;
   f->GetSupportedDevices = &FactoryGetSupportedDevices;
+  f->CheckCompatibility = &FactoryCheckCompatibility;
   factories[0] = f;
   *num_factories = 1;
   return nullptr;
 }
 
 extern "C" NXRT_EXPORT void NxrtReleaseEpFactory(NxEpFactory* factory) { delete factory; }
+
+// Test hooks (not part of the EP ABI; found with dlsym): CompileGroup and LoadCompiledGroup calls
+// in this process.
+extern "C" NXRT_EXPORT size_t ExampleCompiler_CompileCalls() {
+  return example_compiler::g_compile_calls.load();
+}
+extern "C" NXRT_EXPORT size_t ExampleCompiler_LoadCalls() {
+  return example_compiler::g_load_calls.load();
+}
 
 // Test hook (not part of the EP ABI; found with dlsym): the text of the last program compiled
 // or restored in this process ("" before the first), e.g. to write an EPContext node with.
