@@ -478,6 +478,10 @@ NXRT_EXPORT NxStatus* NxAssignmentReport_GetCopy(const NxAssignmentReport* repor
 /* Where NxEnv_CompileModel puts each compiled group's payload. */
 #define NX_COMPILE_EMBED_PAYLOADS 0u    /* inside the EPContext node (embed_mode 1) */
 #define NX_COMPILE_EXTERNAL_PAYLOADS 1u /* in a file next to the output model (embed_mode 0) */
+/* Also keep each group's original nodes inside its EPContext node (GRAPH attribute
+ * "nxrt_original_nodes"): a session on a device the payload does not suit (or without the EP)
+ * then runs those nodes instead, unless its fallback mode is NX_FALLBACK_FORBID. */
+#define NX_COMPILE_KEEP_ORIGINAL_NODES 2u
 /* Told one line per compiled group as it is saved. */
 typedef void (*NxProgressFn)(void* user, const char* line);
 /* Compiles the model at `model_path` for the EPs `options` selects (EP devices, virtual ones

@@ -853,7 +853,7 @@ NxStatus* NxEnv_CompileModel(NxEnv* env, const char* model_path, const NxSession
   NX_REQUIRE(env);
   NX_REQUIRE(model_path);
   NX_REQUIRE(output_path);
-  if ((flags & ~NX_COMPILE_EXTERNAL_PAYLOADS) != 0)
+  if ((flags & ~(NX_COMPILE_EXTERNAL_PAYLOADS | NX_COMPILE_KEEP_ORIGINAL_NODES)) != 0)
     return MakeStatus(NX_INVALID_ARGUMENT,
                       "NxEnv_CompileModel: unknown flags " + std::to_string(flags));
   return CatchAsStatus([&] {
@@ -861,6 +861,7 @@ NxStatus* NxEnv_CompileModel(NxEnv* env, const char* model_path, const NxSession
     request.model_path = model_path;
     request.output_path = output_path;
     request.external_payloads = (flags & NX_COMPILE_EXTERNAL_PAYLOADS) != 0;
+    request.keep_original_nodes = (flags & NX_COMPILE_KEEP_ORIGINAL_NODES) != 0;
     env->env->PreloadDefaultCpu();
     const size_t saved = nxrt::CompileModelToFile(
         *env->env, request, options ? options->options : nxrt::SessionOptions(),

@@ -10,6 +10,7 @@
 #include "model/model.h"
 #include "model/model_proto.h"
 #include "session/fused_groups.h"
+#include "session/saved_groups.h"
 #include "session/session.h"
 
 namespace nxrt {
@@ -207,6 +208,22 @@ size_t CompileModelToFile(Env& env, const CompileModelRequest& request, SessionO
       removed[static_cast<size_t>(i)] = 1;
     }
     AddAttribute(ctx, "notes", "replaces nodes: " + names);
+    if (request.keep_original_nodes) {
+      auto* a = ctx.add_attribute();
+      a->set_name(kOriginalNodesAttribute);
+      a->set_type(onnx::AttributeProto::GRAPH);
+      onnx::GraphProto* body = a->mutable_g();
+      body->set_name(e.name + "_original_nodes");
+      for (int i : nodes) *body->add_node() = g.node(i);
+      for (const std::string& out : e.outputs) {
+        onnx::ValueInfoProto* vi = body->add_output();
+        vi->set_name(out);
+        for (const auto& known : g.value_info())
+          if (known.name() == out) *vi->mutable_type() = known.type();
+        for (const auto& known : g.output())
+          if (known.name() == out) *vi->mutable_type() = known.type();
+      }
+    }
     context_at[*nodes.begin()] = std::move(ctx);
     ++saved;
     if (progress)

@@ -22,6 +22,9 @@ struct CompileModelRequest {
   // Payloads in files next to the output model ("<output stem>_<group>.ctx", embed_mode 0)
   // instead of inside the EPContext nodes (embed_mode 1).
   bool external_payloads = false;
+  // Keep each group's original nodes inside its EPContext node (GRAPH attribute
+  // "nxrt_original_nodes"), so that a device its payload does not suit runs them instead.
+  bool keep_original_nodes = false;
 };
 
 // One line per saved group (and per group that could not be saved), for progress output.

@@ -12,6 +12,7 @@
 #include "session/env.h"
 #include "session/ep_selection.h"
 #include "session/graph_fusion.h"
+#include "session/saved_groups.h"
 
 namespace nxrt {
 namespace {
@@ -85,6 +86,8 @@ Session::Session(Env& env, std::shared_ptr<Model> model, const SessionOptions& o
   ProfileScope profile_step(profiler_.get(), "create_eps");  // profiling
   try {
     CreateEps(options);
+    // Saved groups that kept their original nodes: compiled payload or those nodes.
+    ResolveSavedGroups(*model_->graph, eps_, model_->metadata, options.fallback, logger_);
     profile_step.Next("partition");  // profiling
     AssignNodes();
     if (dry_run_) return;  // placement only: no kernels, nothing compiled

@@ -225,6 +225,57 @@ TEST_F(CompileModel, AnotherArchIsReportedAndRefused) {
   EXPECT_EQ(Calls("ExampleCompiler_LoadCalls"), loads);
 }
 
+TEST_F(CompileModel, KeptOriginalNodesRunWhereThePayloadDoesNotSuit) {
+  const std::string out =
+      Compile("a1", "kept.onnx", NX_COMPILE_EMBED_PAYLOADS | NX_COMPILE_KEEP_ORIGINAL_NODES);
+  const onnx::ModelProto m = ReadProto(out);
+  const onnx::AttributeProto* kept = Attr(m.graph().node(0), "nxrt_original_nodes");
+  ASSERT_NE(kept, nullptr);
+  EXPECT_EQ(kept->g().node_size(), 3);
+  const std::vector<float> want = CpuReference();
+  {
+    // The device the payload was made for: loaded, nothing compiled (not even the kept nodes).
+    nxrt::Env env(NX_LOG_ERROR);
+    RegisterNpu(env, "a1");
+    nxrt::SessionOptions o = OnNpu(env);
+    const size_t compiles = Calls("ExampleCompiler_CompileCalls");
+    nxrt::Session s(env, out, &o);
+    EXPECT_EQ(Calls("ExampleCompiler_CompileCalls"), compiles);
+    EXPECT_EQ(s.assignment_report().subgraphs[0].nodes[0].op_type, "EPContext");
+    const std::vector<float> got = RunModel(s);
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-6f) << i;
+  }
+  {
+    // Another arch: the original nodes run (here compiled again for that arch).
+    nxrt::Env env(NX_LOG_ERROR);
+    RegisterNpu(env, "a2");
+    nxrt::SessionOptions o = OnNpu(env);
+    const size_t loads = Calls("ExampleCompiler_LoadCalls");
+    nxrt::Session s(env, out, &o);
+    EXPECT_EQ(Calls("ExampleCompiler_LoadCalls"), loads);
+    std::vector<std::string> ops;
+    for (const auto& sg : s.assignment_report().subgraphs)
+      for (const auto& n : sg.nodes) ops.push_back(n.op_type);
+    EXPECT_EQ(ops, (std::vector<std::string>{"Add", "Relu", "Mul", "Softmax"}));
+    const std::vector<float> got = RunModel(s);
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-6f) << i;
+  }
+  {
+    // No such EP in the session at all: the CPU EP runs the original nodes.
+    nxrt::Env env(NX_LOG_ERROR);
+    nxrt::Session s(env, out);
+    const std::vector<float> got = RunModel(s);
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-6f) << i;
+  }
+  {
+    // Fallback forbidden: the mismatch is an error, not a silent switch.
+    nxrt::Env env(NX_LOG_ERROR);
+    RegisterNpu(env, "a2");
+    nxrt::SessionOptions o = OnNpu(env, NX_FALLBACK_FORBID);
+    EXPECT_THROW(nxrt::Session(env, out, &o), nxrt::Exception);
+  }
+}
+
 TEST_F(CompileModel, BadRequestsGiveClearErrors) {
   nxrt::Env env(NX_LOG_ERROR);
   RegisterNpu(env, "a1");

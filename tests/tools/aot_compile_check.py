@@ -4,7 +4,7 @@ an arch this machine does not have (ExampleCompiler), read the written model wit
 package (EPContext nodes, compatibility metadata, onnx.checker), show it with `nxrt info`, run it
 in a new process that creates that virtual NPU and compare with onnxruntime on the original
 model, for embedded and external payloads; a run on an NPU of another arch must fail with a
-clear message."""
+clear message, or, compiled with --keep-original, run the original nodes."""
 
 import argparse
 import pathlib
@@ -100,6 +100,16 @@ def main() -> int:
             proc = run([nxrt, "run", out] + other, expect_ok=False)
             checks["another arch refused"] = proc.returncode != 0 and \
                 "needs recompilation" in proc.stderr
+            # Kept original nodes: the other arch runs them instead, with a warning.
+            kept = tmp / f"kept{mode.replace('--', '_')}.onnx"
+            run([nxrt, "compile", model, "-o", kept, mode, "--keep-original"] + npu)
+            onnx.checker.check_model(onnx.load(str(kept), load_external_data=False))
+            outdir = tmp / f"kept_out{mode}"
+            proc = run([nxrt, "run", kept, "--input", f"x={tmp / 'x.npy'}", "--output-dir",
+                        outdir] + other, expect_ok=False)
+            checks["kept nodes run on another arch"] = proc.returncode == 0 and \
+                "original nodes instead" in proc.stderr and \
+                bool(np.allclose(np.load(outdir / "y.npy"), want, atol=1e-6))
             for name, ok in checks.items():
                 print(f"{'ok  ' if ok else 'FAIL'} {mode[2:]:8} {name}")
                 failures += 0 if ok else 1

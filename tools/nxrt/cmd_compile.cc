@@ -1,5 +1,6 @@
 // nxrt compile MODEL -o OUT.onnx [--ep NAME[:k=v,...] ... | --policy NAME] [--fallback MODE]
 //                    [--ep-library PATH ...] [--virtual TYPE[:k=v,...] ...] [--embed|--external]
+//                    [--keep-original]
 // Compiles a model ahead of time for the chosen EPs (virtual devices included: the hardware need
 // not be present) and writes it with each compiled group as an EPContext node
 // (NxEnv_CompileModel). One progress line per group, then a summary line.
@@ -37,9 +38,11 @@ int CompileCommand(const std::vector<std::string>& args) {
     else if (a == "--fallback")
       fallback = ParseFallbackName(TakeValue(args, i, a));
     else if (a == "--embed")
-      flags = NX_COMPILE_EMBED_PAYLOADS;
+      flags &= ~NX_COMPILE_EXTERNAL_PAYLOADS;
     else if (a == "--external")
-      flags = NX_COMPILE_EXTERNAL_PAYLOADS;
+      flags = (flags & NX_COMPILE_KEEP_ORIGINAL_NODES) | NX_COMPILE_EXTERNAL_PAYLOADS;
+    else if (a == "--keep-original")
+      flags |= NX_COMPILE_KEEP_ORIGINAL_NODES;
     else if (!a.empty() && a[0] == '-')
       throw UsageError("unknown option '" + a + "'");
     else if (model.empty())
@@ -64,9 +67,10 @@ int CompileCommand(const std::vector<std::string>& args) {
         std::printf("%s\n", line.c_str());
         std::fflush(stdout);
       });
-  std::printf("compiled %s -> %s: %zu group%s saved as EPContext nodes (%s)\n", model.c_str(),
+  std::printf("compiled %s -> %s: %zu group%s saved as EPContext nodes (%s%s)\n", model.c_str(),
               output.c_str(), saved, saved == 1 ? "" : "s",
-              flags == NX_COMPILE_EXTERNAL_PAYLOADS ? "payloads in files next to it" : "embedded");
+              (flags & NX_COMPILE_EXTERNAL_PAYLOADS) ? "payloads in files next to it" : "embedded",
+              (flags & NX_COMPILE_KEEP_ORIGINAL_NODES) ? ", original nodes kept" : "");
   return 0;
 }
 

@@ -43,11 +43,12 @@ constexpr const char* kUsage =
     "      every node coloured by EP with the summary\n"
     "  compile MODEL -o OUT.onnx [--ep NAME[:key=value,...] ... | --policy NAME]\n"
     "          [--ep-library PATH ...] [--virtual TYPE[:key=value,...] ...] [--fallback MODE]\n"
-    "          [--embed | --external]\n"
+    "          [--embed | --external] [--keep-original]\n"
     "      compile ahead of time for the chosen EPs (virtual devices too: the hardware need\n"
     "      not be present) and write the model with each compiled group as an EPContext node,\n"
-    "      its payload embedded (default) or in a file next to OUT (--external); one line per\n"
-    "      group\n"
+    "      its payload embedded (default) or in a file next to OUT (--external); with\n"
+    "      --keep-original a device the payload does not suit runs the original nodes; one\n"
+    "      line per group\n"
     "  version\n";
 
 }  // namespace
