@@ -1,0 +1,304 @@
+/* nxrt_ep_api.h: the plugin execution-provider (EP) ABI, version 1.
+ *
+ * An EP is a shared library that exports two C symbols (see "Library" below). The host hands it
+ * a table of host services (NxHostApi); the library hands back factories (NxEpFactory), and each
+ * factory creates one EP instance (NxEp) per session. An EP claims graph nodes and runs them
+ * through kernels from its kernel registry.
+ *
+ * Versioning. Every struct that either side fills starts with `uint32_t version`, set to the
+ * NXRT_EP_API_VERSION the filler was compiled with. Tables only grow at the end; a reader reads a
+ * member only when the writer's version says the member exists, and optional members may be
+ * NULL. A plugin built against an older header keeps loading in a newer host. The host refuses a
+ * plugin whose version is newer than its own, with a clear error.
+ *
+ * Ownership. `Create*`/`Release*` pairs; `const` results are borrowed for the lifetime stated
+ * next to each function. Strings the plugin returns (names, vendor) are copied by the host.
+ * Errors cross the boundary only as NxStatus (never C++ exceptions).
+ *
+ * Threads. The host may call one EP's kernels from several threads at once for different runs of
+ * a session: Compute must not mutate kernel state without its own synchronisation.
+ */
+#ifndef NXRT_EP_API_H_
+#define NXRT_EP_API_H_
+
+#include "nxrt_types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define NXRT_EP_API_VERSION 1
+
+/* ============================================================================================
+ * Opaque host objects an EP sees. All are owned by the host.
+ * ========================================================================================== */
+
+typedef struct NxGraph NxGraph;               /* read-only view of a graph (or a subgraph) */
+typedef struct NxNode NxNode;                 /* read-only view of one node */
+typedef struct NxValueInfo NxValueInfo;       /* a graph value: name, element type, static shape */
+typedef struct NxAttribute NxAttribute;       /* one node attribute */
+typedef struct NxCapability NxCapability;     /* collects the nodes an EP claims */
+typedef struct NxKernelRegistry NxKernelRegistry; /* kernel definitions of one EP */
+typedef struct NxKernelInfo NxKernelInfo;     /* what a kernel learns at creation */
+typedef struct NxKernelContext NxKernelContext; /* what a kernel sees while computing */
+typedef struct NxConfig NxConfig;             /* read-only key/value configuration */
+typedef struct NxLogger NxLogger;
+
+typedef struct NxEp NxEp;
+typedef struct NxEpFactory NxEpFactory;
+typedef struct NxKernel NxKernel;
+
+/* Attribute types; numbering follows ONNX's AttributeProto.AttributeType. */
+typedef enum NxAttributeType {
+  NX_ATTR_UNDEFINED = 0,
+  NX_ATTR_FLOAT = 1,
+  NX_ATTR_INT = 2,
+  NX_ATTR_STRING = 3,
+  NX_ATTR_TENSOR = 4,
+  NX_ATTR_GRAPH = 5,
+  NX_ATTR_FLOATS = 6,
+  NX_ATTR_INTS = 7,
+  NX_ATTR_STRINGS = 8,
+  NX_ATTR_TENSORS = 9,
+  NX_ATTR_GRAPHS = 10,
+} NxAttributeType;
+
+/* ============================================================================================
+ * Kernels: definitions (what a kernel accepts) and instances (what it does).
+ * ========================================================================================== */
+
+/* A type constraint binds a set of allowed element types to inputs and outputs of a node. A
+ * node matches when, for every constraint, the type of each named input/output that is present
+ * is in `allowed_types` (all bound values must also share one type when `same_type` is true).
+ * An index of -1 means "every input" (or "every output"), for variadic operators. */
+typedef struct NxTypeConstraint {
+  const char* name;                   /* "T", "T1", ... for messages */
+  const NxElementType* allowed_types; /* borrowed for the duration of KernelRegistry_Add */
+  size_t num_allowed_types;
+  const int32_t* input_indices;
+  size_t num_input_indices;
+  const int32_t* output_indices;
+  size_t num_output_indices;
+} NxTypeConstraint;
+
+/* Create a kernel for one node. `state` is the pointer given in NxKernelDef::create_state;
+ * `info` is borrowed for the duration of the call. On success store a kernel in *out. */
+typedef NxStatus* (*NxKernelCreateFn)(void* state, const NxKernelInfo* info, NxKernel** out);
+
+/* A kernel definition. Version ranges are matched against the opset version the model imports
+ * for the node's domain: a node in a model importing ai.onnx opset 13 matches a definition with
+ * since_version_start <= 13 <= since_version_end. */
+typedef struct NxKernelDef {
+  uint32_t version;           /* NXRT_EP_API_VERSION */
+  const char* op_type;        /* "Conv" */
+  const char* domain;         /* "" or "ai.onnx" for the default domain */
+  int32_t since_version_start;
+  int32_t since_version_end;  /* inclusive; use INT32_MAX (or 0) for "and later" */
+  const NxTypeConstraint* type_constraints;
+  size_t num_type_constraints;
+  NxKernelCreateFn create;
+  void* create_state;         /* passed to create; must outlive the registry */
+} NxKernelDef;
+
+/* A kernel instance, created once per node per session and released with the session. Plugins
+ * usually embed it as the first member of their own kernel object. */
+struct NxKernel {
+  uint32_t version; /* NXRT_EP_API_VERSION */
+  /* Run the node: read inputs and allocate outputs through `ctx` (borrowed for the call). */
+  NxStatus* (*Compute)(NxKernel* self, NxKernelContext* ctx);
+  /* Free the kernel. Called exactly once. */
+  void (*Release)(NxKernel* self);
+};
+
+/* ============================================================================================
+ * EP instance: one per session.
+ * ========================================================================================== */
+
+struct NxEp {
+  uint32_t version; /* NXRT_EP_API_VERSION */
+  /* The EP's name; must equal its factory's name. Borrowed for the EP's lifetime. */
+  const char* (*GetName)(const NxEp* self);
+  /* (optional, may be NULL; default: claim every node the kernel registry has a kernel for)
+   * Claim nodes of `graph` (borrowed for the call) with Capability_AddNode. A failing status is
+   * logged and treated as "claims nothing". */
+  NxStatus* (*GetCapability)(NxEp* self, const NxGraph* graph, NxCapability* capability);
+  /* The EP's kernels. The registry stays owned by the EP (or its factory) and must outlive the
+   * EP instance. */
+  NxStatus* (*GetKernelRegistry)(NxEp* self, const NxKernelRegistry** registry);
+};
+
+/* What a factory receives when it creates an EP for a session. */
+typedef struct NxEpCreateArgs {
+  uint32_t version;        /* NXRT_EP_API_VERSION of the host */
+  /* Session configuration, borrowed for the call only. Well-known keys:
+   *   "session.intra_op_num_threads"  threads the EP may use for one node (decimal, >= 1)
+   *   "ep.<ep name in lower case>.<key>" EP options given by the application */
+  const NxConfig* session_config;
+  const NxLogger* logger;  /* the session's logger; valid for the EP's lifetime */
+} NxEpCreateArgs;
+
+/* ============================================================================================
+ * Factory: one or more per library, alive from registration to unregistration.
+ * ========================================================================================== */
+
+struct NxEpFactory {
+  uint32_t version; /* NXRT_EP_API_VERSION */
+  const char* (*GetName)(const NxEpFactory* self);    /* EP name, e.g. "CPU" */
+  const char* (*GetVendor)(const NxEpFactory* self);  /* vendor name */
+  const char* (*GetVersion)(const NxEpFactory* self); /* EP version, SemVer "1.2.3" */
+  uint32_t (*GetVendorId)(const NxEpFactory* self);   /* PCI vendor id of the EP's owner, or 0 */
+  /* Create the EP for one session (see NxEpCreateArgs). */
+  NxStatus* (*CreateEp)(NxEpFactory* self, const NxEpCreateArgs* args, NxEp** ep);
+  /* Destroy an EP this factory created. */
+  void (*ReleaseEp)(NxEpFactory* self, NxEp* ep);
+};
+
+/* ============================================================================================
+ * Host services: a table the host fills and hands to the library at load time. Valid until the
+ * library is unloaded. Check `version` before using members added after version 1.
+ * ========================================================================================== */
+
+typedef struct NxHostApi {
+  uint32_t version; /* NXRT_EP_API_VERSION of the host */
+
+  /* ---- Status -------------------------------------------------------------------------- */
+  /* A new status; the message is copied. Return it from a callback to report an error. */
+  NxStatus* (*CreateStatus)(NxStatusCode code, const char* message);
+  NxStatusCode (*Status_GetCode)(const NxStatus* status);
+  const char* (*Status_GetMessage)(const NxStatus* status); /* borrowed until released */
+  void (*ReleaseStatus)(NxStatus* status);
+
+  /* ---- Logging and configuration ------------------------------------------------------- */
+  void (*Log)(const NxLogger* logger, NxLogLevel level, const char* message);
+  /* Value of `key`, or NULL if absent. Borrowed for the config's lifetime. */
+  const char* (*Config_Get)(const NxConfig* config, const char* key);
+
+  /* ---- Graph view (borrowed for the duration of GetCapability) ------------------------- */
+  size_t (*Graph_GetNodeCount)(const NxGraph* graph);
+  /* Nodes in a valid topological order. */
+  const NxNode* (*Graph_GetNode)(const NxGraph* graph, size_t index);
+  size_t (*Graph_GetInputCount)(const NxGraph* graph);
+  const NxValueInfo* (*Graph_GetInput)(const NxGraph* graph, size_t index);
+  size_t (*Graph_GetOutputCount)(const NxGraph* graph);
+  const NxValueInfo* (*Graph_GetOutput)(const NxGraph* graph, size_t index);
+  /* Opset version imported for `domain` ("" = ai.onnx), or -1 if not imported. */
+  int32_t (*Graph_GetOpsetVersion)(const NxGraph* graph, const char* domain);
+
+  const char* (*Node_GetName)(const NxNode* node);
+  const char* (*Node_GetOpType)(const NxNode* node);
+  const char* (*Node_GetDomain)(const NxNode* node); /* "" for ai.onnx */
+  /* The opset version of the node's domain (what kernel definitions are matched against). */
+  int32_t (*Node_GetOpsetVersion)(const NxNode* node);
+  size_t (*Node_GetInputCount)(const NxNode* node);
+  /* NULL for an omitted optional input. */
+  const NxValueInfo* (*Node_GetInput)(const NxNode* node, size_t index);
+  size_t (*Node_GetOutputCount)(const NxNode* node);
+  /* NULL for an omitted optional output. */
+  const NxValueInfo* (*Node_GetOutput)(const NxNode* node, size_t index);
+  size_t (*Node_GetAttributeCount)(const NxNode* node);
+  const NxAttribute* (*Node_GetAttributeAt)(const NxNode* node, size_t index);
+  /* The attribute named `name`, or NULL if the node does not have it. */
+  const NxAttribute* (*Node_GetAttribute)(const NxNode* node, const char* name);
+
+  const char* (*ValueInfo_GetName)(const NxValueInfo* value);
+  NxValueKind (*ValueInfo_GetKind)(const NxValueInfo* value);
+  /* Element type of a tensor (or of a sequence's/optional's tensor); UNDEFINED if unknown. */
+  NxElementType (*ValueInfo_GetElementType)(const NxValueInfo* value);
+  /* Static shape. Returns false if the rank is unknown. Unknown or symbolic dimensions are -1. */
+  bool (*ValueInfo_GetShape)(const NxValueInfo* value, const int64_t** dims, size_t* rank);
+  /* The initializer behind this value, or NULL if it is not a constant. */
+  const NxValue* (*ValueInfo_GetConstant)(const NxValueInfo* value);
+
+  const char* (*Attribute_GetName)(const NxAttribute* attr);
+  NxAttributeType (*Attribute_GetType)(const NxAttribute* attr);
+  int64_t (*Attribute_GetInt)(const NxAttribute* attr);
+  float (*Attribute_GetFloat)(const NxAttribute* attr);
+  /* Bytes of a string attribute (not NUL-terminated in general; length in *size). */
+  const char* (*Attribute_GetString)(const NxAttribute* attr, size_t* size);
+  const int64_t* (*Attribute_GetInts)(const NxAttribute* attr, size_t* count);
+  const float* (*Attribute_GetFloats)(const NxAttribute* attr, size_t* count);
+  size_t (*Attribute_GetStringCount)(const NxAttribute* attr);
+  const char* (*Attribute_GetStringAt)(const NxAttribute* attr, size_t index, size_t* size);
+  /* The tensor of a TENSOR attribute. */
+  const NxValue* (*Attribute_GetTensor)(const NxAttribute* attr);
+  /* The subgraph of a GRAPH attribute (If/Loop/Scan bodies). */
+  const NxGraph* (*Attribute_GetGraph)(const NxAttribute* attr);
+
+  /* ---- Capability -------------------------------------------------------------------- */
+  /* Claim one node to run through this EP's kernel registry. */
+  NxStatus* (*Capability_AddNode)(NxCapability* capability, const NxNode* node);
+
+  /* ---- Kernel registry (usually built once per factory) ------------------------------ */
+  NxStatus* (*CreateKernelRegistry)(NxKernelRegistry** registry);
+  /* Add a definition; everything it points to is copied except create_state. */
+  NxStatus* (*KernelRegistry_Add)(NxKernelRegistry* registry, const NxKernelDef* def);
+  /* Whether the registry has a kernel for `node` (op, domain, opset, types). When it has none
+   * and `reason` is non-NULL, *reason is a short explanation borrowed until the next call on
+   * this registry from the same thread. */
+  bool (*KernelRegistry_HasKernel)(const NxKernelRegistry* registry, const NxNode* node,
+                                   const char** reason);
+  void (*ReleaseKernelRegistry)(NxKernelRegistry* registry);
+
+  /* ---- Kernel info (borrowed for the duration of NxKernelCreateFn) -------------------- */
+  /* The node being created; its attributes are read with the Node_ and Attribute_ calls. */
+  const NxNode* (*KernelInfo_GetNode)(const NxKernelInfo* info);
+  /* The session configuration (same keys as NxEpCreateArgs::session_config). */
+  const NxConfig* (*KernelInfo_GetConfig)(const NxKernelInfo* info);
+
+  /* ---- Kernel context (borrowed for the duration of NxKernel::Compute) ---------------- */
+  size_t (*KernelContext_GetInputCount)(const NxKernelContext* ctx);
+  /* The input value, or NULL for an omitted optional input. */
+  const NxValue* (*KernelContext_GetInput)(const NxKernelContext* ctx, size_t index);
+  size_t (*KernelContext_GetOutputCount)(const NxKernelContext* ctx);
+  /* Allocate output `index` as a tensor of the given shape; the element type is the node's
+   * declared output type unless `type` is not UNDEFINED. Each output may be allocated once. The
+   * result is borrowed for the call. Outputs the node omits need not be allocated. The
+   * contents are undefined (memory is reused across nodes and runs): write every element. */
+  NxStatus* (*KernelContext_AllocateOutput)(NxKernelContext* ctx, size_t index,
+                                            NxElementType type, const int64_t* dims, size_t rank,
+                                            NxValue** output);
+  /* Threads this kernel may use (the session's intra-op thread count). */
+  int32_t (*KernelContext_GetThreadCount)(const NxKernelContext* ctx);
+
+  /* ---- Values -------------------------------------------------------------------------- */
+  NxValueKind (*Value_GetKind)(const NxValue* value);
+  NxElementType (*Value_GetElementType)(const NxValue* value);
+  /* Shape of a tensor; dims borrowed for the value's lifetime. */
+  void (*Value_GetShape)(const NxValue* value, const int64_t** dims, size_t* rank);
+  /* Number of elements of a tensor. */
+  size_t (*Value_GetElementCount)(const NxValue* value);
+  /* Raw data of a non-string tensor (64-byte aligned when the host allocated it). Sub-byte
+   * types (INT4/UINT4/FLOAT4E2M1) are packed two per byte, low nibble first. Writing through
+   * it is allowed only for outputs the kernel allocated. */
+  void* (*Value_GetData)(const NxValue* value);
+  /* Element `index` of a string tensor; bytes borrowed until the element is set again. */
+  const char* (*Value_GetString)(const NxValue* value, size_t index, size_t* size);
+  NxStatus* (*Value_SetString)(NxValue* value, size_t index, const char* data, size_t size);
+
+  /* ---- Added later in version 1 (members only grow at the end) ------------------------- */
+  /* Graph view: the opset in which the node's operator last changed at or before that import (ONNX
+   * since-version, from the schemas of the onnx release nxrt pins), or -1 if unknown. */
+  int32_t (*Node_GetSinceVersion)(const NxNode* node);
+} NxHostApi;
+
+/* ============================================================================================
+ * Library entry points. A library exports both, with C linkage and default visibility.
+ * ========================================================================================== */
+
+/* Called once when the library is registered. `host` is valid until the library is unloaded;
+ * `registration_name` is the name the application chose. Fill up to `max_factories` factories
+ * and set *num_factories. Return an error to refuse registration. */
+typedef NxStatus* (*NxCreateEpFactoriesFn)(const NxHostApi* host, const char* registration_name,
+                                           NxEpFactory** factories, size_t max_factories,
+                                           size_t* num_factories);
+/* Called once per factory when the library is unregistered, before it is unloaded. */
+typedef void (*NxReleaseEpFactoryFn)(NxEpFactory* factory);
+
+#define NXRT_EP_CREATE_FACTORIES_SYMBOL "NxrtCreateEpFactories"
+#define NXRT_EP_RELEASE_FACTORY_SYMBOL "NxrtReleaseEpFactory"
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NXRT_EP_API_H_ */

@@ -1,0 +1,555 @@
+/* nxrt_ep_api.h: the plugin execution-provider (EP) ABI, version 3.
+ *
+ * An EP is a shared library that exports two C symbols (see "Library" below). The host hands it
+ * a table of host services (NxHostApi); the library hands back factories (NxEpFactory), and each
+ * factory creates one EP instance (NxEp) per session. An EP claims graph nodes and runs them
+ * through kernels from its kernel registry.
+ *
+ * Memory (version 2). A factory names the memory its EP's kernels work in (GetMemoryInfo; none
+ * = host memory), hands out allocators for it (CreateAllocator) and a data transfer that copies
+ * tensors between that memory and others (CreateDataTransfer). The host keeps arenas on top of
+ * the allocators, places every value in the memory its consumers need and inserts a copy where
+ * a value crosses from one memory to another. A kernel definition may ask for individual inputs
+ * or outputs in host memory (shape tensors), and may declare outputs that alias an input or may
+ * be computed in place. Kernels may pre-pack constant weights once per session (PrePackWeight),
+ * optionally sharing the packed copy between sessions of one process.
+ *
+ * Devices (version 3). At registration the host offers each factory the machine's hardware
+ * devices (the CPU, GPUs, NPUs; see nxrt_c_api.h) and the factory says which it supports
+ * (GetSupportedDevices), each pairing becoming an EP device with the EP's metadata and default
+ * options. An application that wants to target hardware that is not present asks for virtual
+ * devices when it registers the library; the factory creates them (CreateVirtualDevices), the
+ * host owns them and offers them to that factory only. Applications then pick EP devices by
+ * hand or by policy, and the EP learns at CreateEp which of its EP devices the session chose.
+ *
+ * Versioning. Every struct that either side fills starts with `uint32_t version`, set to the
+ * NXRT_EP_API_VERSION the filler was compiled with. Tables only grow at the end; a reader reads a
+ * member only when the writer's version says the member exists, and optional members may be
+ * NULL. A plugin built against an older header keeps loading in a newer host. The host refuses a
+ * plugin whose version is newer than its own, with a clear error.
+ *
+ * Ownership. `Create*`/`Release*` pairs; `const` results are borrowed for the lifetime stated
+ * next to each function. Strings the plugin returns (names, vendor) are copied by the host.
+ * Errors cross the boundary only as NxStatus (never C++ exceptions).
+ *
+ * Threads. The host may call one EP's kernels from several threads at once for different runs of
+ * a session: Compute must not mutate kernel state without its own synchronisation.
+ */
+#ifndef NXRT_EP_API_H_
+#define NXRT_EP_API_H_
+
+#include "nxrt_types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define NXRT_EP_API_VERSION 3
+
+/* ============================================================================================
+ * Opaque host objects an EP sees. All are owned by the host.
+ * ========================================================================================== */
+
+typedef struct NxGraph NxGraph;               /* read-only view of a graph (or a subgraph) */
+typedef struct NxNode NxNode;                 /* read-only view of one node */
+typedef struct NxValueInfo NxValueInfo;       /* a graph value: name, element type, static shape */
+typedef struct NxAttribute NxAttribute;       /* one node attribute */
+typedef struct NxCapability NxCapability;     /* collects the nodes an EP claims */
+typedef struct NxKernelRegistry NxKernelRegistry; /* kernel definitions of one EP */
+typedef struct NxKernelInfo NxKernelInfo;     /* what a kernel learns at creation */
+typedef struct NxKernelContext NxKernelContext; /* what a kernel sees while computing */
+typedef struct NxConfig NxConfig;             /* read-only key/value configuration */
+typedef struct NxLogger NxLogger;
+typedef struct NxPrePackCache NxPrePackCache; /* where a kernel offers a packed weight for sharing */
+typedef struct NxEpDeviceList NxEpDeviceList; /* collects the EP devices a factory supports */
+typedef struct NxVirtualDeviceList NxVirtualDeviceList; /* collects the virtual devices it creates */
+
+typedef struct NxEp NxEp;
+typedef struct NxEpFactory NxEpFactory;
+typedef struct NxKernel NxKernel;
+typedef struct NxAllocator NxAllocator;
+typedef struct NxDataTransfer NxDataTransfer;
+
+/* Attribute types; numbering follows ONNX's AttributeProto.AttributeType. */
+typedef enum NxAttributeType {
+  NX_ATTR_UNDEFINED = 0,
+  NX_ATTR_FLOAT = 1,
+  NX_ATTR_INT = 2,
+  NX_ATTR_STRING = 3,
+  NX_ATTR_TENSOR = 4,
+  NX_ATTR_GRAPH = 5,
+  NX_ATTR_FLOATS = 6,
+  NX_ATTR_INTS = 7,
+  NX_ATTR_STRINGS = 8,
+  NX_ATTR_TENSORS = 9,
+  NX_ATTR_GRAPHS = 10,
+} NxAttributeType;
+
+/* ============================================================================================
+ * Kernels: definitions (what a kernel accepts) and instances (what it does).
+ * ========================================================================================== */
+
+/* A type constraint binds a set of allowed element types to inputs and outputs of a node. A
+ * node matches when, for every constraint, the type of each named input/output that is present
+ * is in `allowed_types` (all bound values must also share one type when `same_type` is true).
+ * An index of -1 means "every input" (or "every output"), for variadic operators. */
+typedef struct NxTypeConstraint {
+  const char* name;                   /* "T", "T1", ... for messages */
+  const NxElementType* allowed_types; /* borrowed for the duration of KernelRegistry_Add */
+  size_t num_allowed_types;
+  const int32_t* input_indices;
+  size_t num_input_indices;
+  const int32_t* output_indices;
+  size_t num_output_indices;
+} NxTypeConstraint;
+
+/* Create a kernel for one node. `state` is the pointer given in NxKernelDef::create_state;
+ * `info` is borrowed for the duration of the call. On success store a kernel in *out. */
+typedef NxStatus* (*NxKernelCreateFn)(void* state, const NxKernelInfo* info, NxKernel** out);
+
+/* An (input index, output index) pair of one node. */
+typedef struct NxIoPair {
+  int32_t input;
+  int32_t output;
+} NxIoPair;
+
+/* A kernel definition. Version ranges are matched against the opset version the model imports
+ * for the node's domain: a node in a model importing ai.onnx opset 13 matches a definition with
+ * since_version_start <= 13 <= since_version_end. Several definitions may exist for one op (for
+ * different version ranges or types); the first that matches wins. */
+typedef struct NxKernelDef {
+  uint32_t version;           /* NXRT_EP_API_VERSION */
+  const char* op_type;        /* "Conv" */
+  const char* domain;         /* "" or "ai.onnx" for the default domain */
+  int32_t since_version_start;
+  int32_t since_version_end;  /* inclusive; use INT32_MAX (or 0) for "and later" */
+  const NxTypeConstraint* type_constraints;
+  size_t num_type_constraints;
+  NxKernelCreateFn create;
+  void* create_state;         /* passed to create; must outlive the registry */
+
+  /* ---- version 2 (all optional: zero counts mean none) ------------------------------------
+   * Memory types. By default a kernel reads its inputs and writes its outputs in its EP's
+   * memory (NxEpFactory::GetMemoryInfo). Inputs listed in `host_inputs` are delivered in host
+   * memory instead (a shape or a count the kernel reads on the CPU); outputs listed in
+   * `host_outputs` are allocated in host memory. */
+  const int32_t* host_inputs;
+  size_t num_host_inputs;
+  const int32_t* host_outputs;
+  size_t num_host_outputs;
+  /* Output `output` is input `input` unchanged (Reshape, Squeeze, Identity): when the output has
+   * the input's byte size the host may hand the input's buffer out as the output, and the
+   * kernel then finds the data already in place (output data pointer == input data pointer). */
+  const NxIoPair* aliases;
+  size_t num_aliases;
+  /* The kernel can compute output `output` over input `input` (elementwise ops): when the input
+   * is not needed after this node and the sizes match, the host may hand the input's buffer out
+   * as the output. The kernel must cope with output and input being the same memory. */
+  const NxIoPair* may_inplace;
+  size_t num_may_inplace;
+} NxKernelDef;
+
+/* A kernel instance, created once per node per session and released with the session. Plugins
+ * usually embed it as the first member of their own kernel object. */
+struct NxKernel {
+  uint32_t version; /* NXRT_EP_API_VERSION */
+  /* Run the node: read inputs and allocate outputs through `ctx` (borrowed for the call). */
+  NxStatus* (*Compute)(NxKernel* self, NxKernelContext* ctx);
+  /* Free the kernel. Called exactly once. */
+  void (*Release)(NxKernel* self);
+
+  /* ---- version 2 (optional, may be NULL) ---------------------------------------------------
+   * Weight pre-packing. Called once per session, after creation and before the first run, for
+   * each input of the node that is a constant initializer. `weight` (host memory) is borrowed
+   * for the call only. The kernel either
+   *   - declines: leaves *packed false; Compute keeps receiving the weight as an input;
+   *   - owns: packs into memory from `allocator` (the kernel's memory; it lives as long as the
+   *     kernel) and sets *packed; the kernel frees the packed memory itself;
+   *   - shares: only when `cache` is not NULL (the allocator is host-accessible). It packs into
+   *     `allocator` memory, hands the buffers to PrePackCache_Store and sets *packed; the host
+   *     then calls UseSharedPrePackedWeight with the canonical copy, which may be another
+   *     kernel's (even another session's) identical packing. A later session of the same
+   *     process that packs the same weight for the same node gets UseSharedPrePackedWeight
+   *     without a PrePackWeight call.
+   * Once *packed is true Compute receives NULL for that input (the host may free the original
+   * initializer) and must use the packed copy. Storing into the cache but leaving *packed false
+   * is an error. A shared packing is looked up by the EP, the node's op, opset and attributes,
+   * the static types and shapes of all its inputs and the bytes of this one input: it must not
+   * depend on the data of another input (pack a bias separately from its weight). */
+  NxStatus* (*PrePackWeight)(NxKernel* self, const NxValue* weight, size_t input_index,
+                             NxAllocator* allocator, NxPrePackCache* cache, bool* packed);
+  /* Receive the shared packed buffers for `input_index`: same count, order and contents as the
+   * kernel stored (owned by the host; valid until the kernel is released). Required when the
+   * kernel ever stores into a cache. It may come without a PrePackWeight call on this kernel
+   * (another session packed the same weight), so whatever the kernel needs besides the buffers
+   * (the weight's shape) must come from the node (static shapes) or be stored in the buffers. */
+  NxStatus* (*UseSharedPrePackedWeight)(NxKernel* self, size_t input_index,
+                                        const void* const* buffers, const size_t* sizes,
+                                        size_t count);
+};
+
+/* ============================================================================================
+ * Memory: allocators and data transfer (version 2).
+ * ========================================================================================== */
+
+/* Hands out blocks of one memory. Implemented by an EP (for its device memory) or by the host
+ * (host memory, passed to PrePackWeight). The host wraps EP allocators in its own arenas, so an
+ * allocator need not cache. */
+struct NxAllocator {
+  uint32_t version; /* NXRT_EP_API_VERSION */
+  /* A block of at least `size` bytes aligned to the memory's alignment, or NULL when out of
+   * memory. size 0 may return NULL or a unique pointer. */
+  void* (*Alloc)(NxAllocator* self, size_t size);
+  /* Frees a block from Alloc (NULL is a no-op). */
+  void (*Free)(NxAllocator* self, void* block);
+  /* The memory this allocator serves; borrowed for the allocator's lifetime. */
+  const NxMemoryInfo* (*GetMemoryInfo)(const NxAllocator* self);
+  /* The host is done with the allocator (every block has been freed). Not called for the host's
+   * own allocators. */
+  void (*Release)(NxAllocator* self);
+};
+
+/* Copies tensors between memories. One per factory at most; used for the copies the host
+ * inserts at memory boundaries, for uploading initializers and for NxEnv_CopyTensors. */
+struct NxDataTransfer {
+  uint32_t version; /* NXRT_EP_API_VERSION */
+  /* Whether this transfer copies from `src` to `dst` memory (compare the members of
+   * NxMemoryInfo; host memory has device_type NX_DEVICE_CPU). */
+  bool (*CanCopy)(const NxDataTransfer* self, const NxMemoryInfo* src, const NxMemoryInfo* dst);
+  /* Copy `count` tensors: src[i] into dst[i] (same element type and shape, allocated by the
+   * host in the memories CanCopy accepted). Synchronous: the data is in place on return. Use
+   * Value_GetMemoryInfo to tell the memories apart. */
+  NxStatus* (*CopyTensors)(NxDataTransfer* self, const NxValue* const* src, NxValue* const* dst,
+                           size_t count);
+  /* The host is done with it. */
+  void (*Release)(NxDataTransfer* self);
+};
+
+/* ============================================================================================
+ * EP instance: one per session.
+ * ========================================================================================== */
+
+struct NxEp {
+  uint32_t version; /* NXRT_EP_API_VERSION */
+  /* The EP's name; must equal its factory's name. Borrowed for the EP's lifetime. */
+  const char* (*GetName)(const NxEp* self);
+  /* (optional, may be NULL; default: claim every node the kernel registry has a kernel for)
+   * Claim nodes of `graph` (borrowed for the call) with Capability_AddNode. A failing status is
+   * logged and treated as "claims nothing". */
+  NxStatus* (*GetCapability)(NxEp* self, const NxGraph* graph, NxCapability* capability);
+  /* The EP's kernels. The registry stays owned by the EP (or its factory) and must outlive the
+   * EP instance. */
+  NxStatus* (*GetKernelRegistry)(NxEp* self, const NxKernelRegistry** registry);
+
+  /* ---- version 2 (optional, may be NULL) ---------------------------------------------------
+   * A per-session allocator for `memory` (one of the factory's memories). When NULL or when it
+   * sets *allocator to NULL, the host uses the factory's allocator. Released through
+   * NxAllocator::Release when the session ends. */
+  NxStatus* (*CreateAllocator)(NxEp* self, const NxMemoryInfo* memory, NxAllocator** allocator);
+};
+
+/* What a factory receives when it creates an EP for a session. */
+typedef struct NxEpCreateArgs {
+  uint32_t version;        /* NXRT_EP_API_VERSION of the host */
+  /* Session configuration, borrowed for the call only. Well-known keys:
+   *   "session.intra_op_num_threads"  threads the EP may use for one node (decimal, >= 1)
+   *   "ep.<ep name in lower case>.<key>" EP options given by the application */
+  const NxConfig* session_config;
+  const NxLogger* logger;  /* the session's logger; valid for the EP's lifetime */
+
+  /* ---- version 3 ---------------------------------------------------------------------------
+   * The EP devices of this factory the session selected, in priority order (the EP decides how
+   * to spread work over several). Borrowed for the EP's lifetime. Empty when the application
+   * appended the EP by name and the factory has no EP device (a version 1-2 factory with its
+   * own device memory). Their default options are already merged into session_config. */
+  const NxEpDevice* const* devices;
+  size_t num_devices;
+} NxEpCreateArgs;
+
+/* ============================================================================================
+ * Factory: one or more per library, alive from registration to unregistration.
+ * ========================================================================================== */
+
+struct NxEpFactory {
+  uint32_t version; /* NXRT_EP_API_VERSION */
+  const char* (*GetName)(const NxEpFactory* self);    /* EP name, e.g. "CPU" */
+  const char* (*GetVendor)(const NxEpFactory* self);  /* vendor name */
+  const char* (*GetVersion)(const NxEpFactory* self); /* EP version, SemVer "1.2.3" */
+  uint32_t (*GetVendorId)(const NxEpFactory* self);   /* PCI vendor id of the EP's owner, or 0 */
+  /* Create the EP for one session (see NxEpCreateArgs). */
+  NxStatus* (*CreateEp)(NxEpFactory* self, const NxEpCreateArgs* args, NxEp** ep);
+  /* Destroy an EP this factory created. */
+  void (*ReleaseEp)(NxEpFactory* self, NxEp* ep);
+
+  /* ---- version 2 (optional, may be NULL) ---------------------------------------------------
+   * The memory the factory's EP kernels read and write (borrowed for the factory's lifetime).
+   * NULL (or a NULL member) means host memory: such an EP needs no allocator or transfer. */
+  const NxMemoryInfo* (*GetMemoryInfo)(const NxEpFactory* self);
+  /* An allocator for `memory` (the one GetMemoryInfo names). Required when GetMemoryInfo names
+   * device memory. The host creates one per process and wraps it in an arena; released through
+   * NxAllocator::Release before the factory is released. */
+  NxStatus* (*CreateAllocator)(NxEpFactory* self, const NxMemoryInfo* memory,
+                               NxAllocator** allocator);
+  /* The factory's data transfer, or *transfer = NULL if it has none. Required when
+   * GetMemoryInfo names device memory (the host must be able to move values in and out). */
+  NxStatus* (*CreateDataTransfer)(NxEpFactory* self, NxDataTransfer** transfer);
+
+  /* ---- version 3 (optional, may be NULL) ---------------------------------------------------
+   * Create virtual devices: called at registration once per request the application made
+   * (NxEnv_RegisterEpLibraryWithVirtualDevices), never without one. `type` is the requested
+   * device type and `options` (borrowed for the call) the request's target options, such as
+   * "arch". A factory that can target such a device adds it with VirtualDeviceList_Add (one or
+   * more); one that cannot adds nothing, which is not an error. A returned error (an option it
+   * does not understand) fails the registration with that message. The host copies what was
+   * added, marks each device is_virtual = "1" and discovered_by = <EP name> (real devices carry
+   * the discovery sources there, e.g. "drm,pci"), owns it until the library is unregistered and
+   * offers it to this factory only. Put what identifies the target (e.g. "arch") in the
+   * device's metadata: GetSupportedDevices and the EP read it back from there. */
+  NxStatus* (*CreateVirtualDevices)(NxEpFactory* self, NxDeviceType type,
+                                    const NxKeyValue* options, size_t num_options,
+                                    NxVirtualDeviceList* created);
+  /* Say which devices the EP supports: called once at registration (after
+   * CreateVirtualDevices) with every hardware device of the process followed by the virtual
+   * devices this factory created (borrowed until unregistration). For each supported device
+   * call EpDeviceList_Add with the EP's metadata about it (well-known keys below) and default
+   * EP options. Adding none is allowed (the EP can still be appended by name). A returned error
+   * fails the registration.
+   * When NULL (and for version 1-2 factories) the host decides: a factory that computes in host
+   * memory gets one EP device on the CPU; one with its own device memory gets none.
+   *
+   * Well-known EP metadata keys (all optional; values are decimal strings):
+   *   "performance_hint"  relative speed on typical models, 1-100 (higher is faster). Without
+   *                       it the host assumes: discrete GPU 80, NPU 50, integrated GPU 40,
+   *                       other GPU 60, CPU 10.
+   *   "power_hint"        typical power drawn while running, in watts. Without it: NPU 5,
+   *                       integrated GPU 15, CPU 45, other GPU 150, discrete GPU 250.
+   * A hint that is not a positive decimal number is ignored (the default applies). The host
+   * adds "version" (from GetVersion) and "library_path" itself.
+   * Default options: when a session selects several EP devices of one EP whose defaults
+   * disagree, the first selected device's value wins; options the application gives win over
+   * all defaults. */
+  NxStatus* (*GetSupportedDevices)(NxEpFactory* self, const NxHardwareDevice* const* devices,
+                                   size_t num_devices, NxEpDeviceList* supported);
+};
+
+/* ============================================================================================
+ * Host services: a table the host fills and hands to the library at load time. Valid until the
+ * library is unloaded. Check `version` before using members added after version 1.
+ * ========================================================================================== */
+
+typedef struct NxHostApi {
+  uint32_t version; /* NXRT_EP_API_VERSION of the host */
+
+  /* ---- Status -------------------------------------------------------------------------- */
+  /* A new status; the message is copied. Return it from a callback to report an error. */
+  NxStatus* (*CreateStatus)(NxStatusCode code, const char* message);
+  NxStatusCode (*Status_GetCode)(const NxStatus* status);
+  const char* (*Status_GetMessage)(const NxStatus* status); /* borrowed until released */
+  void (*ReleaseStatus)(NxStatus* status);
+
+  /* ---- Logging and configuration ------------------------------------------------------- */
+  void (*Log)(const NxLogger* logger, NxLogLevel level, const char* message);
+  /* Value of `key`, or NULL if absent. Borrowed for the config's lifetime. */
+  const char* (*Config_Get)(const NxConfig* config, const char* key);
+
+  /* ---- Graph view (borrowed for the duration of GetCapability) ------------------------- */
+  size_t (*Graph_GetNodeCount)(const NxGraph* graph);
+  /* Nodes in a valid topological order. */
+  const NxNode* (*Graph_GetNode)(const NxGraph* graph, size_t index);
+  size_t (*Graph_GetInputCount)(const NxGraph* graph);
+  const NxValueInfo* (*Graph_GetInput)(const NxGraph* graph, size_t index);
+  size_t (*Graph_GetOutputCount)(const NxGraph* graph);
+  const NxValueInfo* (*Graph_GetOutput)(const NxGraph* graph, size_t index);
+  /* Opset version imported for `domain` ("" = ai.onnx), or -1 if not imported. */
+  int32_t (*Graph_GetOpsetVersion)(const NxGraph* graph, const char* domain);
+
+  const char* (*Node_GetName)(const NxNode* node);
+  const char* (*Node_GetOpType)(const NxNode* node);
+  const char* (*Node_GetDomain)(const NxNode* node); /* "" for ai.onnx */
+  /* The opset version of the node's domain (what kernel definitions are matched against). */
+  int32_t (*Node_GetOpsetVersion)(const NxNode* node);
+  size_t (*Node_GetInputCount)(const NxNode* node);
+  /* NULL for an omitted optional input. */
+  const NxValueInfo* (*Node_GetInput)(const NxNode* node, size_t index);
+  size_t (*Node_GetOutputCount)(const NxNode* node);
+  /* NULL for an omitted optional output. */
+  const NxValueInfo* (*Node_GetOutput)(const NxNode* node, size_t index);
+  size_t (*Node_GetAttributeCount)(const NxNode* node);
+  const NxAttribute* (*Node_GetAttributeAt)(const NxNode* node, size_t index);
+  /* The attribute named `name`, or NULL if the node does not have it. */
+  const NxAttribute* (*Node_GetAttribute)(const NxNode* node, const char* name);
+
+  const char* (*ValueInfo_GetName)(const NxValueInfo* value);
+  NxValueKind (*ValueInfo_GetKind)(const NxValueInfo* value);
+  /* Element type of a tensor (or of a sequence's/optional's tensor); UNDEFINED if unknown. */
+  NxElementType (*ValueInfo_GetElementType)(const NxValueInfo* value);
+  /* Static shape. Returns false if the rank is unknown. Unknown or symbolic dimensions are -1. */
+  bool (*ValueInfo_GetShape)(const NxValueInfo* value, const int64_t** dims, size_t* rank);
+  /* The initializer behind this value, or NULL if it is not a constant. */
+  const NxValue* (*ValueInfo_GetConstant)(const NxValueInfo* value);
+
+  const char* (*Attribute_GetName)(const NxAttribute* attr);
+  NxAttributeType (*Attribute_GetType)(const NxAttribute* attr);
+  int64_t (*Attribute_GetInt)(const NxAttribute* attr);
+  float (*Attribute_GetFloat)(const NxAttribute* attr);
+  /* Bytes of a string attribute (not NUL-terminated in general; length in *size). */
+  const char* (*Attribute_GetString)(const NxAttribute* attr, size_t* size);
+  const int64_t* (*Attribute_GetInts)(const NxAttribute* attr, size_t* count);
+  const float* (*Attribute_GetFloats)(const NxAttribute* attr, size_t* count);
+  size_t (*Attribute_GetStringCount)(const NxAttribute* attr);
+  const char* (*Attribute_GetStringAt)(const NxAttribute* attr, size_t index, size_t* size);
+  /* The tensor of a TENSOR attribute. */
+  const NxValue* (*Attribute_GetTensor)(const NxAttribute* attr);
+  /* The subgraph of a GRAPH attribute (If/Loop/Scan bodies). */
+  const NxGraph* (*Attribute_GetGraph)(const NxAttribute* attr);
+
+  /* ---- Capability -------------------------------------------------------------------- */
+  /* Claim one node to run through this EP's kernel registry. */
+  NxStatus* (*Capability_AddNode)(NxCapability* capability, const NxNode* node);
+
+  /* ---- Kernel registry (usually built once per factory) ------------------------------ */
+  NxStatus* (*CreateKernelRegistry)(NxKernelRegistry** registry);
+  /* Add a definition; everything it points to is copied except create_state. */
+  NxStatus* (*KernelRegistry_Add)(NxKernelRegistry* registry, const NxKernelDef* def);
+  /* Whether the registry has a kernel for `node` (op, domain, opset, types). When it has none
+   * and `reason` is non-NULL, *reason is a short explanation borrowed until the next call on
+   * this registry from the same thread. */
+  bool (*KernelRegistry_HasKernel)(const NxKernelRegistry* registry, const NxNode* node,
+                                   const char** reason);
+  void (*ReleaseKernelRegistry)(NxKernelRegistry* registry);
+
+  /* ---- Kernel info (borrowed for the duration of NxKernelCreateFn) -------------------- */
+  /* The node being created; its attributes are read with the Node_ and Attribute_ calls. */
+  const NxNode* (*KernelInfo_GetNode)(const NxKernelInfo* info);
+  /* The session configuration (same keys as NxEpCreateArgs::session_config). */
+  const NxConfig* (*KernelInfo_GetConfig)(const NxKernelInfo* info);
+
+  /* ---- Kernel context (borrowed for the duration of NxKernel::Compute) ---------------- */
+  size_t (*KernelContext_GetInputCount)(const NxKernelContext* ctx);
+  /* The input value, or NULL for an omitted optional input. */
+  const NxValue* (*KernelContext_GetInput)(const NxKernelContext* ctx, size_t index);
+  size_t (*KernelContext_GetOutputCount)(const NxKernelContext* ctx);
+  /* Allocate output `index` as a tensor of the given shape; the element type is the node's
+   * declared output type unless `type` is not UNDEFINED. Each output may be allocated once. The
+   * result is borrowed for the call. Outputs the node omits need not be allocated. The
+   * contents are undefined (memory is reused across nodes and runs): write every element. */
+  NxStatus* (*KernelContext_AllocateOutput)(NxKernelContext* ctx, size_t index,
+                                            NxElementType type, const int64_t* dims, size_t rank,
+                                            NxValue** output);
+  /* Threads this kernel may use (the session's intra-op thread count). */
+  int32_t (*KernelContext_GetThreadCount)(const NxKernelContext* ctx);
+
+  /* ---- Values -------------------------------------------------------------------------- */
+  NxValueKind (*Value_GetKind)(const NxValue* value);
+  NxElementType (*Value_GetElementType)(const NxValue* value);
+  /* Shape of a tensor; dims borrowed for the value's lifetime. */
+  void (*Value_GetShape)(const NxValue* value, const int64_t** dims, size_t* rank);
+  /* Number of elements of a tensor. */
+  size_t (*Value_GetElementCount)(const NxValue* value);
+  /* Raw data of a non-string tensor (64-byte aligned when the host allocated it). Sub-byte
+   * types (INT4/UINT4/FLOAT4E2M1) are packed two per byte, low nibble first. Writing through
+   * it is allowed only for outputs the kernel allocated. */
+  void* (*Value_GetData)(const NxValue* value);
+  /* Element `index` of a string tensor; bytes borrowed until the element is set again. */
+  const char* (*Value_GetString)(const NxValue* value, size_t index, size_t* size);
+  NxStatus* (*Value_SetString)(NxValue* value, size_t index, const char* data, size_t size);
+
+  /* ---- Added later in version 1 (members only grow at the end) ------------------------- */
+  /* Graph view: the opset in which the node's operator last changed at or before that import (ONNX
+   * since-version, from the schemas of the onnx release nxrt pins), or -1 if unknown. */
+  int32_t (*Node_GetSinceVersion)(const NxNode* node);
+
+  /* ---- Version 2 ----------------------------------------------------------------------- */
+  /* TENSORS and GRAPHS attributes: element count and one element (borrowed like the node). */
+  size_t (*Attribute_GetTensorCount)(const NxAttribute* attr);
+  const NxValue* (*Attribute_GetTensorAt)(const NxAttribute* attr, size_t index);
+  size_t (*Attribute_GetGraphCount)(const NxAttribute* attr);
+  const NxGraph* (*Attribute_GetGraphAt)(const NxAttribute* attr, size_t index);
+
+  /* Kernel lookup during GetCapability: the definition `registry` would use for `node` (op,
+   * domain, opset range, element types), or NULL with *reason (may be NULL) as in
+   * KernelRegistry_HasKernel. The result is borrowed for the registry's lifetime; only the
+   * members of NxKernelDef are meaningful (pointers are the registry's copies). */
+  const NxKernelDef* (*KernelRegistry_FindKernel)(const NxKernelRegistry* registry,
+                                                  const NxNode* node, const char** reason);
+
+  /* The EP the kernel belongs to (to reach EP-wide state and options). */
+  NxEp* (*KernelInfo_GetEp)(const NxKernelInfo* info);
+  /* The memory the kernel's default inputs and outputs live in (host memory for host EPs). */
+  const NxMemoryInfo* (*KernelInfo_GetMemoryInfo)(const NxKernelInfo* info);
+
+  /* Memory the kernel may use until Compute returns: `size` bytes in the kernel's memory (or
+   * in host memory when `host` is true), aligned to 64 bytes; contents undefined. */
+  NxStatus* (*KernelContext_GetScratch)(NxKernelContext* ctx, size_t size, bool host,
+                                        void** memory);
+  /* Runs fn(user, begin, end) over [0, total) split into chunks of at least `grain` items on the
+   * session's intra-op threads (the calling thread takes part) and returns when all are done.
+   * A chunk must not call ParallelFor again. */
+  NxStatus* (*KernelContext_ParallelFor)(NxKernelContext* ctx, size_t total, size_t grain,
+                                         void (*fn)(void* user, size_t begin, size_t end),
+                                         void* user);
+
+  /* The memory a tensor lives in (host memory for tensors the host made in plain memory);
+   * borrowed for the process lifetime. */
+  const NxMemoryInfo* (*Value_GetMemoryInfo)(const NxValue* value);
+  /* Whether two descriptions name the same memory (see NxMemoryInfo). */
+  bool (*MemoryInfo_AreEqual)(const NxMemoryInfo* a, const NxMemoryInfo* b);
+
+  /* Hand packed buffers (from the allocator PrePackWeight received) to the host for sharing.
+   * On success the host owns them and frees them with that allocator; on failure the kernel
+   * still owns them. A second call replaces the first. */
+  NxStatus* (*PrePackCache_Store)(NxPrePackCache* cache, void* const* buffers,
+                                  const size_t* sizes, size_t count);
+
+  /* ---- Version 3 ----------------------------------------------------------------------- */
+  /* Hardware devices (discovered or virtual), borrowed until the library is unregistered.
+   * Metadata as in nxrt_c_api.h: "discovered_by", "pci_bus_id", "driver", "discrete", "isa",
+   * "is_virtual", ... GetMetadataValue returns NULL for a missing key. */
+  NxDeviceType (*HardwareDevice_GetType)(const NxHardwareDevice* device);
+  const char* (*HardwareDevice_GetVendor)(const NxHardwareDevice* device);
+  uint32_t (*HardwareDevice_GetVendorId)(const NxHardwareDevice* device);
+  uint32_t (*HardwareDevice_GetDeviceId)(const NxHardwareDevice* device);
+  size_t (*HardwareDevice_GetMetadataCount)(const NxHardwareDevice* device);
+  bool (*HardwareDevice_GetMetadata)(const NxHardwareDevice* device, size_t index,
+                                     const char** key, const char** value);
+  const char* (*HardwareDevice_GetMetadataValue)(const NxHardwareDevice* device, const char* key);
+
+  /* From CreateVirtualDevices: add one virtual device of `type` (strings and metadata are
+   * copied; "is_virtual" and "discovered_by" are set by the host and may not be given). */
+  NxStatus* (*VirtualDeviceList_Add)(NxVirtualDeviceList* list, NxDeviceType type,
+                                     const char* vendor, uint32_t vendor_id, uint32_t device_id,
+                                     const NxKeyValue* metadata, size_t num_metadata);
+  /* From GetSupportedDevices: the EP supports `device` (one of those offered). Metadata and
+   * default options are copied; "version" and "library_path" are the host's keys. Adding the
+   * same device twice is an error. */
+  NxStatus* (*EpDeviceList_Add)(NxEpDeviceList* list, const NxHardwareDevice* device,
+                                const NxKeyValue* ep_metadata, size_t num_metadata,
+                                const NxKeyValue* default_options, size_t num_options);
+
+  /* EP devices (from NxEpCreateArgs::devices), borrowed like them. */
+  const NxHardwareDevice* (*EpDevice_GetHardwareDevice)(const NxEpDevice* device);
+  /* The EP metadata value of `key` (including "version"), or NULL. */
+  const char* (*EpDevice_GetMetadataValue)(const NxEpDevice* device, const char* key);
+} NxHostApi;
+
+/* ============================================================================================
+ * Library entry points. A library exports both, with C linkage and default visibility.
+ * ========================================================================================== */
+
+/* Called once when the library is registered. `host` is valid until the library is unloaded;
+ * `registration_name` is the name the application chose. Fill up to `max_factories` factories
+ * and set *num_factories. Return an error to refuse registration. */
+typedef NxStatus* (*NxCreateEpFactoriesFn)(const NxHostApi* host, const char* registration_name,
+                                           NxEpFactory** factories, size_t max_factories,
+                                           size_t* num_factories);
+/* Called once per factory when the library is unregistered, before it is unloaded. */
+typedef void (*NxReleaseEpFactoryFn)(NxEpFactory* factory);
+
+#define NXRT_EP_CREATE_FACTORIES_SYMBOL "NxrtCreateEpFactories"
+#define NXRT_EP_RELEASE_FACTORY_SYMBOL "NxrtReleaseEpFactory"
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NXRT_EP_API_H_ */
