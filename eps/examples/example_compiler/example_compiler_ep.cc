@@ -494,30 +494,42 @@ NxStatus* EpGetCapability(NxEp* self, const NxGraph* graph, NxCapability* capabi
   });
 }
 
+// A saved program for the EPContext node `node`: parsed, and its inputs and outputs counted
+// against the node's.
+Program RestoreProgram(const NodeView& node, const std::string& text) {
+  Program program = Parse(text);
+  if (program.input_scalar.size() != node.input_count() ||
+      program.outputs.size() != node.output_count())
+    Fail(NX_INVALID_MODEL, "ExampleCompiler: the saved program has " +
+                               std::to_string(program.input_scalar.size()) + " inputs and " +
+                               std::to_string(program.outputs.size()) + " outputs, " +
+                               node.describe() + " has " + std::to_string(node.input_count()) +
+                               " and " + std::to_string(node.output_count()));
+  return program;
+}
+
+// The kernel of a program (remembered for the test hook ExampleCompiler_LastProgram).
+NxKernel* ProgramKernelOf(Program program, const CompilerEp& ep) {
+  {
+    std::lock_guard<std::mutex> lock(g_last_mu);
+    g_last_program = Serialize(program);
+  }
+  return BoxKernel(std::make_unique<ProgramKernel>(std::move(program), ep.compatibility));
+}
+
 NxStatus* EpCompileGroup(NxEp* self, const NxGraph* group, const char*, NxKernel** kernel) {
   auto* ep = reinterpret_cast<CompilerEp*>(self);
   return Guard([&] {
     g_compile_calls.fetch_add(1);
-    Program program;
+    // A context claimed by a host older than ABI 9 (which has no LoadCompiledGroup) comes here.
     if (Host().Graph_GetNodeCount(group) == 1 &&
         IsOwnContext(NodeView(Host().Graph_GetNode(group, 0)))) {
       NodeView node(Host().Graph_GetNode(group, 0));
-      program = Parse(node.attr_string("ep_cache_context", ""));
-      if (program.input_scalar.size() != node.input_count() ||
-          program.outputs.size() != node.output_count())
-        Fail(NX_INVALID_MODEL, "ExampleCompiler: the context's program has " +
-                                   std::to_string(program.input_scalar.size()) + " inputs and " +
-                                   std::to_string(program.outputs.size()) + " outputs, " +
-                                   node.describe() + " has " + std::to_string(node.input_count()) +
-                                   " and " + std::to_string(node.output_count()));
+      *kernel =
+          ProgramKernelOf(RestoreProgram(node, node.attr_string("ep_cache_context", "")), *ep);
     } else {
-      program = CompileView(group);
+      *kernel = ProgramKernelOf(CompileView(group), *ep);
     }
-    {
-      std::lock_guard<std::mutex> lock(g_last_mu);
-      g_last_program = Serialize(program);
-    }
-    *kernel = BoxKernel(std::make_unique<ProgramKernel>(std::move(program), ep->compatibility));
   });
 }
 
@@ -539,19 +551,8 @@ NxStatus* EpLoadCompiledGroup(NxEp* self, const NxGraph* context, const void* pa
     if (Host().Graph_GetNodeCount(context) != 1)
       Fail(NX_INVALID_ARGUMENT, "ExampleCompiler: a saved group is one EPContext node");
     NodeView node(Host().Graph_GetNode(context, 0));
-    Program program = Parse(std::string(static_cast<const char*>(payload), payload_size));
-    if (program.input_scalar.size() != node.input_count() ||
-        program.outputs.size() != node.output_count())
-      Fail(NX_INVALID_MODEL, "ExampleCompiler: the saved program has " +
-                                 std::to_string(program.input_scalar.size()) + " inputs and " +
-                                 std::to_string(program.outputs.size()) + " outputs, " +
-                                 node.describe() + " has " + std::to_string(node.input_count()) +
-                                 " and " + std::to_string(node.output_count()));
-    {
-      std::lock_guard<std::mutex> lock(g_last_mu);
-      g_last_program = Serialize(program);
-    }
-    *kernel = BoxKernel(std::make_unique<ProgramKernel>(std::move(program), ep->compatibility));
+    const std::string text(static_cast<const char*>(payload), payload_size);
+    *kernel = ProgramKernelOf(RestoreProgram(node, text), *ep);
   });
 }
 
