@@ -16,9 +16,11 @@ from ._devices import (OrtEpDevice, OrtHardwareDevice, example_ep_library, get_a
 from ._nxrt import (Cancelled, Error, Fail, InvalidArgument, InvalidModel, InvalidPlugin,
                     NotFound, NotImplemented, OutOfMemory, RuntimeException)
 from ._iobinding import IOBinding, OrtValue
-from ._session import InferenceSession, RunOptions, SessionOptions, plan_placement
+from ._session import (InferenceSession, ModelCompiler, RunOptions, SessionOptions,
+                       get_model_compatibility, plan_placement)
 from ._types import (ExecutionMode, FallbackMode, GraphOptimizationLevel, ModelMetadata, NodeArg,
-                     OrtExecutionProviderDevicePolicy, OrtHardwareDeviceType)
+                     OrtCompiledModelCompatibility, OrtExecutionProviderDevicePolicy,
+                     OrtHardwareDeviceType)
 
 __version__ = _nxrt.version()
 SessionIOBinding = IOBinding  # onnxruntime's other name for it
@@ -36,11 +38,12 @@ def get_abi_version() -> dict:
 __all__ = [
     "Cancelled", "Error", "ExecutionMode", "Fail", "FallbackMode", "GraphOptimizationLevel",
     "IOBinding", "InferenceSession", "InvalidArgument", "InvalidModel", "InvalidPlugin",
-    "ModelMetadata", "NodeArg", "NotFound", "NotImplemented", "OrtEpDevice",
-    "OrtExecutionProviderDevicePolicy", "OrtHardwareDevice", "OrtHardwareDeviceType", "OrtValue",
-    "OutOfMemory", "RunOptions", "RuntimeException", "SessionIOBinding", "SessionOptions",
-    "example_ep_library", "get_abi_version", "get_all_providers", "get_available_providers",
-    "get_device", "get_ep_devices", "get_hardware_devices", "get_version_string", "library_dir",
-    "plan_placement", "register_execution_provider_library",
+    "ModelCompiler", "ModelMetadata", "NodeArg", "NotFound", "NotImplemented",
+    "OrtCompiledModelCompatibility", "OrtEpDevice", "OrtExecutionProviderDevicePolicy",
+    "OrtHardwareDevice", "OrtHardwareDeviceType", "OrtValue", "OutOfMemory", "RunOptions",
+    "RuntimeException", "SessionIOBinding", "SessionOptions", "example_ep_library",
+    "get_abi_version", "get_all_providers", "get_available_providers", "get_device",
+    "get_ep_devices", "get_hardware_devices", "get_model_compatibility", "get_version_string",
+    "library_dir", "plan_placement", "register_execution_provider_library",
     "unregister_execution_provider_library", "__version__",
 ]

@@ -45,6 +45,13 @@ class OrtExecutionProviderDevicePolicy(enum.IntEnum):
     MAX_EFFICIENCY = 4
     DEFAULT = 0
 
+class OrtCompiledModelCompatibility(enum.IntEnum):
+    EP_NOT_APPLICABLE = 0
+    EP_SUPPORTED_OPTIMAL = 1
+    EP_SUPPORTED_PREFER_RECOMPILATION = 2
+    EP_NEEDS_RECOMPILATION = 3
+    EP_UNSUPPORTED = 4
+
 class FallbackMode(enum.IntEnum):
     ALLOW = 0
     WARN = 1
@@ -188,6 +195,17 @@ SessionIOBinding = IOBinding
 def plan_placement(path_or_bytes: _Model, sess_options: SessionOptions | None = ...,
                    providers: _Providers | None = ...,
                    provider_options: Sequence[Mapping[str, Any]] | None = ...) -> dict[str, Any]: ...
+class ModelCompiler:
+    groups_saved: int
+    def __init__(self, sess_options: SessionOptions | None,
+                 input_model_path: Union[str, os.PathLike[str]], *,
+                 embed_compiled_data_into_model: bool = ..., keep_original_nodes: bool = ...,
+                 providers: _Providers | None = ...,
+                 provider_options: Sequence[Mapping[str, Any]] | None = ...) -> None: ...
+    def compile_to_file(self, output_model_path: Union[str, os.PathLike[str]]) -> None: ...
+
+def get_model_compatibility(model_path: Union[str, os.PathLike[str]],
+                            ep_device: OrtEpDevice) -> OrtCompiledModelCompatibility: ...
 def get_available_providers() -> list[str]: ...
 def get_all_providers() -> list[str]: ...
 def get_device() -> str: ...

@@ -10,8 +10,8 @@ import numpy as np
 from . import _nxrt
 from ._devices import OrtEpDevice, ep_name_of, env, provider_name_of
 from ._types import (STRING, ExecutionMode, FallbackMode, GraphOptimizationLevel, ModelMetadata,
-                     NodeArg, OrtExecutionProviderDevicePolicy, element_type_of, numpy_dtype,
-                     type_string)
+                     NodeArg, OrtCompiledModelCompatibility, OrtExecutionProviderDevicePolicy,
+                     element_type_of, numpy_dtype, type_string)
 
 
 class SessionOptions:
@@ -323,4 +323,34 @@ def plan_placement(path_or_bytes, sess_options: SessionOptions | None = None,
     return env().plan_placement(model, native)
 
 
-__all__ = ["InferenceSession", "RunOptions", "SessionOptions", "plan_placement", "STRING"]
+class ModelCompiler:
+    """Compiles a model ahead of time for the EP devices `sess_options` selects (virtual ones
+    included) and writes it with each compiled group as an EPContext node (onnxruntime's
+    ModelCompiler; nxrt's NxEnv_CompileModel)."""
+
+    def __init__(self, sess_options: SessionOptions, input_model_path, *,
+                 embed_compiled_data_into_model: bool = True, keep_original_nodes: bool = False,
+                 providers=None, provider_options=None):
+        if isinstance(input_model_path, (bytes, bytearray, memoryview)):
+            raise NotImplementedError("nxrt: ModelCompiler reads a model file (give its path)")
+        self._model = os.fspath(input_model_path)
+        self._native, _ = (sess_options or SessionOptions())._native(providers, provider_options)
+        self._flags = (0 if embed_compiled_data_into_model else 1) | \
+            (2 if keep_original_nodes else 0)
+        self.groups_saved = 0
+
+    def compile_to_file(self, output_model_path) -> None:
+        """Writes the compiled model; payloads go next to it unless embedded."""
+        self.groups_saved = env().compile_model(self._model, self._native,
+                                                os.fspath(output_model_path), self._flags)
+
+
+def get_model_compatibility(model_path, ep_device) -> OrtCompiledModelCompatibility:
+    """Whether a compiled model's payloads for `ep_device`'s EP run on that device (nxrt:
+    from the model file, without a session)."""
+    return OrtCompiledModelCompatibility(
+        env().model_compatibility(os.fspath(model_path), ep_device._index))
+
+
+__all__ = ["InferenceSession", "ModelCompiler", "RunOptions", "SessionOptions",
+           "get_model_compatibility", "plan_placement", "STRING"]

@@ -149,6 +149,16 @@ class OrtExecutionProviderDevicePolicy(enum.IntEnum):
     DEFAULT = 0
 
 
+class OrtCompiledModelCompatibility(enum.IntEnum):
+    """Whether a compiled model suits a device (NxCompatibility; onnxruntime's names)."""
+
+    EP_NOT_APPLICABLE = 0
+    EP_SUPPORTED_OPTIMAL = 1
+    EP_SUPPORTED_PREFER_RECOMPILATION = 2
+    EP_NEEDS_RECOMPILATION = 3  # nxrt: does not run here; compiling the model again would
+    EP_UNSUPPORTED = 4
+
+
 class FallbackMode(enum.IntEnum):
     """Where nodes no selected EP claims go (nxrt only)."""
 

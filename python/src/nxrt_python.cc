@@ -665,6 +665,20 @@ NB_MODULE(_nxrt, m) {
            [](nxrt::Env& env, const std::string& name) { env.UnregisterEpLibrary(name); })
       .def("ep_devices", &EpDevicesOf)
       .def("memories", &MemoriesOf)
+      .def(
+          "compile_model",
+          [](nxrt::Env& env, const std::string& model, const nxrt::SessionOptions* options,
+             const std::string& output, uint32_t flags) {
+            nb::gil_scoped_release unlocked;
+            return env.CompileModel(model, options, output, flags);
+          },
+          nb::arg("model"), nb::arg("options").none(), nb::arg("output"), nb::arg("flags"))
+      .def("model_compatibility",
+           [](nxrt::Env& env, const std::string& model, size_t ep_device) {
+             const std::vector<nxrt::EpDevice> all = env.ep_devices();
+             NXRT_PY_REQUIRE(ep_device < all.size(), "no EP device " + std::to_string(ep_device));
+             return static_cast<int>(env.model_compatibility(model, all[ep_device]));
+           })
       .def("ep_memory", [](nxrt::Env& env,
                            const std::string& ep_name) { return PyMemory{env.ep_memory(ep_name)}; })
       .def("statistic", &nxrt::Env::statistic)
