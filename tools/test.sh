@@ -51,6 +51,8 @@ run_suite "SimDevice example EP (CLI, mixed placement vs numpy)" \
   python3 eps/examples/sim_device/demo_model.py --build-dir build
 run_suite "nxrt compile: ahead of time for a virtual NPU, loaded in new processes" \
   python3 tests/tools/aot_compile_check.py --build-dir build
+run_suite "nxrt certify: conformance kit on SimDevice, ExampleCompiler, ExampleNpu (+ failing EPs)" \
+  python3 tests/tools/certify_check.py --build-dir build
 run_suite "real models vs onnxruntime" bash -c \
   "tools/scripts/prepare_test_models.sh build/models && python3 tests/models/run_model_comparison.py --models build/models --nxrt build/bin/nxrt $models"
 run_suite "shape inference vs onnx" \
@@ -104,6 +106,10 @@ if [[ "${NXRT_SKIP_SANITIZE:-0}" != 1 ]]; then
     run_suite "unit tests (sanitizers)" ctest --test-dir build-asan --output-on-failure -j 2
     # Memory errors abort the run (non-zero exit); pass counts are checked by the Release run.
     run_suite "onnx node tests (sanitizers)" build-asan/bin/nxrt conformance "$node_dir"
+    # An EP that keeps a host handle past its lifetime, or a host that hands out a freed one,
+    # is a use-after-free here (every certify area touches set-up, runs and release).
+    run_suite "nxrt certify SimDevice (sanitizers)" build-asan/bin/nxrt certify \
+      --ep-library build-asan/lib/libnxrt_ep_sim_device.so --ep SimDevice --node-tests "$node_dir"
   else
     failed_suites+=("sanitizer build")
   fi

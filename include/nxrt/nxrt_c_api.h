@@ -531,7 +531,10 @@ NXRT_EXPORT const NxMemoryInfo* NxValue_GetMemoryInfo(const NxValue* value);
  *   "prepack.shared_weights"  packed weights shared between sessions, alive now
  *   "prepack.shared_bytes"    their bytes (each counted once, however many sessions use it)
  *   "prepack.bytes_in_use"    all bytes host-memory kernels packed weights into (own + shared)
- * NX_NOT_FOUND for an unknown name. */
+ *   "ep.<EP>.abi_version"     the plugin ABI version the EP's factory was built against
+ *   "ep.<EP>.device_blocks_alive"  blocks of the EP's device memory held outside its arena
+ *                             (live tensors; 0 once every value there is released)
+ * NX_NOT_FOUND for an unknown name or EP. */
 NXRT_EXPORT NxStatus* NxEnv_GetStatistic(const NxEnv* env, const char* key, int64_t* value);
 
 /* ---- Values ------------------------------------------------------------------------------ */

@@ -827,7 +827,23 @@ NxStatus* NxEnv_GetStatistic(const NxEnv* env, const char* key, int64_t* value) 
     *value = static_cast<int64_t>(e.prepack_store().bytes());
   else if (k == "prepack.bytes_in_use")
     *value = static_cast<int64_t>(e.prepack_allocator()->bytes_in_use());
-  else
+  else if (k.rfind("ep.", 0) == 0 && k.rfind('.') > 3) {
+    // "ep.<EP name>.<counter>": EP names may hold dots, the counter does not.
+    const size_t dot = k.rfind('.');
+    const std::string ep = k.substr(3, dot - 3), counter = k.substr(dot + 1);
+    const nxrt::EpFactory* f = e.FindFactory(ep);
+    if (f == nullptr) {
+      e.PreloadDefaultCpu();  // the CPU EP's library loads on first use
+      f = e.FindFactory(ep);
+    }
+    if (f == nullptr) return MakeStatus(NX_NOT_FOUND, "no registered EP named '" + ep + "'");
+    if (counter == "abi_version")
+      *value = static_cast<int64_t>(f->raw->version);
+    else if (counter == "device_blocks_alive")
+      *value = static_cast<int64_t>(f->live_device_blocks());
+    else
+      return MakeStatus(NX_NOT_FOUND, "unknown env statistic '" + k + "'");
+  } else
     return MakeStatus(NX_NOT_FOUND, "unknown env statistic '" + k + "'");
   return nullptr;
 }

@@ -25,6 +25,25 @@ ValuePtr CopyValue(const Value& v) {
   return std::make_shared<Value>(v);
 }
 
+// Whether a sequence or optional holds a tensor the host cannot read (made by a device EP).
+bool HoldsDeviceTensor(const Value& v) {
+  if (v.kind == NX_VALUE_TENSOR) return !IsHostReadable(v);
+  for (const auto& e : v.elements)
+    if (e && HoldsDeviceTensor(*e)) return true;
+  return v.contained && HoldsDeviceTensor(*v.contained);
+}
+
+// A copy of a sequence or optional whose tensors all live in host memory.
+ValuePtr HostCopy(Env& env, const Value& v) {
+  if (v.kind == NX_VALUE_TENSOR)
+    return IsHostReadable(v) ? std::make_shared<Value>(v) : env.CopyToMemory(v, HostMemory());
+  auto out = std::make_shared<Value>(v);
+  for (auto& e : out->elements)
+    if (e) e = HostCopy(env, *e);
+  if (out->contained) out->contained = HostCopy(env, *out->contained);
+  return out;
+}
+
 // ---- profiling (session/profiler.h) ----
 // A node's input shapes for its event: "[1,3,224,224],[64,3,7,7]". An input the kernel packed
 // (passed as null) shows the initializer's shape, an omitted one "none".
@@ -469,6 +488,8 @@ void Session::Execute(std::span<const Value* const> feeds, std::span<const int> 
         results[i] = owned[static_cast<size_t>(v)];
       else
         results[i] = env_.CopyToMemory(*value, MemoryOf(*value));
+    } else if (host_outputs && value->kind != NX_VALUE_TENSOR && HoldsDeviceTensor(*value)) {
+      results[i] = HostCopy(env_, *value);  // a sequence of device tensors: its tensors to host
     } else if (owned[static_cast<size_t>(v)]) {
       results[i] = owned[static_cast<size_t>(v)];  // shared if asked twice: fine, read-only
     } else {

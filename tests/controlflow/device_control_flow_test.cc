@@ -268,3 +268,46 @@ TEST_F(DeviceControlFlow, CarriedValuesStayInDeviceMemoryAcrossIterations) {
 }
 
 }  // namespace
+
+// A sequence output whose tensors a device EP made (SequenceMap with its body on SimDevice) comes
+// back with every tensor in host memory: the caller reads it directly.
+TEST_F(DeviceControlFlow, SequenceOfDeviceTensorsIsDeliveredInHostMemory) {
+  auto seq_info = [](const std::string& name) {
+    onnx::ValueInfoProto v;
+    v.set_name(name);
+    v.mutable_type()
+        ->mutable_sequence_type()
+        ->mutable_elem_type()
+        ->mutable_tensor_type()
+        ->set_elem_type(F);
+    return v;
+  };
+  auto body = Graph("body", {MakeNode("Add", {"x", "x"}, {"y"})}, {Info("x", F, {-1})},
+                    {Info("y", F, {-1})});
+  const std::string bytes =
+      Model(Graph("seq_map", {WithGraph(MakeNode("SequenceMap", {"xs"}, {"ys"}), "body", body)},
+                  {seq_info("xs")}, {seq_info("ys")}));
+  auto a = Floats({2}, {1, 2});
+  auto b = Floats({3}, {3, 4, 5});
+  auto xs = nxrt::Value::Sequence(NX_TYPE_FLOAT, {&a, &b});
+  nxrt::SessionOptions o;
+  o.SetIntraOpThreads(1);
+  o.AppendEp("SimDevice");
+  nxrt::Session s(*env_, bytes.data(), bytes.size(), &o);
+  size_t body_nodes_on_sim = 0;
+  for (const auto& sub : s.assignment_report().subgraphs)
+    if (!sub.graph.empty() && sub.ep_name == "SimDevice") body_nodes_on_sim += sub.nodes.size();
+  ASSERT_EQ(body_nodes_on_sim, 1u);
+  auto out = s.Run({"xs"}, {&xs});
+  ASSERT_EQ(NxValue_GetKind(out[0].get()), NX_VALUE_SEQUENCE);
+  const size_t n = NxValue_GetSequenceLength(out[0].get());
+  ASSERT_EQ(n, 2u);
+  const std::vector<std::vector<float>> want = {{2, 4}, {6, 8, 10}};
+  for (size_t i = 0; i < n; ++i) {
+    const NxValue* e = NxValue_GetSequenceElement(out[0].get(), i);
+    const NxMemoryInfo* where = NxValue_GetMemoryInfo(e);
+    ASSERT_TRUE(where == nullptr || where->kind != NX_MEMORY_DEVICE) << "element " << i;
+    const float* p = static_cast<const float*>(NxValue_GetConstData(e));
+    EXPECT_EQ(std::vector<float>(p, p + want[i].size()), want[i]);
+  }
+}

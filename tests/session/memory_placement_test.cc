@@ -3,6 +3,7 @@
 // crossings, counted here independently from which EP takes each op.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
+#include <nxrt/nxrt_ep_api.h>
 
 #include <algorithm>
 #include <cmath>
@@ -330,3 +331,26 @@ TEST_F(MemoryPlacement, WrongBoundOutputAndLiveDeviceTensorsGiveClearErrors) {
 }
 
 }  // namespace
+
+// The env's per-EP counters that `nxrt certify` reads: the factory's plugin ABI version, and the
+// blocks of its device memory still held by live tensors.
+TEST_F(MemoryPlacement, PerEpStatisticsCountLiveDeviceBlocks) {
+  EXPECT_EQ(env_.statistic("ep.SimDevice.abi_version"), NXRT_EP_API_VERSION);
+  const int64_t before = env_.statistic("ep.SimDevice.device_blocks_alive");
+  const NxMemoryInfo* sim = env_.ep_memory("SimDevice");
+  {
+    auto a = nxrt::Value::InMemory(env_, sim, NX_TYPE_FLOAT, std::vector<int64_t>{1024});
+    auto b = nxrt::Value::InMemory(env_, sim, NX_TYPE_FLOAT, std::vector<int64_t>{16});
+    EXPECT_EQ(env_.statistic("ep.SimDevice.device_blocks_alive"), before + 2);
+  }
+  EXPECT_EQ(env_.statistic("ep.SimDevice.device_blocks_alive"), before);
+  EXPECT_EQ(env_.statistic("ep.CPU.abi_version"), NXRT_EP_API_VERSION);
+  for (const char* bad : {"ep.NoSuchEp.abi_version", "ep.SimDevice.no_such_counter", "ep.x"}) {
+    try {
+      env_.statistic(bad);
+      ADD_FAILURE() << bad << " should be unknown";
+    } catch (const nxrt::Exception& e) {
+      EXPECT_EQ(e.code(), NX_NOT_FOUND) << bad;
+    }
+  }
+}

@@ -49,6 +49,15 @@ constexpr const char* kUsage =
     "      its payload embedded (default) or in a file next to OUT (--external); with\n"
     "      --keep-original a device the payload does not suit runs the original nodes; one\n"
     "      line per group\n"
+    "  certify --ep-library PATH [--ep NAME[:key=value,...]] [--virtual TYPE[:key=value,...] ...]\n"
+    "          [--node-tests DIR ...] [--threads N] [--runs N] [--report FILE.json|FILE.html]\n"
+    "          [--verbose]\n"
+    "      the conformance kit for an EP library: ABI and identity, the ONNX node tests of the\n"
+    "      ops it claims (forced onto it, against the expected outputs), copies in and out of\n"
+    "      its memory, If/Loop/Scan bodies on it, weight pre-packing, N threads running one\n"
+    "      session at once, ahead-of-time compile round trip, release; prints failed and\n"
+    "      skipped checks, a table per area and 'N passed, N failed, N skipped'; exit status 1\n"
+    "      when a check fails\n"
     "  version\n";
 
 }  // namespace
@@ -68,6 +77,7 @@ int main(int argc, char** argv) {
     if (command == "devices") return nxrt::cli::DevicesCommand(args);
     if (command == "partition") return nxrt::cli::PartitionCommand(args);
     if (command == "compile") return nxrt::cli::CompileCommand(args);
+    if (command == "certify") return nxrt::cli::CertifyCommand(args);
     if (command == "version" || command == "--version") {
       std::printf("nxrt %s\n", Nx_GetVersionString());
       return 0;

@@ -54,7 +54,7 @@ class Binary : public Kernel {
   void Compute(KernelContext& ctx) override {
     ConstTensor a = ctx.input(0), b = ctx.input(1);
     const std::vector<int64_t> dims = BroadcastShape(a.shape(), b.shape());
-    Tensor y = ctx.output(0, dims);
+    Tensor y = ctx.output(0, dims, a.type());
     const float* pa = a.data<float>();
     const float* pb = b.data<float>();
     float* py = y.data<float>();
@@ -92,7 +92,7 @@ class Unary : public Kernel {
 
   void Compute(KernelContext& ctx) override {
     ConstTensor x = ctx.input(0);
-    Tensor y = ctx.output(0, x.shape());
+    Tensor y = ctx.output(0, x.shape(), x.type());
     const float* px = x.data<float>();
     float* py = y.data<float>();
     for (size_t i = 0; i < x.size(); ++i) py[i] = Op()(px[i]);
@@ -119,7 +119,7 @@ class MatMul2D : public Kernel {
     const int64_t m = a.dim(0), k = a.dim(1), n = b.dim(1);
     NXRT_EP_ENFORCE(b.dim(0) == k, op_ + ": A is [" + std::to_string(m) + ", " + std::to_string(k) +
                                        "] but B has " + std::to_string(b.dim(0)) + " rows");
-    Tensor y = ctx.output(0, {m, n});
+    Tensor y = ctx.output(0, {m, n}, a.type());
     const float* pa = a.data<float>();
     const float* pb = b.data<float>();
     float* py = y.data<float>();

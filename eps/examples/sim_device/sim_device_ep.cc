@@ -69,7 +69,7 @@ class Binary : public Kernel {
   void Compute(KernelContext& ctx) override {
     ConstTensor a = ctx.input(0), b = ctx.input(1);
     const std::vector<int64_t> dims = BroadcastShape(a.shape(), b.shape());
-    Tensor y = ctx.output(0, dims);
+    Tensor y = ctx.output(0, dims, a.type());
     const float* pa = Data<float>(a);
     const float* pb = Data<float>(b);
     float* py = Data<float>(y);
@@ -105,7 +105,7 @@ class Relu : public Kernel {
 
   void Compute(KernelContext& ctx) override {
     ConstTensor x = ctx.input(0);
-    Tensor y = ctx.output(0, x.shape());  // may be x's buffer (MayInplace(0, 0))
+    Tensor y = ctx.output(0, x.shape(), x.type());  // may be x's buffer (MayInplace(0, 0))
     const float* px = Data<float>(x);
     float* py = Data<float>(y);
     for (size_t i = 0; i < x.size(); ++i) py[i] = px[i] < 0.0f ? 0.0f : px[i];  // keeps NaN
@@ -159,7 +159,7 @@ class MatMul : public PrePackingKernel {
     dims.back() = n;  // [..., M, K] -> [..., M, N], and [K] -> [N]
     size_t rows = 1;
     for (size_t d = 0; d + 1 < a.rank(); ++d) rows *= static_cast<size_t>(a.dim(d));
-    Tensor y = ctx.output(0, dims);
+    Tensor y = ctx.output(0, dims, a.type());
     const float* pa = Data<float>(a);
     float* py = Data<float>(y);
     // Rows are independent: spread them over the session's intra-op threads, a few thousand
@@ -223,7 +223,7 @@ class Reshape : public Kernel {
                       "Reshape: the shape has " + std::to_string(known) + " elements, the input " +
                           std::to_string(x.size()));
     }
-    Tensor y = ctx.output(0, dims);
+    Tensor y = ctx.output(0, dims, x.type());
     if (y.raw() == x.raw()) return;  // aliased: the data is already in place
     std::memcpy(Data<float>(y), Data<float>(x), x.bytes());
   }
@@ -239,7 +239,7 @@ class Identity : public Kernel {
 
   void Compute(KernelContext& ctx) override {
     ConstTensor x = ctx.input(0);
-    Tensor y = ctx.output(0, x.shape());
+    Tensor y = ctx.output(0, x.shape(), x.type());
     if (y.raw() == x.raw() || x.bytes() == 0) return;
     std::memcpy(Resolve(y.raw(), y.bytes()), Resolve(x.raw(), x.bytes()), x.bytes());
   }
