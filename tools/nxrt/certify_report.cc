@@ -93,45 +93,19 @@ std::string ReportJson(const CertifyReport& r) {
   return s;
 }
 
-namespace {
-
-std::string Html(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '&':
-        out += "&amp;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
-}  // namespace
-
 std::string ReportHtml(const CertifyReport& r) {
   const AreaCounts all = r.Count("");
   std::string s =
-      "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">\n<title>nxrt certify: " + Html(r.ep) +
+      "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">\n<title>nxrt certify: " +
+      HtmlEscape(r.ep) +
       "</title>\n<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;"
       "margin-bottom:2em}td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}"
       ".passed{color:#176f2c}.failed{color:#b00020;font-weight:bold}.skipped{color:#777}"
       "</style></head><body>\n";
-  s += "<h1>nxrt certify: " + Html(r.ep) + "</h1>\n<p>Library <code>" + Html(r.library) +
-       "</code>, vendor " + Html(r.vendor) + ", EP version " + Html(r.ep_version) +
-       ", plugin ABI version " + std::to_string(r.abi_version) + ", host " + Html(r.host_version) +
-       ".</p>\n";
+  s += "<h1>nxrt certify: " + HtmlEscape(r.ep) + "</h1>\n<p>Library <code>" +
+       HtmlEscape(r.library) + "</code>, vendor " + HtmlEscape(r.vendor) + ", EP version " +
+       HtmlEscape(r.ep_version) + ", plugin ABI version " + std::to_string(r.abi_version) +
+       ", host " + HtmlEscape(r.host_version) + ".</p>\n";
   s += "<p class=\"" + std::string(all.failed ? "failed" : "passed") + "\">" +
        std::to_string(all.passed) + " passed, " + std::to_string(all.failed) + " failed, " +
        std::to_string(all.skipped) + " skipped</p>\n";
@@ -149,8 +123,8 @@ std::string ReportHtml(const CertifyReport& r) {
          "<th>detail</th></tr>\n";
     for (const CheckResult& c : r.checks) {
       if (c.area != area) continue;
-      s += "<tr><td>" + Html(c.name) + "</td><td class=\"" + StatusName(c.status) + "\">" +
-           StatusName(c.status) + "</td><td>" + Html(c.detail) + "</td></tr>\n";
+      s += "<tr><td>" + HtmlEscape(c.name) + "</td><td class=\"" + StatusName(c.status) + "\">" +
+           StatusName(c.status) + "</td><td>" + HtmlEscape(c.detail) + "</td></tr>\n";
     }
     s += "</table>\n";
   }

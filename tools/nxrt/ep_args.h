@@ -35,6 +35,8 @@ std::string DescribeHardware(const HardwareDevice& d);
 // JSON pieces: a quoted, escaped string; an object of strings; a hardware device as in
 // `nxrt devices --json` (type, vendor, vendor_id, device_id, metadata).
 std::string JsonString(const std::string& s);
+// Text for HTML element content or a quoted attribute (& < > " ' escaped).
+std::string HtmlEscape(const std::string& s);
 std::string JsonObject(const KeyValueList& kv);
 std::string JsonHardware(const HardwareDevice& d);
 

@@ -11,37 +11,11 @@
 #include <string>
 #include <vector>
 
+#include "nxrt/ep_args.h"
 #include "nxrt/partition_view.h"
 
 namespace nxrt::cli {
 namespace {
-
-std::string Html(const std::string& s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
 
 std::string Num(double v) {
   char buf[32];
@@ -98,7 +72,7 @@ double AttachX(const ViewNode& n, const Placed& p, const std::set<std::string>& 
 }
 
 std::string Diamond(double x, double y, const std::string& title) {
-  return "<g class=\"copy\"><title>" + Html(title) + "</title><polygon points=\"" + Num(x) + "," +
+  return "<g class=\"copy\"><title>" + HtmlEscape(title) + "</title><polygon points=\"" + Num(x) + "," +
          Num(y - 7) + " " + Num(x + 7) + "," + Num(y) + " " + Num(x) + "," + Num(y + 7) + " " +
          Num(x - 7) + "," + Num(y) + "\"/></g>\n";
 }
@@ -240,7 +214,7 @@ std::string DrawGraph(const ViewModel& m, const ViewGraph& g) {
     }
     svg += "<path class=\"edge" + std::string(e.copy ? " copied" : "") + "\" data-from=\"n" +
            std::to_string(e.from) + "\" data-to=\"n" + std::to_string(e.to) + "\" d=\"" + d +
-           "\"><title>" + Html(e.value) + "</title></path>\n";
+           "\"><title>" + HtmlEscape(e.value) + "</title></path>\n";
     if (e.copy) svg += Diamond(mx, my, CopyTitle(e.value, m.nodes[e.from].ep, m.nodes[e.to].ep));
   }
   // Boundary copies: a diamond above the reading node, or below the producing one.
@@ -275,20 +249,20 @@ std::string DrawGraph(const ViewModel& m, const ViewGraph& g) {
     if (!outs_text.empty()) title += "\noutputs: " + outs_text;
     if (!v.bodies.empty()) title += "\nbodies: " + std::to_string(v.bodies.size()) + " (click)";
     svg += "<g class=\"node" + std::string(v.ep.empty() ? " noep" : "") + "\" id=\"n" +
-           std::to_string(id) + "\" data-name=\"" + Html(v.name) + "\" data-op=\"" + Html(op) +
-           "\" data-ep=\"" + Html(ep) + "\" data-device=\"" + Html(v.devices) + "\" data-graph=\"" +
-           Html(g.Title()) + "\" data-inputs=\"" + Html(ins) + "\" data-outputs=\"" +
-           Html(outs_text) + "\" transform=\"translate(" + Num(p[i].x) + "," + Num(p[i].y) + ")\">";
+           std::to_string(id) + "\" data-name=\"" + HtmlEscape(v.name) + "\" data-op=\"" + HtmlEscape(op) +
+           "\" data-ep=\"" + HtmlEscape(ep) + "\" data-device=\"" + HtmlEscape(v.devices) + "\" data-graph=\"" +
+           HtmlEscape(g.Title()) + "\" data-inputs=\"" + HtmlEscape(ins) + "\" data-outputs=\"" +
+           HtmlEscape(outs_text) + "\" transform=\"translate(" + Num(p[i].x) + "," + Num(p[i].y) + ")\">";
     if (!v.bodies.empty()) svg += "<a href=\"#g" + std::to_string(v.bodies.front()) + "\">";
-    svg += "<title>" + Html(title) + "</title>";
+    svg += "<title>" + HtmlEscape(title) + "</title>";
     svg += "<rect width=\"" + Num(kBoxW) + "\" height=\"" + Num(kBoxH) + "\" rx=\"6\" fill=\"" +
            m.Color(v.ep) + "\"/>";
-    svg += "<text x=\"7\" y=\"16\" class=\"nm\">" + Html(Tail(v.label, kLineChars)) + "</text>";
+    svg += "<text x=\"7\" y=\"16\" class=\"nm\">" + HtmlEscape(Tail(v.label, kLineChars)) + "</text>";
     std::string line2 = op + " \xC2\xB7 " + ep;
     if (!v.bodies.empty())
       line2 += " \xC2\xB7 " + std::to_string(v.bodies.size()) + " bod" +
                (v.bodies.size() == 1 ? "y" : "ies") + " \xE2\x96\xB8";
-    svg += "<text x=\"7\" y=\"32\" class=\"op\">" + Html(Tail(line2, kLineChars + 2)) + "</text>";
+    svg += "<text x=\"7\" y=\"32\" class=\"op\">" + HtmlEscape(Tail(line2, kLineChars + 2)) + "</text>";
     if (!v.bodies.empty()) svg += "</a>";
     svg += "</g>\n";
   }
@@ -389,7 +363,7 @@ std::string PartitionHtml(const std::string& model, const AssignmentReport& r) {
   const ViewModel m = BuildViewModel(r);
   std::string h;
   h += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
-  h += "<title>nxrt partition: " + Html(model) + "</title>\n<style>" + kStyle + "</style>\n";
+  h += "<title>nxrt partition: " + HtmlEscape(model) + "</title>\n<style>" + kStyle + "</style>\n";
   h += "</head>\n<body>\n";
   h += "<div id=\"bar\">find <input id=\"q\" type=\"search\" placeholder=\"node, op or EP\"> "
        "<span id=\"hits\"></span></div>\n<div id=\"info\"></div>\n";
@@ -404,7 +378,7 @@ std::string PartitionHtml(const std::string& model, const AssignmentReport& r) {
   // ---- Summary ----
   size_t placed = 0;
   for (const AssignedSubgraph& sg : r.subgraphs) placed += sg.nodes.size();
-  h += "<h1>nxrt partition: " + Html(model) + "</h1>\n";
+  h += "<h1>nxrt partition: " + HtmlEscape(model) + "</h1>\n";
   h += "<p class=\"meta\">" + std::to_string(placed) + " nodes placed in " +
        std::to_string(r.subgraphs.size()) + " subgraphs over " + std::to_string(m.graphs.size()) +
        " graph" + (m.graphs.size() == 1 ? "" : "s") + " &middot; " +
@@ -416,7 +390,7 @@ std::string PartitionHtml(const std::string& model, const AssignmentReport& r) {
   h += "<p class=\"legend\">";
   for (size_t i = 0; i < m.eps.size(); ++i)
     h += "<span class=\"item\"><span class=\"swatch\" style=\"background:" + m.colors[i] +
-         "\"></span>" + Html(m.eps[i]) + "</span>";
+         "\"></span>" + HtmlEscape(m.eps[i]) + "</span>";
   bool no_ep = false;
   for (const ViewNode& n : m.nodes) no_ep = no_ep || n.ep.empty();
   if (no_ep)
@@ -440,9 +414,9 @@ std::string PartitionHtml(const std::string& model, const AssignmentReport& r) {
       if (std::find(devices.begin(), devices.end(), d) == devices.end()) devices.push_back(d);
     }
     std::string dev;
-    for (const std::string& d : devices) dev += (dev.empty() ? "" : "<br>") + Html(d);
+    for (const std::string& d : devices) dev += (dev.empty() ? "" : "<br>") + HtmlEscape(d);
     h += "<tr><td><span class=\"swatch\" style=\"background:" + m.colors[i] + "\"></span>" +
-         Html(m.eps[i]) + "</td><td class=\"num\">" + std::to_string(nodes) +
+         HtmlEscape(m.eps[i]) + "</td><td class=\"num\">" + std::to_string(nodes) +
          "</td><td class=\"num\">" + std::to_string(subgraphs) + "</td><td class=\"num\">" +
          std::to_string(fused) + "</td><td>" + dev + "</td></tr>\n";
   }
@@ -452,24 +426,24 @@ std::string PartitionHtml(const std::string& model, const AssignmentReport& r) {
   h += "<h2>Fallbacks</h2>\n";
   if (r.fallbacks.empty()) {
     h += "<p>none: the preferred EP" +
-         (m.eps.empty() ? std::string() : " (" + Html(m.eps.front()) + ")") +
+         (m.eps.empty() ? std::string() : " (" + HtmlEscape(m.eps.front()) + ")") +
          " took every node.</p>\n";
   } else {
     std::map<std::string, size_t> reasons;
     for (const NodeFallback& f : r.fallbacks) ++reasons[f.reason_name];
     std::string by;
     for (const auto& [reason, count] : reasons)
-      by += (by.empty() ? "" : ", ") + Html(reason) + " " + std::to_string(count);
+      by += (by.empty() ? "" : ", ") + HtmlEscape(reason) + " " + std::to_string(count);
     h += std::string("<details") + (r.fallbacks.size() <= kFoldRows ? " open" : "") + "><summary>" +
          std::to_string(r.fallbacks.size()) + " node" + (r.fallbacks.size() == 1 ? "" : "s") +
-         " left " + Html(r.fallbacks.front().preferred_ep) + " (" + by +
+         " left " + HtmlEscape(r.fallbacks.front().preferred_ep) + " (" + by +
          ")</summary>\n<table><tr><th>graph</th><th>node</th><th>op</th>"
          "<th>reason</th><th>detail</th><th>runs on</th></tr>\n";
     for (const NodeFallback& f : r.fallbacks) {
-      h += "<tr><td class=\"mono\">" + Html(f.graph.empty() ? "main" : f.graph) +
-           "</td><td class=\"mono\">" + Html(f.node.name) + "</td><td>" + Html(f.node.op_type) +
-           "</td><td>" + Html(f.reason_name) + "</td><td>" + Html(f.detail) + "</td><td>" +
-           Html(f.assigned_ep.empty() ? "no EP" : f.assigned_ep) + "</td></tr>\n";
+      h += "<tr><td class=\"mono\">" + HtmlEscape(f.graph.empty() ? "main" : f.graph) +
+           "</td><td class=\"mono\">" + HtmlEscape(f.node.name) + "</td><td>" + HtmlEscape(f.node.op_type) +
+           "</td><td>" + HtmlEscape(f.reason_name) + "</td><td>" + HtmlEscape(f.detail) + "</td><td>" +
+           HtmlEscape(f.assigned_ep.empty() ? "no EP" : f.assigned_ep) + "</td></tr>\n";
     }
     h += "</table></details>\n";
   }
@@ -483,10 +457,10 @@ std::string PartitionHtml(const std::string& model, const AssignmentReport& r) {
          std::to_string(r.copies.size()) + " cop" + (r.copies.size() == 1 ? "y" : "ies") +
          "</summary>\n<table><tr><th>graph</th><th>value</th><th>from</th><th>to</th></tr>\n";
     for (const ReportCopy& c : r.copies) {
-      h += "<tr><td class=\"mono\">" + Html(c.graph.empty() ? "main" : c.graph) +
-           "</td><td class=\"mono\">" + Html(c.value) + "</td><td>" +
-           Html(c.from_ep.empty() ? "host (graph input)" : c.from_ep) + "</td><td>" +
-           Html(c.to_ep.empty() ? "host (graph output)" : c.to_ep) + "</td></tr>\n";
+      h += "<tr><td class=\"mono\">" + HtmlEscape(c.graph.empty() ? "main" : c.graph) +
+           "</td><td class=\"mono\">" + HtmlEscape(c.value) + "</td><td>" +
+           HtmlEscape(c.from_ep.empty() ? "host (graph input)" : c.from_ep) + "</td><td>" +
+           HtmlEscape(c.to_ep.empty() ? "host (graph output)" : c.to_ep) + "</td></tr>\n";
     }
     h += "</table></details>\n";
   }
@@ -500,11 +474,11 @@ std::string PartitionHtml(const std::string& model, const AssignmentReport& r) {
   for (size_t i = 0; i < r.subgraphs.size(); ++i) {
     const AssignedSubgraph& sg = r.subgraphs[i];
     h += "<tr><td class=\"num\">" + std::to_string(i) + "</td><td class=\"mono\">" +
-         Html(sg.graph.empty() ? "main" : sg.graph) + "</td><td><span class=\"swatch\" " +
-         "style=\"background:" + m.Color(sg.ep_name) + "\"></span>" + Html(sg.ep_name) +
-         "</td><td>" + Html(sg.kind) + "</td><td>" + Html(DeviceText(sg)) +
+         HtmlEscape(sg.graph.empty() ? "main" : sg.graph) + "</td><td><span class=\"swatch\" " +
+         "style=\"background:" + m.Color(sg.ep_name) + "\"></span>" + HtmlEscape(sg.ep_name) +
+         "</td><td>" + HtmlEscape(sg.kind) + "</td><td>" + HtmlEscape(DeviceText(sg)) +
          "</td><td class=\"num\">" + std::to_string(sg.nodes.size()) + "</td><td>" +
-         Html(OpCounts(sg.nodes)) + "</td></tr>\n";
+         HtmlEscape(OpCounts(sg.nodes)) + "</td></tr>\n";
   }
   h += "</table></details>\n";
 
@@ -536,7 +510,7 @@ std::string PartitionHtml(const std::string& model, const AssignmentReport& r) {
          "bodies)</summary>\n<ul>\n";
     for (size_t g : order)
       h += "<li style=\"margin-left:" + std::to_string(depth[g] * 16) + "px\"><a href=\"#g" +
-           std::to_string(g) + "\">" + Html(m.graphs[g].Title()) + "</a> (" +
+           std::to_string(g) + "\">" + HtmlEscape(m.graphs[g].Title()) + "</a> (" +
            std::to_string(m.graphs[g].nodes.size()) + " nodes)</li>\n";
     h += "</ul></details>\n";
   }
@@ -544,14 +518,14 @@ std::string PartitionHtml(const std::string& model, const AssignmentReport& r) {
     const ViewGraph& vg = m.graphs[g];
     h += "<section class=\"graph\" id=\"g" + std::to_string(g) +
          "\" style=\"margin-left:" + std::to_string(std::min<size_t>(depth[g], 8) * 16) +
-         "px\">\n<h3>" + Html(vg.Title()) + "</h3>\n<p class=\"meta\">" +
+         "px\">\n<h3>" + HtmlEscape(vg.Title()) + "</h3>\n<p class=\"meta\">" +
          std::to_string(vg.nodes.size()) + " node" + (vg.nodes.size() == 1 ? "" : "s");
     if (vg.owner >= 0) {
       const ViewNode& owner = m.nodes[static_cast<size_t>(vg.owner)];
-      h += " &middot; body <b>" + Html(vg.attribute) + "</b> of " + Html(owner.op_type) +
-           " <a href=\"#n" + std::to_string(vg.owner) + "\">" + Html(owner.label) +
+      h += " &middot; body <b>" + HtmlEscape(vg.attribute) + "</b> of " + HtmlEscape(owner.op_type) +
+           " <a href=\"#n" + std::to_string(vg.owner) + "\">" + HtmlEscape(owner.label) +
            "</a> in <a href=\"#g" + std::to_string(owner.graph) + "\">" +
-           Html(m.graphs[owner.graph].Title()) + "</a>";
+           HtmlEscape(m.graphs[owner.graph].Title()) + "</a>";
     }
     size_t copies = vg.copies_in.size() + vg.copies_out.size();
     for (const ViewEdge& e : vg.edges) copies += e.copy;
