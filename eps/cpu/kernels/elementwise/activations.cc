@@ -237,6 +237,45 @@ struct ShrinkOp {
   }
 };
 
+// SwiGLU (opset 28): Y = Swish_alpha(A) * B, A and B of one shape (no broadcasting). Float runs
+// the vectorized Swish into Y in parallel chunks and multiplies by B there; the other float
+// types compute per element in float.
+class SwiGlu : public ep::Kernel {
+ public:
+  explicit SwiGlu(const ep::KernelInfo& info) : alpha_(info.attr_float("alpha", 1.0f)) {}
+  void Compute(ep::KernelContext& ctx) override {
+    ep::ConstTensor a = ctx.input(0), b = ctx.input(1);
+    NXRT_EP_ENFORCE(a.type() == b.type(), "SwiGLU: A and B must have one element type");
+    NXRT_EP_ENFORCE(a.shape_vector() == b.shape_vector(),
+                    "SwiGLU: A and B must have the same shape (no broadcasting)");
+    ep::Tensor y = ctx.output(0, a.shape(), a.type());
+    const int64_t n = static_cast<int64_t>(a.size());
+    if (a.type() == NX_TYPE_FLOAT) {
+      const float* pa = a.data<float>();
+      const float* pb = b.data<float>();
+      float* py = y.data<float>();
+      ParallelFor(ThreadsFor(ctx.threads(), n), n, kGrain, [&](int64_t begin, int64_t end) {
+        SwishArray(pa + begin, py + begin, end - begin, alpha_);
+        for (int64_t i = begin; i < end; ++i) py[i] *= pb[i];
+      });
+      return;
+    }
+    DispatchSet<TypeSet::kFloat>(a.type(), "SwiGLU", [&]<class C>() {
+      const C* pa = a.data<C>();
+      const C* pb = b.data<C>();
+      C* py = y.data<C>();
+      for (int64_t i = 0; i < n; ++i) {
+        const double x = static_cast<double>(static_cast<float>(pa[i]));
+        const double swish = x / (1.0 + std::exp(-static_cast<double>(alpha_) * x));
+        py[i] = static_cast<C>(static_cast<float>(swish * static_cast<float>(pb[i])));
+      }
+    });
+  }
+
+ private:
+  float alpha_;
+};
+
 }  // namespace
 
 void RegisterActivationKernels(NxKernelRegistry* r) {
@@ -258,6 +297,7 @@ void RegisterActivationKernels(NxKernelRegistry* r) {
   RegisterUnary<GeluOp>(r, "Gelu", 1, "com.nxrt");
   RegisterUnary<SwishOp>(r, "Swish", 24);
   RegisterUnary<ShrinkOp>(r, "Shrink", 9);
+  RegisterSameType<SwiGlu>(r, "SwiGLU", 28, TypesOf(TypeSet::kFloat));
 }
 
 }  // namespace nxrt::cpu::elementwise

@@ -93,9 +93,10 @@ struct ModOp {
 };
 
 // PRelu: y = x < 0 ? slope * x : x, with slope broadcast to x's shape (unidirectional).
+// Before opset 7 there was no broadcasting: a slope of C values is one per channel (axis 1).
 class PRelu : public ep::Kernel {
  public:
-  explicit PRelu(const ep::KernelInfo&) {}
+  explicit PRelu(const ep::KernelInfo& info) : per_channel_slope_(info.since_version() < 7) {}
   void Compute(ep::KernelContext& ctx) override {
     ep::ConstTensor x = ctx.input(0), slope = ctx.input(1);
     const NxElementType type = x.type();
@@ -103,7 +104,13 @@ class PRelu : public ep::Kernel {
                                               ep::ElementTypeName(slope.type()) +
                                               " differs from X type " + ep::ElementTypeName(type));
     const PlanDims xshape(x.shape());
-    auto plan = PlanBroadcast<2>({x.shape(), slope.shape()}, "PRelu", &xshape);
+    std::vector<int64_t> slope_dims = slope.shape_vector();
+    if (per_channel_slope_ && slope_dims.size() == 1 && x.rank() >= 2 && slope_dims[0] > 1 &&
+        slope_dims[0] == x.dim(1)) {
+      slope_dims.assign(x.rank() - 1, 1);  // [C] -> [C, 1, ..., 1]: lines up with axis 1
+      slope_dims[0] = x.dim(1);
+    }
+    auto plan = PlanBroadcast<2>({x.shape(), std::span<const int64_t>(slope_dims)}, "PRelu", &xshape);
     ep::Tensor y = ctx.output(0, xshape, type);
     if (plan.total == 0) return;
     DispatchSet<TypeSet::kNumeric>(type, "PRelu", [&]<class T>() {
@@ -117,6 +124,9 @@ class PRelu : public ep::Kernel {
                       });
     });
   }
+
+ private:
+  bool per_channel_slope_;
 };
 
 }  // namespace

@@ -21,6 +21,8 @@ void RegisterPoolKernels(NxKernelRegistry* registry);
 void RegisterGlobalPoolKernels(NxKernelRegistry* registry);
 void RegisterMaxUnpoolKernels(NxKernelRegistry* registry);
 void RegisterRoiKernels(NxKernelRegistry* registry);
+void RegisterNonMaxSuppressionKernels(NxKernelRegistry* registry);
+void RegisterOptimizerKernels(NxKernelRegistry* registry);
 void RegisterBatchNormKernels(NxKernelRegistry* registry);
 void RegisterLayerNormKernels(NxKernelRegistry* registry);
 void RegisterGroupNormKernels(NxKernelRegistry* registry);

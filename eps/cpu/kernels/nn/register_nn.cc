@@ -24,6 +24,8 @@ void RegisterNnKernels(NxKernelRegistry* registry) {
   nn::RegisterFusedAttentionKernel(registry);
   nn::RegisterRotaryEmbeddingKernels(registry);
   nn::RegisterRoiKernels(registry);
+  nn::RegisterNonMaxSuppressionKernels(registry);
+  nn::RegisterOptimizerKernels(registry);
   nn::RegisterDeformConvKernels(registry);
   nn::RegisterLinearAttentionKernels(registry);
   nn::RegisterCausalConvKernels(registry);

@@ -14,6 +14,7 @@ void RegisterLosses(NxKernelRegistry* registry);         // losses.cc
 void RegisterStringOps(NxKernelRegistry* registry);      // string_ops.cc
 void RegisterTfIdf(NxKernelRegistry* registry);          // tfidf.cc
 void RegisterMlOps(NxKernelRegistry* registry);          // ml_ops.cc
+void RegisterTreeEnsemble(NxKernelRegistry* registry);   // tree_ensemble.cc
 void RegisterSignalWindows(NxKernelRegistry* registry);  // signal_windows.cc
 void RegisterDft(NxKernelRegistry* registry);            // dft.cc
 

@@ -12,6 +12,7 @@ void RegisterReductionKernels(NxKernelRegistry* registry) {
   reduction::RegisterStringOps(registry);
   reduction::RegisterTfIdf(registry);
   reduction::RegisterMlOps(registry);
+  reduction::RegisterTreeEnsemble(registry);
   reduction::RegisterSignalWindows(registry);
   reduction::RegisterDft(registry);
 }
