@@ -42,6 +42,10 @@ run_suite "onnx node tests (onnx $(python3 -c 'import onnx; print(onnx.__version
   build/bin/nxrt conformance "$node_dir" --expect tests/conformance/onnx_node_pass.txt
 run_suite "debian onnx-1.12 node tests" \
   build/bin/nxrt conformance /usr/share/libonnx-testdata/data/node --expect tests/conformance/debian_node_pass.txt
+run_suite "debian onnx-1.12 pytorch-converted, pytorch-operator, simple tests" \
+  build/bin/nxrt conformance /usr/share/libonnx-testdata/data/pytorch-converted \
+  /usr/share/libonnx-testdata/data/pytorch-operator /usr/share/libonnx-testdata/data/simple \
+  --expect tests/conformance/debian_pytorch_simple_pass.txt
 models=""
 for m in resnet50 mobilenet_v2 mobilenet_v3_small efficientnet_b0 squeezenet1_1 vit_b_16 transformer_encoder bert4 \
     lstm_gru ppocr_det ppocr_rec ppocr_cls silero_vad magika ddddocr_common; do
