@@ -12,12 +12,13 @@ namespace nxrt::cpu::contrib {
 
 using nn::DimsToString;
 
-void RegisterGeluVariantKernels(NxKernelRegistry* registry);         // gelu_variants.cc
-void RegisterSkipLayerNormKernels(NxKernelRegistry* registry);       // skip_layer_norm.cc
-void RegisterEmbedLayerNormKernels(NxKernelRegistry* registry);      // embed_layer_norm.cc
-void RegisterAttentionContribKernels(NxKernelRegistry* registry);    // attention_contrib.cc
-void RegisterMultiHeadAttentionKernels(NxKernelRegistry* registry);  // multi_head_attention.cc
-void RegisterRotaryContribKernels(NxKernelRegistry* registry);       // rotary_embedding_contrib.cc
+void RegisterGeluVariantKernels(NxKernelRegistry* registry);          // gelu_variants.cc
+void RegisterSkipLayerNormKernels(NxKernelRegistry* registry);        // skip_layer_norm.cc
+void RegisterEmbedLayerNormKernels(NxKernelRegistry* registry);       // embed_layer_norm.cc
+void RegisterAttentionContribKernels(NxKernelRegistry* registry);     // attention_contrib.cc
+void RegisterMultiHeadAttentionKernels(NxKernelRegistry* registry);   // multi_head_attention.cc
+void RegisterRotaryContribKernels(NxKernelRegistry* registry);        // rotary_embedding_contrib.cc
+void RegisterGroupQueryAttentionKernels(NxKernelRegistry* registry);  // group_query_attention.cc
 
 // These kernels compute in float32 only (what onnxruntime's CPU provider offers for them).
 inline void RequireFloat(const ep::ConstTensor& t, const char* op, const char* name) {

@@ -12,6 +12,7 @@ void RegisterContribTransformerKernels(NxKernelRegistry* registry) {
   contrib::RegisterAttentionContribKernels(registry);
   contrib::RegisterMultiHeadAttentionKernels(registry);
   contrib::RegisterRotaryContribKernels(registry);
+  contrib::RegisterGroupQueryAttentionKernels(registry);
 }
 
 }  // namespace nxrt::cpu
