@@ -8,7 +8,12 @@ outputs carry no declared type or shape, runs it with onnxruntime's CPU provider
 max(1, max |ort|). Prints one line per case and "N passed, N failed" last; exits 1 on a failure.
 
     python3 tests/eps/cpu/contrib_transformer_check.py --build-dir build [--filter TEXT]
-        [--threads N]
+        [--threads N] [--bert-model PATH]
+
+The last case fuses tests/models' bert4 (default <build-dir>/models/bert4.onnx) with
+onnxruntime's transformer optimizer (Attention, SkipLayerNormalization, BiasGelu) and compares
+the fused model; it is skipped, with the reason printed, when the model or the optimizer is
+missing.
 """
 import argparse
 import os
@@ -397,11 +402,44 @@ def check(case, build_dir, tmp, threads):
     return True, f"max diff {worst:.2g}"
 
 
+def bert_case(model, build_dir, tmp, threads):
+    """(ok or None for skipped, detail): the fused bert4 against onnxruntime."""
+    if not os.path.exists(model):
+        return None, f"skipped: no model at {model} (tools/scripts/prepare_test_models.sh puts it there)"
+    fused = os.path.join(tmp, "bert4_fused.onnx")
+    # opt_level 0: the Python fusions only (the onnxruntime pass wants torch installed).
+    proc = subprocess.run(
+        [sys.executable, "-m", "onnxruntime.transformers.optimizer", "--input", model,
+         "--output", fused, "--model_type", "bert", "--num_heads", "12", "--hidden_size", "768",
+         "--opt_level", "0"], capture_output=True, text=True, timeout=300)
+    if proc.returncode != 0 or not os.path.exists(fused):
+        return None, "skipped: the transformer optimizer failed: " + proc.stderr.strip()[-300:]
+    ops = {n.op_type for n in onnx.load(fused, load_external_data=False).graph.node
+           if n.domain == "com.microsoft"}
+    rng = np.random.default_rng(RNG_SEED)
+    ids = rng.integers(0, 30522, (1, 128)).astype(np.int64)
+    mask = np.ones((1, 128), np.int64)
+    mask[0, 100:] = 0
+    feeds = {"input_ids": ids, "attention_mask": mask}
+    sess = ort.InferenceSession(fused, providers=["CPUExecutionProvider"])
+    want = sess.run(None, feeds)[0]
+    d = tempfile.mkdtemp(dir=tmp)
+    case = Case("bert4", "", [], ["last_hidden_state"])
+    got = run_nxrt(build_dir, fused, case, feeds, d, threads)[0]
+    if got.shape != want.shape:
+        return False, f"shape {got.shape} vs onnxruntime {want.shape}"
+    diff = float(np.max(np.abs(got - want)))
+    limit = 1e-4 * max(1.0, float(np.max(np.abs(want))))
+    return diff <= limit, f"com.microsoft ops {sorted(ops)}: max diff {diff:.2g} (limit {limit:.2g})"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build-dir", default="build")
     ap.add_argument("--filter", default="", help="run only cases whose name contains this")
     ap.add_argument("--threads", type=int, default=0, help="nxrt's thread count (0: its default)")
+    ap.add_argument("--bert-model", default="",
+                    help="bert4.onnx for the fused-model case (default <build-dir>/models/)")
     args = ap.parse_args()
     # onnxruntime warns when its shape inference of a contrib op disagrees with the run (GQA's
     # present length); only errors matter here.
@@ -420,6 +458,17 @@ def main():
             print(f"{'PASS' if ok else 'FAIL'} {case.op}: {case.name}: {detail}", flush=True)
             passed += ok
             failed += not ok
+        if not args.filter or args.filter in "bert4 fused":
+            model = args.bert_model or os.path.join(args.build_dir, "models", "bert4.onnx")
+            try:
+                ok, detail = bert_case(model, args.build_dir, tmp, args.threads)
+            except Exception as e:
+                ok, detail = False, f"{type(e).__name__}: {str(e).strip()[-400:]}"
+            label = "SKIP" if ok is None else ("PASS" if ok else "FAIL")
+            print(f"{label} bert4 fused by onnxruntime.transformers.optimizer: {detail}", flush=True)
+            if ok is not None:
+                passed += ok
+                failed += not ok
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 
