@@ -187,6 +187,20 @@ def attention_cases(rng):
     cases.append(Case("Attention attention_bias [1,N,S,S]", "Attention",
                       [("input", x), ("weights", w), ("bias", bias), ("mask", None),
                        ("past", None), ("attention_bias", ab)], ["y"], {"num_heads": N}))
+    mask2, lengths = lengths_mask(rng, B, S, S)
+    cases.append(Case("Attention mask [B,S], mask_filter_value=-1000", "Attention",
+                      [("input", x), ("weights", w), ("bias", bias), ("mask", mask2)], ["y"],
+                      {"num_heads": N, "mask_filter_value": -1000.0}))
+    starts = np.minimum(rng.integers(0, 3, B), lengths - 1).astype(np.int32)
+    cases.append(Case("Attention mask [2B] end/start positions", "Attention",
+                      [("input", x), ("weights", w), ("bias", bias),
+                       ("mask", np.concatenate([lengths, starts]))], ["y"], {"num_heads": N}))
+    ab = rand(rng, B, N, S, S)
+    cases.append(Case("Attention attention_bias [B,N,S,S] + mask [B] + unidirectional",
+                      "Attention",
+                      [("input", x), ("weights", w), ("bias", bias), ("mask", lengths),
+                       ("past", None), ("attention_bias", ab)], ["y"],
+                      {"num_heads": N, "unidirectional": 1}))
     # GPT-2 decoding: past [2, B, N, P, H], one and several new tokens, causal, [B, T] mask.
     for S_new in (1, 3):
         P, H = 5, hidden // N
@@ -257,6 +271,15 @@ def mha_cases(rng):
                                         domain="com.microsoft", **attrs))
             cases.append(Case(f"MHA packed QKV {tag} (ort: split)", "MultiHeadAttention",
                               [("qkv", qkv)], ["y"], attrs, ort_nodes=ref))
+    B, S, N, H = 2, 6, 3, 8
+    q, k, v = rand(rng, B, S, N * H), rand(rng, B, S, N * H), rand(rng, B, S, N * H)
+    mask3 = (rng.random((B, S, S)) > 0.3).astype(np.int32)
+    mask3[:, :, 0] = 1
+    cases.append(Case("MHA unidirectional, mask [B,S,T], mask_filter_value=-500",
+                      "MultiHeadAttention",
+                      [("q", q), ("k", k), ("v", v), ("bias", rand(rng, 3 * N * H)),
+                       ("mask", mask3)], ["y"],
+                      {"num_heads": N, "unidirectional": 1, "mask_filter_value": -500.0}))
     # Decoder self-attention with a cache: past_key/past_value -> present, causal.
     B, N, H, P = 2, 4, 8, 6
     D = N * H

@@ -2,7 +2,7 @@
 //   QKV = input [B, S, in] x weights [in, Dq + Dk + Dv] + bias
 //   output [B, S, Dv] = per head Softmax(scale * Q K^T + mask) V
 // with mask_index as right-padding lengths ([B]), end/start positions ([2B]), or a raw 0/1 mask
-// ([B, T], [B, S, T], [B, 1, M, M]); masked scores get mask_filter_value added. `unidirectional`
+// ([B, T], [B, S, T]); masked scores get mask_filter_value added. `unidirectional`
 // adds causal masking. With `past` ([2, B, N, P, H]) the keys and values are the past's followed
 // by the new ones, returned as `present` ([2, B, N, P + S, H]). attention_bias
 // ([B|1, N|1, S, T]) is added to the scores.
@@ -129,7 +129,7 @@ class AttentionContrib : public ep::Kernel {
       p.k = {qkv.data() + dq, S * ld, H, ld};
       p.v = {qkv.data() + dq + dk, S * ld, Hv, ld};
     }
-    if (auto m = ctx.optional_input(3)) p.mask = MakeKeyMask(*m, B, S, T, P, kOp);
+    if (auto m = ctx.optional_input(3)) p.mask = MakeKeyMask(*m, B, S, T, kOp);
     if (auto ab = ctx.optional_input(5)) SetAttentionBias(p, *ab, kOp);
     ep::Tensor y = ctx.output(0, {B, S, dv}, NX_TYPE_FLOAT);
     p.out = {y.data<float>(), S * dv, Hv, dv};

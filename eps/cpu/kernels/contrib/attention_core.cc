@@ -40,7 +40,7 @@ void MaskRow(const AttentionProblem& p, int64_t b, int64_t n, int64_t i, float* 
       break;
     }
     case KeyMask::Kind::kRaw3d: {
-      const int32_t* r = m.raw.data() + (b * m.raw_rows + m.raw_row_offset + i) * m.raw_cols;
+      const int32_t* r = m.raw.data() + (b * m.raw_rows + i) * m.raw_cols;
       for (int64_t j = 0; j < T; ++j) bias[j] = r[j] != 0 ? 0.0f : filter;
       break;
     }
@@ -59,7 +59,7 @@ void MaskRow(const AttentionProblem& p, int64_t b, int64_t n, int64_t i, float* 
 }  // namespace
 
 KeyMask MakeKeyMask(const ep::ConstTensor& mask, int64_t batch, int64_t seq, int64_t total,
-                    int64_t past, const char* op) {
+                    const char* op) {
   KeyMask m;
   const auto ms = mask.shape();
   const std::vector<int64_t> values = nn::ReadInt64s(mask, "mask_index");
@@ -85,13 +85,6 @@ KeyMask MakeKeyMask(const ep::ConstTensor& mask, int64_t batch, int64_t seq, int
     m.kind = KeyMask::Kind::kRaw3d;
     m.raw_rows = seq;
     m.raw_cols = total;
-    raw();
-  } else if (ms.size() == 4 && ms[0] == batch && ms[1] == 1 && ms[2] == ms[3] && ms[3] >= total) {
-    // Megatron-style [B, 1, M, M]: rows past .. past+S-1, columns 0 .. T-1 are used.
-    m.kind = KeyMask::Kind::kRaw3d;
-    m.raw_rows = ms[2];
-    m.raw_cols = ms[3];
-    m.raw_row_offset = past;
     raw();
   } else {
     fail();

@@ -36,9 +36,8 @@ struct KeyMask {
   } kind = Kind::kNone;
   std::vector<int64_t> end, start;
   std::vector<int32_t> raw;
-  int64_t raw_cols = 0;        // last-axis length of the raw mask (>= T)
-  int64_t raw_rows = 0;        // second-axis length of a 3-D raw mask (>= S)
-  int64_t raw_row_offset = 0;  // 3-D masks larger than [S, T]: first row used
+  int64_t raw_cols = 0;  // last-axis length of the raw mask (>= T)
+  int64_t raw_rows = 0;  // second-axis length of a 3-D raw mask (>= S)
 };
 
 struct AttentionProblem {
@@ -55,10 +54,10 @@ struct AttentionProblem {
   int64_t bias_sb = 0, bias_sn = 0;
 };
 
-// Reads mask_index / key_padding_mask (int32) of shape [B], [2B], [B, T] or [B, S, T] (or
-// [B, 1, M, M] with M >= T) into a KeyMask; `op` names the operator in errors.
+// Reads mask_index / key_padding_mask (int32) of shape [B], [2B], [B, T] or [B, S, T] into a
+// KeyMask; `op` names the operator in errors. (onnxruntime's CPU kernels take no 4-D masks.)
 KeyMask MakeKeyMask(const ep::ConstTensor& mask, int64_t batch, int64_t seq, int64_t total,
-                    int64_t past, const char* op);
+                    const char* op);
 
 // Checks attention_bias against [B|1, N|1, S, T] and fills the problem's bias fields.
 void SetAttentionBias(AttentionProblem& p, const ep::ConstTensor& bias, const char* op);

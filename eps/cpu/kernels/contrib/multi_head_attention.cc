@@ -194,7 +194,7 @@ class MultiHeadAttention : public ep::Kernel {
     p.causal = unidirectional_;
     p.causal_offset = T - S;
     p.q = qv, p.k = kv, p.v = vv;
-    if (auto m = ctx.optional_input(4)) p.mask = MakeKeyMask(*m, B, S, T, P, kOp);
+    if (auto m = ctx.optional_input(4)) p.mask = MakeKeyMask(*m, B, S, T, kOp);
     if (auto ab = ctx.optional_input(5)) SetAttentionBias(p, *ab, kOp);
     ep::Tensor y = ctx.output(0, {B, S, Dv}, NX_TYPE_FLOAT);
     p.out = {y.data<float>(), S * Dv, Hv, Dv};
