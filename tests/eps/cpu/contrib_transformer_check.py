@@ -360,6 +360,24 @@ def gqa_cases(rng):
                    [("seqlens_k", seqlens), ("total_seq_len", total)])
             cases.append(Case(f"GQA {step} packed QKV {tag}", "GroupQueryAttention", ins,
                               ["y", "present_key", "present_value"], attrs))
+    # Batched sequences of different lengths: right-padded prompt, then a decode step where each
+    # sequence's past fills a different part of the buffer.
+    B, N, kvN, H, S, buf = 2, 4, 2, 16, 6, 9
+    seqlens = np.array([S - 1, S - 3], np.int32)
+    ins = [("q", rand(rng, B, S, N * H)), ("k", rand(rng, B, S, kvN * H)),
+           ("v", rand(rng, B, S, kvN * H)), ("past_key", None), ("past_value", None),
+           ("seqlens_k", seqlens), ("total_seq_len", np.array(S, np.int32))]
+    cases.append(Case("GQA right-padded prompt, B=2", "GroupQueryAttention", ins,
+                      ["y", "present_key", "present_value"],
+                      {"num_heads": N, "kv_num_heads": kvN}))
+    seqlens = np.array([buf, buf - 3], np.int32)
+    ins = [("q", rand(rng, B, 1, N * H)), ("k", rand(rng, B, 1, kvN * H)),
+           ("v", rand(rng, B, 1, kvN * H)), ("past_key", rand(rng, B, kvN, buf, H)),
+           ("past_value", rand(rng, B, kvN, buf, H)), ("seqlens_k", seqlens),
+           ("total_seq_len", np.array(buf + 1, np.int32))]
+    cases.append(Case("GQA decode, B=2 of different lengths", "GroupQueryAttention", ins,
+                      ["y", "present_key", "present_value"],
+                      {"num_heads": N, "kv_num_heads": kvN}))
     # A past buffer longer than the sequence (shared-buffer style): present keeps its length.
     B, N, kvN, H, P, buf = 1, 4, 2, 8, 5, 12
     pk, pv = np.zeros((B, kvN, buf, H), np.float32), np.zeros((B, kvN, buf, H), np.float32)
