@@ -183,6 +183,14 @@ def attention_cases(rng):
                       {"num_heads": N, "qkv_hidden_sizes": [24, 24, 12], "scale": 0.25}))
     w = rand(rng, hidden, 3 * hidden, scale=0.3)
     bias = rand(rng, 3 * hidden)
+    # onnxruntime 1.31's CPU Attention crashes without bias: its reference gets a zero bias.
+    zero = helper.make_node("Constant", [], ["zero_bias"],
+                            value=helper.make_tensor("z", onnx.TensorProto.FLOAT, [3 * hidden],
+                                                     [0.0] * (3 * hidden)))
+    ref = [zero, helper.make_node("Attention", ["input", "weights", "zero_bias"], ["y"],
+                                  domain="com.microsoft", num_heads=N)]
+    cases.append(Case("Attention without bias (ort: zero bias)", "Attention",
+                      [("input", x), ("weights", w)], ["y"], {"num_heads": N}, ort_nodes=ref))
     ab = rand(rng, 1, N, S, S)
     cases.append(Case("Attention attention_bias [1,N,S,S]", "Attention",
                       [("input", x), ("weights", w), ("bias", bias), ("mask", None),
