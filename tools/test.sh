@@ -5,7 +5,7 @@
 #   3. Debian's onnx-1.12 node tests, against tests/conformance/debian_node_pass.txt
 #   4. real models (torchvision exports, BERT, LSTM+GRU, PaddleOCR, Silero VAD, Magika, ddddocr)
 #      compared with onnxruntime, and their static types/shapes (nxrt info --values) compared
-#      with onnx's shape inference
+#      with onnx's shape inference; onnxruntime's com.microsoft transformer ops against it
 #   5. the Python package: a wheel built with pip, installed into a fresh virtualenv, pytest
 #   6. the unit tests and node tests again under AddressSanitizer + UBSan (skip: NXRT_SKIP_SANITIZE=1)
 #   7. the session fuzzer (clang, libFuzzer): regression corpus + 60 s smoke (skip: NXRT_SKIP_FUZZ=1)
@@ -59,6 +59,8 @@ run_suite "nxrt certify: conformance kit on SimDevice, ExampleCompiler, ExampleN
   python3 tests/tools/certify_check.py --build-dir build
 run_suite "real models vs onnxruntime" bash -c \
   "tools/scripts/prepare_test_models.sh build/models && python3 tests/models/run_model_comparison.py --models build/models --nxrt build/bin/nxrt $models"
+run_suite "com.microsoft transformer kernels vs onnxruntime (+ bert4 fused by its optimizer)" \
+  python3 tests/eps/cpu/contrib_transformer_check.py --build-dir build
 run_suite "shape inference vs onnx" \
   python3 tests/models/shape_inference_check.py --build-dir build --models build/models
 run_suite "control flow: seed models (If, Loop, Scan) on the CPU EP" \

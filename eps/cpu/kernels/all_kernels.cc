@@ -10,6 +10,7 @@ void RegisterAllKernels(NxKernelRegistry* registry) {
   RegisterLinalgKernels(registry);
   RegisterSequenceKernels(registry);
   RegisterControlFlowKernels(registry);
+  RegisterContribTransformerKernels(registry);
 }
 
 }  // namespace nxrt::cpu

@@ -6,13 +6,14 @@
 
 namespace nxrt::cpu {
 
-void RegisterElementwiseKernels(NxKernelRegistry* registry);  // kernels/elementwise/
-void RegisterTensorKernels(NxKernelRegistry* registry);       // kernels/tensor/
-void RegisterNnKernels(NxKernelRegistry* registry);           // kernels/nn/
-void RegisterReductionKernels(NxKernelRegistry* registry);    // kernels/reduction/
-void RegisterLinalgKernels(NxKernelRegistry* registry);       // kernels/linalg/
-void RegisterSequenceKernels(NxKernelRegistry* registry);     // kernels/sequence/
-void RegisterControlFlowKernels(NxKernelRegistry* registry);  // kernels/controlflow/
+void RegisterElementwiseKernels(NxKernelRegistry* registry);         // kernels/elementwise/
+void RegisterTensorKernels(NxKernelRegistry* registry);              // kernels/tensor/
+void RegisterNnKernels(NxKernelRegistry* registry);                  // kernels/nn/
+void RegisterReductionKernels(NxKernelRegistry* registry);           // kernels/reduction/
+void RegisterLinalgKernels(NxKernelRegistry* registry);              // kernels/linalg/
+void RegisterSequenceKernels(NxKernelRegistry* registry);            // kernels/sequence/
+void RegisterControlFlowKernels(NxKernelRegistry* registry);         // kernels/controlflow/
+void RegisterContribTransformerKernels(NxKernelRegistry* registry);  // kernels/contrib/
 
 // All of the above, in one registry.
 void RegisterAllKernels(NxKernelRegistry* registry);
