@@ -48,7 +48,7 @@ run_suite "debian onnx-1.12 pytorch-converted, pytorch-operator, simple tests" \
   --expect tests/conformance/debian_pytorch_simple_pass.txt
 models=""
 for m in resnet50 mobilenet_v2 mobilenet_v3_small efficientnet_b0 squeezenet1_1 vit_b_16 transformer_encoder bert4 \
-    lstm_gru ppocr_det ppocr_rec ppocr_cls silero_vad magika ddddocr_common; do
+    lstm_gru ppocr_det ppocr_rec ppocr_cls silero_vad magika ddddocr_common bert4_fused; do
   models+=" --only $m"
 done
 run_suite "SimDevice example EP (CLI, mixed placement vs numpy)" \

