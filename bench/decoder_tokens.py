@@ -16,7 +16,8 @@ against onnxruntime, on the same inputs:
    --repeat`, which reports median_ms; onnxruntime: timed here). Decode tokens per second =
    1000 / decode ms.
 Prints a markdown table and the nxrt / onnxruntime ratios; exit status 1 when the engines
-disagree or nxrt fails.
+disagree (tokens, or logits by more than 1e-3) or nxrt fails. --check-only stops after the
+agreement (CI runs that).
 """
 import argparse
 import os
