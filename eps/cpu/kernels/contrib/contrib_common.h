@@ -37,4 +37,25 @@ inline const float* ChannelVector(const ep::ConstTensor& t, int64_t n, const cha
   return t.data<float>();
 }
 
+// Rotary embedding of one head vector: its first 2*half features turned by the angles of one
+// position (cosines c, sines s), as pairs (2k, 2k+1) when interleaved, else (k, k + half).
+// `in` may be `out`; features past 2*half are the caller's.
+inline void RotateHead(const float* in, float* out, const float* c, const float* s, int64_t half,
+                       bool interleaved) {
+  if (interleaved) {
+    for (int64_t k = 0; k < half; ++k) {
+      const float a = in[2 * k], b = in[2 * k + 1];
+      out[2 * k] = a * c[k] - b * s[k];
+      out[2 * k + 1] = a * s[k] + b * c[k];
+    }
+  } else {
+#pragma omp simd
+    for (int64_t k = 0; k < half; ++k) {
+      const float a = in[k], b = in[k + half];
+      out[k] = a * c[k] - b * s[k];
+      out[k + half] = a * s[k] + b * c[k];
+    }
+  }
+}
+
 }  // namespace nxrt::cpu::contrib

@@ -29,24 +29,6 @@ namespace {
 
 constexpr const char* kOp = "GroupQueryAttention";
 
-// Rotates the first 2*half features of a head vector in place by the angles of row `c`/`s`.
-void Rotate(float* x, const float* c, const float* s, int64_t half, bool interleaved) {
-  if (interleaved) {
-    for (int64_t k = 0; k < half; ++k) {
-      const float a = x[2 * k], b = x[2 * k + 1];
-      x[2 * k] = a * c[k] - b * s[k];
-      x[2 * k + 1] = a * s[k] + b * c[k];
-    }
-  } else {
-#pragma omp simd
-    for (int64_t k = 0; k < half; ++k) {
-      const float a = x[k], b = x[k + half];
-      x[k] = a * c[k] - b * s[k];
-      x[k + half] = a * s[k] + b * c[k];
-    }
-  }
-}
-
 class GroupQueryAttention : public ep::Kernel {
  public:
   explicit GroupQueryAttention(const ep::KernelInfo& info) {
@@ -156,7 +138,7 @@ class GroupQueryAttention : public ep::Kernel {
       NXRT_EP_ENFORCE(position < max_pos, "GroupQueryAttention: position " +
                                               std::to_string(position) +
                                               " is outside the cos/sin caches");
-      Rotate(x, cos + position * half, sin + position * half, half, interleaved_);
+      RotateHead(x, x, cos + position * half, sin + position * half, half, interleaved_);
     };
 
     // The caches: [B, kvN, Tp, H] each, the present outputs themselves when wanted.

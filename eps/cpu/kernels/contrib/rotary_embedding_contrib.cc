@@ -77,20 +77,7 @@ class RotaryEmbeddingContrib : public ep::Kernel {
                     for (int64_t n = 0; n < N; ++n) {
                       const float* xi = xd + b * sb + s * ss + n * sn;
                       float* yo = yd + b * sb + s * ss + n * sn;
-                      if (inter) {
-                        for (int64_t k = 0; k < half; ++k) {
-                          const float a = xi[2 * k], e = xi[2 * k + 1];
-                          yo[2 * k] = a * c[k] - e * sn_row[k];
-                          yo[2 * k + 1] = a * sn_row[k] + e * c[k];
-                        }
-                      } else {
-#pragma omp simd
-                        for (int64_t k = 0; k < half; ++k) {
-                          const float a = xi[k], e = xi[k + half];
-                          yo[k] = a * c[k] - e * sn_row[k];
-                          yo[k + half] = a * sn_row[k] + e * c[k];
-                        }
-                      }
+                      RotateHead(xi, yo, c, sn_row, half, inter);
                       for (int64_t d = rot; d < H; ++d) yo[d] = xi[d];
                     }
                   }
