@@ -10,6 +10,7 @@ void RegisterAllKernels(NxKernelRegistry* registry) {
   RegisterLinalgKernels(registry);
   RegisterSequenceKernels(registry);
   RegisterControlFlowKernels(registry);
+  RegisterContribQuantizedKernels(registry);
 }
 
 }  // namespace nxrt::cpu

@@ -13,6 +13,7 @@ void RegisterReductionKernels(NxKernelRegistry* registry);    // kernels/reducti
 void RegisterLinalgKernels(NxKernelRegistry* registry);       // kernels/linalg/
 void RegisterSequenceKernels(NxKernelRegistry* registry);     // kernels/sequence/
 void RegisterControlFlowKernels(NxKernelRegistry* registry);  // kernels/controlflow/
+void RegisterContribQuantizedKernels(NxKernelRegistry* registry);  // kernels/quantized/
 
 // All of the above, in one registry.
 void RegisterAllKernels(NxKernelRegistry* registry);

@@ -1,0 +1,11 @@
+#include "kernels/quantized/quantized_kernels.h"
+
+namespace nxrt::cpu {
+
+void RegisterContribQuantizedKernels(NxKernelRegistry* registry) {
+  quantized::RegisterDynamicQuantizeLstmKernels(registry);
+  quantized::RegisterMatMulIntegerToFloatKernels(registry);
+  quantized::RegisterMatMulNBitsKernels(registry);
+}
+
+}  // namespace nxrt::cpu

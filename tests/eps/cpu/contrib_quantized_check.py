@@ -1,0 +1,492 @@
+#!/usr/bin/env python3
+"""Checks the CPU EP's com.microsoft quantization kernels against onnxruntime.
+
+Each case builds a small model with onnx.helper (or takes one from onnxruntime's quantizer or
+the ddddocr wheel), feeds deterministic random inputs to onnxruntime's CPU provider and to
+`nxrt run`, and compares every output: floats within 1e-4 * max(1, max|ort|), integers
+exactly. See uint8_weight_reference and reference_options for the two ways the onnxruntime
+reference run differs from a default session, and why.
+
+usage: python3 tests/eps/cpu/contrib_quantized_check.py --build-dir build [--ddddocr-dir DIR]
+"""
+import argparse
+import glob
+import os
+import subprocess
+import sys
+import tempfile
+import zipfile
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
+OPSETS = [helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]
+NP_TO_ONNX = {np.float32: TensorProto.FLOAT, np.int8: TensorProto.INT8,
+              np.uint8: TensorProto.UINT8, np.int32: TensorProto.INT32,
+              np.int64: TensorProto.INT64}
+
+
+# onnxruntime's x86 kernels for uint8 activations times int8 weights use VPMADDUBSW on CPUs
+# without AVX-VNNI: the products of each pair of consecutive k are summed in int16 with
+# saturation, so onnxruntime's result is not the exact product there (onnxruntime's quantization
+# docs describe this and suggest reduce_range or uint8 weights). nxrt computes the exact product.
+# To compare against the exact math, onnxruntime runs an equivalent model whose int8 weights
+# (and zero points) are shifted by +128 to uint8: (w + 128) - (zp + 128) = w - zp, so the real
+# values are unchanged and onnxruntime takes its uint8 x uint8 path, which does not saturate.
+# nxrt always runs the original model.
+U8S8_WEIGHTS = {  # op: [(weight input, zero point input, scale input for the zp's shape)]
+    "DynamicQuantizeLSTM": [(1, 9, 8), (2, 11, 10)],
+    "DynamicQuantizeMatMul": [(1, 3, 2)],
+    "MatMulIntegerToFloat": [(1, 5, 3)],
+    "MatMulInteger": [(1, 3, None)],
+    "ConvInteger": [(1, 3, None)],
+}
+FLOAT_ACTIVATION_OPS = {"DynamicQuantizeLSTM", "DynamicQuantizeMatMul"}
+
+
+def uint8_weight_reference(model):
+    """The model with every int8 weight of a uint8-activation product re-expressed as uint8."""
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    g = m.graph
+    inits = {t.name: t for t in g.initializer}
+    producers = {o: n.op_type for n in g.node for o in n.output}
+    input_types = {i.name: i.type.tensor_type.elem_type for i in g.input}
+    changed = False
+    for idx, node in enumerate(g.node):
+        if node.op_type not in U8S8_WEIGHTS:
+            continue
+        if node.op_type not in FLOAT_ACTIVATION_OPS:
+            a = node.input[0]
+            a_is_u8 = (producers.get(a) == "DynamicQuantizeLinear"
+                       or input_types.get(a) == TensorProto.UINT8
+                       or (a in inits and inits[a].data_type == TensorProto.UINT8))
+            if not a_is_u8:
+                continue
+        ins = list(node.input)
+        for wi, zi, si in U8S8_WEIGHTS[node.op_type]:
+            if wi >= len(ins) or ins[wi] not in inits:
+                continue
+            w = numpy_helper.to_array(inits[ins[wi]])
+            if w.dtype != np.int8:
+                continue
+            while len(ins) <= zi:
+                ins.append("")
+            if ins[zi]:
+                zp = numpy_helper.to_array(inits[ins[zi]])
+            elif si is not None:
+                zp = np.zeros(numpy_helper.to_array(inits[ins[si]]).shape, np.int8)
+            else:
+                zp = np.int8(0)
+            tag = f"_u8ref{idx}_{wi}"
+            g.initializer.append(tensor(ins[wi] + tag, (w.astype(np.int16) + 128).astype(np.uint8)))
+            g.initializer.append(tensor(f"zp{tag}",
+                                        (np.asarray(zp).astype(np.int16) + 128).astype(np.uint8)))
+            ins[wi], ins[zi] = ins[wi] + tag, f"zp{tag}"
+            changed = True
+        del node.input[:]
+        node.input.extend(ins)
+    return m if changed else model
+
+
+def reference_options():
+    # One intra-op thread: onnxruntime's quantized LSTM splits the batch over its threads and
+    # quantizes each part of H_{t-1} with its own range, so its numbers depend on the thread
+    # count. With one thread the range covers the whole batch, which is what nxrt does always.
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    so.log_severity_level = 3
+    return so
+
+
+class Checker:
+    def __init__(self, build_dir, work):
+        self.nxrt = os.path.join(build_dir, "bin", "nxrt")
+        self.work = work
+        self.passed = 0
+        self.failed = 0
+        self.count = 0
+
+    def run(self, name, model, feeds, rtol_scale=1e-4):
+        """Runs `model` (ModelProto or path) in both runtimes and compares all outputs."""
+        self.count += 1
+        case_dir = os.path.join(self.work, f"case{self.count}")
+        os.makedirs(case_dir)
+        if not isinstance(model, onnx.ModelProto):
+            path, model = model, onnx.load(model)
+        else:
+            path = os.path.join(case_dir, "model.onnx")
+            onnx.save(model, path)
+        try:
+            ref = uint8_weight_reference(model)
+            ref_path = path
+            if ref is not model:
+                ref_path = os.path.join(case_dir, "reference.onnx")
+                onnx.save(ref, ref_path)
+            sess = ort.InferenceSession(ref_path, reference_options(),
+                                        providers=["CPUExecutionProvider"])
+            names = [o.name for o in sess.get_outputs()]
+            expected = dict(zip(names, sess.run(None, feeds)))
+            cmd = [self.nxrt, "run", path, "--output-dir", os.path.join(case_dir, "out")]
+            for k, v in feeds.items():
+                f = os.path.join(case_dir, f"in_{len(cmd)}.npy")
+                np.save(f, v)
+                cmd += ["--input", f"{k}={f}"]
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+            if r.returncode != 0:
+                raise RuntimeError(f"nxrt failed: {(r.stderr or r.stdout).strip()[-400:]}")
+            worst = ""
+            ok = True
+            for n in names:
+                got = np.load(os.path.join(case_dir, "out", f"{n}.npy"))
+                exp = expected[n]
+                if got.shape != exp.shape or got.dtype != exp.dtype:
+                    ok = False
+                    worst = f"{n}: {got.dtype}{got.shape} vs ort {exp.dtype}{exp.shape}"
+                    break
+                if exp.size == 0:
+                    continue
+                if np.issubdtype(exp.dtype, np.floating):
+                    diff = float(np.max(np.abs(got.astype(np.float64) - exp)))
+                    tol = rtol_scale * max(1.0, float(np.max(np.abs(exp))))
+                    worst += f" {n}:{diff:.2e}/{tol:.1e}"
+                    ok = ok and diff <= tol
+                else:
+                    diff = int(np.max(np.abs(got.astype(np.int64) - exp.astype(np.int64))))
+                    worst += f" {n}:{diff}"
+                    ok = ok and diff == 0
+            self.report(name, ok, worst.strip())
+        except Exception as e:  # one broken case must not stop the others
+            self.report(name, False, str(e).splitlines()[0][:300] if str(e) else repr(e))
+
+    def report(self, name, ok, detail):
+        if ok:
+            self.passed += 1
+        else:
+            self.failed += 1
+        print(f"{'PASS' if ok else 'FAIL'} {name}: {detail}", flush=True)
+
+
+def tensor(name, arr):
+    return numpy_helper.from_array(np.asarray(arr), name)
+
+
+def vinfo(name, dtype, shape):
+    return helper.make_tensor_value_info(name, NP_TO_ONNX[dtype], shape)
+
+
+def make_model(nodes, inputs, outputs, inits):
+    g = helper.make_graph(nodes, "g", inputs, outputs, inits)
+    m = helper.make_model(g, opset_imports=OPSETS)
+    m.ir_version = 8
+    return m
+
+
+def qweight(rng, dtype, shape):
+    lo, hi = (-128, 128) if dtype == np.int8 else (0, 256)
+    return rng.integers(lo, hi, size=shape).astype(dtype)
+
+
+# ---- DynamicQuantizeLSTM -------------------------------------------------------------------
+
+def lstm_cases(c, rng):
+    configs = [
+        # (direction, wtype, per_column, zero_points, batch, with B/init/P, seq, input, hidden)
+        # onnxruntime requires int8 weights' zero points to be 0, and nonzero zero points only
+        # per direction.
+        ("forward", np.int8, False, False, 1, False, 5, 8, 6),
+        ("forward", np.int8, True, False, 1, True, 6, 12, 8),
+        ("reverse", np.uint8, False, True, 1, True, 4, 7, 5),
+        ("bidirectional", np.int8, True, False, 1, True, 7, 16, 16),
+        ("bidirectional", np.uint8, True, False, 1, False, 3, 5, 4),
+        ("forward", np.int8, False, False, 3, True, 5, 10, 8),
+        ("bidirectional", np.int8, True, False, 2, True, 6, 9, 7),
+    ]
+    for direction, wt, per_col, zps, batch, extras, S, I, H in configs:
+        D = 2 if direction == "bidirectional" else 1
+        G = 4 * H
+        W = qweight(rng, wt, (D, I, G))
+        R = qweight(rng, wt, (D, H, G))
+        sshape = (D, G) if per_col else (D,)
+        w_scale = rng.uniform(0.002, 0.02, sshape).astype(np.float32)
+        r_scale = rng.uniform(0.002, 0.02, sshape).astype(np.float32)
+        if zps:
+            w_zp = qweight(rng, wt, sshape)
+            r_zp = qweight(rng, wt, sshape)
+        else:
+            w_zp = np.zeros(sshape, wt)
+            r_zp = np.zeros(sshape, wt)
+        inits = [tensor("W", W), tensor("R", R), tensor("w_scale", w_scale),
+                 tensor("w_zp", w_zp), tensor("r_scale", r_scale), tensor("r_zp", r_zp)]
+        names = ["X", "W", "R", "", "", "", "", "", "w_scale", "w_zp", "r_scale", "r_zp"]
+        feeds = {"X": rng.standard_normal((S, batch, I)).astype(np.float32)}
+        inputs = [vinfo("X", np.float32, [S, batch, I])]
+        if extras:
+            inits.append(tensor("B", rng.standard_normal((D, 8 * H)).astype(np.float32) * 0.1))
+            inits.append(tensor("P", rng.standard_normal((D, 3 * H)).astype(np.float32) * 0.1))
+            names[3] = "B"
+            names[7] = "P"
+            for n in ("h0", "c0"):
+                feeds[n] = (rng.standard_normal((D, batch, H)) * 0.5).astype(np.float32)
+                inputs.append(vinfo(n, np.float32, [D, batch, H]))
+            names[5], names[6] = "h0", "c0"
+        node = helper.make_node("DynamicQuantizeLSTM", names, ["Y", "Y_h", "Y_c"],
+                                domain="com.microsoft", direction=direction, hidden_size=H)
+        outs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, None)
+                for n in ("Y", "Y_h", "Y_c")]
+        m = make_model([node], inputs, outs, inits)
+        label = (f"DynamicQuantizeLSTM {direction} {np.dtype(wt).name} "
+                 f"{'per-column' if per_col else 'per-direction'} zp={zps} batch={batch} "
+                 f"extras={extras} S={S} I={I} H={H}")
+        c.run(label, m, feeds)
+
+
+# ---- MatMulIntegerToFloat / DynamicQuantizeMatMul ------------------------------------------
+
+def matmul_cases(c, rng):
+    for at, bt, a_zp, b_zp, per_col, bias, a_shape, N in [
+        (np.uint8, np.int8, True, False, False, False, (4, 16), 8),
+        (np.uint8, np.int8, True, True, True, True, (2, 3, 32), 24),
+        (np.uint8, np.uint8, True, True, False, True, (1, 64), 40),
+        (np.int8, np.int8, False, False, True, False, (5, 7), 3),
+        (np.int8, np.int8, True, True, True, True, (6, 33), 17),  # (onnxruntime has no s8 x u8)
+        (np.uint8, np.int8, False, True, True, True, (1, 1, 128), 256),
+    ]:
+        K = a_shape[-1]
+        B = qweight(rng, bt, (K, N))
+        bs_shape = (N,) if per_col else ()
+        b_scale = rng.uniform(0.001, 0.05, bs_shape).astype(np.float32)
+        inits = [tensor("B", B), tensor("a_scale", np.float32(0.037)),
+                 tensor("b_scale", b_scale)]
+        names = ["A", "B", "a_scale", "b_scale", "", "", ""]
+        if a_zp:
+            inits.append(tensor("a_zp", qweight(rng, at, ())))
+            names[4] = "a_zp"
+        if b_zp:
+            inits.append(tensor("b_zp", qweight(rng, bt, bs_shape)))
+            names[5] = "b_zp"
+        if bias:
+            inits.append(tensor("bias", rng.standard_normal(N).astype(np.float32)))
+            names[6] = "bias"
+        while names[-1] == "":
+            names.pop()
+        node = helper.make_node("MatMulIntegerToFloat", names, ["Y"], domain="com.microsoft")
+        m = make_model([node], [vinfo("A", at, list(a_shape))],
+                       [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)], inits)
+        feeds = {"A": qweight(rng, at, a_shape)}
+        c.run(f"MatMulIntegerToFloat A={np.dtype(at).name}{list(a_shape)} "
+              f"B={np.dtype(bt).name}[{K},{N}] a_zp={a_zp} b_zp={b_zp} per_column={per_col} "
+              f"bias={bias}", m, feeds)
+
+    for bt, b_zp, per_col, bias, a_shape, N in [
+        (np.int8, False, False, False, (4, 16), 8),
+        (np.int8, False, True, True, (1, 64), 48),
+        (np.uint8, True, False, True, (2, 5, 24), 12),
+        (np.uint8, True, True, False, (3, 40), 33),
+        (np.int8, True, True, True, (1, 1, 256), 128),
+    ]:
+        K = a_shape[-1]
+        bs_shape = (N,) if per_col else ()
+        inits = [tensor("B", qweight(rng, bt, (K, N))),
+                 tensor("b_scale", rng.uniform(0.001, 0.05, bs_shape).astype(np.float32))]
+        names = ["A", "B", "b_scale", "", ""]
+        if b_zp:
+            inits.append(tensor("b_zp", qweight(rng, bt, bs_shape)))
+            names[3] = "b_zp"
+        if bias:
+            inits.append(tensor("bias", rng.standard_normal(N).astype(np.float32)))
+            names[4] = "bias"
+        while names[-1] == "":
+            names.pop()
+        node = helper.make_node("DynamicQuantizeMatMul", names, ["Y"], domain="com.microsoft")
+        m = make_model([node], [vinfo("A", np.float32, list(a_shape))],
+                       [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)], inits)
+        feeds = {"A": rng.standard_normal(a_shape).astype(np.float32)}
+        c.run(f"DynamicQuantizeMatMul A={list(a_shape)} B={np.dtype(bt).name}[{K},{N}] "
+              f"b_zp={b_zp} per_column={per_col} bias={bias}", m, feeds)
+
+
+# ---- MatMulNBits ---------------------------------------------------------------------------
+
+def nbits_cases(c, rng):
+    for K, N, bs, zp_kind, bias, a_shape_prefix, g_idx in [
+        (64, 32, 16, False, False, (1,), False),
+        (64, 48, 16, "packed", True, (5,), False),
+        (128, 40, 32, "packed", False, (1, 1), False),
+        (100, 24, 32, "packed", True, (3,), False),
+        (256, 64, 128, False, True, (1,), False),
+        (256, 20, 128, "packed", False, (2, 3), False),
+        (96, 33, 32, "float", True, (1,), False),
+        (160, 16, 32, "float", False, (4,), False),
+        (4096 // 4, 512, 32, "packed", True, (1,), False),
+    ]:
+        blocks = (K + bs - 1) // bs
+        q = rng.integers(0, 16, size=(N, blocks * bs)).astype(np.uint8)
+        q[:, K:] = 0
+        packed = (q[:, 0::2] | (q[:, 1::2] << 4)).reshape(N, blocks, bs // 2)
+        scales = rng.uniform(0.01, 0.1, (N * blocks,)).astype(np.float32)
+        inits = [tensor("B", packed), tensor("scales", scales)]
+        names = ["A", "B", "scales", "", "", ""]
+        if zp_kind == "packed":
+            z = rng.integers(0, 16, size=(N, blocks + (blocks % 2))).astype(np.uint8)
+            inits.append(tensor("zp", (z[:, 0::2] | (z[:, 1::2] << 4)).astype(np.uint8)))
+            names[3] = "zp"
+        elif zp_kind == "float":
+            inits.append(tensor("zp", rng.uniform(0, 15, (N * blocks,)).astype(np.float32)))
+            names[3] = "zp"
+        if g_idx:
+            # A shuffled act-order mapping: each k picks its scale/zero-point group.
+            g = (np.arange(K) // bs).astype(np.int32)
+            rng.shuffle(g)  # (not supported by nxrt, see matmul_nbits.cc)
+            inits.append(tensor("g_idx", g))
+            names[4] = "g_idx"
+        if bias:
+            inits.append(tensor("bias", rng.standard_normal(N).astype(np.float32)))
+            names[5] = "bias"
+        while names[-1] == "":
+            names.pop()
+        node = helper.make_node("MatMulNBits", names, ["Y"], domain="com.microsoft", K=K, N=N,
+                                bits=4, block_size=bs)
+        a_shape = list(a_shape_prefix) + [K]
+        m = make_model([node], [vinfo("A", np.float32, a_shape)],
+                       [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)], inits)
+        feeds = {"A": rng.standard_normal(a_shape).astype(np.float32)}
+        c.run(f"MatMulNBits A={a_shape} N={N} block={bs} zero_points={zp_kind or 'none'} "
+              f"bias={bias} g_idx={g_idx}", m, feeds)
+
+
+# ---- onnxruntime's quantizer ---------------------------------------------------------------
+
+def quantizer_cases(c, rng, work):
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    S, N, I, H = 6, 1, 16, 12
+    for direction in ("forward", "bidirectional"):
+        D = 2 if direction == "bidirectional" else 1
+        # quantize_dynamic only rewrites LSTMs with enough weights; keep the model small anyway.
+        W = rng.standard_normal((D, 4 * H, I)).astype(np.float32) * 0.3
+        R = rng.standard_normal((D, 4 * H, H)).astype(np.float32) * 0.3
+        B = rng.standard_normal((D, 8 * H)).astype(np.float32) * 0.1
+        node = helper.make_node("LSTM", ["X", "W", "R", "B"], ["Y", "Y_h", "Y_c"],
+                                direction=direction, hidden_size=H)
+        m = make_model([node], [vinfo("X", np.float32, [S, N, I])],
+                       [helper.make_tensor_value_info(n, TensorProto.FLOAT, None)
+                        for n in ("Y", "Y_h", "Y_c")],
+                       [tensor("W", W), tensor("R", R), tensor("B", B)])
+        src = os.path.join(work, f"lstm_{direction}.onnx")
+        dst = os.path.join(work, f"lstm_{direction}_q.onnx")
+        onnx.save(m, src)
+        quantize_dynamic(src, dst, weight_type=QuantType.QInt8)
+        ops = sorted({n.op_type for n in onnx.load(dst).graph.node})
+        c.run(f"quantize_dynamic LSTM {direction} -> {ops}", dst,
+              {"X": rng.standard_normal((S, N, I)).astype(np.float32)})
+
+    for wt, per_channel in ((QuantType.QInt8, False), (QuantType.QUInt8, False),
+                            (QuantType.QInt8, True)):
+        W1 = rng.standard_normal((32, 48)).astype(np.float32) * 0.2
+        W2 = rng.standard_normal((48, 10)).astype(np.float32) * 0.2
+        nodes = [helper.make_node("MatMul", ["X", "W1"], ["h"]),
+                 helper.make_node("Relu", ["h"], ["r"]),
+                 helper.make_node("MatMul", ["r", "W2"], ["Y"])]
+        m = make_model(nodes, [vinfo("X", np.float32, [3, 32])],
+                       [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)],
+                       [tensor("W1", W1), tensor("W2", W2)])
+        src = os.path.join(work, "mlp.onnx")
+        dst = os.path.join(work, f"mlp_q_{wt.name}_{per_channel}.onnx")
+        onnx.save(m, src)
+        quantize_dynamic(src, dst, weight_type=wt, per_channel=per_channel)
+        ops = sorted({n.op_type for n in onnx.load(dst).graph.node})
+        c.run(f"quantize_dynamic MLP {wt.name} per_channel={per_channel} -> {ops}", dst,
+              {"X": rng.standard_normal((3, 32)).astype(np.float32)})
+
+
+# ---- ddddocr -------------------------------------------------------------------------------
+
+def ddddocr_models(work, given):
+    if given:
+        return sorted(glob.glob(os.path.join(given, "*.onnx"))), ""
+    dl = os.path.join(work, "ddddocr")
+    r = subprocess.run([sys.executable, "-m", "pip", "download", "ddddocr", "--no-deps", "-q",
+                        "-d", dl], capture_output=True, text=True, timeout=90)
+    wheels = glob.glob(os.path.join(dl, "*.whl"))
+    if r.returncode != 0 or not wheels:
+        return [], "pip download ddddocr failed: " + (r.stderr.strip().splitlines() or ["?"])[-1]
+    with zipfile.ZipFile(wheels[0]) as z:
+        z.extractall(dl)
+    return sorted(glob.glob(os.path.join(dl, "**", "*.onnx"), recursive=True)), ""
+
+
+def quantized_lstm_submodels(model, feeds, work):
+    """Each DynamicQuantizeLSTM of `model` alone, with its real weights and the inputs onnxruntime
+    computes for it on `feeds`."""
+    inits = {t.name: t for t in model.graph.initializer}
+    nodes = [n for n in model.graph.node if n.op_type == "DynamicQuantizeLSTM"]
+    if not nodes:
+        return []
+    probe = onnx.ModelProto()
+    probe.CopyFrom(model)
+    wanted = sorted({i for n in nodes for i in n.input if i and i not in inits})
+    for i in wanted:
+        probe.graph.output.append(helper.make_empty_tensor_value_info(i))
+    path = os.path.join(work, "probe.onnx")
+    onnx.save(probe, path)
+    sess = ort.InferenceSession(path, reference_options(), providers=["CPUExecutionProvider"])
+    values = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds)))
+    out = []
+    for node in nodes:
+        ins = [i for i in node.input if i and i not in inits]
+        sub = helper.make_graph(
+            [node], "lstm",
+            [helper.make_tensor_value_info(i, TensorProto.FLOAT, None) for i in ins],
+            [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in node.output if o],
+            [inits[i] for i in node.input if i in inits])
+        m = helper.make_model(sub, opset_imports=OPSETS)
+        m.ir_version = 8
+        out.append((node.name, m, {i: values[i] for i in ins}))
+    return out
+
+
+def ddddocr_cases(c, rng, work, given):
+    models, why = ddddocr_models(work, given)
+    if not models:
+        print(f"SKIP ddddocr: {why or 'no .onnx files found'}")
+        return
+    for path in models:
+        model = onnx.load(path)
+        sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+        feeds = {}
+        for i in sess.get_inputs():
+            # The OCR models take [1, 1, 64, width] images, the detector [1, 3, 416, 416].
+            shape = [d if isinstance(d, int) else 96 for d in i.shape]
+            feeds[i.name] = rng.uniform(0, 1, shape).astype(np.float32)
+        label = f"ddddocr {os.path.basename(path)} inputs {[list(v.shape) for v in feeds.values()]}"
+        c.run(label, model, feeds)
+        # The quantized LSTM also on its own, with its real weights and the inputs onnxruntime
+        # computes for it.
+        for name, sub, sub_feeds in quantized_lstm_submodels(model, feeds, work):
+            c.run(f"ddddocr {os.path.basename(path)} node {name} alone", sub, sub_feeds)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build-dir", default="build")
+    ap.add_argument("--ddddocr-dir", help="folder with the ddddocr wheel's .onnx files "
+                    "(downloaded with pip when not given)")
+    args = ap.parse_args()
+    ort.set_default_logger_severity(3)
+    rng = np.random.default_rng(1234)
+    with tempfile.TemporaryDirectory() as work:
+        c = Checker(args.build_dir, work)
+        lstm_cases(c, rng)
+        matmul_cases(c, rng)
+        nbits_cases(c, rng)
+        quantizer_cases(c, rng, work)
+        ddddocr_cases(c, rng, work, args.ddddocr_dir)
+    print(f"{c.passed} passed, {c.failed} failed")
+    return 1 if c.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
