@@ -8,6 +8,8 @@ namespace nxrt::cpu::quantized {
 void RegisterDynamicQuantizeLstmKernels(NxKernelRegistry* registry);   // dynamic_quantize_lstm.cc
 void RegisterMatMulIntegerToFloatKernels(NxKernelRegistry* registry);  // matmul_integer_to_float.cc
 void RegisterMatMulNBitsKernels(NxKernelRegistry* registry);           // matmul_nbits.cc
+void RegisterQLinearElementwiseKernels(NxKernelRegistry* registry);    // qlinear_elementwise.cc
+void RegisterQLinearPoolConcatKernels(NxKernelRegistry* registry);     // qlinear_pool_concat.cc
 
 }  // namespace nxrt::cpu::quantized
 

@@ -6,6 +6,8 @@ void RegisterContribQuantizedKernels(NxKernelRegistry* registry) {
   quantized::RegisterDynamicQuantizeLstmKernels(registry);
   quantized::RegisterMatMulIntegerToFloatKernels(registry);
   quantized::RegisterMatMulNBitsKernels(registry);
+  quantized::RegisterQLinearElementwiseKernels(registry);
+  quantized::RegisterQLinearPoolConcatKernels(registry);
 }
 
 }  // namespace nxrt::cpu
