@@ -44,9 +44,10 @@ U8S8_WEIGHTS = {  # op: [(weight input, zero point input, scale input for the zp
     "ConvInteger": [(1, 3, None)],
     "QLinearConv": [(3, 5, 4)],
     "QLinearMatMul": [(3, 5, 4)],
+    "QGemm": [(3, 5, 4)],
 }
 ACTIVATION_ZERO_POINT = {"MatMulIntegerToFloat": 4, "MatMulInteger": 2, "ConvInteger": 2,
-                         "QLinearConv": 2, "QLinearMatMul": 2}
+                         "QLinearConv": 2, "QLinearMatMul": 2, "QGemm": 2}
 FLOAT_ACTIVATION_OPS = {"DynamicQuantizeLSTM", "DynamicQuantizeMatMul"}
 
 
@@ -447,6 +448,43 @@ def qlinear_cases(c, rng):
         c.run(f"QLinearConcat {np.dtype(dt).name} {shapes} axis={axis}", m, feeds, int_tol=1)
 
 
+def qgemm_cases(c, rng):
+    for at, bt, trans_a, trans_b, per_col, with_c, quant_out, alpha, (M, K, N) in [
+        (np.uint8, np.uint8, 0, 0, False, False, False, 1.0, (4, 16, 8)),
+        (np.uint8, np.int8, 0, 1, True, True, False, 1.0, (3, 32, 10)),
+        (np.int8, np.int8, 1, 0, False, True, True, 0.5, (5, 24, 6)),
+        (np.uint8, np.int8, 0, 1, True, True, True, 1.0, (1, 40, 12)),
+        (np.uint8, np.uint8, 1, 1, True, False, True, 2.0, (6, 9, 7)),
+    ]:
+        a_shape = (K, M) if trans_a else (M, K)
+        b_shape = (N, K) if trans_b else (K, N)
+        bs_shape = (N,) if per_col else ()
+        ia, na = qparams(rng, at, "a")
+        inits = ia + [tensor("B", qweight(rng, bt, b_shape)),
+                      tensor("b_scale", rng.uniform(0.01, 0.05, bs_shape).astype(np.float32)),
+                      tensor("b_zp", qweight(rng, bt, bs_shape) // 4)]
+        names = ["A", *na, "B", "b_scale", "b_zp"]
+        if with_c or quant_out:
+            names.append("C" if with_c else "")
+        if with_c:
+            inits.append(tensor("C", rng.integers(-2000, 2000, N).astype(np.int32)))
+        out_type = np.float32
+        if quant_out:
+            iy, ny = qparams(rng, at, "y")
+            iy[0] = tensor("y_scale", np.float32(rng.uniform(1.0, 4.0)))
+            inits += iy
+            names += ny
+            out_type = at
+        node = helper.make_node("QGemm", names, ["Y"], domain="com.microsoft", transA=trans_a,
+                                transB=trans_b, alpha=alpha)
+        m = make_model([node], [vinfo("A", at, list(a_shape))], [vinfo("Y", out_type, None)],
+                       inits)
+        c.run(f"QGemm A={np.dtype(at).name}{list(a_shape)} B={np.dtype(bt).name}{list(b_shape)} "
+              f"transA={trans_a} transB={trans_b} per_column={per_col} C={with_c} "
+              f"quantized_output={quant_out} alpha={alpha}", m,
+              {"A": qweight(rng, at, a_shape)}, int_tol=1)
+
+
 # ---- onnxruntime's quantizer ---------------------------------------------------------------
 
 def quantizer_cases(c, rng, work):
@@ -514,12 +552,13 @@ def static_cnn_cases(c, rng, work):
         helper.make_node("GlobalAveragePool", ["cat"], ["g"]),
         helper.make_node("Flatten", ["g"], ["f"]),
         helper.make_node("MatMul", ["f", "wm"], ["Y"]),
+        helper.make_node("Gemm", ["f", "wg", "bg"], ["Y2"], transB=1),
     ]
     inits = [f32("w1", (8, 3, 3, 3), 0.3), f32("b1", (8,), 0.1), f32("w2", (8, 8, 3, 3), 0.2),
              f32("b2", (8,), 0.1), f32("w3", (4, 8, 1, 1), 0.3), f32("b3", (4,), 0.1),
-             f32("wm", (12, 5), 0.5)]
+             f32("wm", (12, 5), 0.5), f32("wg", (6, 12), 0.5), f32("bg", (6,), 0.1)]
     m = make_model(nodes, [vinfo("X", np.float32, [1, 3, 16, 16])],
-                   [vinfo("Y", np.float32, None)], inits)
+                   [vinfo("Y", np.float32, None), vinfo("Y2", np.float32, None)], inits)
     m.opset_import.pop()  # standard domain only; the quantizer adds com.microsoft
     src = os.path.join(work, "cnn.onnx")
     onnx.save(m, src)
@@ -639,6 +678,7 @@ def main():
         matmul_cases(c, rng)
         nbits_cases(c, rng)
         qlinear_cases(c, rng)
+        qgemm_cases(c, rng)
         quantizer_cases(c, rng, work)
         static_cnn_cases(c, rng, work)
         ddddocr_cases(c, work, args.ddddocr_dir)

@@ -24,10 +24,13 @@ struct PackedInt8Columns {
   std::vector<float> scale;  // one per column (a per-tensor scale is repeated)
 };
 
-// Packs `b` (int8 or uint8, row-major [k, n]); zp and scale have 1 or n entries.
+// Packs `b` (int8 or uint8, row-major [k, n], or [n, k] when `transposed`); zp and scale have 1
+// or n entries.
 inline PackedInt8Columns PackInt8Columns(const void* b, NxElementType type, int64_t k, int64_t n,
                                          const std::vector<int32_t>& zp,
-                                         const std::vector<float>& scale) {
+                                         const std::vector<float>& scale, bool transposed = false) {
+  // Element (i, j) of the [k, n] matrix.
+  const int64_t row_stride = transposed ? 1 : n, col_stride = transposed ? k : 1;
   PackedInt8Columns p;
   p.k = k;
   p.n = n;
@@ -39,10 +42,14 @@ inline PackedInt8Columns PackInt8Columns(const void* b, NxElementType type, int6
     int16_t* col = p.cols.data() + j * k;
     if (type == NX_TYPE_INT8) {
       const int8_t* src = static_cast<const int8_t*>(b);
-      for (int64_t i = 0; i < k; ++i) col[i] = static_cast<int16_t>(src[i * n + j] - z);
+      for (int64_t i = 0; i < k; ++i) {
+        col[i] = static_cast<int16_t>(src[i * row_stride + j * col_stride] - z);
+      }
     } else {
       const uint8_t* src = static_cast<const uint8_t*>(b);
-      for (int64_t i = 0; i < k; ++i) col[i] = static_cast<int16_t>(src[i * n + j] - z);
+      for (int64_t i = 0; i < k; ++i) {
+        col[i] = static_cast<int16_t>(src[i * row_stride + j * col_stride] - z);
+      }
     }
   }
   return p;

@@ -10,6 +10,7 @@ void RegisterMatMulIntegerToFloatKernels(NxKernelRegistry* registry);  // matmul
 void RegisterMatMulNBitsKernels(NxKernelRegistry* registry);           // matmul_nbits.cc
 void RegisterQLinearElementwiseKernels(NxKernelRegistry* registry);    // qlinear_elementwise.cc
 void RegisterQLinearPoolConcatKernels(NxKernelRegistry* registry);     // qlinear_pool_concat.cc
+void RegisterQGemmKernels(NxKernelRegistry* registry);                 // qgemm.cc
 
 }  // namespace nxrt::cpu::quantized
 

@@ -8,6 +8,7 @@ void RegisterContribQuantizedKernels(NxKernelRegistry* registry) {
   quantized::RegisterMatMulNBitsKernels(registry);
   quantized::RegisterQLinearElementwiseKernels(registry);
   quantized::RegisterQLinearPoolConcatKernels(registry);
+  quantized::RegisterQGemmKernels(registry);
 }
 
 }  // namespace nxrt::cpu
