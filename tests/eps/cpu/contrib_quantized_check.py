@@ -485,6 +485,27 @@ def qgemm_cases(c, rng):
               {"A": qweight(rng, at, a_shape)}, int_tol=1)
 
 
+def qavgpool_cases(c, rng):
+    for dt, shape, attrs in [
+        (np.uint8, [1, 3, 8, 8], dict(kernel_shape=[2, 2], strides=[2, 2])),
+        (np.int8, [2, 4, 9, 7], dict(kernel_shape=[3, 3], pads=[1, 1, 1, 1])),
+        (np.uint8, [1, 2, 9, 7], dict(kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+                                      count_include_pad=1, strides=[2, 2])),
+        (np.int8, [1, 2, 10, 10], dict(kernel_shape=[3, 2], strides=[2, 3], ceil_mode=1)),
+        (np.uint8, [1, 2, 10, 10], dict(kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1,
+                                        pads=[1, 1, 1, 1], count_include_pad=1)),
+        (np.uint8, [2, 3, 11], dict(kernel_shape=[4], auto_pad="SAME_UPPER")),
+        (np.int8, [1, 2, 4, 5, 6], dict(kernel_shape=[2, 2, 2], strides=[1, 2, 2])),
+    ]:
+        ix, nx = qparams(rng, dt, "x")
+        iy, ny = qparams(rng, dt, "y")
+        node = helper.make_node("QLinearAveragePool", ["X", *nx, *ny], ["Y"],
+                                domain="com.microsoft", **attrs)
+        m = make_model([node], [vinfo("X", dt, shape)], [vinfo("Y", dt, None)], ix + iy)
+        c.run(f"QLinearAveragePool {np.dtype(dt).name} {shape} {attrs}", m,
+              {"X": qweight(rng, dt, shape)}, int_tol=1)
+
+
 # ---- onnxruntime's quantizer ---------------------------------------------------------------
 
 def quantizer_cases(c, rng, work):
@@ -546,9 +567,10 @@ def static_cnn_cases(c, rng, work):
         helper.make_node("Mul", ["c2", "s2"], ["m2"]),
         helper.make_node("Add", ["m2", "r1"], ["a2"]),
         helper.make_node("LeakyRelu", ["a2"], ["l2"], alpha=0.1),
-        helper.make_node("MaxPool", ["l2"], ["p2"], kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("AveragePool", ["l2"], ["p2"], kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("MaxPool", ["l2"], ["mp"], kernel_shape=[2, 2], strides=[2, 2]),
         helper.make_node("Conv", ["p2", "w3", "b3"], ["c3"]),
-        helper.make_node("Concat", ["p2", "c3"], ["cat"], axis=1),
+        helper.make_node("Concat", ["p2", "c3", "mp"], ["cat"], axis=1),
         helper.make_node("GlobalAveragePool", ["cat"], ["g"]),
         helper.make_node("Flatten", ["g"], ["f"]),
         helper.make_node("MatMul", ["f", "wm"], ["Y"]),
@@ -556,7 +578,7 @@ def static_cnn_cases(c, rng, work):
     ]
     inits = [f32("w1", (8, 3, 3, 3), 0.3), f32("b1", (8,), 0.1), f32("w2", (8, 8, 3, 3), 0.2),
              f32("b2", (8,), 0.1), f32("w3", (4, 8, 1, 1), 0.3), f32("b3", (4,), 0.1),
-             f32("wm", (12, 5), 0.5), f32("wg", (6, 12), 0.5), f32("bg", (6,), 0.1)]
+             f32("wm", (20, 5), 0.5), f32("wg", (6, 20), 0.5), f32("bg", (6,), 0.1)]
     m = make_model(nodes, [vinfo("X", np.float32, [1, 3, 16, 16])],
                    [vinfo("Y", np.float32, None), vinfo("Y2", np.float32, None)], inits)
     m.opset_import.pop()  # standard domain only; the quantizer adds com.microsoft
@@ -679,6 +701,7 @@ def main():
         nbits_cases(c, rng)
         qlinear_cases(c, rng)
         qgemm_cases(c, rng)
+        qavgpool_cases(c, rng)
         quantizer_cases(c, rng, work)
         static_cnn_cases(c, rng, work)
         ddddocr_cases(c, work, args.ddddocr_dir)

@@ -11,6 +11,7 @@ void RegisterMatMulNBitsKernels(NxKernelRegistry* registry);           // matmul
 void RegisterQLinearElementwiseKernels(NxKernelRegistry* registry);    // qlinear_elementwise.cc
 void RegisterQLinearPoolConcatKernels(NxKernelRegistry* registry);     // qlinear_pool_concat.cc
 void RegisterQGemmKernels(NxKernelRegistry* registry);                 // qgemm.cc
+void RegisterQLinearAveragePoolKernels(NxKernelRegistry* registry);    // qlinear_average_pool.cc
 
 }  // namespace nxrt::cpu::quantized
 

@@ -9,6 +9,7 @@ void RegisterContribQuantizedKernels(NxKernelRegistry* registry) {
   quantized::RegisterQLinearElementwiseKernels(registry);
   quantized::RegisterQLinearPoolConcatKernels(registry);
   quantized::RegisterQGemmKernels(registry);
+  quantized::RegisterQLinearAveragePoolKernels(registry);
 }
 
 }  // namespace nxrt::cpu
