@@ -506,6 +506,33 @@ def qavgpool_cases(c, rng):
               {"X": qweight(rng, dt, shape)}, int_tol=1)
 
 
+def qsoftmax_cases(c, rng):
+    # onnxruntime's QLinearSoftmax output scale is normally 1/256 (uint8) or 1/128 (int8).
+    for case in [
+        (np.uint8, [2, 10], -1, 13),
+        (np.int8, [2, 10], -1, 13),
+        (np.uint8, [2, 3, 7], 1, 13),
+        (np.int8, [2, 3, 7], 1, 13),
+        (np.uint8, [2, 3, 4], 1, 12),
+        (np.int8, [4, 6, 5], -1, 11),
+        (np.uint8, [3, 1000], -1, 13),
+        (np.uint8, [3, 20], -1, 13, 0.005, 7),  # another output scale and zero point
+        (np.int8, [3, 20], 0, 13, 0.004, -100),
+    ]:
+        dt, shape, axis, opset = case[:4]
+        ix, nx = qparams(rng, dt, "x")
+        y_scale = np.float32(1 / 256 if dt == np.uint8 else 1 / 128)
+        y_zp = np.array(0 if dt == np.uint8 else -128, dt)
+        if len(case) > 4:
+            y_scale, y_zp = np.float32(case[4]), np.array(case[5], dt)
+        inits = ix + [tensor("y_scale", y_scale), tensor("y_zp", y_zp)]
+        node = helper.make_node("QLinearSoftmax", ["X", *nx, "y_scale", "y_zp"], ["Y"],
+                                domain="com.microsoft", axis=axis, opset=opset)
+        m = make_model([node], [vinfo("X", dt, shape)], [vinfo("Y", dt, None)], inits)
+        c.run(f"QLinearSoftmax {np.dtype(dt).name} {shape} axis={axis} opset={opset}", m,
+              {"X": qweight(rng, dt, shape)}, int_tol=1)
+
+
 # ---- onnxruntime's quantizer ---------------------------------------------------------------
 
 def quantizer_cases(c, rng, work):
@@ -601,6 +628,36 @@ def static_cnn_cases(c, rng, work):
         ops = sorted({n.op_type for n in onnx.load(dst).graph.node if n.domain})
         c.run(f"quantize_static CNN act={act.name} weight={weight.name} -> {ops}", dst,
               {"X": rng.standard_normal((1, 3, 16, 16)).astype(np.float32)})
+
+    # A small self-attention block: the transformer-side QOperator ops.
+    D = 16
+    nodes = [
+        helper.make_node("MatMul", ["X", "wq"], ["q"]),
+        helper.make_node("MatMul", ["X", "wk"], ["k"]),
+        helper.make_node("MatMul", ["X", "wv"], ["v"]),
+        helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 2, 1]),
+        helper.make_node("MatMul", ["q", "kt"], ["s"]),
+        helper.make_node("Mul", ["s", "scale"], ["ss"]),
+        helper.make_node("Softmax", ["ss"], ["p"], axis=-1),
+        helper.make_node("MatMul", ["p", "v"], ["ctx"]),
+        helper.make_node("MatMul", ["ctx", "wo"], ["o"]),
+        helper.make_node("Add", ["o", "X"], ["Y"]),
+    ]
+    inits = [f32("wq", (D, D), 0.3), f32("wk", (D, D), 0.3), f32("wv", (D, D), 0.3),
+             f32("wo", (D, D), 0.3), tensor("scale", np.float32(D ** -0.5))]
+    m = make_model(nodes, [vinfo("X", np.float32, [1, 8, D])], [vinfo("Y", np.float32, None)],
+                   inits)
+    m.opset_import.pop()
+    src = os.path.join(work, "attention.onnx")
+    onnx.save(m, src)
+    calibration = [{"X": rng.standard_normal((1, 8, D)).astype(np.float32)} for _ in range(4)]
+    for act, weight in ((QuantType.QUInt8, QuantType.QUInt8), (QuantType.QInt8, QuantType.QInt8)):
+        dst = os.path.join(work, f"attention_q_{act.name}_{weight.name}.onnx")
+        quantize_static(src, dst, Reader(), quant_format=QuantFormat.QOperator,
+                        activation_type=act, weight_type=weight)
+        ops = sorted({n.op_type for n in onnx.load(dst).graph.node if n.op_type.startswith("Q")})
+        c.run(f"quantize_static attention block act={act.name} weight={weight.name} -> {ops}",
+              dst, {"X": rng.standard_normal((1, 8, D)).astype(np.float32)})
 
 
 # ---- ddddocr -------------------------------------------------------------------------------
@@ -702,6 +759,7 @@ def main():
         qlinear_cases(c, rng)
         qgemm_cases(c, rng)
         qavgpool_cases(c, rng)
+        qsoftmax_cases(c, rng)
         quantizer_cases(c, rng, work)
         static_cnn_cases(c, rng, work)
         ddddocr_cases(c, work, args.ddddocr_dir)

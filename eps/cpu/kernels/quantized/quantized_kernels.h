@@ -12,6 +12,7 @@ void RegisterQLinearElementwiseKernels(NxKernelRegistry* registry);    // qlinea
 void RegisterQLinearPoolConcatKernels(NxKernelRegistry* registry);     // qlinear_pool_concat.cc
 void RegisterQGemmKernels(NxKernelRegistry* registry);                 // qgemm.cc
 void RegisterQLinearAveragePoolKernels(NxKernelRegistry* registry);    // qlinear_average_pool.cc
+void RegisterQLinearSoftmaxKernels(NxKernelRegistry* registry);        // qlinear_softmax.cc
 
 }  // namespace nxrt::cpu::quantized
 

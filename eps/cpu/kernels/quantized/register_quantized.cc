@@ -10,6 +10,7 @@ void RegisterContribQuantizedKernels(NxKernelRegistry* registry) {
   quantized::RegisterQLinearPoolConcatKernels(registry);
   quantized::RegisterQGemmKernels(registry);
   quantized::RegisterQLinearAveragePoolKernels(registry);
+  quantized::RegisterQLinearSoftmaxKernels(registry);
 }
 
 }  // namespace nxrt::cpu
