@@ -320,6 +320,21 @@ def matmul_cases(c, rng):
         c.run(f"DynamicQuantizeMatMul A={list(a_shape)} B={np.dtype(bt).name}[{K},{N}] "
               f"b_zp={b_zp} per_column={per_col} bias={bias}", m, feeds)
 
+    # The standard MatMulInteger: its 2-D-B path now shares the packed int16 product.
+    for at, bt, a_shape, b_shape, a_zp_shape, b_zp_shape in [
+        (np.uint8, np.int8, (2, 5, 24), (24, 12), (), (12,)),
+        (np.uint8, np.uint8, (30,), (30, 7), (), ()),
+        (np.int8, np.int8, (4, 16), (16, 9), (), ()),  # (onnxruntime has no per-row A zero point)
+        (np.uint8, np.uint8, (2, 3, 8), (2, 8, 5), (), ()),  # batched B: reference path
+    ]:
+        inits = [tensor("B", qweight(rng, bt, b_shape)), tensor("a_zp", qweight(rng, at, a_zp_shape)),
+                 tensor("b_zp", qweight(rng, bt, b_zp_shape))]
+        node = helper.make_node("MatMulInteger", ["A", "B", "a_zp", "b_zp"], ["Y"])
+        m = make_model([node], [vinfo("A", at, list(a_shape))], [vinfo("Y", np.int32, None)], inits)
+        c.run(f"MatMulInteger A={np.dtype(at).name}{list(a_shape)} B={np.dtype(bt).name}"
+              f"{list(b_shape)} a_zp{list(a_zp_shape)} b_zp{list(b_zp_shape)}", m,
+              {"A": qweight(rng, at, a_shape)})
+
 
 # ---- MatMulNBits ---------------------------------------------------------------------------
 

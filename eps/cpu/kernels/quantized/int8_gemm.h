@@ -134,4 +134,21 @@ inline void ScaledIntegerGemm(ep::KernelContext& ctx, int64_t rows, const int16_
   });
 }
 
+// y[m, j] = sum_k a[m, k] * w[k, j] in int32 (w.scale unused), for m < rows: MatMulInteger.
+inline void IntegerGemm(ep::KernelContext& ctx, int64_t rows, const int16_t* a,
+                        const PackedInt8Columns& w, int32_t* y) {
+  const int64_t k = w.k, n = w.n;
+  constexpr int64_t kColBlock = 16;
+  const int64_t blocks = (n + kColBlock - 1) / kColBlock;
+  const int64_t block_work = std::max<int64_t>(1, rows * k * kColBlock);
+  const size_t grain = static_cast<size_t>(std::max<int64_t>(1, 32768 / block_work));
+  ctx.parallel_for(static_cast<size_t>(blocks), grain, [&](size_t b0, size_t b1) {
+    const int64_t j0 = static_cast<int64_t>(b0) * kColBlock;
+    const int64_t j1 = std::min(n, static_cast<int64_t>(b1) * kColBlock);
+    for (int64_t m = 0; m < rows; ++m) {
+      for (int64_t j = j0; j < j1; ++j) y[m * n + j] = DotS16(a + m * k, w.cols.data() + j * k, k);
+    }
+  });
+}
+
 }  // namespace nxrt::cpu::quantized
