@@ -335,6 +335,21 @@ def matmul_cases(c, rng):
               f"{list(b_shape)} a_zp{list(a_zp_shape)} b_zp{list(b_zp_shape)}", m,
               {"A": qweight(rng, at, a_shape)})
 
+    # The standard ConvInteger: im2col onto the same packed int16 product.
+    for xt, wt, x_shape, w_shape, attrs, w_zp_shape in [
+        (np.uint8, np.uint8, (1, 3, 9, 9), (4, 3, 3, 3), dict(pads=[1, 1, 1, 1]), ()),
+        (np.uint8, np.int8, (2, 4, 8, 7), (6, 2, 3, 2), dict(group=2, strides=[2, 1]), ()),
+        (np.uint8, np.uint8, (1, 6, 7, 7), (6, 1, 3, 3),
+         dict(group=6, pads=[1, 1, 1, 1], dilations=[2, 2]), ()),  # (ort: per-tensor w_zp only)
+        (np.uint8, np.int8, (1, 5, 12), (3, 5, 4), dict(pads=[2, 1]), ()),
+    ]:
+        inits = [tensor("W", qweight(rng, wt, w_shape)), tensor("x_zp", qweight(rng, xt, ())),
+                 tensor("w_zp", qweight(rng, wt, w_zp_shape) // 2)]
+        node = helper.make_node("ConvInteger", ["X", "W", "x_zp", "w_zp"], ["Y"], **attrs)
+        m = make_model([node], [vinfo("X", xt, list(x_shape))], [vinfo("Y", np.int32, None)], inits)
+        c.run(f"ConvInteger X={np.dtype(xt).name}{list(x_shape)} W={np.dtype(wt).name}"
+              f"{list(w_shape)} {attrs} w_zp{list(w_zp_shape)}", m, {"X": qweight(rng, xt, x_shape)})
+
 
 # ---- MatMulNBits ---------------------------------------------------------------------------
 
