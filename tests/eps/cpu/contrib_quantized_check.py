@@ -368,6 +368,7 @@ def nbits_cases(c, rng):
         (64, 40, 32, "packed", True, (20,), False),
         (200, 24, 16, "float", False, (2, 17), False),
         (256, 32, 128, False, True, (33,), False),
+        (96, 130, 32, "packed", True, (2, 12), False),  # three 64-column panels, the last partial
     ]:
         blocks = (K + bs - 1) // bs
         q = rng.integers(0, 16, size=(N, blocks * bs)).astype(np.uint8)

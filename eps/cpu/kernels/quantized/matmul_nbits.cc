@@ -9,8 +9,8 @@
 //
 // Few rows of A (M = 1 is decoder token generation) stay on the 4-bit data: each thread takes a
 // range of output columns and per block computes scale * (sum a_j q_j - zp * sum a_j) for every
-// row, with the block sums of A computed once. Larger M dequantizes B to float once per call and
-// runs one SGEMM.
+// row, with the block sums of A computed once. Larger M dequantizes panels of 64 columns of B
+// to float, each multiplied with all of A by an SGEMM.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -25,7 +25,7 @@
 namespace nxrt::cpu::quantized {
 namespace {
 
-// Up to this many rows of A, B stays 4-bit (SmallM); above, dequantizing it once for one SGEMM
+// Up to this many rows of A, B stays 4-bit (SmallM); above, dequantizing panels of it for SGEMMs
 // costs less than reading every block again per row (measured on AVX2 at K = N = 4096).
 constexpr int64_t kSmallM = 16;
 constexpr size_t kA = 0, kB = 1, kScales = 2, kZeros = 3, kGIdx = 4, kBias = 5;
@@ -190,30 +190,38 @@ class MatMulNBits : public ep::Kernel {
     return _mm_cvtss_f32(s);
   }
 
-  // Dequantizes B to float [N, K] (in parallel over N), then Y = A * B^T with one SGEMM.
+  // Per task, a panel of kPanel columns of B is dequantized to float [kPanel, K] (the
+  // thread's own buffer, in cache) and multiplied with all of A by a single-threaded SGEMM
+  // into those columns of Y: no dequantized copy of the whole of B.
   void Gemm(ep::KernelContext& ctx, int64_t m, const float* a, const View& v, const float* bias,
             float* y) const {
-    std::vector<float> bf(static_cast<size_t>(n_ * k_));
-    ctx.parallel_for(static_cast<size_t>(n_), 8, [&](size_t n0, size_t n1) {
+    constexpr int64_t kPanel = 64;
+    const int64_t panels = (n_ + kPanel - 1) / kPanel;
+    ctx.parallel_for(static_cast<size_t>(panels), 1, [&](size_t p0, size_t p1) {
       std::vector<float> q(static_cast<size_t>(blocks_ * block_));
-      for (int64_t n = static_cast<int64_t>(n0); n < static_cast<int64_t>(n1); ++n) {
-        for (int64_t blk = 0; blk < blocks_; ++blk) UnpackBlock(v, n, blk, q.data() + blk * block_);
-        float* row = bf.data() + n * k_;
-        for (int64_t k = 0; k < k_; ++k) {
-          const int64_t blk = k / block_;
-          row[k] = (q[k] - Zero(v, n, blk)) * v.scales[n * blocks_ + blk];
+      std::vector<float> panel(static_cast<size_t>(kPanel * k_));
+      for (int64_t p = static_cast<int64_t>(p0); p < static_cast<int64_t>(p1); ++p) {
+        const int64_t n0 = p * kPanel, cols = std::min(kPanel, n_ - n0);
+        for (int64_t c = 0; c < cols; ++c) {
+          const int64_t n = n0 + c;
+          for (int64_t blk = 0; blk < blocks_; ++blk) {
+            UnpackBlock(v, n, blk, q.data() + blk * block_);
+          }
+          float* row = panel.data() + c * k_;
+          for (int64_t blk = 0; blk < blocks_; ++blk) {
+            const float zero = Zero(v, n, blk), scale = v.scales[n * blocks_ + blk];
+            const int64_t end = std::min(k_, (blk + 1) * block_);
+            for (int64_t k = blk * block_; k < end; ++k) row[k] = (q[k] - zero) * scale;
+          }
+        }
+        linalg::Sgemm(false, true, m, cols, k_, 1.f, a, k_, panel.data(), k_, 0.f, y + n0, n_);
+        if (bias != nullptr) {
+          for (int64_t i = 0; i < m; ++i) {
+            for (int64_t c = 0; c < cols; ++c) y[i * n_ + n0 + c] += bias[n0 + c];
+          }
         }
       }
     });
-    {
-      linalg::OmpThreadScope scope(ctx.threads());
-      linalg::Sgemm(false, true, m, n_, k_, 1.f, a, k_, bf.data(), k_, 0.f, y, n_);
-    }
-    if (bias != nullptr) {
-      for (int64_t i = 0; i < m; ++i) {
-        for (int64_t n = 0; n < n_; ++n) y[i * n_ + n] += bias[n];
-      }
-    }
   }
 
   std::string op_;
