@@ -117,7 +117,7 @@ class Checker:
         self.failed = 0
         self.count = 0
 
-    def run(self, name, model, feeds, rtol_scale=1e-4, compare=None, int_tol=0):
+    def run(self, name, model, feeds, rtol_scale=1e-4, compare=None, int_tol=0, reference=None):
         """Runs `model` (ModelProto or path) in both runtimes and compares all outputs."""
         self.count += 1
         case_dir = os.path.join(self.work, f"case{self.count}")
@@ -128,7 +128,7 @@ class Checker:
             path = os.path.join(case_dir, "model.onnx")
             onnx.save(model, path)
         try:
-            ref = uint8_weight_reference(model)
+            ref = uint8_weight_reference(model if reference is None else reference)
             ref_path = path
             if ref is not model:
                 ref_path = os.path.join(case_dir, "reference.onnx")
@@ -354,21 +354,25 @@ def matmul_cases(c, rng):
 # ---- MatMulNBits ---------------------------------------------------------------------------
 
 def nbits_cases(c, rng):
-    for K, N, bs, zp_kind, bias, a_shape_prefix, g_idx in [
-        (64, 32, 16, False, False, (1,), False),
-        (64, 48, 16, "packed", True, (5,), False),
-        (128, 40, 32, "packed", False, (1, 1), False),
-        (100, 24, 32, "packed", True, (3,), False),
-        (256, 64, 128, False, True, (1,), False),
-        (256, 20, 128, "packed", False, (2, 3), False),
-        (96, 33, 32, "float", True, (1,), False),
-        (160, 16, 32, "float", False, (4,), False),
-        (4096 // 4, 512, 32, "packed", True, (1,), False),
-        # More than 16 rows: B dequantized once, then one SGEMM.
-        (64, 40, 32, "packed", True, (20,), False),
-        (200, 24, 16, "float", False, (2, 17), False),
-        (256, 32, 128, False, True, (33,), False),
-        (96, 130, 32, "packed", True, (2, 12), False),  # three 64-column panels, the last partial
+    for K, N, bs, zp_kind, bias, a_shape_prefix, *level in [
+        (64, 32, 16, False, False, (1,)),
+        (64, 48, 16, "packed", True, (5,)),
+        (128, 40, 32, "packed", False, (1, 1)),
+        (100, 24, 32, "packed", True, (3,)),
+        (256, 64, 128, False, True, (1,)),
+        (256, 20, 128, "packed", False, (2, 3)),
+        (96, 33, 32, "float", True, (1,)),
+        (160, 16, 32, "float", False, (4,)),
+        (4096 // 4, 512, 32, "packed", True, (1,)),
+        # More than 16 rows: panels of B dequantized to float, then SGEMMs.
+        (64, 40, 32, "packed", True, (20,)),
+        (200, 24, 16, "float", False, (2, 17)),
+        (256, 32, 128, False, True, (33,)),
+        (96, 130, 32, "packed", True, (2, 12)),  # three 64-column panels, the last partial
+        # accuracy_level 4 lets onnxruntime quantize A to int8 per block; nxrt stays in fp32,
+        # which every level allows: compared with onnxruntime's fp32 (level 0) result.
+        (128, 48, 32, "packed", True, (1,), 4),
+        (256, 40, 16, False, False, (3, 5), 4),
     ]:
         blocks = (K + bs - 1) // bs
         q = rng.integers(0, 16, size=(N, blocks * bs)).astype(np.uint8)
@@ -384,25 +388,25 @@ def nbits_cases(c, rng):
         elif zp_kind == "float":
             inits.append(tensor("zp", rng.uniform(0, 15, (N * blocks,)).astype(np.float32)))
             names[3] = "zp"
-        if g_idx:
-            # A shuffled act-order mapping: each k picks its scale/zero-point group.
-            g = (np.arange(K) // bs).astype(np.int32)
-            rng.shuffle(g)  # (not supported by nxrt, see matmul_nbits.cc)
-            inits.append(tensor("g_idx", g))
-            names[4] = "g_idx"
         if bias:
             inits.append(tensor("bias", rng.standard_normal(N).astype(np.float32)))
             names[5] = "bias"
         while names[-1] == "":
             names.pop()
-        node = helper.make_node("MatMulNBits", names, ["Y"], domain="com.microsoft", K=K, N=N,
-                                bits=4, block_size=bs)
         a_shape = list(a_shape_prefix) + [K]
-        m = make_model([node], [vinfo("A", np.float32, a_shape)],
-                       [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)], inits)
+
+        def model_at(accuracy_level):
+            node = helper.make_node("MatMulNBits", names, ["Y"], domain="com.microsoft", K=K,
+                                    N=N, bits=4, block_size=bs, accuracy_level=accuracy_level)
+            return make_model([node], [vinfo("A", np.float32, a_shape)],
+                              [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)], inits)
+
+        accuracy_level = level[0] if level else 0
         feeds = {"A": rng.standard_normal(a_shape).astype(np.float32)}
         c.run(f"MatMulNBits A={a_shape} N={N} block={bs} zero_points={zp_kind or 'none'} "
-              f"bias={bias} g_idx={g_idx}", m, feeds)
+              f"bias={bias} accuracy_level={accuracy_level}"
+              + (" (vs onnxruntime at level 0)" if accuracy_level else ""),
+              model_at(accuracy_level), feeds, reference=model_at(0))
 
 
 # ---- QLinear* (quantize_static's QOperator format) -----------------------------------------

@@ -3,9 +3,10 @@
 // each block of block_size values along K has its own scale and zero point (4-bit packed, two
 // blocks per byte, or float; 8 when absent). The g_idx input is not supported.
 //
-// Only the fp32 computation is implemented (accuracy_level 0..3 in onnxruntime's terms):
-// accuracy_level 4 asks onnxruntime to quantize A to int8 per block, which nxrt does not emulate,
-// so such nodes are rejected rather than answered with different numbers.
+// A is always multiplied in fp32. accuracy_level names the lowest precision the computation may
+// use (1 fp32, 2 fp16, 3 bf16, 4 int8): fp32 satisfies every level. onnxruntime takes level 4
+// as leave to quantize A to int8 per block, so its results then differ from nxrt's (and from
+// its own level 0) by that rounding.
 //
 // Few rows of A (M = 1 is decoder token generation) stay on the 4-bit data: each thread takes a
 // range of output columns and per block computes scale * (sum a_j q_j - zp * sum a_j) for every
@@ -38,12 +39,10 @@ class MatMulNBits : public ep::Kernel {
     bits_ = info.attr_int("bits", 4);
     block_ = info.attr_int("block_size");
     const int64_t level = info.attr_int("accuracy_level", 0);
+    NXRT_EP_ENFORCE(level >= 0 && level <= 4, op_ + ": accuracy_level must be 0..4");
     NXRT_EP_ENFORCE(bits_ == 4, op_ + ": only bits = 4 is supported");
     NXRT_EP_ENFORCE(block_ >= 16 && (block_ & (block_ - 1)) == 0,
                     op_ + ": block_size must be a power of 2 and at least 16");
-    if (level == 4) {
-      ep::Fail(NX_NOT_IMPLEMENTED, op_ + ": accuracy_level 4 (int8 compute) is not supported");
-    }
     blocks_ = (k_ + block_ - 1) / block_;
     // onnxruntime's results with g_idx (even the identity mapping) do not follow the plain
     // block formula, and its documentation does not say what they follow: rejected, not guessed.
