@@ -216,8 +216,12 @@ def lstm_cases(c, rng):
         ("bidirectional", np.uint8, True, False, 1, False, 3, 5, 4),
         ("forward", np.int8, False, False, 3, True, 5, 10, 8),
         ("bidirectional", np.int8, True, False, 2, True, 6, 9, 7),
+        # sequence_lens: only lengths equal to X's (shorter ones are refused, see the kernel)
+        ("bidirectional", np.uint8, False, True, 3, True, 5, 6, 4, [5, 5, 5]),
+        ("forward", np.int8, False, False, 2, False, 4, 6, 4, [4, 4]),
+        ("reverse", np.uint8, False, True, 2, True, 6, 5, 4, [6, 6]),
     ]
-    for direction, wt, per_col, zps, batch, extras, S, I, H in configs:
+    for direction, wt, per_col, zps, batch, extras, S, I, H, *lens in configs:
         D = 2 if direction == "bidirectional" else 1
         G = 4 * H
         W = qweight(rng, wt, (D, I, G))
@@ -245,6 +249,9 @@ def lstm_cases(c, rng):
                 feeds[n] = (rng.standard_normal((D, batch, H)) * 0.5).astype(np.float32)
                 inputs.append(vinfo(n, np.float32, [D, batch, H]))
             names[5], names[6] = "h0", "c0"
+        if lens:
+            inits.append(tensor("lens", np.array(lens[0], np.int32)))
+            names[4] = "lens"
         node = helper.make_node("DynamicQuantizeLSTM", names, ["Y", "Y_h", "Y_c"],
                                 domain="com.microsoft", direction=direction, hidden_size=H)
         outs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, None)
@@ -252,7 +259,7 @@ def lstm_cases(c, rng):
         m = make_model([node], inputs, outs, inits)
         label = (f"DynamicQuantizeLSTM {direction} {np.dtype(wt).name} "
                  f"{'per-column' if per_col else 'per-direction'} zp={zps} batch={batch} "
-                 f"extras={extras} S={S} I={I} H={H}")
+                 f"extras={extras} S={S} I={I} H={H}" + (f" sequence_lens={lens[0]}" if lens else ""))
         c.run(label, m, feeds)
 
 
