@@ -71,6 +71,8 @@ class DynamicQuantizeLstm : public ep::Kernel {
   explicit DynamicQuantizeLstm(const ep::KernelInfo& info)
       : at_(info, 3, {"Sigmoid", "Tanh", "Tanh"}), op_(info.describe()) {
     input_forget_ = info.attr_int("input_forget", 0) != 0;
+    // The op has no layout attribute: [seq, batch, ...] always.
+    NXRT_EP_ENFORCE(at_.layout == 0, op_ + ": layout is not an attribute of this op");
     for (size_t i = 0; i < 3; ++i) want_[i] = i < info.output_count() && info.output(i).present();
     // Constant weights (the usual case) are packed once here.
     packed_w_ = PackIfConstant(info, kW, kWScale, kWZero, "W");
