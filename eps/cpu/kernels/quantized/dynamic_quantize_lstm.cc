@@ -6,7 +6,8 @@
 // As in onnxruntime, the float operand of each gate product is quantized to uint8 at run time:
 // X once for all time steps (one range over the whole tensor), H_{t-1} once per step (one range
 // over the batch). The integer products are exact; their sum is scaled by
-// x_scale * w_scale[column] back to float before the usual cell math.
+// x_scale * w_scale[column] back to float before the usual cell math. sequence_lens is accepted
+// only when every length is X's (see Run).
 #include <cstring>
 #include <optional>
 
@@ -30,8 +31,8 @@ constexpr size_t kX = 0, kW = 1, kR = 2, kB = 3, kLens = 4, kInitH = 5, kInitC =
 // One quantized weight input (W or R) packed per direction.
 using PackedPerDirection = std::vector<PackedInt8Columns>;
 
-// Packs weight input `wi` ([dirs, k, gates]) with its scale `si` and zero point `zi`, which hold
-// one value per direction or one per direction and column.
+// Packs a weight input `w` ([dirs, k, gates]) per direction with its scale and zero point, which
+// hold one value per direction or one per direction and column.
 PackedPerDirection PackWeight(const ep::ConstTensor& w, const ep::ConstTensor& scale,
                               const std::optional<ep::ConstTensor>& zero, const std::string& op,
                               const char* what) {
@@ -56,11 +57,10 @@ PackedPerDirection PackWeight(const ep::ConstTensor& w, const ep::ConstTensor& s
   }
   const int64_t cols = per / dirs;  // 1 (per direction) or n (per column)
   PackedPerDirection packed;
-  const size_t elem = 1;  // int8 / uint8
   for (int64_t d = 0; d < dirs; ++d) {
     std::vector<float> s(all_scales.begin() + d * cols, all_scales.begin() + (d + 1) * cols);
     std::vector<int32_t> z(all_zeros.begin() + d * cols, all_zeros.begin() + (d + 1) * cols);
-    const auto* base = static_cast<const unsigned char*>(w.raw()) + d * k * n * elem;
+    const auto* base = static_cast<const unsigned char*>(w.raw()) + d * k * n;  // 1-byte elements
     packed.push_back(PackInt8Columns(base, w.type(), k, n, z, s));
   }
   return packed;
