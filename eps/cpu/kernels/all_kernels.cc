@@ -11,6 +11,7 @@ void RegisterAllKernels(NxKernelRegistry* registry) {
   RegisterSequenceKernels(registry);
   RegisterControlFlowKernels(registry);
   RegisterContribTransformerKernels(registry);
+  RegisterContribQuantizedKernels(registry);
 }
 
 }  // namespace nxrt::cpu

@@ -14,6 +14,7 @@ void RegisterLinalgKernels(NxKernelRegistry* registry);              // kernels/
 void RegisterSequenceKernels(NxKernelRegistry* registry);            // kernels/sequence/
 void RegisterControlFlowKernels(NxKernelRegistry* registry);         // kernels/controlflow/
 void RegisterContribTransformerKernels(NxKernelRegistry* registry);  // kernels/contrib/
+void RegisterContribQuantizedKernels(NxKernelRegistry* registry);    // kernels/quantized/
 
 // All of the above, in one registry.
 void RegisterAllKernels(NxKernelRegistry* registry);

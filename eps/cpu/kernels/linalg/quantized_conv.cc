@@ -1,8 +1,9 @@
 // ConvInteger (opset 10) and QLinearConv (opset 10) for int8/uint8 data: input and weights are
-// widened to int32 with their zero points removed (the weight's per tensor or per output
+// widened to int16 with their zero points removed (the weight's per tensor or per output
 // channel), convolved exactly in int32 by im2col + GEMM, and QLinearConv requantizes.
 #include <nxrt/nxrt_ep.hpp>
 #include <optional>
+#include <vector>
 
 #include "common/broadcast.h"
 #include "kernels/linalg/conv_geometry.h"
@@ -10,22 +11,54 @@
 #include "kernels/linalg/dnnl_util.h"
 #include "kernels/linalg/linalg_kernels.h"
 #include "kernels/linalg/quantized_common.h"
+#include "kernels/quantized/int8_gemm.h"
 
 namespace nxrt::cpu::linalg {
 namespace {
 
 // int32 convolution of (x - x_zp) and (w - w_zp); the result lives in a per-thread scratch slot.
+// Per image and group: im2col of the centered int16 input, laid out as one column of taps per
+// output position, times the centered int16 weights, on the vectorized int16 dot products of
+// kernels/quantized/int8_gemm.h (exact: |x - zp|, |w - zp| <= 255).
 int32_t* IntegerConv(const ConvGeometry& g, const ep::ConstTensor& x, const ep::ConstTensor& w,
                      const std::vector<int32_t>& x_zp, const std::vector<int32_t>& w_zp,
-                     const int32_t* bias, int threads) {
-  int32_t* xi = static_cast<int32_t*>(ThreadScratch(kScratchA, x.size() * sizeof(int32_t)));
-  int32_t* wi = static_cast<int32_t*>(ThreadScratch(kScratchB, w.size() * sizeof(int32_t)));
-  const size_t out_count = static_cast<size_t>(g.batch * g.out_channels * g.out_size());
+                     const int32_t* bias, ep::KernelContext& ctx) {
+  const int64_t icg = g.in_channels_per_group(), ocg = g.out_channels_per_group();
+  const int64_t kdim = icg * g.kernel_size(), in_size = g.in_size(), out_size = g.out_size();
+  std::vector<int16_t> x16(x.size()), w16(w.size());
+  quantized::WidenCentered(x.raw(), x.type(), static_cast<int64_t>(x.size()), x_zp[0], x16.data());
+  // Weights are [M, C/group, k...]: one output channel spans kdim elements.
+  for (int64_t m = 0; m < g.out_channels; ++m) {
+    const int32_t z = w_zp.size() == 1 ? w_zp[0] : w_zp[m];
+    for (int64_t i = 0; i < kdim; ++i) {
+      const int64_t idx = m * kdim + i;
+      w16[idx] = static_cast<int16_t>((w.type() == NX_TYPE_INT8 ? int32_t(w.data<int8_t>()[idx])
+                                                                : int32_t(w.data<uint8_t>()[idx])) -
+                                      z);
+    }
+  }
+  const size_t out_count = static_cast<size_t>(g.batch * g.out_channels * out_size);
   int32_t* acc = static_cast<int32_t*>(ThreadScratch(kScratchC, out_count * sizeof(int32_t)));
-  WidenSubtract(x, x_zp, 1, xi);
-  // Weights are [M, C/group, k...]: one output channel spans C/group * kernel_size elements.
-  WidenSubtract(w, w_zp, g.in_channels_per_group() * g.kernel_size(), wi);
-  ConvIm2Col<int32_t>(g, xi, wi, bias, acc, threads);
+  std::vector<int16_t> col(static_cast<size_t>(kdim * out_size));
+  quantized::PackedInt8Columns taps;  // [out_size][kdim]
+  taps.k = kdim;
+  taps.n = out_size;
+  taps.cols.resize(col.size());
+  for (int64_t n = 0; n < g.batch; ++n) {
+    for (int64_t grp = 0; grp < g.group; ++grp) {
+      Im2Col(g, x16.data() + (n * g.in_channels + grp * icg) * in_size, icg, col.data());
+      for (int64_t k = 0; k < kdim; ++k) {
+        for (int64_t o = 0; o < out_size; ++o) taps.cols[o * kdim + k] = col[k * out_size + o];
+      }
+      int32_t* yg = acc + (n * g.out_channels + grp * ocg) * out_size;
+      quantized::IntegerGemm(ctx, ocg, w16.data() + grp * ocg * kdim, taps, yg);
+      if (bias != nullptr) {
+        for (int64_t c = 0; c < ocg; ++c) {
+          for (int64_t o = 0; o < out_size; ++o) yg[c * out_size + o] += bias[grp * ocg + c];
+        }
+      }
+    }
+  }
   return acc;
 }
 
@@ -47,7 +80,7 @@ class ConvInteger : public ep::Kernel {
     ep::Tensor y = ctx.output(0, y_dims, NX_TYPE_INT32);
     const int64_t count = ShapeSize(y_dims);
     if (count == 0) return;
-    const int32_t* acc = IntegerConv(g, x, w, x_zp, w_zp, nullptr, ctx.threads());
+    const int32_t* acc = IntegerConv(g, x, w, x_zp, w_zp, nullptr, ctx);
     std::copy(acc, acc + count, y.data<int32_t>());
   }
 
@@ -88,7 +121,7 @@ class QLinearConv : public ep::Kernel {
     ep::Tensor y = ctx.output(0, y_dims, y_type);
     if (ShapeSize(y_dims) == 0) return;
     const int32_t* acc =
-        IntegerConv(g, x, w, x_zp, w_zp, bias ? bias->data<int32_t>() : nullptr, ctx.threads());
+        IntegerConv(g, x, w, x_zp, w_zp, bias ? bias->data<int32_t>() : nullptr, ctx);
     // x_scale * w_scale / y_scale in float32 (as the scales are), applied in double.
     std::vector<double> scale(w_scale.size());
     for (size_t c = 0; c < w_scale.size(); ++c) scale[c] = (x_scale[0] * w_scale[c]) / y_scale[0];

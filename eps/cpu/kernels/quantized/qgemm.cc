@@ -1,0 +1,110 @@
+// QGemm (com.microsoft, version 1): Gemm on 8-bit A [M, K] and B [K, N] (each optionally
+// transposed) with per-tensor A and per-tensor or per-column B quantization, an optional int32
+// bias C (in the product's scale) and either a float output or, when y_scale is given, an 8-bit
+// one:
+//   acc = (A - za)(B - zb) + C          (exact, int32)
+//   Y   = acc * alpha * sa * sb[j]      (float output)
+//   Y   = round(acc * alpha * sa * sb[j] / sy) + zy, saturated (quantized output).
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kernels/quantized/int8_gemm.h"
+#include "kernels/quantized/qlinear_common.h"
+#include "kernels/quantized/quantized_kernels.h"
+
+namespace nxrt::cpu::quantized {
+namespace {
+
+constexpr size_t kA = 0, kAScale = 1, kAZero = 2, kB = 3, kBScale = 4, kBZero = 5, kC = 6,
+                 kYScale = 7, kYZero = 8;
+
+class QGemm : public ep::Kernel {
+ public:
+  explicit QGemm(const ep::KernelInfo& info) : op_(info.describe()) {
+    alpha_ = info.attr_float("alpha", 1.f);
+    trans_a_ = info.attr_int("transA", 0) != 0;
+    trans_b_ = info.attr_int("transB", 0) != 0;
+  }
+
+  void Compute(ep::KernelContext& ctx) override {
+    ep::ConstTensor a = ctx.input(kA), b = ctx.input(kB);
+    NXRT_EP_ENFORCE(linalg::IsInt8Type(a.type()) && linalg::IsInt8Type(b.type()),
+                    op_ + ": A and B must be int8 or uint8");
+    NXRT_EP_ENFORCE(a.rank() == 2 && b.rank() == 2, op_ + ": A and B must be 2-D");
+    const int64_t m = trans_a_ ? a.dim(1) : a.dim(0), k = trans_a_ ? a.dim(0) : a.dim(1);
+    const int64_t kb = trans_b_ ? b.dim(1) : b.dim(0), n = trans_b_ ? b.dim(0) : b.dim(1);
+    NXRT_EP_ENFORCE(k == kb, op_ + ": inner dimensions of A and B differ");
+    const QParams qa = ReadQParams(ctx, kAScale, kAZero, a.type(), op_ + ": A");
+    ep::ConstTensor bs = ctx.input(kBScale);
+    NXRT_EP_ENFORCE(bs.type() == NX_TYPE_FLOAT, op_ + ": b_scale must be float");
+    const std::vector<float> b_scale = linalg::ReadScale(bs, n, op_ + ": b_scale");
+    const std::vector<int32_t> b_zero =
+        linalg::ReadZeroPoint(ctx.optional_input(kBZero), b.type(), n, op_ + ": b_zero_point");
+    const PackedInt8Columns w = PackInt8Columns(b.raw(), b.type(), k, n, b_zero, b_scale, trans_b_);
+
+    // A as [M, K] int16 with its zero point removed.
+    std::vector<int16_t> a16(static_cast<size_t>(m * k));
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < k; ++j) {
+        const int64_t src = trans_a_ ? j * m + i : i * k + j;
+        a16[i * k + j] = static_cast<int16_t>(LoadQ(a.raw(), a.type(), src) - qa.zero_point);
+      }
+    }
+    // C: int32, broadcast to [M, N] (a scalar, a row of N, a column of M or the full matrix).
+    const int32_t* c = nullptr;
+    int64_t c_row_stride = 0, c_col_stride = 0;
+    if (auto ct = ctx.optional_input(kC)) {
+      NXRT_EP_ENFORCE(ct->type() == NX_TYPE_INT32, op_ + ": C must be int32");
+      c = ct->data<int32_t>();
+      auto cs = ct->shape();
+      const int64_t rows = cs.size() == 2 ? cs[0] : 1;
+      const int64_t cols = cs.empty() ? 1 : cs.back();
+      NXRT_EP_ENFORCE((rows == 1 || rows == m) && (cols == 1 || cols == n) && cs.size() <= 2,
+                      op_ + ": C cannot be broadcast to [M, N]");
+      c_row_stride = rows == 1 ? 0 : cols;
+      c_col_stride = cols == 1 ? 0 : 1;
+    }
+
+    std::optional<QParams> qy;
+    NxElementType y_type = NX_TYPE_FLOAT;
+    if (kYScale < ctx.input_count() && ctx.optional_input(kYScale)) {
+      auto yz = kYZero < ctx.input_count() ? ctx.optional_input(kYZero) : std::nullopt;
+      y_type = yz ? yz->type() : NX_TYPE_UINT8;
+      NXRT_EP_ENFORCE(linalg::IsInt8Type(y_type), op_ + ": y_zero_point must be int8 or uint8");
+      qy = ReadQParams(ctx, kYScale, kYZero, y_type, op_ + ": Y");
+    }
+    ep::Tensor y = ctx.output(0, Dims{m, n}, y_type);
+    void* py = y.mutable_raw();
+    const float base = alpha_ * qa.scale;
+    ctx.parallel_for(static_cast<size_t>(n), 16, [&](size_t j0, size_t j1) {
+      for (int64_t j = static_cast<int64_t>(j0); j < static_cast<int64_t>(j1); ++j) {
+        const float scale = base * w.scale[j];
+        const int16_t* col = w.cols.data() + j * k;
+        for (int64_t i = 0; i < m; ++i) {
+          int32_t acc = DotS16(a16.data() + i * k, col, k);
+          if (c != nullptr) acc += c[i * c_row_stride + j * c_col_stride];
+          const float v = static_cast<float>(acc) * scale;
+          if (qy) {
+            StoreQ(v / qy->scale, qy->zero_point, y_type, py, i * n + j);
+          } else {
+            static_cast<float*>(py)[i * n + j] = v;
+          }
+        }
+      }
+    });
+  }
+
+ private:
+  std::string op_;
+  float alpha_ = 1.f;
+  bool trans_a_ = false, trans_b_ = false;
+};
+
+}  // namespace
+
+void RegisterQGemmKernels(NxKernelRegistry* registry) {
+  ep::KernelDefBuilder("QGemm", "com.microsoft").Versions(1).Build<QGemm>(registry);
+}
+
+}  // namespace nxrt::cpu::quantized
