@@ -5,7 +5,8 @@
 #   3. Debian's onnx-1.12 node tests, against tests/conformance/debian_node_pass.txt
 #   4. real models (torchvision exports, BERT, LSTM+GRU, PaddleOCR, Silero VAD, Magika, ddddocr)
 #      compared with onnxruntime, and their static types/shapes (nxrt info --values) compared
-#      with onnx's shape inference; onnxruntime's com.microsoft transformer ops against it
+#      with onnx's shape inference; onnxruntime's com.microsoft transformer and quantized ops,
+#      its quantizer's models and an int4 decoder against it
 #   5. the Python package: a wheel built with pip, installed into a fresh virtualenv, pytest
 #   6. the unit tests and node tests again under AddressSanitizer + UBSan (skip: NXRT_SKIP_SANITIZE=1)
 #   7. the session fuzzer (clang, libFuzzer): regression corpus + 60 s smoke (skip: NXRT_SKIP_FUZZ=1)
@@ -61,6 +62,10 @@ run_suite "real models vs onnxruntime" bash -c \
   "tools/scripts/prepare_test_models.sh build/models && python3 tests/models/run_model_comparison.py --models build/models --nxrt build/bin/nxrt $models"
 run_suite "com.microsoft transformer kernels vs onnxruntime (+ bert4 fused by its optimizer)" \
   python3 tests/eps/cpu/contrib_transformer_check.py --build-dir build
+run_suite "com.microsoft quantized kernels vs onnxruntime (+ its quantizer's models, ddddocr's)" \
+  python3 tests/eps/cpu/contrib_quantized_check.py --build-dir build
+run_suite "int4 decoder with a KV cache: greedy generation vs onnxruntime" \
+  python3 bench/decoder_tokens.py --model build/models/decoder_int4.onnx --nxrt build/bin/nxrt --check-only
 run_suite "shape inference vs onnx" \
   python3 tests/models/shape_inference_check.py --build-dir build --models build/models
 run_suite "control flow: seed models (If, Loop, Scan) on the CPU EP" \

