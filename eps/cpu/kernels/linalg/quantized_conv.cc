@@ -1,8 +1,16 @@
 // ConvInteger (opset 10) and QLinearConv (opset 10) for int8/uint8 data: input and weights are
 // widened to int16 with their zero points removed (the weight's per tensor or per output
 // channel), convolved exactly in int32 by im2col + GEMM, and QLinearConv requantizes.
+// com.nxrt QLinearConv (what session/qdq_folding.h makes of quantize_static's QDQ convolutions)
+// is the same op with an optional fused activation="Relu" (a clamp at y_zero_point); with
+// constant int8 weights of zero point 0, constant scales and zero points it runs on oneDNN's int8
+// primitives (qconv_dnnl.h), weights reordered once at kernel creation.
+#include <algorithm>
+#include <memory>
 #include <nxrt/nxrt_ep.hpp>
 #include <optional>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "common/broadcast.h"
@@ -10,6 +18,7 @@
 #include "kernels/linalg/conv_reference.h"
 #include "kernels/linalg/dnnl_util.h"
 #include "kernels/linalg/linalg_kernels.h"
+#include "kernels/linalg/qconv_dnnl.h"
 #include "kernels/linalg/quantized_common.h"
 #include "kernels/quantized/int8_gemm.h"
 
@@ -88,12 +97,62 @@ class ConvInteger : public ep::Kernel {
   ConvAttributes attrs_;
 };
 
+// The oneDNN path for a node whose weights, scales, zero points and bias are constants with
+// int8 weights of zero point 0; nullptr otherwise.
+std::unique_ptr<DnnlQConv> MakeDnnlQConv(const ep::KernelInfo& info, bool relu) {
+  auto c = [&](size_t i) { return info.has_input(i) ? info.constant_input(i) : std::nullopt; };
+  auto xs = c(1), xz = c(2), w = c(3), ws = c(4), wz = c(5), ys = c(6), yz = c(7);
+  if (!xs || !xz || !w || !ws || !wz || !ys || !yz) return nullptr;
+  if (w->type() != NX_TYPE_INT8 || w->rank() != 4 || !IsInt8Type(xz->type()) ||
+      !IsInt8Type(yz->type()) || xs->type() != NX_TYPE_FLOAT || ws->type() != NX_TYPE_FLOAT ||
+      ys->type() != NX_TYPE_FLOAT || xs->size() != 1 || ys->size() != 1 || xz->size() != 1 ||
+      yz->size() != 1)
+    return nullptr;
+  const int64_t m = w->dim(0);
+  if (ws->size() != 1 && static_cast<int64_t>(ws->size()) != m) return nullptr;
+  for (size_t i = 0; i < wz->size(); ++i)
+    if (wz->type() != NX_TYPE_INT8 || wz->data<int8_t>()[i] != 0) return nullptr;
+  QConvParams p;
+  p.x_signed = xz->type() == NX_TYPE_INT8;
+  p.y_signed = yz->type() == NX_TYPE_INT8;
+  p.x_zero_point = ReadZeroPoint(xz, xz->type(), 1, "x_zero_point")[0];
+  p.y_zero_point = ReadZeroPoint(yz, yz->type(), 1, "y_zero_point")[0];
+  const float x_scale = xs->data<float>()[0], y_scale = ys->data<float>()[0];
+  for (size_t i = 0; i < ws->size(); ++i)
+    p.scale.push_back(static_cast<float>(double(x_scale * ws->data<float>()[i]) / y_scale));
+  if (info.has_input(8)) {
+    auto b = c(8);
+    if (!b || b->type() != NX_TYPE_INT32 || static_cast<int64_t>(b->size()) != m) return nullptr;
+    p.bias.assign(b->data<int32_t>(), b->data<int32_t>() + m);
+  }
+  p.relu = relu;
+  return std::make_unique<DnnlQConv>(std::move(p), w->data<int8_t>(),
+                                     std::vector<int64_t>(w->shape().begin(), w->shape().end()));
+}
+
 class QLinearConv : public ep::Kernel {
  public:
-  explicit QLinearConv(const ep::KernelInfo& info) : attrs_(info) {}
+  explicit QLinearConv(const ep::KernelInfo& info)
+      : attrs_(info), relu_(info.attr_string("activation", "") == "Relu") {
+    const std::string act = info.attr_string("activation", "");
+    NXRT_EP_ENFORCE(act.empty() || relu_, attrs_.op + ": unsupported activation '" + act + "'");
+    // Only the com.nxrt op (what QDQ folding makes): ONNX's op keeps the exact integer path,
+    // as oneDNN's int8 arithmetic saturates on CPUs without VNNI (qconv_dnnl.h).
+    if (info.domain() == "com.nxrt") dnnl_ = MakeDnnlQConv(info, relu_);
+  }
 
   void Compute(ep::KernelContext& ctx) override {
     ep::ConstTensor x = ctx.input(0);
+    if (dnnl_ && x.rank() == 4 && IsInt8Type(x.type())) {
+      ConvGeometry g = ComputeConvGeometry(attrs_, x.shape(), dnnl_weight_dims());
+      if (dnnl_->Supports(g)) {
+        std::optional<ep::ConstTensor> yz = ctx.optional_input(7);
+        ep::Tensor y = ctx.output(0, g.output_dims(), yz->type());
+        if (ShapeSize(g.output_dims()) == 0) return;
+        dnnl_->Run(g, x.raw(), y.mutable_raw(), ctx.threads());
+        return;
+      }
+    }
     ep::ConstTensor w = ctx.input(3);
     NXRT_EP_ENFORCE(IsInt8Type(x.type()) && IsInt8Type(w.type()),
                     attrs_.op + ": x and w must be int8 or uint8");
@@ -135,10 +194,25 @@ class QLinearConv : public ep::Kernel {
           Requantize(static_cast<double>(acc[idx]) * s, y_zp[0], y_type, out, idx);
         }
       }
+    if (relu_) ClampBelow(out, idx, y_type, y_zp[0]);
   }
 
  private:
+  std::span<const int64_t> dnnl_weight_dims() const { return dnnl_->weight_dims(); }
+
+  static void ClampBelow(void* out, size_t n, NxElementType t, int32_t lo) {
+    if (t == NX_TYPE_INT8) {
+      auto* p = static_cast<int8_t*>(out);
+      for (size_t i = 0; i < n; ++i) p[i] = static_cast<int8_t>(std::max<int32_t>(p[i], lo));
+    } else {
+      auto* p = static_cast<uint8_t*>(out);
+      for (size_t i = 0; i < n; ++i) p[i] = static_cast<uint8_t>(std::max<int32_t>(p[i], lo));
+    }
+  }
+
   ConvAttributes attrs_;
+  bool relu_;
+  std::unique_ptr<DnnlQConv> dnnl_;
 };
 
 }  // namespace
@@ -146,6 +220,7 @@ class QLinearConv : public ep::Kernel {
 void RegisterQuantizedConvKernels(NxKernelRegistry* r) {
   ep::KernelDefBuilder("ConvInteger").Versions(10).Build<ConvInteger>(r);
   ep::KernelDefBuilder("QLinearConv").Versions(10).Build<QLinearConv>(r);
+  ep::KernelDefBuilder("QLinearConv", "com.nxrt").Versions(1).Build<QLinearConv>(r);
 }
 
 }  // namespace nxrt::cpu::linalg

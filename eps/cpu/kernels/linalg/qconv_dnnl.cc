@@ -1,0 +1,149 @@
+#include "kernels/linalg/qconv_dnnl.h"
+
+#include <cstring>
+#include <string>
+#include <unordered_map>
+#include <utility>
+
+#include "kernels/linalg/dnnl_util.h"
+
+namespace nxrt::cpu::linalg {
+
+using dt = dnnl::memory::data_type;
+using tag = dnnl::memory::format_tag;
+
+struct DnnlQConv::Plan {
+  dnnl::convolution_forward conv;
+  dnnl::memory::desc src_plain, dst_plain, src_md, dst_md;
+  dnnl::memory weights;  // reordered once
+  dnnl::memory bias;     // s32, borrowed from params_.bias
+  dnnl::memory src_zp, dst_zp;
+  bool reorder_src = false, reorder_dst = false;
+  dnnl::reorder to_src, from_dst;
+};
+
+DnnlQConv::DnnlQConv(QConvParams params, const int8_t* w, std::vector<int64_t> w_dims)
+    : params_(std::move(params)), w_dims_(std::move(w_dims)) {
+  size_t n = 1;
+  for (int64_t d : w_dims_) n *= static_cast<size_t>(d);
+  w_.assign(w, w + n);
+}
+
+bool DnnlQConv::Supports(const ConvGeometry& g) { return GetPlan(g) != nullptr; }
+
+std::shared_ptr<DnnlQConv::Plan> DnnlQConv::GetPlan(const ConvGeometry& g) {
+  std::vector<int64_t> key{g.batch, g.in_channels, g.in[1], g.in[2]};
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = plans_.find(key);
+  if (it != plans_.end()) return it->second;
+  std::shared_ptr<Plan> plan;
+  try {
+    plan = BuildPlan(g);
+  } catch (const dnnl::error&) {
+    plan = nullptr;  // oneDNN declined: the caller's own path runs
+  }
+  plans_.emplace(std::move(key), plan);
+  return plan;
+}
+
+std::shared_ptr<DnnlQConv::Plan> DnnlQConv::BuildPlan(const ConvGeometry& g) {
+  if (g.spatial != 2 || w_dims_.size() != 4) return nullptr;
+  auto plan = std::make_shared<Plan>();
+  dnnl::engine& engine = DnnlEngine();
+  const dt src_t = params_.x_signed ? dt::s8 : dt::u8;
+  const dt dst_t = params_.y_signed ? dt::s8 : dt::u8;
+  const int64_t m = g.out_channels, grp = g.group;
+  const dnnl::memory::dims src_dims{g.batch, g.in_channels, g.in[1], g.in[2]};
+  const dnnl::memory::dims dst_dims{g.batch, m, g.out[1], g.out[2]};
+  const dnnl::memory::dims w_dims =
+      grp == 1 ? dnnl::memory::dims{m, g.in_channels, g.kernel[1], g.kernel[2]}
+               : dnnl::memory::dims{grp, m / grp, g.in_channels / grp, g.kernel[1], g.kernel[2]};
+  const dnnl::memory::dims strides{g.stride[1], g.stride[2]};
+  const dnnl::memory::dims dilates{g.dilation[1] - 1, g.dilation[2] - 1};
+  const dnnl::memory::dims pad_l{g.pad_begin[1], g.pad_begin[2]}, pad_r{g.pad_end[1], g.pad_end[2]};
+  plan->src_plain = dnnl::memory::desc(src_dims, src_t, tag::nchw);
+  plan->dst_plain = dnnl::memory::desc(dst_dims, dst_t, tag::nchw);
+  const dnnl::memory::desc src_any(src_dims, src_t, tag::any), dst_any(dst_dims, dst_t, tag::any);
+  const dnnl::memory::desc w_any(w_dims, dt::s8, tag::any);
+  const bool has_bias = !params_.bias.empty();
+  const dnnl::memory::desc b_md({m}, dt::s32, tag::x);
+
+  dnnl::primitive_attr attr;
+  const bool per_channel = params_.scale.size() > 1;
+  attr.set_output_scales(per_channel ? 1 << 1 : 0, params_.scale);
+  // Zero points at run time: the int8 jit kernels take them in that form.
+  if (params_.x_zero_point != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
+  if (params_.y_zero_point != 0) attr.set_zero_points(DNNL_ARG_DST, 0, {DNNL_RUNTIME_S32_VAL});
+  if (params_.relu) {
+    // Applied to the scaled value before the output zero point is added: max(v, 0) + y_zp.
+    dnnl::post_ops ops;
+    ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+    attr.set_post_ops(ops);
+  }
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::library);
+  const auto desc =
+      has_bias ? dnnl::convolution_forward::desc(
+                     dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                     src_any, w_any, b_md, dst_any, strides, dilates, pad_l, pad_r)
+               : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                 dnnl::algorithm::convolution_direct, src_any,
+                                                 w_any, dst_any, strides, dilates, pad_l, pad_r);
+  const dnnl::convolution_forward::primitive_desc pd(desc, attr, engine);
+  // The reference implementation is orders of magnitude slower than our own integer path.
+  const std::string impl = pd.impl_info_str();
+  if (impl.find("ref") != std::string::npos) return nullptr;
+  plan->conv = dnnl::convolution_forward(pd);
+  plan->src_md = pd.src_desc();
+  plan->dst_md = pd.dst_desc();
+  plan->reorder_src = plan->src_md != plan->src_plain;
+  plan->reorder_dst = plan->dst_md != plan->dst_plain;
+  if (plan->reorder_src)
+    plan->to_src =
+        dnnl::reorder(dnnl::reorder::primitive_desc(engine, plan->src_plain, engine, plan->src_md));
+  if (plan->reorder_dst)
+    plan->from_dst =
+        dnnl::reorder(dnnl::reorder::primitive_desc(engine, plan->dst_md, engine, plan->dst_plain));
+  // Weights: plain [M, C/g, kH, kW] (goihw for groups) into the primitive's layout, once.
+  const dnnl::memory::desc w_plain(w_dims, dt::s8, grp == 1 ? tag::oihw : tag::goihw);
+  dnnl::memory w_src(w_plain, engine, w_.data());
+  plan->weights = dnnl::memory(pd.weights_desc(), engine);
+  dnnl::stream& stream = DnnlStream();
+  {
+    OmpThreadScope omp(1);
+    dnnl::reorder(w_src, plan->weights).execute(stream, w_src, plan->weights);
+    stream.wait();
+  }
+  if (has_bias) plan->bias = dnnl::memory(b_md, engine, params_.bias.data());
+  const dnnl::memory::desc zp_md({1}, dt::s32, tag::x);
+  plan->src_zp = dnnl::memory(zp_md, engine, &params_.x_zero_point);
+  plan->dst_zp = dnnl::memory(zp_md, engine, &params_.y_zero_point);
+  return plan;
+}
+
+void DnnlQConv::Run(const ConvGeometry& g, const void* x, void* y, int threads) {
+  std::shared_ptr<Plan> plan = GetPlan(g);
+  dnnl::engine& engine = DnnlEngine();
+  dnnl::stream& stream = DnnlStream();
+  OmpThreadScope omp(threads);
+  dnnl::memory src_user(plan->src_plain, engine, const_cast<void*>(x));
+  dnnl::memory dst_user(plan->dst_plain, engine, y);
+  dnnl::memory src = src_user, dst = dst_user;
+  if (plan->reorder_src) {
+    src = dnnl::memory(plan->src_md, engine, ThreadScratch(kScratchSrc, plan->src_md.get_size()));
+    plan->to_src.execute(stream, src_user, src);
+  }
+  if (plan->reorder_dst)
+    dst = dnnl::memory(plan->dst_md, engine, ThreadScratch(kScratchDst, plan->dst_md.get_size()));
+  std::unordered_map<int, dnnl::memory> args{
+      {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, plan->weights}, {DNNL_ARG_DST, dst}};
+  if (!params_.bias.empty()) args.emplace(DNNL_ARG_BIAS, plan->bias);
+  if (params_.x_zero_point != 0)
+    args.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, plan->src_zp);
+  if (params_.y_zero_point != 0)
+    args.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST, plan->dst_zp);
+  plan->conv.execute(stream, args);
+  if (plan->reorder_dst) plan->from_dst.execute(stream, dst, dst_user);
+  stream.wait();
+}
+
+}  // namespace nxrt::cpu::linalg

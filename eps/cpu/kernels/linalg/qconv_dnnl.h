@@ -1,0 +1,64 @@
+// 8-bit quantized 2-D convolution (QLinearConv semantics) on oneDNN's int8 primitives, with the
+// weights reordered once into the primitive's layout.
+//
+// y = saturate(round(scale[c] * (conv(x - x_zp, w) + bias[c])) [relu] + y_zp), with
+// scale[c] = x_scale * w_scale[c] / y_scale, w int8 with zero point 0 (what quantize_static
+// writes: symmetric weights). Activations arrive and leave in plain NCHW; the primitive runs in
+// its preferred layout (NHWC for the int8 jit kernels) with one reorder each way, cheap on bytes.
+//
+// Numerics: on CPUs without VNNI, oneDNN multiplies u8 x s8 pairs with vpmaddubsw, whose int16
+// pair sums can saturate (255 * 127 * 2 > 32767), as onnxruntime's MLAS U8S8 kernels do on the
+// same CPUs; tests/eps/cpu/qdq_check.py compares both against the float model.
+//
+// Threads: oneDNN's OpenMP, sized per call (OmpThreadScope) from the kernel's thread count; Run is
+// called from the kernel's Compute on the session thread, never inside a pool task.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <vector>
+
+#include "kernels/linalg/conv_geometry.h"
+
+namespace nxrt::cpu::linalg {
+
+struct QConvParams {
+  bool x_signed = false;  // x int8 (else uint8)
+  bool y_signed = false;  // y int8 (else uint8)
+  int32_t x_zero_point = 0;
+  int32_t y_zero_point = 0;
+  std::vector<float> scale;   // 1 or out_channels values: x_scale * w_scale / y_scale
+  std::vector<int32_t> bias;  // empty or out_channels values, in accumulator units
+  bool relu = false;
+};
+
+class DnnlQConv {
+ public:
+  // Copies the int8 weights [M, C/group, kH, kW].
+  DnnlQConv(QConvParams params, const int8_t* w, std::vector<int64_t> w_dims);
+
+  const std::vector<int64_t>& weight_dims() const { return w_dims_; }
+
+  // Whether oneDNN has a primitive for this geometry (builds and caches it); false when it
+  // declines, and the caller computes the convolution another way.
+  bool Supports(const ConvGeometry& g);
+
+  // x [N, C, H, W] and y [N, M, OH, OW], plain layout; Supports(g) must have said yes.
+  void Run(const ConvGeometry& g, const void* x, void* y, int threads);
+
+ private:
+  struct Plan;
+  std::shared_ptr<Plan> GetPlan(const ConvGeometry& g);
+  std::shared_ptr<Plan> BuildPlan(const ConvGeometry& g);
+
+  QConvParams params_;
+  std::vector<int8_t> w_;
+  std::vector<int64_t> w_dims_;
+  std::mutex mu_;
+  std::map<std::vector<int64_t>, std::shared_ptr<Plan>> plans_;  // by input shape; null: declined
+};
+
+}  // namespace nxrt::cpu::linalg

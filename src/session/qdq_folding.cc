@@ -1,0 +1,357 @@
+#include "session/qdq_folding.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "nxrt/nxrt_ep_api.h"
+
+namespace nxrt {
+namespace {
+
+bool IsOnnx(const Node& n, const char* op) { return n.domain.empty() && n.op_type == op; }
+bool Is8Bit(NxElementType t) { return t == NX_TYPE_UINT8 || t == NX_TYPE_INT8; }
+
+const Value* Constant(const Graph& g, int v) {
+  return v >= 0 ? g.value(v).initializer.get() : nullptr;
+}
+
+// Two optional constants with the same type and bytes (both absent counts as equal).
+bool SameConstant(const Graph& g, int a, int b) {
+  if (a == b) return true;
+  const Value* x = Constant(g, a);
+  const Value* y = Constant(g, b);
+  if (!x || !y || x->type != y->type || x->count != y->count || x->data == nullptr ||
+      y->data == nullptr)
+    return false;
+  const size_t bytes = x->type == NX_TYPE_FLOAT ? 4 : x->type == NX_TYPE_INT32 ? 4 : 1;
+  return std::memcmp(x->data, y->data, x->count * bytes) == 0;
+}
+
+float FloatAt(const Value& v, size_t i) { return static_cast<const float*>(v.data)[i]; }
+
+// A DequantizeLinear or QuantizeLinear node with a constant float32 scale and a constant 8-bit
+// (or, for DQ, int32) zero point: its parts.
+struct QParams {
+  const Node* node = nullptr;
+  int data = -1;                           // input 0
+  int scale = -1;                          // the scale value
+  int zp = -1;                             // the zero point value (-1 if absent)
+  NxElementType type = NX_TYPE_UNDEFINED;  // the quantized type
+  size_t channels = 1;                     // scale elements
+  int64_t axis = 1;
+};
+
+std::optional<QParams> ReadQParams(const Graph& g, const Node& n) {
+  if (n.inputs.size() < 2 || n.inputs.size() > 3 || n.outputs.size() != 1) return std::nullopt;
+  QParams p;
+  p.node = &n;
+  p.data = n.inputs[0];
+  p.scale = n.inputs[1];
+  p.zp = n.inputs.size() > 2 ? n.inputs[2] : -1;
+  const Value* s = Constant(g, p.scale);
+  if (!s || s->type != NX_TYPE_FLOAT || s->count == 0 || s->dims.size() > 1) return std::nullopt;
+  p.channels = s->count;
+  if (const Attribute* a = n.FindAttribute("axis")) p.axis = a->i;
+  if (n.FindAttribute("block_size") || n.FindAttribute("saturate")) return std::nullopt;
+  const bool is_dq = IsOnnx(n, "DequantizeLinear");
+  if (p.zp >= 0) {
+    const Value* z = Constant(g, p.zp);
+    if (!z || z->count != s->count) return std::nullopt;
+    p.type = z->type;
+  } else {
+    // Without a zero point Q makes uint8; DQ reads its input's type.
+    p.type = is_dq ? g.value(p.data).type.elem_type : NX_TYPE_UINT8;
+  }
+  if (!Is8Bit(p.type) && !(is_dq && p.type == NX_TYPE_INT32)) return std::nullopt;
+  return p;
+}
+
+class QdqFolder {
+ public:
+  QdqFolder(Graph& g, const KernelRegistry& registry)
+      : g_(g), registry_(registry), dead_(g.nodes.size(), false), replacement_(g.nodes.size()) {}
+
+  int Run() {
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      const Node& n = g_.nodes[i];
+      if (!n.domain.empty()) continue;
+      if (n.op_type == "Conv") {
+        TryConv(n);
+      } else if (n.op_type == "Add") {
+        TryAdd(n);
+      } else if (n.op_type == "GlobalAveragePool") {
+        TryGlobalAveragePool(n);
+      } else if (n.op_type == "MaxPool" || n.op_type == "Flatten" || n.op_type == "Reshape") {
+        TryPassThrough(n);
+      }
+    }
+    if (folds_ == 0) return 0;
+    std::vector<Node> kept;
+    kept.reserve(g_.nodes.size());
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      if (replacement_[i])
+        kept.push_back(std::move(*replacement_[i]));
+      else if (!dead_[i])
+        kept.push_back(std::move(g_.nodes[i]));
+    }
+    g_.nodes = std::move(kept);
+    g_.Finalize();
+    RemoveUnusedQdq();
+    return folds_;
+  }
+
+ private:
+  // Per-tensor DQ producing activation `v` (any input), if that is what produces it.
+  std::optional<QParams> ActivationDq(int v) const {
+    if (v < 0) return std::nullopt;
+    const int p = g_.value(v).producer;
+    if (p < 0 || dead_[static_cast<size_t>(p)]) return std::nullopt;
+    const Node& n = g_.nodes[static_cast<size_t>(p)];
+    if (!IsOnnx(n, "DequantizeLinear")) return std::nullopt;
+    auto q = ReadQParams(g_, n);
+    if (!q || q->channels != 1 || !Is8Bit(q->type)) return std::nullopt;
+    return q;
+  }
+
+  // The only consumer of `v` (not a graph output), if it is a per-tensor Q.
+  std::optional<QParams> SoleQ(int v, const Node** consumer = nullptr) const {
+    const Node* n = SoleConsumer(v);
+    if (consumer) *consumer = n;
+    if (!n || !IsOnnx(*n, "QuantizeLinear")) return std::nullopt;
+    auto q = ReadQParams(g_, *n);
+    if (!q || q->channels != 1 || q->data != v) return std::nullopt;
+    return q;
+  }
+
+  const Node* SoleConsumer(int v) const {
+    const ValueDef& def = g_.value(v);
+    if (def.is_graph_output || def.consumers.size() != 1) return nullptr;
+    const Node& n = g_.nodes[static_cast<size_t>(def.consumers[0])];
+    return dead_[static_cast<size_t>(n.index)] ? nullptr : &n;
+  }
+
+  // Installs `folded` in place of `chain` (last node last) if the EP has a kernel for it. The
+  // DQ nodes feeding the chain are not in it: RemoveUnusedQdq drops those left unused.
+  bool Commit(Node folded, const std::vector<const Node*>& chain) {
+    const Node& last = *chain.back();
+    folded.owner = &g_;
+    folded.index = last.index;
+    folded.assigned_ep = -1;
+    if (folded.opset < 0) folded.opset = 1;
+    if (registry_.Find(folded, nullptr) == nullptr) return false;
+    for (const Node* n : chain) dead_[static_cast<size_t>(n->index)] = true;
+    replacement_[static_cast<size_t>(last.index)] = std::make_unique<Node>(std::move(folded));
+    ++folds_;
+    return true;
+  }
+
+  int AddInt32Initializer(const std::string& base, const std::vector<int32_t>& data) {
+    std::string name = base;
+    for (int i = 1; g_.FindValue(name) >= 0; ++i) name = base + "_" + std::to_string(i);
+    const int v = g_.GetOrAddValue(name);
+    ValueDef& def = g_.value(v);
+    const std::vector<int64_t> dims{static_cast<int64_t>(data.size())};
+    def.initializer = MakeTensor(NX_TYPE_INT32, dims);
+    std::memcpy(def.initializer->data, data.data(), data.size() * sizeof(int32_t));
+    def.type.elem_type = NX_TYPE_INT32;
+    def.type.has_shape = true;
+    def.type.dims = dims;
+    def.type.dim_params.assign(1, "");
+    return v;
+  }
+
+  // The int32 bias QLinearConv wants (scale x_scale * w_scale, zero point 0) for Conv input
+  // `b`: the DQ's int32 constant itself when it already is that (what quantize_static writes),
+  // else the float bias requantized into a new initializer. -1 if `b` is neither form.
+  int QuantizedBias(int b, const QParams& x, const QParams& w, int64_t m) {
+    const Value* xs = Constant(g_, x.scale);
+    const Value* ws = Constant(g_, w.scale);
+    auto acc_scale = [&](int64_t c) {
+      return FloatAt(*xs, 0) * FloatAt(*ws, w.channels == 1 ? 0 : static_cast<size_t>(c));
+    };
+    std::vector<double> real(static_cast<size_t>(m));
+    const int p = g_.value(b).producer;
+    if (const Value* f = Constant(g_, b)) {
+      if (f->type != NX_TYPE_FLOAT || f->count != static_cast<size_t>(m)) return -1;
+      for (int64_t c = 0; c < m; ++c) real[c] = FloatAt(*f, static_cast<size_t>(c));
+    } else if (p >= 0 && IsOnnx(g_.nodes[static_cast<size_t>(p)], "DequantizeLinear")) {
+      auto q = ReadQParams(g_, g_.nodes[static_cast<size_t>(p)]);
+      const Value* data = q ? Constant(g_, q->data) : nullptr;
+      if (!q || !data || data->type != NX_TYPE_INT32 || data->count != static_cast<size_t>(m) ||
+          (q->channels != 1 && q->channels != static_cast<size_t>(m)))
+        return -1;
+      const Value* bs = Constant(g_, q->scale);
+      const Value* bz = Constant(g_, q->zp);
+      bool exact = bz == nullptr || bz->type == NX_TYPE_INT32;
+      for (int64_t c = 0; c < m; ++c) {
+        const size_t k = q->channels == 1 ? 0 : static_cast<size_t>(c);
+        const int32_t zp = bz ? static_cast<const int32_t*>(bz->data)[k] : 0;
+        const float s = FloatAt(*bs, k);
+        real[c] = double(static_cast<const int32_t*>(data->data)[c] - int64_t(zp)) * s;
+        exact = exact && zp == 0 && std::fabs(s - acc_scale(c)) <= 1e-6f * std::fabs(acc_scale(c));
+      }
+      if (exact) return q->data;
+    } else {
+      return -1;
+    }
+    std::vector<int32_t> quantized(static_cast<size_t>(m));
+    for (int64_t c = 0; c < m; ++c) {
+      const double s = acc_scale(c);
+      const double r = s != 0 ? std::nearbyint(real[c] / s) : 0.0;
+      if (!(std::fabs(r) < 2147483647.0)) return -1;
+      quantized[c] = static_cast<int32_t>(r);
+    }
+    return AddInt32Initializer(g_.value(b).name + "_qdq_int32", quantized);
+  }
+
+  void TryConv(const Node& conv) {
+    if (conv.inputs.size() < 2 || conv.outputs.size() != 1) return;
+    auto x = ActivationDq(conv.inputs[0]);
+    if (!x || x->zp < 0) return;
+    const int wp = g_.value(conv.inputs[1]).producer;
+    if (wp < 0 || !IsOnnx(g_.nodes[static_cast<size_t>(wp)], "DequantizeLinear")) return;
+    auto w = ReadQParams(g_, g_.nodes[static_cast<size_t>(wp)]);
+    const Value* wq = w ? Constant(g_, w->data) : nullptr;
+    if (!wq || !Is8Bit(wq->type) || wq->dims.size() < 3 || w->zp < 0) return;
+    const int64_t m = wq->dims[0];
+    // Per output channel means along axis 0 of the weight.
+    if (w->channels != 1 && (static_cast<int64_t>(w->channels) != m ||
+                             (w->axis != 0 && w->axis != -static_cast<int64_t>(wq->dims.size()))))
+      return;
+    const Node* after = SoleConsumer(conv.outputs[0]);
+    if (!after) return;
+    std::vector<const Node*> chain{&conv};
+    bool relu = false;
+    if (IsOnnx(*after, "Relu")) {
+      relu = true;
+      chain.push_back(after);
+      after = SoleConsumer(after->outputs[0]);
+      if (!after) return;
+    }
+    auto y = SoleQ(chain.back()->outputs[0]);
+    if (!y || y->zp < 0) return;
+    int bias = -1;
+    if (conv.inputs.size() > 2 && conv.inputs[2] >= 0) {
+      bias = QuantizedBias(conv.inputs[2], *x, *w, m);
+      if (bias < 0) return;
+    }
+    chain.push_back(y->node);
+    Node q;
+    q.name = conv.name.empty() ? "qlinear_conv" : conv.name + "_qlinear";
+    // com.nxrt's QLinearConv: ONNX's, plus a fused Relu (on the quantized output a clamp at the
+    // zero point) and the CPU's fast int8 arithmetic, which may saturate as onnxruntime's
+    // does for these models (eps/cpu/kernels/linalg/qconv_dnnl.h).
+    q.op_type = "QLinearConv";
+    q.domain = "com.nxrt";
+    q.opset = 1;
+    if (relu) {
+      Attribute a;
+      a.name = "activation";
+      a.type = NX_ATTR_STRING;
+      a.s = "Relu";
+      q.attributes.push_back(a);
+    }
+    for (const Attribute& a : conv.attributes) q.attributes.push_back(a);
+    q.inputs = {x->data, x->scale, x->zp, w->data, w->scale, w->zp, y->scale, y->zp};
+    if (bias >= 0) q.inputs.push_back(bias);
+    q.outputs = {y->node->outputs[0]};
+    Commit(std::move(q), chain);
+  }
+
+  void TryAdd(const Node& add) {
+    if (add.inputs.size() != 2 || add.outputs.size() != 1) return;
+    auto a = ActivationDq(add.inputs[0]);
+    auto b = ActivationDq(add.inputs[1]);
+    if (!a || !b || a->zp < 0 || b->zp < 0) return;
+    auto c = SoleQ(add.outputs[0]);
+    if (!c || c->zp < 0 || a->type != c->type || b->type != c->type) return;
+    Node q;
+    q.name = add.name.empty() ? "qlinear_add" : add.name + "_qlinear";
+    q.op_type = "QLinearAdd";
+    q.domain = "com.microsoft";
+    q.inputs = {a->data, a->scale, a->zp, b->data, b->scale, b->zp, c->scale, c->zp};
+    q.outputs = {c->node->outputs[0]};
+    Commit(std::move(q), {&add, c->node});
+  }
+
+  void TryGlobalAveragePool(const Node& pool) {
+    if (pool.inputs.size() != 1 || pool.outputs.size() != 1) return;
+    auto x = ActivationDq(pool.inputs[0]);
+    auto y = SoleQ(pool.outputs[0]);
+    if (!x || !y || x->zp < 0 || y->zp < 0 || x->type != y->type) return;
+    Node q;
+    q.name = pool.name.empty() ? "qlinear_global_average_pool" : pool.name + "_qlinear";
+    q.op_type = "QLinearGlobalAveragePool";
+    q.domain = "com.microsoft";
+    Attribute layout;
+    layout.name = "channels_last";
+    layout.type = NX_ATTR_INT;
+    layout.i = 0;
+    q.attributes.push_back(layout);
+    q.inputs = {x->data, x->scale, x->zp, y->scale, y->zp};
+    q.outputs = {y->node->outputs[0]};
+    Commit(std::move(q), {&pool, y->node});
+  }
+
+  // DQ -> op -> Q with Q undoing DQ: the op runs on the quantized tensor itself.
+  void TryPassThrough(const Node& op) {
+    if (op.inputs.empty() || op.outputs.size() != 1) return;
+    auto x = ActivationDq(op.inputs[0]);
+    auto y = SoleQ(op.outputs[0]);
+    if (!x || !y || x->type != y->type || !SameConstant(g_, x->scale, y->scale) ||
+        !SameConstant(g_, x->zp, y->zp))
+      return;
+    Node q = op;
+    q.inputs[0] = x->data;
+    q.outputs = {y->node->outputs[0]};
+    Commit(std::move(q), {&op, y->node});
+  }
+
+  // DQ and Q nodes whose outputs nobody reads any more (their readers were folded).
+  void RemoveUnusedQdq() {
+    auto unused = [&](const Node& n) {
+      if (!IsOnnx(n, "DequantizeLinear") && !IsOnnx(n, "QuantizeLinear")) return false;
+      if (n.outputs.size() != 1 || n.outputs[0] < 0) return false;
+      const ValueDef& out = g_.value(n.outputs[0]);
+      return out.consumers.empty() && !out.is_graph_output;
+    };
+    // Removing a DQ can leave the Q before it unused: repeat until nothing changes.
+    while (std::any_of(g_.nodes.begin(), g_.nodes.end(), unused)) {
+      std::vector<Node> kept;
+      kept.reserve(g_.nodes.size());
+      for (Node& n : g_.nodes)
+        if (!unused(n)) kept.push_back(std::move(n));
+      g_.nodes = std::move(kept);
+      g_.Finalize();
+    }
+  }
+
+  Graph& g_;
+  const KernelRegistry& registry_;
+  std::vector<bool> dead_;
+  std::vector<std::unique_ptr<Node>> replacement_;
+  int folds_ = 0;
+};
+
+}  // namespace
+
+int FoldQdq(Graph& graph, const std::vector<std::shared_ptr<EpInstance>>& eps, int cpu_ep,
+            const Logger& logger) {
+  if (cpu_ep < 0 || eps.size() != 1) return 0;
+  const KernelRegistry* registry = eps[static_cast<size_t>(cpu_ep)]->registry();
+  if (registry == nullptr) return 0;
+  bool any = false;
+  for (const Node& n : graph.nodes) any = any || IsOnnx(n, "DequantizeLinear");
+  if (!any) return 0;
+  const int folds = QdqFolder(graph, *registry).Run();
+  if (folds > 0)
+    logger.Log(NX_LOG_INFO, graph.source + ": folded " + std::to_string(folds) +
+                                " QuantizeLinear/DequantizeLinear islands into quantized ops");
+  return folds;
+}
+
+}  // namespace nxrt
