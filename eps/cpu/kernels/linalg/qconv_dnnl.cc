@@ -61,8 +61,9 @@ std::shared_ptr<DnnlQConv::Plan> DnnlQConv::BuildPlan(const ConvGeometry& g) {
   const dnnl::memory::dims strides{g.stride[1], g.stride[2]};
   const dnnl::memory::dims dilates{g.dilation[1] - 1, g.dilation[2] - 1};
   const dnnl::memory::dims pad_l{g.pad_begin[1], g.pad_begin[2]}, pad_r{g.pad_end[1], g.pad_end[2]};
-  plan->src_plain = dnnl::memory::desc(src_dims, src_t, tag::nchw);
-  plan->dst_plain = dnnl::memory::desc(dst_dims, dst_t, tag::nchw);
+  const tag layout = params_.channels_last ? tag::nhwc : tag::nchw;
+  plan->src_plain = dnnl::memory::desc(src_dims, src_t, layout);
+  plan->dst_plain = dnnl::memory::desc(dst_dims, dst_t, layout);
   const dnnl::memory::desc src_any(src_dims, src_t, tag::any), dst_any(dst_dims, dst_t, tag::any);
   const dnnl::memory::desc w_any(w_dims, dt::s8, tag::any);
   const bool has_bias = !params_.bias.empty();

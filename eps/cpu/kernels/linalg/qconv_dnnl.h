@@ -3,8 +3,9 @@
 //
 // y = saturate(round(scale[c] * (conv(x - x_zp, w) + bias[c])) [relu] + y_zp), with
 // scale[c] = x_scale * w_scale[c] / y_scale, w int8 with zero point 0 (what quantize_static
-// writes: symmetric weights). Activations arrive and leave in plain NCHW; the primitive runs in
-// its preferred layout (NHWC for the int8 jit kernels) with one reorder each way, cheap on bytes.
+// writes: symmetric weights). Activations arrive and leave in NCHW or NHWC (channels_last); the
+// primitive runs in its preferred layout (NHWC for the int8 jit kernels), reordered to and from
+// it where they differ.
 //
 // Numerics: on CPUs without VNNI, oneDNN multiplies u8 x s8 pairs with vpmaddubsw, whose int16
 // pair sums can saturate (255 * 127 * 2 > 32767), as onnxruntime's MLAS U8S8 kernels do on the
@@ -33,6 +34,7 @@ struct QConvParams {
   std::vector<float> scale;   // 1 or out_channels values: x_scale * w_scale / y_scale
   std::vector<int32_t> bias;  // empty or out_channels values, in accumulator units
   bool relu = false;
+  bool channels_last = false;  // x and y are NHWC (else NCHW)
 };
 
 class DnnlQConv {
@@ -46,7 +48,8 @@ class DnnlQConv {
   // declines, and the caller computes the convolution another way.
   bool Supports(const ConvGeometry& g);
 
-  // x [N, C, H, W] and y [N, M, OH, OW], plain layout; Supports(g) must have said yes.
+  // x [N, C, H, W] and y [N, M, OH, OW] (NHWC with channels_last); Supports(g) must have said
+  // yes.
   void Run(const ConvGeometry& g, const void* x, void* y, int threads);
 
  private:

@@ -126,6 +126,7 @@ std::unique_ptr<DnnlQConv> MakeDnnlQConv(const ep::KernelInfo& info, bool relu) 
     p.bias.assign(b->data<int32_t>(), b->data<int32_t>() + m);
   }
   p.relu = relu;
+  p.channels_last = info.attr_int("channels_last", 0) != 0;
   return std::make_unique<DnnlQConv>(std::move(p), w->data<int8_t>(),
                                      std::vector<int64_t>(w->shape().begin(), w->shape().end()));
 }
@@ -133,7 +134,9 @@ std::unique_ptr<DnnlQConv> MakeDnnlQConv(const ep::KernelInfo& info, bool relu) 
 class QLinearConv : public ep::Kernel {
  public:
   explicit QLinearConv(const ep::KernelInfo& info)
-      : attrs_(info), relu_(info.attr_string("activation", "") == "Relu") {
+      : attrs_(info),
+        relu_(info.attr_string("activation", "") == "Relu"),
+        channels_last_(info.attr_int("channels_last", 0) != 0) {
     const std::string act = info.attr_string("activation", "");
     NXRT_EP_ENFORCE(act.empty() || relu_, attrs_.op + ": unsupported activation '" + act + "'");
     // Only the com.nxrt op (what QDQ folding makes): ONNX's op keeps the exact integer path,
@@ -143,16 +146,25 @@ class QLinearConv : public ep::Kernel {
 
   void Compute(ep::KernelContext& ctx) override {
     ep::ConstTensor x = ctx.input(0);
+    NXRT_EP_ENFORCE(
+        !channels_last_ || x.rank() == 4,
+        attrs_.op + ": channels_last needs a 4-D input, got " + ShapeToString(x.shape()));
     if (dnnl_ && x.rank() == 4 && IsInt8Type(x.type())) {
-      ConvGeometry g = ComputeConvGeometry(attrs_, x.shape(), dnnl_weight_dims());
+      const Dims x_nchw =
+          channels_last_ ? ToNchw(x.shape()) : Dims(x.shape().begin(), x.shape().end());
+      ConvGeometry g = ComputeConvGeometry(attrs_, x_nchw, dnnl_weight_dims());
       if (dnnl_->Supports(g)) {
         std::optional<ep::ConstTensor> yz = ctx.optional_input(7);
-        ep::Tensor y = ctx.output(0, g.output_dims(), yz->type());
-        if (ShapeSize(g.output_dims()) == 0) return;
+        const Dims y_dims = channels_last_ ? ToNhwc(g.output_dims()) : g.output_dims();
+        ep::Tensor y = ctx.output(0, y_dims, yz->type());
+        if (ShapeSize(y_dims) == 0) return;
         dnnl_->Run(g, x.raw(), y.mutable_raw(), ctx.threads());
         return;
       }
     }
+    NXRT_EP_ENFORCE(!channels_last_, attrs_.op +
+                                         ": channels_last runs only on oneDNN's int8 "
+                                         "convolution, which declined this one");
     ep::ConstTensor w = ctx.input(3);
     NXRT_EP_ENFORCE(IsInt8Type(x.type()) && IsInt8Type(w.type()),
                     attrs_.op + ": x and w must be int8 or uint8");
@@ -200,6 +212,9 @@ class QLinearConv : public ep::Kernel {
  private:
   std::span<const int64_t> dnnl_weight_dims() const { return dnnl_->weight_dims(); }
 
+  static Dims ToNchw(std::span<const int64_t> d) { return Dims{d[0], d[3], d[1], d[2]}; }
+  static Dims ToNhwc(std::span<const int64_t> d) { return Dims{d[0], d[2], d[3], d[1]}; }
+
   static void ClampBelow(void* out, size_t n, NxElementType t, int32_t lo) {
     if (t == NX_TYPE_INT8) {
       auto* p = static_cast<int8_t*>(out);
@@ -212,6 +227,7 @@ class QLinearConv : public ep::Kernel {
 
   ConvAttributes attrs_;
   bool relu_;
+  bool channels_last_;
   std::unique_ptr<DnnlQConv> dnnl_;
 };
 

@@ -1,0 +1,167 @@
+#include "session/qdq_channels_last.h"
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "nxrt/nxrt_ep_api.h"
+
+namespace nxrt {
+namespace {
+
+bool Is(const Node& n, const char* domain, const char* op) {
+  return n.domain == domain && n.op_type == op;
+}
+
+// A 2-D folded convolution: its constant weight has rank 4.
+bool IsConv2d(const Graph& g, const Node& n) {
+  if (!Is(n, "com.nxrt", "QLinearConv") || n.inputs.size() < 8 || n.outputs.size() != 1)
+    return false;
+  // What the CPU kernel runs on oneDNN (the only path with channels_last): constant int8
+  // weights with zero point 0.
+  const ValuePtr& w = g.value(n.inputs[3]).initializer;
+  const ValuePtr& zp = g.value(n.inputs[5]).initializer;
+  if (!w || w->dims.size() != 4 || w->type != NX_TYPE_INT8 || !zp || zp->type != NX_TYPE_INT8)
+    return false;
+  const auto* z = static_cast<const int8_t*>(zp->data);
+  for (size_t i = 0; i < zp->count; ++i)
+    if (z[i] != 0) return false;
+  return true;
+}
+
+Attribute IntAttr(const char* name, int64_t v) {
+  Attribute a;
+  a.name = name;
+  a.type = NX_ATTR_INT;
+  a.i = v;
+  return a;
+}
+
+void SetIntAttr(Node& n, const char* name, int64_t v) {
+  for (Attribute& a : n.attributes)
+    if (a.name == name) {
+      a = IntAttr(name, v);
+      return;
+    }
+  n.attributes.push_back(IntAttr(name, v));
+}
+
+class ChannelsLast {
+ public:
+  explicit ChannelsLast(Graph& g) : g_(g) {
+    auto it = g.opsets.find("");
+    onnx_opset_ = it != g.opsets.end() ? it->second : 13;
+  }
+
+  int Run() {
+    std::vector<Node> nodes = std::move(g_.nodes);
+    g_.nodes.clear();
+    int switched = 0;
+    for (Node& n : nodes) {
+      const bool conv = IsConv2d(g_, n);
+      const bool add = Is(n, "com.microsoft", "QLinearAdd") && n.inputs.size() == 8 &&
+                       nhwc_.count(n.inputs[0]) && nhwc_.count(n.inputs[3]);
+      const bool gap = Is(n, "com.microsoft", "QLinearGlobalAveragePool") && !n.inputs.empty() &&
+                       nhwc_.count(n.inputs[0]);
+      if (conv || add || gap) {
+        // The activation inputs in NHWC; scales, zero points, weights and bias as they are.
+        const std::vector<size_t> data = conv  ? std::vector<size_t>{0}
+                                         : add ? std::vector<size_t>{0, 3}
+                                               : std::vector<size_t>{0};
+        for (size_t i : data) n.inputs[i] = ToNhwc(n.inputs[i]);
+        SetIntAttr(n, "channels_last", 1);
+        const int out = n.outputs[0];
+        const int out_nhwc = NewValue(out, {0, 2, 3, 1});
+        n.outputs[0] = out_nhwc;
+        nhwc_[out] = out_nhwc;
+        ++switched;
+      } else {
+        for (int& v : n.inputs)
+          if (v >= 0 && nhwc_.count(v)) EnsureNchw(v);
+        for (int& v : n.implicit_inputs)
+          if (v >= 0 && nhwc_.count(v)) EnsureNchw(v);
+      }
+      g_.nodes.push_back(std::move(n));
+    }
+    for (int v : g_.outputs)
+      if (nhwc_.count(v)) EnsureNchw(v);
+    g_.Finalize();
+    return switched;
+  }
+
+ private:
+  // A new value for `v` in the layout `perm` gives (same element type, permuted static dims).
+  int NewValue(int v, const std::vector<int64_t>& perm) {
+    const ValueDef original = g_.value(v);
+    std::string name = original.name + "_nhwc";
+    for (int i = 1; g_.FindValue(name) >= 0; ++i)
+      name = original.name + "_nhwc_" + std::to_string(i);
+    const int nv = g_.GetOrAddValue(name);
+    ValueDef& def = g_.value(nv);
+    def.type.kind = original.type.kind;
+    def.type.elem_type = original.type.elem_type;
+    if (original.type.has_shape && original.type.dims.size() == 4) {
+      def.type.has_shape = true;
+      def.type.dims.clear();
+      def.type.dim_params.clear();
+      for (int64_t p : perm) {
+        def.type.dims.push_back(original.type.dims[static_cast<size_t>(p)]);
+        def.type.dim_params.push_back(original.type.dim_params.size() == 4
+                                          ? original.type.dim_params[static_cast<size_t>(p)]
+                                          : "");
+      }
+    }
+    return nv;
+  }
+
+  void AddTranspose(int from, int to, const std::vector<int64_t>& perm) {
+    Node t;
+    t.owner = &g_;
+    t.name = g_.value(to).name + "_transpose";
+    t.op_type = "Transpose";
+    t.opset = onnx_opset_;
+    t.inputs = {from};
+    t.outputs = {to};
+    Attribute a;
+    a.name = "perm";
+    a.type = NX_ATTR_INTS;
+    a.ints = perm;
+    t.attributes.push_back(a);
+    g_.nodes.push_back(std::move(t));
+  }
+
+  // NCHW `v` as NHWC: its NHWC copy when it has one, else a Transpose made once.
+  int ToNhwc(int v) {
+    auto it = nhwc_.find(v);
+    if (it != nhwc_.end()) return it->second;
+    const int nv = NewValue(v, {0, 2, 3, 1});
+    AddTranspose(v, nv, {0, 2, 3, 1});
+    nhwc_[v] = nv;
+    nchw_ready_[v] = true;  // v itself stays readable
+    return nv;
+  }
+
+  // `v` (produced as NHWC) readable under its own name: a Transpose back, made once.
+  void EnsureNchw(int v) {
+    if (nchw_ready_[v]) return;
+    AddTranspose(nhwc_[v], v, {0, 3, 1, 2});
+    nchw_ready_[v] = true;
+  }
+
+  Graph& g_;
+  int onnx_opset_ = 13;
+  std::map<int, int> nhwc_;         // NCHW value -> its NHWC copy
+  std::map<int, bool> nchw_ready_;  // whether the NCHW value has a producer
+};
+
+}  // namespace
+
+int QuantizedChannelsLast(Graph& graph) {
+  bool any = false;
+  for (const Node& n : graph.nodes) any = any || IsConv2d(graph, n);
+  if (!any) return 0;
+  return ChannelsLast(graph).Run();
+}
+
+}  // namespace nxrt
