@@ -1,0 +1,181 @@
+#!/usr/bin/env python3
+"""Checks QDQ models (onnxruntime.quantization.quantize_static, QDQ format) run by nxrt, whose
+session folds the QuantizeLinear/DequantizeLinear islands into int8 kernels
+(src/session/qdq_folding.h), against onnxruntime and against the float model.
+
+Small convnets (conv + relu, a residual add, max pool, global average pool, a final Gemm) are
+built with onnx.helper, quantized per tensor and per channel with uint8 and int8 activations, and
+run on inputs like the calibration data. Per case and output, with s the output's quantization
+step (the largest activation scale in the model):
+  - nxrt's distance to the float model may exceed onnxruntime's by at most 2 s, and
+  - max|nxrt - onnxruntime| <= 4 s (both round and may saturate u8 x s8 pairs differently).
+With --models DIR, ResNet-50 (DIR/resnet50_int8.onnx, made by tools/scripts/derive_models.py)
+is also run on 4 inputs like its calibration data: nxrt's top-1 must equal onnxruntime's, and
+its largest logit distance to the float model (DIR/resnet50.onnx) may exceed onnxruntime's by at
+most 5% (+0.05).
+
+usage: python3 tests/eps/cpu/qdq_check.py --build-dir build [--models build/models]
+"""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType,
+                                      quantize_static)
+
+
+def conv(name, x, cin, cout, k, rng, stride=1):
+    w = (rng.standard_normal((cout, cin, k, k)) * (1.0 / np.sqrt(cin * k * k))).astype(np.float32)
+    b = (0.1 * rng.standard_normal(cout)).astype(np.float32)
+    inits = [numpy_helper.from_array(w, f"{name}_w"), numpy_helper.from_array(b, f"{name}_b")]
+    node = helper.make_node("Conv", [x, f"{name}_w", f"{name}_b"], [name], pads=[k // 2] * 4,
+                            strides=[stride, stride])
+    return node, inits
+
+
+def small_convnet(seed):
+    """x[1,3,32,32] -> conv3x3(16)+relu -> maxpool -> [conv1x1(16)+relu -> conv3x3(16)] + skip
+    -> relu -> conv3x3 stride 2 (32) + relu -> global average pool -> flatten -> gemm(10)."""
+    rng = np.random.default_rng(seed)
+    nodes, inits = [], []
+
+    def add(pair):
+        nodes.append(pair[0])
+        inits.extend(pair[1])
+
+    add(conv("c1", "x", 3, 16, 3, rng))
+    nodes.append(helper.make_node("Relu", ["c1"], ["r1"]))
+    nodes.append(helper.make_node("MaxPool", ["r1"], ["p1"], kernel_shape=[2, 2], strides=[2, 2]))
+    add(conv("c2", "p1", 16, 16, 1, rng))
+    nodes.append(helper.make_node("Relu", ["c2"], ["r2"]))
+    add(conv("c3", "r2", 16, 16, 3, rng))
+    nodes.append(helper.make_node("Add", ["c3", "p1"], ["s"]))
+    nodes.append(helper.make_node("Relu", ["s"], ["r3"]))
+    add(conv("c4", "r3", 16, 32, 3, rng, stride=2))
+    nodes.append(helper.make_node("Relu", ["c4"], ["r4"]))
+    nodes.append(helper.make_node("GlobalAveragePool", ["r4"], ["g"]))
+    nodes.append(helper.make_node("Flatten", ["g"], ["f"]))
+    fw = (rng.standard_normal((10, 32)) * 0.3).astype(np.float32)
+    fb = (0.1 * rng.standard_normal(10)).astype(np.float32)
+    inits += [numpy_helper.from_array(fw, "fc_w"), numpy_helper.from_array(fb, "fc_b")]
+    nodes.append(helper.make_node("Gemm", ["f", "fc_w", "fc_b"], ["y"], transB=1))
+    graph = helper.make_graph(
+        nodes, "small_convnet", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                               [1, 3, 32, 32])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+class Reader(CalibrationDataReader):
+    def __init__(self, name, shape, seed, count=8):
+        rng = np.random.default_rng(seed)
+        self.batches = iter([{name: rng.standard_normal(shape).astype(np.float32)}
+                             for _ in range(count)])
+
+    def get_next(self):
+        return next(self.batches, None)
+
+
+def run_nxrt(nxrt, model_path, feeds, work):
+    shutil.rmtree(os.path.join(work, "out"), ignore_errors=True)
+    cmd = [nxrt, "run", model_path, "--output-dir", os.path.join(work, "out")]
+    for k, v in feeds.items():
+        f = os.path.join(work, f"in_{k}.npy")
+        np.save(f, v)
+        cmd += ["--input", f"{k}={f}"]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    if r.returncode != 0:
+        raise RuntimeError(f"nxrt failed: {(r.stderr or r.stdout).strip()[-400:]}")
+    return np.load(os.path.join(work, "out", os.listdir(os.path.join(work, "out"))[0]))
+
+
+def ort_run(path, feeds):
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    sess = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+    return sess.run(None, feeds)[0]
+
+
+def largest_activation_scale(model):
+    inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    return max(float(inits[n.input[1]].max()) for n in model.graph.node
+               if n.op_type == "QuantizeLinear" and n.input[1] in inits)
+
+
+def check_small(nxrt, work):
+    failures = 0
+    cases = [(pc, act) for pc in (False, True) for act in (QuantType.QUInt8, QuantType.QInt8)]
+    for per_channel, act in cases:
+        name = f"convnet {'per-channel' if per_channel else 'per-tensor'} {act.name}"
+        float_path = os.path.join(work, "float.onnx")
+        q_path = os.path.join(work, f"q_{int(per_channel)}_{act.name}.onnx")
+        onnx.save(small_convnet(1), float_path)
+        quantize_static(float_path, q_path, Reader("x", [1, 3, 32, 32], 2),
+                        quant_format=QuantFormat.QDQ, per_channel=per_channel,
+                        activation_type=act, weight_type=QuantType.QInt8)
+        step = largest_activation_scale(onnx.load(q_path))
+        worst = ""
+        ok = True
+        for i in range(3):
+            x = np.random.default_rng(10 + i).standard_normal((1, 3, 32, 32)).astype(np.float32)
+            yf = ort_run(float_path, {"x": x})
+            yo = ort_run(q_path, {"x": x})
+            yn = run_nxrt(nxrt, q_path, {"x": x}, work)
+            d_ort, d_nx = np.abs(yo - yf).max(), np.abs(yn - yf).max()
+            d_pair = np.abs(yn - yo).max()
+            good = d_nx <= d_ort + 2 * step and d_pair <= 4 * step
+            ok = ok and good
+            worst = (f"to float: nxrt {d_nx:.4f} ort {d_ort:.4f}; nxrt-ort {d_pair:.4f} "
+                     f"(step {step:.4f})")
+        print(f"{'PASS' if ok else 'FAIL'} {name}: {worst}")
+        failures += 0 if ok else 1
+    return failures
+
+
+def check_resnet(nxrt, models, work):
+    q_path = os.path.join(models, "resnet50_int8.onnx")
+    f_path = os.path.join(models, "resnet50.onnx")
+    if not (os.path.exists(q_path) and os.path.exists(f_path)):
+        print("SKIP resnet50_int8: models missing")
+        return 0
+    rng = np.random.default_rng(21)
+    failures = 0
+    for i in range(4):
+        x = rng.standard_normal((1, 3, 224, 224)).astype(np.float32)
+        yf = ort_run(f_path, {"input": x})
+        yo = ort_run(q_path, {"input": x})
+        yn = run_nxrt(nxrt, q_path, {"input": x}, work)
+        d_ort, d_nx = np.abs(yo - yf).max(), np.abs(yn - yf).max()
+        ok = yn.argmax() == yo.argmax() and d_nx <= 1.05 * d_ort + 0.05
+        print(f"{'PASS' if ok else 'FAIL'} resnet50_int8 input {i}: top-1 float/ort/nxrt "
+              f"{yf.argmax()}/{yo.argmax()}/{yn.argmax()}, max logit distance to float: "
+              f"ort {d_ort:.3f} nxrt {d_nx:.3f}, nxrt-ort {np.abs(yn - yo).max():.3f}")
+        failures += 0 if ok else 1
+    return failures
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--build-dir", default="build")
+    parser.add_argument("--models", help="folder with resnet50.onnx and resnet50_int8.onnx")
+    args = parser.parse_args()
+    nxrt = os.path.join(args.build_dir, "bin", "nxrt")
+    with tempfile.TemporaryDirectory() as work:
+        failures = check_small(nxrt, work)
+        if args.models:
+            failures += check_resnet(nxrt, args.models, work)
+    print(f"{'FAILED' if failures else 'OK'}: {failures} failing case(s)")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
