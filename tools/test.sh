@@ -64,6 +64,8 @@ run_suite "com.microsoft transformer kernels vs onnxruntime (+ bert4 fused by it
   python3 tests/eps/cpu/contrib_transformer_check.py --build-dir build
 run_suite "com.microsoft quantized kernels vs onnxruntime (+ its quantizer's models, ddddocr's)" \
   python3 tests/eps/cpu/contrib_quantized_check.py --build-dir build
+run_suite "QDQ models folded into int8 kernels vs onnxruntime and the float model (+ ResNet-50 int8)" \
+  python3 tests/eps/cpu/qdq_check.py --build-dir build --models build/models
 run_suite "int4 decoder with a KV cache: greedy generation vs onnxruntime" \
   python3 bench/decoder_tokens.py --model build/models/decoder_int4.onnx --nxrt build/bin/nxrt --check-only
 run_suite "shape inference vs onnx" \
