@@ -62,8 +62,10 @@ class ChannelsLast {
       const bool conv = IsConv2d(g_, n);
       const bool add = Is(n, "com.microsoft", "QLinearAdd") && n.inputs.size() == 8 &&
                        nhwc_.count(n.inputs[0]) && nhwc_.count(n.inputs[3]);
+      // (A pool that already reads NHWC by its own attribute keeps its input as it is.)
+      const Attribute* layout = n.FindAttribute("channels_last");
       const bool gap = Is(n, "com.microsoft", "QLinearGlobalAveragePool") && !n.inputs.empty() &&
-                       nhwc_.count(n.inputs[0]);
+                       nhwc_.count(n.inputs[0]) && (layout == nullptr || layout->i == 0);
       if (conv || add || gap) {
         // The activation inputs in NHWC; scales, zero points, weights and bias as they are.
         const std::vector<size_t> data = conv  ? std::vector<size_t>{0}

@@ -57,7 +57,10 @@ std::optional<QParams> ReadQParams(const Graph& g, const Node& n) {
   if (!s || s->type != NX_TYPE_FLOAT || s->count == 0 || s->dims.size() > 1) return std::nullopt;
   p.channels = s->count;
   if (const Attribute* a = n.FindAttribute("axis")) p.axis = a->i;
-  if (n.FindAttribute("block_size") || n.FindAttribute("saturate")) return std::nullopt;
+  // Blocked scales, float8 saturation and output_dtype (opset 19+ forms) are not folded.
+  if (n.FindAttribute("block_size") || n.FindAttribute("saturate") ||
+      n.FindAttribute("output_dtype"))
+    return std::nullopt;
   const bool is_dq = IsOnnx(n, "DequantizeLinear");
   if (p.zp >= 0) {
     const Value* z = Constant(g, p.zp);
