@@ -7,10 +7,11 @@ Small convnets (conv + relu, a residual add, max pool, global average pool, a fi
 built with onnx.helper, quantized per tensor and per channel with uint8 and int8 activations, and
 run on inputs like the calibration data. Per case and output, with s the output's quantization
 step (the largest activation scale in the model):
-  - nxrt's distance to the float model may exceed onnxruntime's by at most 2 s, and
-  - max|nxrt - onnxruntime| <= 4 s (both round and may saturate u8 x s8 pairs differently).
+  - nxrt's distance to the float model may exceed onnxruntime's by at most s, and
+  - max|nxrt - onnxruntime| <= 2 s (both round and may saturate u8 x s8 pairs differently).
 With --models DIR, ResNet-50 (DIR/resnet50_int8.onnx, made by tools/scripts/derive_models.py)
-is also run on 4 inputs like its calibration data: nxrt's top-1 must equal onnxruntime's, and
+is also run on 4 inputs like its calibration data: nxrt's top-1 must equal onnxruntime's or the
+float model's, and
 its largest logit distance to the float model (DIR/resnet50.onnx) may exceed onnxruntime's by at
 most 5% (+0.05).
 
@@ -113,15 +114,19 @@ def largest_activation_scale(model):
 
 def check_small(nxrt, work):
     failures = 0
-    cases = [(pc, act) for pc in (False, True) for act in (QuantType.QUInt8, QuantType.QInt8)]
-    for per_channel, act in cases:
-        name = f"convnet {'per-channel' if per_channel else 'per-tensor'} {act.name}"
+    # uint8 weights (zero point 128) take QLinearConv's exact integer path instead of oneDNN.
+    cases = [(pc, act, QuantType.QInt8) for pc in (False, True)
+             for act in (QuantType.QUInt8, QuantType.QInt8)]
+    cases.append((False, QuantType.QUInt8, QuantType.QUInt8))
+    for per_channel, act, weights in cases:
+        name = (f"convnet {'per-channel' if per_channel else 'per-tensor'} {act.name} "
+                f"activations, {weights.name} weights")
         float_path = os.path.join(work, "float.onnx")
-        q_path = os.path.join(work, f"q_{int(per_channel)}_{act.name}.onnx")
+        q_path = os.path.join(work, f"q_{int(per_channel)}_{act.name}_{weights.name}.onnx")
         onnx.save(small_convnet(1), float_path)
         quantize_static(float_path, q_path, Reader("x", [1, 3, 32, 32], 2),
                         quant_format=QuantFormat.QDQ, per_channel=per_channel,
-                        activation_type=act, weight_type=QuantType.QInt8)
+                        activation_type=act, weight_type=weights)
         step = largest_activation_scale(onnx.load(q_path))
         worst = ""
         ok = True
@@ -132,7 +137,7 @@ def check_small(nxrt, work):
             yn = run_nxrt(nxrt, q_path, {"x": x}, work)
             d_ort, d_nx = np.abs(yo - yf).max(), np.abs(yn - yf).max()
             d_pair = np.abs(yn - yo).max()
-            good = d_nx <= d_ort + 2 * step and d_pair <= 4 * step
+            good = d_nx <= d_ort + step and d_pair <= 2 * step
             ok = ok and good
             worst = (f"to float: nxrt {d_nx:.4f} ort {d_ort:.4f}; nxrt-ort {d_pair:.4f} "
                      f"(step {step:.4f})")
@@ -155,7 +160,7 @@ def check_resnet(nxrt, models, work):
         yo = ort_run(q_path, {"input": x})
         yn = run_nxrt(nxrt, q_path, {"input": x}, work)
         d_ort, d_nx = np.abs(yo - yf).max(), np.abs(yn - yf).max()
-        ok = yn.argmax() == yo.argmax() and d_nx <= 1.05 * d_ort + 0.05
+        ok = yn.argmax() in (yo.argmax(), yf.argmax()) and d_nx <= 1.05 * d_ort + 0.05
         print(f"{'PASS' if ok else 'FAIL'} resnet50_int8 input {i}: top-1 float/ort/nxrt "
               f"{yf.argmax()}/{yo.argmax()}/{yn.argmax()}, max logit distance to float: "
               f"ort {d_ort:.3f} nxrt {d_nx:.3f}, nxrt-ort {np.abs(yn - yo).max():.3f}")

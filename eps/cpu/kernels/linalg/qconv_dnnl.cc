@@ -1,7 +1,9 @@
 #include "kernels/linalg/qconv_dnnl.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 #include <utility>
 
@@ -27,9 +29,73 @@ DnnlQConv::DnnlQConv(QConvParams params, const int8_t* w, std::vector<int64_t> w
   size_t n = 1;
   for (int64_t d : w_dims_) n *= static_cast<size_t>(d);
   w_.assign(w, w + n);
+  if (params_.x_signed && !HasVnni()) {
+    float_w_.assign(w_.begin(), w_.end());
+    float_bias_.assign(params_.bias.begin(), params_.bias.end());
+    float_conv_ =
+        std::make_unique<DnnlConv>(ConvFusion{}, ConvStrategy::kAuto, params_.channels_last);
+    float_conv_->SetConstantWeights(float_w_.data(), float_w_.size());
+  }
 }
 
-bool DnnlQConv::Supports(const ConvGeometry& g) { return GetPlan(g) != nullptr; }
+bool DnnlQConv::HasVnni() {
+  static const bool vnni =
+      __builtin_cpu_supports("avx512vnni") || __builtin_cpu_supports("avxvnni");
+  return vnni;
+}
+
+bool DnnlQConv::Supports(const ConvGeometry& g) {
+  return float_conv_ ? g.spatial == 2 : GetPlan(g) != nullptr;
+}
+
+// Rounds half to even (the default rounding mode) for |v| < 2^22: adding and subtracting
+// 1.5 * 2^23 leaves no fraction bits.
+static inline float RoundEven(float v) {
+  constexpr float kMagic = 12582912.0f;
+  return (v + kMagic) - kMagic;
+}
+
+template <class T>
+static void Requantize(const float* acc, size_t n, int64_t channels, int64_t plane,
+                       bool channels_last, const std::vector<float>& scale, int32_t zero_point,
+                       bool relu, T* y) {
+  constexpr float kLo = std::is_signed_v<T> ? -128.0f : 0.0f,
+                  kHi = std::is_signed_v<T> ? 127.0f : 255.0f;
+  const float z = static_cast<float>(zero_point);
+  const float lo = relu ? std::max(kLo, z) : kLo;
+  const bool per_channel = scale.size() > 1;
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t c = channels_last ? int64_t(i) % channels : (int64_t(i) / plane) % channels;
+    float v = acc[i] * scale[per_channel ? c : 0];
+    v = std::min(std::max(v, -1.0e6f), 1.0e6f);
+    v = RoundEven(v) + z;
+    y[i] = static_cast<T>(std::min(std::max(v, lo), kHi));
+  }
+}
+
+void DnnlQConv::RunFloat(const ConvGeometry& g, const void* x, void* y, int threads) {
+  thread_local std::vector<float> xf, yf;
+  const size_t nx = static_cast<size_t>(g.batch * g.in_channels * g.in_size());
+  const size_t ny = static_cast<size_t>(g.batch * g.out_channels * g.out_size());
+  xf.resize(nx);
+  yf.resize(ny);
+  const float zp = static_cast<float>(params_.x_zero_point);
+  if (params_.x_signed) {
+    const auto* p = static_cast<const int8_t*>(x);
+    for (size_t i = 0; i < nx; ++i) xf[i] = static_cast<float>(p[i]) - zp;
+  } else {
+    const auto* p = static_cast<const uint8_t*>(x);
+    for (size_t i = 0; i < nx; ++i) xf[i] = static_cast<float>(p[i]) - zp;
+  }
+  float_conv_->Run(g, xf.data(), nullptr, float_bias_.empty() ? nullptr : float_bias_.data(),
+                   nullptr, yf.data(), threads);
+  if (params_.y_signed)
+    Requantize(yf.data(), ny, g.out_channels, g.out_size(), params_.channels_last, params_.scale,
+               params_.y_zero_point, params_.relu, static_cast<int8_t*>(y));
+  else
+    Requantize(yf.data(), ny, g.out_channels, g.out_size(), params_.channels_last, params_.scale,
+               params_.y_zero_point, params_.relu, static_cast<uint8_t*>(y));
+}
 
 std::shared_ptr<DnnlQConv::Plan> DnnlQConv::GetPlan(const ConvGeometry& g) {
   std::vector<int64_t> key{g.batch, g.in_channels, g.in[1], g.in[2]};
@@ -122,6 +188,10 @@ std::shared_ptr<DnnlQConv::Plan> DnnlQConv::BuildPlan(const ConvGeometry& g) {
 }
 
 void DnnlQConv::Run(const ConvGeometry& g, const void* x, void* y, int threads) {
+  if (float_conv_) {
+    RunFloat(g, x, y, threads);
+    return;
+  }
   std::shared_ptr<Plan> plan = GetPlan(g);
   dnnl::engine& engine = DnnlEngine();
   dnnl::stream& stream = DnnlStream();

@@ -9,7 +9,13 @@
 //
 // Numerics: on CPUs without VNNI, oneDNN multiplies u8 x s8 pairs with vpmaddubsw, whose int16
 // pair sums can saturate (255 * 127 * 2 > 32767), as onnxruntime's MLAS U8S8 kernels do on the
-// same CPUs; tests/eps/cpu/qdq_check.py compares both against the float model.
+// same CPUs (so nxrt saturates where onnxruntime does, for uint8 activations). For int8
+// activations oneDNN shifts the source by +128 first, which puts the raw values mid-range where
+// pairs saturate often, while onnxruntime's S8S8 kernels are exact (on small QInt8 convnets
+// nxrt was 3-4x farther from the float model). So without VNNI int8 activations take an exact
+// path instead: the float convolution (DnnlConv) of the integer values, (x - x_zp) and w as
+// floats, whose products and sums are exact below 2^24, then requantized.
+// tests/eps/cpu/qdq_check.py compares both against the float model.
 //
 // Threads: oneDNN's OpenMP, sized per call (OmpThreadScope) from the kernel's thread count; Run is
 // called from the kernel's Compute on the session thread, never inside a pool task.
@@ -22,6 +28,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 #include <vector>
 
+#include "kernels/linalg/conv_dnnl.h"
 #include "kernels/linalg/conv_geometry.h"
 
 namespace nxrt::cpu::linalg {
@@ -54,10 +61,16 @@ class DnnlQConv {
 
  private:
   struct Plan;
+  static bool HasVnni();
   std::shared_ptr<Plan> GetPlan(const ConvGeometry& g);
   std::shared_ptr<Plan> BuildPlan(const ConvGeometry& g);
 
+  // The exact path (see above).
+  void RunFloat(const ConvGeometry& g, const void* x, void* y, int threads);
+
   QConvParams params_;
+  std::unique_ptr<DnnlConv> float_conv_;  // set when the exact path runs
+  std::vector<float> float_w_, float_bias_;
   std::vector<int8_t> w_;
   std::vector<int64_t> w_dims_;
   std::mutex mu_;
