@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "common/parallel.h"
 #include "kernels/linalg/dnnl_util.h"
 
 namespace nxrt::cpu::linalg {
@@ -44,8 +45,15 @@ bool DnnlQConv::HasVnni() {
   return vnni;
 }
 
-bool DnnlQConv::Supports(const ConvGeometry& g) {
-  return float_conv_ ? g.spatial == 2 : GetPlan(g) != nullptr;
+bool DnnlQConv::Supports(const ConvGeometry& g, int threads) {
+  return float_conv_ ? g.spatial == 2 : GetPlan(g, OmpThreads(g, threads)) != nullptr;
+}
+
+// OpenMP wakes its sleeping workers in ~50 us: small convolutions stay on one thread.
+int DnnlQConv::OmpThreads(const ConvGeometry& g, int threads) {
+  const double macs = static_cast<double>(g.batch) * g.out_channels * g.out_size() *
+                      g.in_channels_per_group() * g.kernel_size();
+  return macs < kMinOmpParallelMacs ? 1 : threads;
 }
 
 // Rounds half to even (the default rounding mode) for |v| < 2^22: adding and subtracting
@@ -97,13 +105,15 @@ void DnnlQConv::RunFloat(const ConvGeometry& g, const void* x, void* y, int thre
                params_.y_zero_point, params_.relu, static_cast<uint8_t*>(y));
 }
 
-std::shared_ptr<DnnlQConv::Plan> DnnlQConv::GetPlan(const ConvGeometry& g) {
-  std::vector<int64_t> key{g.batch, g.in_channels, g.in[1], g.in[2]};
+std::shared_ptr<DnnlQConv::Plan> DnnlQConv::GetPlan(const ConvGeometry& g, int omp_threads) {
+  std::vector<int64_t> key{g.batch, g.in_channels, g.in[1], g.in[2], omp_threads};
   std::lock_guard<std::mutex> lock(mu_);
   auto it = plans_.find(key);
   if (it != plans_.end()) return it->second;
   std::shared_ptr<Plan> plan;
   try {
+    // oneDNN sizes a primitive's OpenMP team when it is created (docs/threading.md).
+    OmpThreadScope omp(omp_threads);
     plan = BuildPlan(g);
   } catch (const dnnl::error&) {
     plan = nullptr;  // oneDNN declined: the caller's own path runs
@@ -192,7 +202,8 @@ void DnnlQConv::Run(const ConvGeometry& g, const void* x, void* y, int threads) 
     RunFloat(g, x, y, threads);
     return;
   }
-  std::shared_ptr<Plan> plan = GetPlan(g);
+  threads = OmpThreads(g, threads);
+  std::shared_ptr<Plan> plan = GetPlan(g, threads);
   dnnl::engine& engine = DnnlEngine();
   dnnl::stream& stream = DnnlStream();
   OmpThreadScope omp(threads);

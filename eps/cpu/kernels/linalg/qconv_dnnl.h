@@ -17,7 +17,8 @@
 // floats, whose products and sums are exact below 2^24, then requantized.
 // tests/eps/cpu/qdq_check.py compares both against the float model.
 //
-// Threads: oneDNN's OpenMP, sized per call (OmpThreadScope) from the kernel's thread count; Run is
+// Threads: oneDNN's OpenMP team, the kernel's thread count (one below kMinOmpParallelMacs), set
+// both when the primitive is created (which fixes its team) and when it runs; Run is
 // called from the kernel's Compute on the session thread, never inside a pool task.
 #pragma once
 
@@ -53,7 +54,7 @@ class DnnlQConv {
 
   // Whether oneDNN has a primitive for this geometry (builds and caches it); false when it
   // declines, and the caller computes the convolution another way.
-  bool Supports(const ConvGeometry& g);
+  bool Supports(const ConvGeometry& g, int threads);
 
   // x [N, C, H, W] and y [N, M, OH, OW] (NHWC with channels_last); Supports(g) must have said
   // yes.
@@ -62,7 +63,9 @@ class DnnlQConv {
  private:
   struct Plan;
   static bool HasVnni();
-  std::shared_ptr<Plan> GetPlan(const ConvGeometry& g);
+  static int OmpThreads(const ConvGeometry& g, int threads);
+  // The plan for this input shape whose primitive was created for `omp_threads` threads.
+  std::shared_ptr<Plan> GetPlan(const ConvGeometry& g, int omp_threads);
   std::shared_ptr<Plan> BuildPlan(const ConvGeometry& g);
 
   // The exact path (see above).

@@ -153,7 +153,7 @@ class QLinearConv : public ep::Kernel {
       const Dims x_nchw =
           channels_last_ ? ToNchw(x.shape()) : Dims(x.shape().begin(), x.shape().end());
       ConvGeometry g = ComputeConvGeometry(attrs_, x_nchw, dnnl_weight_dims());
-      if (dnnl_->Supports(g)) {
+      if (dnnl_->Supports(g, ctx.threads())) {
         std::optional<ep::ConstTensor> yz = ctx.optional_input(7);
         const Dims y_dims = channels_last_ ? ToNhwc(g.output_dims()) : g.output_dims();
         ep::Tensor y = ctx.output(0, y_dims, yz->type());
