@@ -85,6 +85,8 @@ class QdqFolder {
       if (!n.domain.empty()) continue;
       if (n.op_type == "Conv") {
         TryConv(n);
+      } else if (n.op_type == "MatMul") {
+        TryMatMul(n);
       } else if (n.op_type == "Add") {
         TryAdd(n);
       } else if (n.op_type == "GlobalAveragePool") {
@@ -264,6 +266,30 @@ class QdqFolder {
     if (bias >= 0) q.inputs.push_back(bias);
     q.outputs = {y->node->outputs[0]};
     Commit(std::move(q), chain);
+  }
+
+  // DQ(a), DQ(const 2-D b, per tensor or per column) -> MatMul -> Q => QLinearMatMul.
+  void TryMatMul(const Node& mm) {
+    if (mm.inputs.size() != 2 || mm.outputs.size() != 1) return;
+    auto a = ActivationDq(mm.inputs[0]);
+    if (!a || a->zp < 0) return;
+    const int bp = g_.value(mm.inputs[1]).producer;
+    if (bp < 0 || !IsOnnx(g_.nodes[static_cast<size_t>(bp)], "DequantizeLinear")) return;
+    auto b = ReadQParams(g_, g_.nodes[static_cast<size_t>(bp)]);
+    const Value* bq = b ? Constant(g_, b->data) : nullptr;
+    if (!bq || !Is8Bit(bq->type) || bq->dims.size() != 2 || b->zp < 0) return;
+    if (b->channels != 1 &&
+        (static_cast<int64_t>(b->channels) != bq->dims[1] || (b->axis != 1 && b->axis != -1)))
+      return;
+    auto y = SoleQ(mm.outputs[0]);
+    if (!y || y->zp < 0) return;
+    Node q;
+    q.name = mm.name.empty() ? "qlinear_matmul" : mm.name + "_qlinear";
+    q.op_type = "QLinearMatMul";
+    q.opset = 10;
+    q.inputs = {a->data, a->scale, a->zp, b->data, b->scale, b->zp, y->scale, y->zp};
+    q.outputs = {y->node->outputs[0]};
+    Commit(std::move(q), {&mm, y->node});
   }
 
   void TryAdd(const Node& add) {

@@ -6,6 +6,7 @@
 //   DQ(x) , DQ(const w) [, DQ(const int32 b) | const float b] -> Conv [-> Relu] -> Q
 //        => QLinearConv (ONNX), or com.nxrt QLinearConv activation="Relu" (relu is exact on
 //           the quantized output: Q(max(v, 0)) = max(Q(v), y_zero_point))
+//   DQ(a) , DQ(const 2-D b) -> MatMul -> Q       => QLinearMatMul (b per tensor or per column)
 //   DQ(a) , DQ(b) -> Add -> Q                   => com.microsoft QLinearAdd
 //   DQ(x) -> GlobalAveragePool -> Q             => com.microsoft QLinearGlobalAveragePool
 //   DQ(x) -> MaxPool | Flatten | Reshape -> Q   => the same op on x, when Q undoes DQ (same
