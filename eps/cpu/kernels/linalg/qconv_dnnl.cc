@@ -46,7 +46,7 @@ bool DnnlQConv::HasVnni() {
 }
 
 bool DnnlQConv::Supports(const ConvGeometry& g, int threads) {
-  return float_conv_ ? g.spatial == 2 : GetPlan(g, OmpThreads(g, threads)) != nullptr;
+  return float_conv_ ? g.spatial == 2 : GetPlan(g, threads) != nullptr;
 }
 
 // OpenMP wakes its sleeping workers in ~50 us: small convolutions stay on one thread.
@@ -105,30 +105,64 @@ void DnnlQConv::RunFloat(const ConvGeometry& g, const void* x, void* y, int thre
                params_.y_zero_point, params_.relu, static_cast<uint8_t*>(y));
 }
 
-std::shared_ptr<DnnlQConv::Plan> DnnlQConv::GetPlan(const ConvGeometry& g, int omp_threads) {
-  std::vector<int64_t> key{g.batch, g.in_channels, g.in[1], g.in[2], omp_threads};
+std::shared_ptr<DnnlQConv::PlanSet> DnnlQConv::GetPlan(const ConvGeometry& g, int threads) {
+  std::vector<int64_t> key{g.batch, g.in_channels, g.in[1], g.in[2], threads};
   std::lock_guard<std::mutex> lock(mu_);
   auto it = plans_.find(key);
   if (it != plans_.end()) return it->second;
-  std::shared_ptr<Plan> plan;
+  std::shared_ptr<PlanSet> set;
   try {
-    // oneDNN sizes a primitive's OpenMP team when it is created (docs/threading.md).
-    OmpThreadScope omp(omp_threads);
-    plan = BuildPlan(g);
+    set = std::make_shared<PlanSet>();
+    const int64_t m = g.out_channels;
+    const double macs =
+        static_cast<double>(g.batch) * m * g.out_size() * g.in_channels * g.kernel_size();
+    // Slices of whole 16-channel blocks, one per thread, each a single-threaded primitive on
+    // the pool (docs/threading.md: OpenMP's barrier stalls on a busy machine, the pool does not).
+    const int64_t parts =
+        params_.channels_last && g.group == 1 && threads > 1 && macs >= kMinParallelMacs
+            ? std::min<int64_t>(threads, m / 16)
+            : 1;
+    if (parts > 1) {
+      OmpThreadScope omp(1);
+      const int64_t step = (m / parts + 15) / 16 * 16;
+      for (int64_t b = 0; b < m; b += step) {
+        set->parts.push_back(BuildPlan(g, b, std::min(step, m - b)));
+        set->oc_begin.push_back(b);
+        // A slice must read and write the plain layouts directly.
+        const Plan* p = set->parts.back().get();
+        if (!p || p->reorder_src || p->reorder_dst) {
+          set->parts.clear();
+          set->oc_begin.clear();
+          break;
+        }
+      }
+    }
+    if (set->parts.empty()) {
+      // oneDNN sizes a primitive's OpenMP team when it is created (docs/threading.md).
+      OmpThreadScope omp(OmpThreads(g, threads));
+      std::shared_ptr<Plan> whole = BuildPlan(g, 0, m);
+      if (whole) {
+        set->parts.push_back(whole);
+        set->oc_begin.push_back(0);
+      } else {
+        set = nullptr;
+      }
+    }
   } catch (const dnnl::error&) {
-    plan = nullptr;  // oneDNN declined: the caller's own path runs
+    set = nullptr;  // oneDNN declined: the caller's own path runs
   }
-  plans_.emplace(std::move(key), plan);
-  return plan;
+  plans_.emplace(std::move(key), set);
+  return set;
 }
 
-std::shared_ptr<DnnlQConv::Plan> DnnlQConv::BuildPlan(const ConvGeometry& g) {
+std::shared_ptr<DnnlQConv::Plan> DnnlQConv::BuildPlan(const ConvGeometry& g, int64_t oc_begin,
+                                                      int64_t oc_count) {
   if (g.spatial != 2 || w_dims_.size() != 4) return nullptr;
   auto plan = std::make_shared<Plan>();
   dnnl::engine& engine = DnnlEngine();
   const dt src_t = params_.x_signed ? dt::s8 : dt::u8;
   const dt dst_t = params_.y_signed ? dt::s8 : dt::u8;
-  const int64_t m = g.out_channels, grp = g.group;
+  const int64_t m = oc_count, grp = g.group;
   const dnnl::memory::dims src_dims{g.batch, g.in_channels, g.in[1], g.in[2]};
   const dnnl::memory::dims dst_dims{g.batch, m, g.out[1], g.out[2]};
   const dnnl::memory::dims w_dims =
@@ -147,7 +181,11 @@ std::shared_ptr<DnnlQConv::Plan> DnnlQConv::BuildPlan(const ConvGeometry& g) {
 
   dnnl::primitive_attr attr;
   const bool per_channel = params_.scale.size() > 1;
-  attr.set_output_scales(per_channel ? 1 << 1 : 0, params_.scale);
+  const std::vector<float> scale =
+      per_channel ? std::vector<float>(params_.scale.begin() + oc_begin,
+                                       params_.scale.begin() + oc_begin + oc_count)
+                  : params_.scale;
+  attr.set_output_scales(per_channel ? 1 << 1 : 0, scale);
   // Zero points at run time: the int8 jit kernels take them in that form.
   if (params_.x_zero_point != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
   if (params_.y_zero_point != 0) attr.set_zero_points(DNNL_ARG_DST, 0, {DNNL_RUNTIME_S32_VAL});
@@ -182,7 +220,8 @@ std::shared_ptr<DnnlQConv::Plan> DnnlQConv::BuildPlan(const ConvGeometry& g) {
         dnnl::reorder(dnnl::reorder::primitive_desc(engine, plan->dst_md, engine, plan->dst_plain));
   // Weights: plain [M, C/g, kH, kW] (goihw for groups) into the primitive's layout, once.
   const dnnl::memory::desc w_plain(w_dims, dt::s8, grp == 1 ? tag::oihw : tag::goihw);
-  dnnl::memory w_src(w_plain, engine, w_.data());
+  const int64_t per_oc = g.in_channels / grp * g.kernel[1] * g.kernel[2];
+  dnnl::memory w_src(w_plain, engine, w_.data() + oc_begin * per_oc);
   plan->weights = dnnl::memory(pd.weights_desc(), engine);
   dnnl::stream& stream = DnnlStream();
   {
@@ -190,7 +229,7 @@ std::shared_ptr<DnnlQConv::Plan> DnnlQConv::BuildPlan(const ConvGeometry& g) {
     dnnl::reorder(w_src, plan->weights).execute(stream, w_src, plan->weights);
     stream.wait();
   }
-  if (has_bias) plan->bias = dnnl::memory(b_md, engine, params_.bias.data());
+  if (has_bias) plan->bias = dnnl::memory(b_md, engine, params_.bias.data() + oc_begin);
   const dnnl::memory::desc zp_md({1}, dt::s32, tag::x);
   plan->src_zp = dnnl::memory(zp_md, engine, &params_.x_zero_point);
   plan->dst_zp = dnnl::memory(zp_md, engine, &params_.y_zero_point);
@@ -202,11 +241,15 @@ void DnnlQConv::Run(const ConvGeometry& g, const void* x, void* y, int threads) 
     RunFloat(g, x, y, threads);
     return;
   }
-  threads = OmpThreads(g, threads);
-  std::shared_ptr<Plan> plan = GetPlan(g, threads);
+  std::shared_ptr<PlanSet> set = GetPlan(g, threads);
+  if (set->parts.size() > 1) {
+    RunSlices(*set, g, x, y, threads);
+    return;
+  }
+  const Plan* plan = set->parts[0].get();
   dnnl::engine& engine = DnnlEngine();
   dnnl::stream& stream = DnnlStream();
-  OmpThreadScope omp(threads);
+  OmpThreadScope omp(OmpThreads(g, threads));
   dnnl::memory src_user(plan->src_plain, engine, const_cast<void*>(x));
   dnnl::memory dst_user(plan->dst_plain, engine, y);
   dnnl::memory src = src_user, dst = dst_user;
@@ -226,6 +269,43 @@ void DnnlQConv::Run(const ConvGeometry& g, const void* x, void* y, int threads) 
   plan->conv.execute(stream, args);
   if (plan->reorder_dst) plan->from_dst.execute(stream, dst, dst_user);
   stream.wait();
+}
+
+}  // namespace nxrt::cpu::linalg
+
+namespace nxrt::cpu::linalg {
+
+// Each slice writes its channels densely into one scratch block, then copies them into its
+// channel range of every NHWC pixel of y (disjoint writes, so no synchronisation).
+void DnnlQConv::RunSlices(const PlanSet& set, const ConvGeometry& g, const void* x, void* y,
+                          int threads) {
+  const int64_t m = g.out_channels;
+  const int64_t pixels = g.batch * g.out_size();
+  auto* scratch = static_cast<uint8_t*>(ThreadScratch(kScratchDst, size_t(pixels * m)));
+  auto* out = static_cast<uint8_t*>(y);
+  ParallelFor(threads, static_cast<int64_t>(set.parts.size()), 1, [&](int64_t b, int64_t e) {
+    dnnl::engine& engine = DnnlEngine();
+    dnnl::stream& stream = DnnlStream();
+    for (int64_t p = b; p < e; ++p) {
+      const Plan& plan = *set.parts[static_cast<size_t>(p)];
+      const int64_t oc0 = set.oc_begin[static_cast<size_t>(p)];
+      const int64_t count = plan.dst_plain.dims()[1];
+      uint8_t* dense = scratch + oc0 * pixels;
+      dnnl::memory src(plan.src_plain, engine, const_cast<void*>(x));
+      dnnl::memory dst(plan.dst_plain, engine, dense);
+      std::unordered_map<int, dnnl::memory> args{
+          {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, plan.weights}, {DNNL_ARG_DST, dst}};
+      if (!params_.bias.empty()) args.emplace(DNNL_ARG_BIAS, plan.bias);
+      if (params_.x_zero_point != 0)
+        args.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, plan.src_zp);
+      if (params_.y_zero_point != 0)
+        args.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST, plan.dst_zp);
+      plan.conv.execute(stream, args);
+      stream.wait();
+      for (int64_t q = 0; q < pixels; ++q)
+        std::memcpy(out + q * m + oc0, dense + q * count, static_cast<size_t>(count));
+    }
+  });
 }
 
 }  // namespace nxrt::cpu::linalg

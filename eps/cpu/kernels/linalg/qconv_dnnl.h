@@ -17,9 +17,12 @@
 // floats, whose products and sums are exact below 2^24, then requantized.
 // tests/eps/cpu/qdq_check.py compares both against the float model.
 //
-// Threads: oneDNN's OpenMP team, the kernel's thread count (one below kMinOmpParallelMacs), set
-// both when the primitive is created (which fixes its team) and when it runs; Run is
-// called from the kernel's Compute on the session thread, never inside a pool task.
+// Threads: on NHWC activations a convolution of at least kMinParallelMacs is split into one
+// slice of output channels (whole 16-channel blocks) per thread, each a single-threaded primitive
+// run on the session's pool, writing its channels densely to scratch and then into the output.
+// Otherwise one primitive on oneDNN's OpenMP team (the kernel's thread count, one below
+// kMinOmpParallelMacs), set both when it is created (which fixes its team) and when it runs,
+// from the kernel's Compute, never inside a pool task.
 #pragma once
 
 #include <cstdint>
@@ -64,9 +67,18 @@ class DnnlQConv {
   struct Plan;
   static bool HasVnni();
   static int OmpThreads(const ConvGeometry& g, int threads);
-  // The plan for this input shape whose primitive was created for `omp_threads` threads.
-  std::shared_ptr<Plan> GetPlan(const ConvGeometry& g, int omp_threads);
-  std::shared_ptr<Plan> BuildPlan(const ConvGeometry& g);
+  // One primitive for all output channels, or (channels_last, several threads) one
+  // single-threaded primitive per slice of output channels, run on the pool.
+  struct PlanSet {
+    std::vector<std::shared_ptr<Plan>> parts;
+    std::vector<int64_t> oc_begin;
+  };
+  // The plans for this input shape and thread count (null: oneDNN declined).
+  std::shared_ptr<PlanSet> GetPlan(const ConvGeometry& g, int threads);
+  // A primitive for output channels [oc_begin, oc_begin + oc_count), under the caller's
+  // OpenMP team size.
+  std::shared_ptr<Plan> BuildPlan(const ConvGeometry& g, int64_t oc_begin, int64_t oc_count);
+  void RunSlices(const PlanSet& set, const ConvGeometry& g, const void* x, void* y, int threads);
 
   // The exact path (see above).
   void RunFloat(const ConvGeometry& g, const void* x, void* y, int threads);
@@ -77,7 +89,7 @@ class DnnlQConv {
   std::vector<int8_t> w_;
   std::vector<int64_t> w_dims_;
   std::mutex mu_;
-  std::map<std::vector<int64_t>, std::shared_ptr<Plan>> plans_;  // by input shape; null: declined
+  std::map<std::vector<int64_t>, std::shared_ptr<PlanSet>> plans_;  // by input shape, threads
 };
 
 }  // namespace nxrt::cpu::linalg
