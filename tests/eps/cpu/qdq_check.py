@@ -3,8 +3,9 @@
 session folds the QuantizeLinear/DequantizeLinear islands into int8 kernels
 (src/session/qdq_folding.h), against onnxruntime and against the float model.
 
-Small convnets (conv + relu, a residual add, max pool, global average pool, a final Gemm) and
-MLPs (MatMul, bias Add, Relu, MatMul) are built with onnx.helper, quantized per tensor and per channel with uint8 and int8 activations, and
+Small convnets (conv + relu, a residual add, max pool, global average pool, a final Gemm), a
+depthwise net (conv, depthwise conv + Clip, 1x1 conv) and MLPs (MatMul, bias Add, Relu, MatMul)
+are built with onnx.helper, quantized per tensor and per channel with uint8 and int8 activations, and
 run on inputs like the calibration data. Per case and output, with s the output's quantization
 step (the largest activation scale in the model):
   - nxrt's distance to the float model may exceed onnxruntime's by at most s, and
@@ -78,6 +79,31 @@ def small_convnet(seed):
     return model
 
 
+def small_dwnet(seed):
+    """x[1,3,32,32] -> conv3x3(16)+relu -> depthwise 3x3 stride 2 + Clip(0, 6) -> conv1x1(8)."""
+    rng = np.random.default_rng(seed)
+    w1 = (rng.standard_normal((16, 3, 3, 3)) * 0.3).astype(np.float32)
+    wd = (rng.standard_normal((16, 1, 3, 3)) * 0.3).astype(np.float32)
+    w2 = (rng.standard_normal((8, 16, 1, 1)) * 0.3).astype(np.float32)
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["c1"], pads=[1] * 4),
+             helper.make_node("Relu", ["c1"], ["r1"]),
+             helper.make_node("Conv", ["r1", "wd"], ["c2"], pads=[1] * 4, group=16,
+                              strides=[2, 2]),
+             helper.make_node("Clip", ["c2", "lo", "hi"], ["r2"]),
+             helper.make_node("Conv", ["r2", "w2"], ["y"])]
+    inits = [numpy_helper.from_array(w1, "w1"), numpy_helper.from_array(wd, "wd"),
+             numpy_helper.from_array(w2, "w2"),
+             numpy_helper.from_array(np.array(0, np.float32), "lo"),
+             numpy_helper.from_array(np.array(6, np.float32), "hi")]
+    graph = helper.make_graph(
+        nodes, "small_dwnet", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                             [1, 3, 32, 32])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 16, 16])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
 def small_mlp(seed):
     """x[4,64] -> MatMul(64x128) -> Add(bias) -> Relu -> MatMul(128x32) -> y."""
     rng = np.random.default_rng(seed)
@@ -141,15 +167,17 @@ def check_small(nxrt, work):
              for act in (QuantType.QUInt8, QuantType.QInt8)]
     cases.append((False, QuantType.QUInt8, QuantType.QUInt8))
     cases = [("convnet", [1, 3, 32, 32]) + c for c in cases]
-    cases += [("mlp", [4, 64], pc, act, QuantType.QInt8) for pc in (False, True)
-              for act in (QuantType.QUInt8, QuantType.QInt8)]
+    cases += [(name, shape, pc, act, QuantType.QInt8)
+              for name, shape in (("dwnet", [1, 3, 32, 32]), ("mlp", [4, 64]))
+              for pc in (False, True) for act in (QuantType.QUInt8, QuantType.QInt8)]
     for model_name, shape, per_channel, act, weights in cases:
         name = (f"{model_name} {'per-channel' if per_channel else 'per-tensor'} {act.name} "
                 f"activations, {weights.name} weights")
         float_path = os.path.join(work, f"{model_name}.onnx")
         q_path = os.path.join(work,
                               f"q_{model_name}_{int(per_channel)}_{act.name}_{weights.name}.onnx")
-        onnx.save(small_convnet(1) if model_name == "convnet" else small_mlp(1), float_path)
+        builders = {"convnet": small_convnet, "dwnet": small_dwnet, "mlp": small_mlp}
+        onnx.save(builders[model_name](1), float_path)
         quantize_static(float_path, q_path, Reader("x", shape, 2),
                         quant_format=QuantFormat.QDQ, per_channel=per_channel,
                         activation_type=act, weight_type=weights)
