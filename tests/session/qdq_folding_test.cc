@@ -94,6 +94,37 @@ std::string QdqModel(bool conv_output) {
   return m.SerializeAsString();
 }
 
+// x -> Q -> DQ -> Conv(1x1, per-tensor int8 weights) -> Q: the quantized tensor is the graph's
+// output, so the NHWC convolution's result must be transposed back for it.
+std::string QuantizedOutputModel() {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  auto* g = m.mutable_graph();
+  g->set_name("qdq_out");
+  *g->add_node() = MakeNode("QuantizeLinear", {"x", "xs", "zp"}, {"xq"}, "xq");
+  *g->add_node() = MakeNode("DequantizeLinear", {"xq", "xs", "zp"}, {"xd"}, "xd");
+  *g->add_node() = MakeNode("DequantizeLinear", {"wq", "ws", "wzp"}, {"w"}, "wd");
+  *g->add_node() = MakeNode("Conv", {"xd", "w"}, {"c"}, "conv");
+  *g->add_node() = MakeNode("QuantizeLinear", {"c", "ys", "zp"}, {"y"}, "yq");
+  std::vector<int8_t> wq(8 * 4);
+  for (size_t i = 0; i < wq.size(); ++i) wq[i] = static_cast<int8_t>(int(i * 7 % 41) - 20);
+  *g->add_initializer() = MakeIntTensor("wq", {8, 4, 1, 1}, wq, onnx::TensorProto::INT8);
+  *g->add_initializer() = MakeIntTensor("wzp", {}, std::vector<int8_t>{0}, onnx::TensorProto::INT8);
+  *g->add_initializer() = nxrt::test::MakeFloatTensor("ws", {}, {0.01f});
+  *g->add_initializer() = nxrt::test::MakeFloatTensor("xs", {}, {kXScale});
+  *g->add_initializer() = nxrt::test::MakeFloatTensor("ys", {}, {kYScale});
+  *g->add_initializer() =
+      MakeIntTensor("zp", {}, std::vector<uint8_t>{100}, onnx::TensorProto::UINT8);
+  AddFloatValue(g->add_input(), "x", {1, 4, 8, 8});
+  auto* y = g->add_output();
+  y->set_name("y");
+  auto* tt = y->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(onnx::TensorProto::UINT8);
+  for (int64_t d : {1, 8, 8, 8}) tt->mutable_shape()->add_dim()->set_dim_value(d);
+  return m.SerializeAsString();
+}
+
 std::vector<nxrt::Value> RunModel(const std::string& bytes, int level, size_t* nodes) {
   nxrt::Env env(NX_LOG_ERROR);
   nxrt::SessionOptions options;
@@ -136,6 +167,18 @@ TEST(QdqFolding, ConvWhoseFloatOutputIsReadElsewhereStaysFloat) {
     for (size_t i = 0; i < a[o].size(); ++i)
       EXPECT_NEAR(a[o].data<float>()[i], b[o].data<float>()[i], 2.5f * kAddScale) << o << " " << i;
   }
+}
+
+TEST(QdqFolding, QuantizedGraphOutputIsTransposedBack) {
+  const std::string bytes = QuantizedOutputModel();
+  size_t plain_nodes = 0, folded_nodes = 0;
+  auto a = RunModel(bytes, 0, &plain_nodes);
+  auto b = RunModel(bytes, 1, &folded_nodes);
+  // Q(x), Transpose to NHWC, QLinearConv, Transpose back to the output.
+  EXPECT_EQ(folded_nodes, 4u);
+  ASSERT_EQ(a[0].shape(), b[0].shape());
+  for (size_t i = 0; i < a[0].size(); ++i)
+    EXPECT_NEAR(a[0].data<uint8_t>()[i], b[0].data<uint8_t>()[i], 1) << i;
 }
 
 }  // namespace
