@@ -39,9 +39,10 @@ DnnlQConv::DnnlQConv(QConvParams params, const int8_t* w, std::vector<int64_t> w
   }
 }
 
+// AVX-512 VNNI only: oneDNN 2.6's AVX2 int8 kernels may not use AVX-VNNI, and the exact path is
+// right on any CPU.
 bool DnnlQConv::HasVnni() {
-  static const bool vnni =
-      __builtin_cpu_supports("avx512vnni") || __builtin_cpu_supports("avxvnni");
+  static const bool vnni = __builtin_cpu_supports("avx512vnni");
   return vnni;
 }
 
