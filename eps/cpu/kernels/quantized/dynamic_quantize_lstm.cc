@@ -20,8 +20,8 @@ namespace nxrt::cpu::quantized {
 namespace {
 
 using nn::Activation;
-using nn::ClipInPlace;
 using nn::InputView;
+using nn::LstmCellStep;
 using nn::RnnAttributes;
 using nn::ViewAs;
 
@@ -193,47 +193,14 @@ class DynamicQuantizeLstm : public ep::Kernel {
           float* gb = gates.data() + bi * G;
           const float* xr = proj.data() + (t * N + bi) * G;
           for (int64_t j = 0; j < G; ++j) gb[j] += xr[j] + bias[j];
-          Cell(gb, c.data() + bi * H, h.data() + bi * H, tmp.data(), pd, H, f, g, hact);
+          LstmCellStep(gb, c.data() + bi * H, h.data() + bi * H, tmp.data(), pd, H, at_.clip,
+                       input_forget_, f, g, hact);
           if (y != nullptr) std::memcpy(y + ((t * D + d) * N + bi) * H, h.data() + bi * H, H * 4);
         }
       }
       if (yh != nullptr) std::memcpy(yh + d * N * H, h.data(), N * H * sizeof(float));
       if (yc != nullptr) std::memcpy(yc + d * N * H, c.data(), N * H * sizeof(float));
     }
-  }
-
-  // One LSTM cell update for one batch item: gates gb = [i, o, f, c] pre-activations.
-  void Cell(float* gb, float* cb, float* hb, float* tmp, const float* p, int64_t H,
-            const Activation& f, const Activation& g, const Activation& hact) const {
-    float* gi = gb;
-    float* go = gb + H;
-    float* gf = gb + 2 * H;
-    float* gc = gb + 3 * H;
-    if (p != nullptr) {
-      for (int64_t k = 0; k < H; ++k) {
-        gi[k] += p[k] * cb[k];
-        gf[k] += p[2 * H + k] * cb[k];
-      }
-    }
-    ClipInPlace(gi, H, at_.clip);
-    f.Apply(gi, H);
-    if (input_forget_) {
-      for (int64_t k = 0; k < H; ++k) gf[k] = 1.f - gi[k];
-    } else {
-      ClipInPlace(gf, H, at_.clip);
-      f.Apply(gf, H);
-    }
-    ClipInPlace(gc, H, at_.clip);
-    g.Apply(gc, H);
-    for (int64_t k = 0; k < H; ++k) cb[k] = gf[k] * cb[k] + gi[k] * gc[k];
-    if (p != nullptr) {
-      for (int64_t k = 0; k < H; ++k) go[k] += p[H + k] * cb[k];
-    }
-    ClipInPlace(go, H, at_.clip);
-    f.Apply(go, H);
-    std::memcpy(tmp, cb, H * sizeof(float));
-    hact.Apply(tmp, H);
-    for (int64_t k = 0; k < H; ++k) hb[k] = go[k] * tmp[k];
   }
 
   RnnAttributes at_;
