@@ -19,7 +19,7 @@
 namespace nxrt::cpu::quantized {
 namespace {
 
-int64_t GroupOf(Int8GemmPath path) { return path == Int8GemmPath::kAvx512Vnni ? 4 : 2; }
+int64_t GroupOf(Int8GemmPath path) { return UsesQuads(path) ? 4 : 2; }
 
 template <class T>
 int32_t Load(const void* p, int64_t i) {
@@ -64,7 +64,7 @@ PackedInt8B PackInt8B(Int8GemmPath path, const void* b, NxElementType type, int6
   };
   auto zero_of = [&](int64_t j) { return zp.size() == 1 ? zp[0] : zp[j]; };
   const size_t packed = static_cast<size_t>(p.panels * p.k_padded * kInt8PanelWidth);
-  if (path == Int8GemmPath::kAvx512Vnni) {
+  if (UsesQuads(path)) {
     const int32_t shift = is_int8 ? 0 : 128;
     p.w8.assign(packed, 0);
     p.col_shift.assign(static_cast<size_t>(n), 0);
@@ -103,7 +103,7 @@ void PrepareInt8A(const void* a, NxElementType type, int64_t rows, int64_t k, in
   out.scale = 1.f;
   const bool is_int8 = type == NX_TYPE_INT8;
   const size_t size = static_cast<size_t>(rows * out.ld);
-  if (w.path == Int8GemmPath::kAvx512Vnni) {
+  if (UsesQuads(w.path)) {
     out.a8.resize(size);
     out.row_sum.resize(static_cast<size_t>(rows));
     out.zero_point = zero_point + (is_int8 ? 128 : 0);
@@ -165,7 +165,7 @@ void QuantizeFloatA(const float* a, int64_t rows, int64_t k, const PackedInt8B& 
   const int32_t zp = static_cast<int32_t>(std::nearbyint(std::clamp(0.f - mn / scale, 0.f, 255.f)));
 
   // q = clamp(round-half-even(x / scale) + zp, 0, 255), as uint8 (VNNI) or centered int16.
-  const bool vnni = w.path == Int8GemmPath::kAvx512Vnni;
+  const bool vnni = UsesQuads(w.path);
   out.rows = rows;
   out.ld = w.k_padded;
   out.scale = scale;
@@ -233,6 +233,20 @@ void Int8TilePortable(int mr, const int16_t* a, int64_t lda, const int16_t* b, i
   }
 }
 
+void Int8TilePortableQuads(int mr, const uint8_t* a, int64_t lda, const int8_t* b, int64_t quads,
+                           int32_t* c, bool accumulate) {
+  for (int r = 0; r < mr; ++r) {
+    for (int64_t j = 0; j < kInt8PanelWidth; ++j) {
+      int32_t sum = accumulate ? c[r * kInt8PanelWidth + j] : 0;
+      for (int64_t g = 0; g < quads; ++g) {
+        const int8_t* bq = b + (g * kInt8PanelWidth + j) * 4;
+        for (int i = 0; i < 4; ++i) sum += int32_t(a[r * lda + 4 * g + i]) * bq[i];
+      }
+      c[r * kInt8PanelWidth + j] = sum;
+    }
+  }
+}
+
 namespace {
 
 // Rows [r0, r1) of panel p from the int32 tile `c` (row stride 16) to the output.
@@ -240,7 +254,7 @@ void Epilogue(const PreparedInt8A& a, const PackedInt8B& w, const Int8GemmOutput
               int64_t r1, int64_t p, int32_t* c) {
   constexpr int64_t kW = kInt8PanelWidth;
   const int64_t j0 = p * kW, cols = std::min(kW, w.n - j0);
-  if (w.path == Int8GemmPath::kAvx512Vnni) {
+  if (UsesQuads(w.path)) {
     // The shifts and zero points (file comment).
     int32_t shift[kW] = {}, sum[kW] = {};
     for (int64_t j = 0; j < cols; ++j) {
@@ -292,7 +306,7 @@ void Int8Gemm(const PreparedInt8A& a, const PackedInt8B& w, const Int8GemmOutput
   if (rows <= 0 || w.n <= 0) return;
   constexpr int64_t kW = kInt8PanelWidth;
   const Int8GemmPath path = w.path;
-  const bool vnni = path == Int8GemmPath::kAvx512Vnni;
+  const bool vnni = UsesQuads(path);
   const int64_t mr = vnni ? kInt8VnniRows : kInt8Avx2Rows;
   const int64_t group = GroupOf(path);
   const int64_t groups = w.k_padded / group;
@@ -324,8 +338,13 @@ void Int8Gemm(const PreparedInt8A& a, const PackedInt8B& w, const Int8GemmOutput
           const int mm = static_cast<int>(std::min(mr, r1 - m));
           int32_t* cm = c + (m - r0) * kW;
           if (vnni) {
-            Int8TileAvx512Vnni(mm, a.a8.data() + m * a.ld + g0 * 4, a.ld,
-                               w.w8.data() + p * panel_stride + g0 * 4 * kW, gn, cm, acc);
+            const uint8_t* am = a.a8.data() + m * a.ld + g0 * 4;
+            const int8_t* bp = w.w8.data() + p * panel_stride + g0 * 4 * kW;
+            if (path == Int8GemmPath::kAvx512Vnni) {
+              Int8TileAvx512Vnni(mm, am, a.ld, bp, gn, cm, acc);
+            } else {
+              Int8TilePortableQuads(mm, am, a.ld, bp, gn, cm, acc);
+            }
           } else {
             const int16_t* am = a.a16.data() + m * a.ld + g0 * 2;
             const int16_t* bp = w.w16.data() + p * panel_stride + g0 * 2 * kW;

@@ -12,8 +12,9 @@
 // - kAvx512Vnni: vpdpbusd adds four u8 x s8 products straight into int32, exact. A is used as
 //   u8 (int8 A is shifted by +128), B as s8 (uint8 B is shifted by -128); the shifts and zero
 //   points come back as exact int32 corrections per row and column (see int8_gemm_core.cc).
-// A portable path (kPortable, plain C++ on the kAvx2 layout) is the reference the tests compare
-// the vector paths with.
+// Two portable paths in plain C++ (kPortable on the kAvx2 layout, kPortableQuads on the VNNI
+// layout with its corrections) are the references the tests compare the vector paths with; the
+// second lets machines without VNNI test everything of that path but its micro-kernel.
 #pragma once
 
 #include <cstdint>
@@ -24,7 +25,12 @@
 
 namespace nxrt::cpu::quantized {
 
-enum class Int8GemmPath { kPortable, kAvx2, kAvx512Vnni };
+enum class Int8GemmPath { kPortable, kAvx2, kAvx512Vnni, kPortableQuads };
+
+// Whether the path uses the u8 x s8 quad layout (kAvx512Vnni, kPortableQuads).
+inline bool UsesQuads(Int8GemmPath p) {
+  return p == Int8GemmPath::kAvx512Vnni || p == Int8GemmPath::kPortableQuads;
+}
 
 // Columns per packed panel, for every path.
 constexpr int64_t kInt8PanelWidth = 16;
@@ -42,11 +48,11 @@ struct PackedInt8B {
   // kAvx2/kPortable: panel p, pair g, column c at w16[((p * k_padded / 2 + g) * 16 + c) * 2 + i]
   // holds B[2g + i, 16p + c] - zp.
   std::vector<int16_t> w16;
-  // kAvx512Vnni: panel p, quad g, column c at w8[((p * k_padded / 4 + g) * 16 + c) * 4 + i]
+  // quad paths: panel p, quad g, column c at w8[((p * k_padded / 4 + g) * 16 + c) * 4 + i]
   // holds B[4g + i, 16p + c] - shift (shift = 128 for uint8 B, 0 for int8 B).
   std::vector<int8_t> w8;
-  std::vector<int32_t> col_shift;  // kAvx512Vnni: shift - zp[j]
-  std::vector<int32_t> col_sum;    // kAvx512Vnni: sum over k of (B[k, j] - zp[j])
+  std::vector<int32_t> col_shift;  // quad paths: shift - zp[j]
+  std::vector<int32_t> col_sum;    // quad paths: sum over k of (B[k, j] - zp[j])
   std::vector<float> scale;        // one per column (a per-tensor scale is repeated)
 };
 
@@ -61,9 +67,9 @@ PackedInt8B PackInt8B(Int8GemmPath path, const void* b, NxElementType type, int6
 struct PreparedInt8A {
   int64_t rows = 0, ld = 0;      // ld = the B's k_padded
   std::vector<int16_t> a16;      // kAvx2/kPortable: A - zp, zero padded
-  std::vector<uint8_t> a8;       // kAvx512Vnni: A as u8 (+128 for int8), zero padded
-  std::vector<int32_t> row_sum;  // kAvx512Vnni: sum over k of a8
-  int32_t zero_point = 0;        // kAvx512Vnni: zp (+128 for int8)
+  std::vector<uint8_t> a8;       // quad paths: A as u8 (+128 for int8), zero padded
+  std::vector<int32_t> row_sum;  // quad paths: sum over k of a8
+  int32_t zero_point = 0;        // quad paths: zp (+128 for int8)
   float scale = 1.f;             // the activations' scale, for float outputs
 };
 
@@ -97,6 +103,8 @@ void Int8TilePortable(int mr, const int16_t* a, int64_t lda, const int16_t* b, i
                       int32_t* c, bool accumulate);
 void Int8TileAvx2(int mr, const int16_t* a, int64_t lda, const int16_t* b, int64_t pairs,
                   int32_t* c, bool accumulate);
+void Int8TilePortableQuads(int mr, const uint8_t* a, int64_t lda, const int8_t* b, int64_t quads,
+                           int32_t* c, bool accumulate);
 void Int8TileAvx512Vnni(int mr, const uint8_t* a, int64_t lda, const int8_t* b, int64_t quads,
                         int32_t* c, bool accumulate);
 

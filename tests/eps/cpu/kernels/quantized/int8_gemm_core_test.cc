@@ -127,6 +127,11 @@ void CheckAllCases(Int8GemmPath path) {
 
 TEST(Int8GemmCore, PortableMatchesTheReference) { CheckAllCases(Int8GemmPath::kPortable); }
 
+// The VNNI layout, shifts and corrections, with a plain C++ micro-kernel: runs everywhere.
+TEST(Int8GemmCore, PortableQuadsMatchesTheReference) {
+  CheckAllCases(Int8GemmPath::kPortableQuads);
+}
+
 TEST(Int8GemmCore, Avx2MatchesTheReference) { CheckAllCases(Int8GemmPath::kAvx2); }
 
 TEST(Int8GemmCore, Avx512VnniMatchesTheReference) {
@@ -157,8 +162,8 @@ TEST(Int8GemmCore, QuantizeFloatAMatchesTheScalarDefinition) {
   for (size_t i = 0; i < a.size(); ++i) {
     q[i] = static_cast<uint8_t>(std::clamp(std::nearbyint(a[i] / scale) + zp, 0.f, 255.f));
   }
-  for (Int8GemmPath path :
-       {Int8GemmPath::kPortable, Int8GemmPath::kAvx2, Int8GemmPath::kAvx512Vnni}) {
+  for (Int8GemmPath path : {Int8GemmPath::kPortable, Int8GemmPath::kAvx2, Int8GemmPath::kAvx512Vnni,
+                            Int8GemmPath::kPortableQuads}) {
     if (path == Int8GemmPath::kAvx512Vnni && !CpuHasAvx512Vnni()) continue;
     const PackedInt8B w = PackInt8B(path, b.data(), NX_TYPE_INT8, k, n, {3}, {1.f});
     PreparedInt8A from_float, from_q;
