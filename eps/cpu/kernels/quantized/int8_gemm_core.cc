@@ -15,6 +15,7 @@
 #include <cmath>
 
 #include "common/parallel.h"
+#include "kernels/quantized/dynamic_quantize_u8.h"
 
 namespace nxrt::cpu::quantized {
 namespace {
@@ -141,26 +142,9 @@ void PrepareInt8A(const void* a, NxElementType type, int64_t rows, int64_t k, in
 void QuantizeFloatA(const float* a, int64_t rows, int64_t k, const PackedInt8B& w,
                     PreparedInt8A& out) {
   const int64_t count = rows * k;
-  // The range, eight lanes at a time (both start at 0: the range always includes 0).
-  __m256 vmin = _mm256_setzero_ps(), vmax = _mm256_setzero_ps();
-  int64_t i = 0;
-  for (; i + 8 <= count; i += 8) {
-    const __m256 x = _mm256_loadu_ps(a + i);
-    vmin = _mm256_min_ps(vmin, x);
-    vmax = _mm256_max_ps(vmax, x);
-  }
-  alignas(32) float lo[8], hi[8];
-  _mm256_store_ps(lo, vmin);
-  _mm256_store_ps(hi, vmax);
+  // The range (widened to include 0), vectorized.
   float mn = 0.f, mx = 0.f;
-  for (int l = 0; l < 8; ++l) {
-    mn = std::min(mn, lo[l]);
-    mx = std::max(mx, hi[l]);
-  }
-  for (; i < count; ++i) {
-    mn = std::min(mn, a[i]);
-    mx = std::max(mx, a[i]);
-  }
+  UpdateRange(a, count, mn, mx);
   const float scale = mx == mn ? 1.f : (mx - mn) / 255.f;
   const int32_t zp = static_cast<int32_t>(std::nearbyint(std::clamp(0.f - mn / scale, 0.f, 255.f)));
 
@@ -178,7 +162,6 @@ void QuantizeFloatA(const float* a, int64_t rows, int64_t k, const PackedInt8B& 
     out.a16.resize(size);
   }
   const __m256 vscale = _mm256_set1_ps(scale), vzp = _mm256_set1_ps(static_cast<float>(zp));
-  const __m256 v255 = _mm256_set1_ps(255.f), vzero = _mm256_setzero_ps();
   const __m256i izp = _mm256_set1_epi32(zp);
   for (int64_t m = 0; m < rows; ++m) {
     const float* src = a + m * k;
@@ -194,9 +177,7 @@ void QuantizeFloatA(const float* a, int64_t rows, int64_t k, const PackedInt8B& 
         std::copy(src + j, src + j + take, tail);
         x = _mm256_load_ps(tail);
       }
-      x = _mm256_round_ps(_mm256_div_ps(x, vscale), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-      x = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(x, vzp), vzero), v255);
-      __m256i qi = _mm256_cvttps_epi32(x);
+      __m256i qi = QuantizeU8x8(x, vscale, vzp);
       if (!vnni) qi = _mm256_sub_epi32(qi, izp);
       _mm256_store_si256(reinterpret_cast<__m256i*>(q), qi);
       if (vnni) {
