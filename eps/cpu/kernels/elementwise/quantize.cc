@@ -18,6 +18,7 @@
 #include "kernels/elementwise/elementwise_kernels.h"
 #include "kernels/elementwise/ew_common.h"
 #include "kernels/elementwise/float_formats.h"
+#include "kernels/quantized/dynamic_quantize_u8.h"
 
 namespace nxrt::cpu::elementwise {
 namespace {
@@ -359,10 +360,7 @@ class DynamicQuantizeLinear : public ep::Kernel {
     std::mutex mu;
     ParallelFor(ThreadsFor(ctx.threads(), n), n, kGrain, [&](int64_t b, int64_t e) {
       float lmn = 0.0f, lmx = 0.0f;
-      for (int64_t i = b; i < e; ++i) {
-        lmn = px[i] < lmn ? px[i] : lmn;
-        lmx = px[i] > lmx ? px[i] : lmx;
-      }
+      quantized::UpdateRange(px + b, e - b, lmn, lmx);
       std::lock_guard<std::mutex> lock(mu);
       mn = std::min(mn, lmn);
       mx = std::max(mx, lmx);
@@ -377,10 +375,7 @@ class DynamicQuantizeLinear : public ep::Kernel {
     yz.data<uint8_t>()[0] = static_cast<uint8_t>(zp);
     uint8_t* py = y.data<uint8_t>();
     ParallelFor(ThreadsFor(ctx.threads(), n), n, kGrain, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) {
-        const float v = SaturateQuantized(std::nearbyint(px[i] / scale) + zp, 0.0f, 255.0f);
-        py[i] = static_cast<uint8_t>(static_cast<int32_t>(v));
-      }
+      quantized::QuantizeU8(px + b, e - b, scale, zp, py + b);  // vectorized, same results
     });
   }
 };
