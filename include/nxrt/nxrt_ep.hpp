@@ -148,6 +148,9 @@ inline const char* ElementTypeName(NxElementType type) {
     case NX_TYPE_UINT4: return "uint4";
     case NX_TYPE_INT4: return "int4";
     case NX_TYPE_FLOAT4E2M1: return "float4e2m1";
+    case NX_TYPE_FLOAT8E8M0: return "float8e8m0";
+    case NX_TYPE_UINT2: return "uint2";
+    case NX_TYPE_INT2: return "int2";
     default: return "undefined";
   }
 }
@@ -157,11 +160,13 @@ inline size_t ElementBytes(NxElementType type, size_t count) {
   switch (type) {
     case NX_TYPE_FLOAT: case NX_TYPE_INT32: case NX_TYPE_UINT32: return 4 * count;
     case NX_TYPE_UINT8: case NX_TYPE_INT8: case NX_TYPE_BOOL: case NX_TYPE_FLOAT8E4M3FN:
-    case NX_TYPE_FLOAT8E4M3FNUZ: case NX_TYPE_FLOAT8E5M2: case NX_TYPE_FLOAT8E5M2FNUZ: return count;
+    case NX_TYPE_FLOAT8E4M3FNUZ: case NX_TYPE_FLOAT8E5M2: case NX_TYPE_FLOAT8E5M2FNUZ:
+    case NX_TYPE_FLOAT8E8M0: return count;
     case NX_TYPE_UINT16: case NX_TYPE_INT16: case NX_TYPE_FLOAT16: case NX_TYPE_BFLOAT16: return 2 * count;
     case NX_TYPE_INT64: case NX_TYPE_UINT64: case NX_TYPE_DOUBLE: case NX_TYPE_COMPLEX64: return 8 * count;
     case NX_TYPE_COMPLEX128: return 16 * count;
     case NX_TYPE_UINT4: case NX_TYPE_INT4: case NX_TYPE_FLOAT4E2M1: return (count + 1) / 2;
+    case NX_TYPE_UINT2: case NX_TYPE_INT2: return (count + 3) / 4;
     default: return 0;
   }
 }

@@ -1,4 +1,4 @@
-/* nxrt_ep_api.h: the plugin execution-provider (EP) ABI, version 9.
+/* nxrt_ep_api.h: the plugin execution-provider (EP) ABI, version 10.
  *
  * An EP is a shared library that exports two C symbols (see "Library" below). The host hands it
  * a table of host services (NxHostApi); the library hands back factories (NxEpFactory), and each
@@ -86,7 +86,7 @@
 extern "C" {
 #endif
 
-#define NXRT_EP_API_VERSION 9
+#define NXRT_EP_API_VERSION 10
 
 /* ============================================================================================
  * Opaque host objects an EP sees. All are owned by the host.
@@ -607,7 +607,8 @@ typedef struct NxHostApi {
   /* Number of elements of a tensor. */
   size_t (*Value_GetElementCount)(const NxValue* value);
   /* Raw data of a non-string tensor (64-byte aligned when the host allocated it). Sub-byte
-   * types (INT4/UINT4/FLOAT4E2M1) are packed two per byte, low nibble first. Writing through
+   * types are packed: INT4/UINT4/FLOAT4E2M1 two per byte, low nibble first; INT2/UINT2 (version
+   * 10) four per byte, lowest bits first; unused bits of the last byte are 0. Writing through
    * it is allowed only for outputs the kernel allocated. */
   void* (*Value_GetData)(const NxValue* value);
   /* Element `index` of a string tensor; bytes borrowed until the element is set again. */

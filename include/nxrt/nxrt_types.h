@@ -67,6 +67,11 @@ typedef enum NxElementType {
   NX_TYPE_UINT4 = 21,
   NX_TYPE_INT4 = 22,
   NX_TYPE_FLOAT4E2M1 = 23,
+  /* Added in ABI version 10 (ONNX 1.20+): an 8-bit power of two (exponent only, no sign or
+   * mantissa; 0xFF is NaN) and 2-bit integers packed four per byte, lowest bits first. */
+  NX_TYPE_FLOAT8E8M0 = 24,
+  NX_TYPE_UINT2 = 25,
+  NX_TYPE_INT2 = 26,
 } NxElementType;
 
 /* What an NxValue holds. Tensors are the common case; sequences and optionals appear with

@@ -31,9 +31,13 @@ _ELEMENT_TYPES = {
     20: ("float8e5m2fnuz", None),
     21: ("uint4", None),
     22: ("int4", None),
+    23: ("float4e2m1", None),
+    24: ("float8e8m0", None),
+    25: ("uint2", None),
+    26: ("int2", None),
 }
 _ML_DTYPES = {16: "bfloat16", 17: "float8_e4m3fn", 18: "float8_e4m3fnuz", 19: "float8_e5m2",
-              20: "float8_e5m2fnuz", 21: "uint4", 22: "int4"}
+              20: "float8_e5m2fnuz", 21: "uint4", 22: "int4", 24: "float8_e8m0fnu"}
 
 STRING = 8
 

@@ -44,7 +44,8 @@ size_t StorageBytes(NxElementType type, size_t count) {
     case 17:
     case 18:
     case 19:
-    case 20:  // 8-bit ints, bool, float8
+    case 20:
+    case 24:  // 8-bit ints, bool, float8
       return count;
     case 4:
     case 5:

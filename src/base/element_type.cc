@@ -54,6 +54,12 @@ const char* ElementTypeName(NxElementType type) {
       return "int4";
     case NX_TYPE_FLOAT4E2M1:
       return "float4e2m1";
+    case NX_TYPE_FLOAT8E8M0:
+      return "float8e8m0";
+    case NX_TYPE_UINT2:
+      return "uint2";
+    case NX_TYPE_INT2:
+      return "int2";
     default:
       return "undefined";
   }
@@ -84,25 +90,37 @@ size_t ElementSize(NxElementType type) {
     case NX_TYPE_FLOAT8E4M3FNUZ:
     case NX_TYPE_FLOAT8E5M2:
     case NX_TYPE_FLOAT8E5M2FNUZ:
+    case NX_TYPE_FLOAT8E8M0:
       return 1;
     default:
       return 0;
   }
 }
 
-bool IsSubByteType(NxElementType type) {
-  return type == NX_TYPE_INT4 || type == NX_TYPE_UINT4 || type == NX_TYPE_FLOAT4E2M1;
+bool IsSubByteType(NxElementType type) { return ElementsPerByte(type) > 1; }
+
+size_t ElementsPerByte(NxElementType type) {
+  switch (type) {
+    case NX_TYPE_INT4:
+    case NX_TYPE_UINT4:
+    case NX_TYPE_FLOAT4E2M1:
+      return 2;
+    case NX_TYPE_INT2:
+    case NX_TYPE_UINT2:
+      return 4;
+    default:
+      return 1;
+  }
 }
 
-bool IsKnownElementType(int32_t value) {
-  return value >= NX_TYPE_FLOAT && value <= NX_TYPE_FLOAT4E2M1;
-}
+bool IsKnownElementType(int32_t value) { return value >= NX_TYPE_FLOAT && value <= NX_TYPE_INT2; }
 
 size_t StorageBytes(NxElementType type, size_t count) {
   // No tensor can be larger than this (2^56 bytes); checking here keeps every size computed
   // from a hostile shape from wrapping around to a small allocation.
   constexpr size_t kMaxBytes = size_t{1} << 56;
-  const size_t bytes = IsSubByteType(type) ? count / 2 + count % 2
+  const size_t per_byte = ElementsPerByte(type);
+  const size_t bytes = per_byte > 1        ? count / per_byte + (count % per_byte != 0)
                        : count > kMaxBytes ? kMaxBytes + 1
                                            : ElementSize(type) * count;
   if (bytes > kMaxBytes) {

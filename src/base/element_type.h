@@ -15,8 +15,11 @@ const char* ElementTypeName(NxElementType type);
 // Bytes per element; 0 for strings and sub-byte types.
 size_t ElementSize(NxElementType type);
 
-// True for INT4, UINT4 and FLOAT4E2M1 (two elements per byte).
+// True for the packed types: INT4, UINT4, FLOAT4E2M1 (two per byte), INT2, UINT2 (four).
 bool IsSubByteType(NxElementType type);
+
+// Elements stored in one byte: 2 for the 4-bit types, 4 for the 2-bit ones, else 1.
+size_t ElementsPerByte(NxElementType type);
 
 // True for every value of the enum this runtime can store.
 bool IsKnownElementType(int32_t value);

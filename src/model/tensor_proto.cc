@@ -49,6 +49,9 @@ void CheckTypedFieldCount(const onnx::TensorProto& proto, NxElementType type, si
     case NX_TYPE_UINT4:
     case NX_TYPE_FLOAT4E2M1:
       return CheckCount(proto, proto.int32_data(), (n + 1) / 2, "int32_data");
+    case NX_TYPE_INT2:
+    case NX_TYPE_UINT2:
+      return CheckCount(proto, proto.int32_data(), (n + 3) / 4, "int32_data");
     case NX_TYPE_STRING:
       return CheckCount(proto, proto.string_data(), n, "string_data");
     default:
@@ -111,6 +114,7 @@ void FillFromTypedFields(const onnx::TensorProto& proto, Value& v) {
     case NX_TYPE_FLOAT8E4M3FNUZ:
     case NX_TYPE_FLOAT8E5M2:
     case NX_TYPE_FLOAT8E5M2FNUZ:
+    case NX_TYPE_FLOAT8E8M0:
       CheckCount(proto, proto.int32_data(), n, "int32_data");
       CopyTyped<uint8_t>(proto.int32_data(), v.data);
       break;
@@ -119,6 +123,12 @@ void FillFromTypedFields(const onnx::TensorProto& proto, Value& v) {
     case NX_TYPE_FLOAT4E2M1:
       // Packed: each int32_data entry holds one byte of two 4-bit values.
       CheckCount(proto, proto.int32_data(), (n + 1) / 2, "int32_data");
+      CopyTyped<uint8_t>(proto.int32_data(), v.data);
+      break;
+    case NX_TYPE_INT2:
+    case NX_TYPE_UINT2:
+      // Packed: each int32_data entry holds one byte of four 2-bit values.
+      CheckCount(proto, proto.int32_data(), (n + 3) / 4, "int32_data");
       CopyTyped<uint8_t>(proto.int32_data(), v.data);
       break;
     default:

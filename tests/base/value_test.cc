@@ -10,18 +10,26 @@ namespace nxrt {
 namespace {
 
 TEST(Value, EveryElementTypeCanBeStored) {
-  for (int t = NX_TYPE_FLOAT; t <= NX_TYPE_FLOAT4E2M1; ++t) {
+  for (int t = NX_TYPE_FLOAT; t <= NX_TYPE_INT2; ++t) {
     auto type = static_cast<NxElementType>(t);
     auto v = MakeTensor(type, std::vector<int64_t>{2, 3});
     EXPECT_EQ(v->count, 6u) << ElementTypeName(type);
+    EXPECT_STRNE(ElementTypeName(type), "undefined");
     if (type == NX_TYPE_STRING) {
       EXPECT_EQ(v->strings.size(), 6u);
     } else {
       ASSERT_NE(v->data, nullptr);
       EXPECT_EQ(reinterpret_cast<uintptr_t>(v->data) % 64, 0u);
-      EXPECT_EQ(TensorBytes(*v), IsSubByteType(type) ? 3u : 6u * ElementSize(type));
+      // 6 elements: 3 bytes at two per byte, 2 bytes at four per byte.
+      const size_t packed = ElementsPerByte(type) == 4 ? 2u : 3u;
+      EXPECT_EQ(TensorBytes(*v), IsSubByteType(type) ? packed : 6u * ElementSize(type))
+          << ElementTypeName(type);
     }
   }
+  EXPECT_EQ(ElementSize(NX_TYPE_FLOAT8E8M0), 1u);
+  EXPECT_EQ(StorageBytes(NX_TYPE_INT2, 5), 2u);
+  EXPECT_EQ(StorageBytes(NX_TYPE_UINT2, 8), 2u);
+  EXPECT_FALSE(IsKnownElementType(NX_TYPE_INT2 + 1));
 }
 
 TEST(Value, ScalarsAndEmptyTensors) {

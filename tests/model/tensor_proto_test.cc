@@ -69,5 +69,31 @@ TEST(TensorProto, MatchingTypedFieldsStillLoad) {
   EXPECT_EQ(TensorFromProto(u, nullptr, nullptr)->count, 3u);
 }
 
+TEST(TensorProto, TwoBitIntegersAndE8M0Load) {
+  // int2: 6 elements are 2 packed bytes, one int32_data entry per byte.
+  auto i2 = Declared(static_cast<onnx::TensorProto::DataType>(NX_TYPE_INT2), {6});
+  i2.add_int32_data(0xE4);  // elements 0, 1, -2, -1
+  i2.add_int32_data(0x01);
+  ValuePtr v = TensorFromProto(i2, nullptr, nullptr);
+  EXPECT_EQ(v->count, 6u);
+  EXPECT_EQ(TensorBytes(*v), 2u);
+  EXPECT_EQ(static_cast<const uint8_t*>(v->data)[0], 0xE4);
+  // One entry too few for the shape is a clear error, not a short read.
+  auto short_u2 = Declared(static_cast<onnx::TensorProto::DataType>(NX_TYPE_UINT2), {9});
+  short_u2.add_int32_data(0xFF);
+  short_u2.add_int32_data(0xFF);
+  EXPECT_NE(ErrorOf(short_u2).find("int32_data has 2 values, the shape needs 3"), std::string::npos)
+      << ErrorOf(short_u2);
+  auto raw = Declared(static_cast<onnx::TensorProto::DataType>(NX_TYPE_UINT2), {5});
+  raw.set_raw_data(std::string("\x1b\x02", 2));
+  EXPECT_EQ(TensorBytes(*TensorFromProto(raw, nullptr, nullptr)), 2u);
+  auto e8 = Declared(static_cast<onnx::TensorProto::DataType>(NX_TYPE_FLOAT8E8M0), {2});
+  e8.add_int32_data(127);
+  e8.add_int32_data(0xFF);
+  ValuePtr e = TensorFromProto(e8, nullptr, nullptr);
+  EXPECT_EQ(static_cast<const uint8_t*>(e->data)[0], 127);
+  EXPECT_EQ(static_cast<const uint8_t*>(e->data)[1], 0xFF);
+}
+
 }  // namespace
 }  // namespace nxrt

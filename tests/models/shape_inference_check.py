@@ -35,6 +35,7 @@ ONNX_TYPE_NAMES = {
     8: "string", 9: "bool", 10: "float16", 11: "double", 12: "uint32", 13: "uint64",
     14: "complex64", 15: "complex128", 16: "bfloat16", 17: "float8e4m3fn", 18: "float8e4m3fnuz",
     19: "float8e5m2", 20: "float8e5m2fnuz", 21: "uint4", 22: "int4", 23: "float4e2m1",
+    24: "float8e8m0", 25: "uint2", 26: "int2",
 }
 
 

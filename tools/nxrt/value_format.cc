@@ -59,6 +59,7 @@ size_t ByteSize(NxElementType t, size_t count) {
     case NX_TYPE_COMPLEX128: return 16 * count;
     case NX_TYPE_INT16: case NX_TYPE_UINT16: case NX_TYPE_FLOAT16: case NX_TYPE_BFLOAT16: return 2 * count;
     case NX_TYPE_INT4: case NX_TYPE_UINT4: case NX_TYPE_FLOAT4E2M1: return (count + 1) / 2;
+    case NX_TYPE_INT2: case NX_TYPE_UINT2: return (count + 3) / 4;
     default: return count;
   }
 }

@@ -13,7 +13,7 @@ namespace nxrt::cpu {
 inline NxElementType AttrElementType(const ep::KernelInfo& info, const char* name,
                                      int64_t fallback) {
   const int64_t v = info.attr_int(name, fallback);
-  if (v < NX_TYPE_UNDEFINED || v > NX_TYPE_FLOAT4E2M1) {
+  if (v < NX_TYPE_UNDEFINED || v > NX_TYPE_INT2) {
     ep::Fail(NX_INVALID_MODEL, info.describe() + ": attribute '" + name + "' is " +
                                    std::to_string(v) + ", which is not an element type");
   }

@@ -43,7 +43,8 @@ inline size_t ElementSize(NxElementType t) {
     case NX_TYPE_COMPLEX128: return 16;
     case NX_TYPE_INT16: case NX_TYPE_UINT16: case NX_TYPE_FLOAT16: case NX_TYPE_BFLOAT16: return 2;
     case NX_TYPE_INT8: case NX_TYPE_UINT8: case NX_TYPE_BOOL: case NX_TYPE_FLOAT8E4M3FN:
-    case NX_TYPE_FLOAT8E4M3FNUZ: case NX_TYPE_FLOAT8E5M2: case NX_TYPE_FLOAT8E5M2FNUZ: return 1;
+    case NX_TYPE_FLOAT8E4M3FNUZ: case NX_TYPE_FLOAT8E5M2: case NX_TYPE_FLOAT8E5M2FNUZ:
+    case NX_TYPE_FLOAT8E8M0: return 1;
     default: return 0;
   }
 }

@@ -116,7 +116,9 @@ double ParseDouble(std::string_view s, const char* op) {
 class CastKernel : public ep::Kernel {
  public:
   explicit CastKernel(const ep::KernelInfo& info)
-      : like_(info.op_type() == "CastLike"), saturate_(info.attr_int("saturate", 1) != 0) {
+      : like_(info.op_type() == "CastLike"),
+        saturate_(info.attr_int("saturate", 1) != 0),
+        round_(RoundMode(info)) {
     if (!like_) to_ = TargetType(info);
   }
 
@@ -135,11 +137,21 @@ class CastKernel : public ep::Kernel {
     } else if (from == NX_TYPE_STRING) {
       FromStrings(x, y, to, n, op);
     } else {
-      ConvertArray(x.raw(), from, y.mutable_raw(), to, n, saturate_, ctx.threads());
+      ConvertArray(x.raw(), from, y.mutable_raw(), to, n, saturate_, ctx.threads(), round_);
     }
   }
 
  private:
+  // How a value becomes FLOAT8E8M0 (opset 24 on): "up" (the default), "down" or "nearest".
+  static E8M0Round RoundMode(const ep::KernelInfo& info) {
+    const std::string mode = info.attr_string("round_mode", "up");
+    if (mode == "up") return E8M0Round::kUp;
+    if (mode == "down") return E8M0Round::kDown;
+    if (mode == "nearest") return E8M0Round::kNearest;
+    ep::Fail(NX_INVALID_MODEL, info.describe() + ": round_mode is '" + mode +
+                                   "'; it must be 'up', 'down' or 'nearest'");
+  }
+
   // "to" is an int (TensorProto.DataType) from opset 6 on; Cast-1 spelled it as a string.
   static NxElementType TargetType(const ep::KernelInfo& info) {
     const NxAttribute* a = info.attr("to");
@@ -148,7 +160,7 @@ class CastKernel : public ep::Kernel {
       return AttrElementType(info, "to");
     }
     std::string name = info.attr_string("to", "");
-    for (int t = NX_TYPE_FLOAT; t <= NX_TYPE_FLOAT4E2M1; ++t) {
+    for (int t = NX_TYPE_FLOAT; t <= NX_TYPE_INT2; ++t) {
       std::string candidate = ep::ElementTypeName(static_cast<NxElementType>(t));
       std::string upper;
       for (char c : candidate)
@@ -191,9 +203,10 @@ class CastKernel : public ep::Kernel {
       case NX_TYPE_BOOL:
         return emit(x.data<bool>());
       default: {
-        // float8 / float4 / int4: widen first.
-        const NxElementType mid =
-            (from == NX_TYPE_INT4 || from == NX_TYPE_UINT4) ? NX_TYPE_INT64 : NX_TYPE_FLOAT;
+        // float8 / float4 / int4 / int2: widen first.
+        const bool integer = from == NX_TYPE_INT4 || from == NX_TYPE_UINT4 ||
+                             from == NX_TYPE_INT2 || from == NX_TYPE_UINT2;
+        const NxElementType mid = integer ? NX_TYPE_INT64 : NX_TYPE_FLOAT;
         std::vector<int64_t> buf(n);  // 8 bytes per element covers both float and int64
         ConvertArray(x.raw(), from, buf.data(), mid, n, true, 1);
         if (mid == NX_TYPE_INT64) return emit(buf.data());
@@ -221,7 +234,7 @@ class CastKernel : public ep::Kernel {
     const bool integral = to == NX_TYPE_INT8 || to == NX_TYPE_INT16 || to == NX_TYPE_INT32 ||
                           to == NX_TYPE_INT64 || to == NX_TYPE_UINT8 || to == NX_TYPE_UINT16 ||
                           to == NX_TYPE_UINT32 || to == NX_TYPE_UINT64 || to == NX_TYPE_INT4 ||
-                          to == NX_TYPE_UINT4;
+                          to == NX_TYPE_UINT4 || to == NX_TYPE_INT2 || to == NX_TYPE_UINT2;
     if (to == NX_TYPE_BOOL) {
       bool* out = y.data<bool>();
       for (int64_t i = 0; i < n; ++i) {
@@ -252,26 +265,27 @@ class CastKernel : public ep::Kernel {
         tmp[i] = v;
       }
       ConvertArray(tmp.data(), is_unsigned64 ? NX_TYPE_UINT64 : NX_TYPE_INT64, y.mutable_raw(), to,
-                   n, saturate_, 1);
+                   n, saturate_, 1, round_);
       return;
     }
     std::vector<double> tmp(n);
     for (int64_t i = 0; i < n; ++i) tmp[i] = ParseDouble(x.string(i), op);
-    ConvertArray(tmp.data(), NX_TYPE_DOUBLE, y.mutable_raw(), to, n, saturate_, 1);
+    ConvertArray(tmp.data(), NX_TYPE_DOUBLE, y.mutable_raw(), to, n, saturate_, 1, round_);
   }
 
   bool like_;
   bool saturate_;
+  E8M0Round round_;
   NxElementType to_ = NX_TYPE_UNDEFINED;
 };
 
 }  // namespace
 
 void RegisterCastKernels(NxKernelRegistry* r) {
-  TypeList all =
-      Concat(NumericTypes(), {NX_TYPE_BOOL, NX_TYPE_STRING, NX_TYPE_FLOAT8E4M3FN,
-                              NX_TYPE_FLOAT8E4M3FNUZ, NX_TYPE_FLOAT8E5M2, NX_TYPE_FLOAT8E5M2FNUZ,
-                              NX_TYPE_INT4, NX_TYPE_UINT4, NX_TYPE_FLOAT4E2M1});
+  TypeList all = Concat(NumericTypes(),
+                        {NX_TYPE_BOOL, NX_TYPE_STRING, NX_TYPE_FLOAT8E4M3FN, NX_TYPE_FLOAT8E4M3FNUZ,
+                         NX_TYPE_FLOAT8E5M2, NX_TYPE_FLOAT8E5M2FNUZ, NX_TYPE_INT4, NX_TYPE_UINT4,
+                         NX_TYPE_FLOAT4E2M1, NX_TYPE_FLOAT8E8M0, NX_TYPE_INT2, NX_TYPE_UINT2});
   ep::KernelDefBuilder("Cast")
       .Versions(1)
       .Constraint("T1", all, {0})

@@ -1,7 +1,7 @@
 // Element conversions for Cast / CastLike / quantisation. "Standard" types (float, double,
 // float16, bfloat16, 8..64-bit integers, bool) convert directly with typed loops; float8 / float4
-// and int4 / uint4 sources are first decoded block-wise into float / int8 / uint8, and those
-// destinations are encoded element by element.
+// and int4 / uint4 / int2 / uint2 / E8M0 sources are first decoded block-wise into float / int8 /
+// uint8, and those destinations are encoded element by element.
 #include "kernels/elementwise/cast_convert.h"
 
 #include <array>
@@ -163,8 +163,8 @@ const float* MiniTable(NxElementType t) {
 
 // The standard type a non-standard source decodes to.
 NxElementType DecodedType(NxElementType t) {
-  if (t == NX_TYPE_INT4) return NX_TYPE_INT8;
-  if (t == NX_TYPE_UINT4) return NX_TYPE_UINT8;
+  if (t == NX_TYPE_INT4 || t == NX_TYPE_INT2) return NX_TYPE_INT8;
+  if (t == NX_TYPE_UINT4 || t == NX_TYPE_UINT2) return NX_TYPE_UINT8;
   return NX_TYPE_FLOAT;
 }
 
@@ -177,6 +177,15 @@ void Decode(const void* src, NxElementType t, int64_t begin, int64_t m, void* ou
   } else if (t == NX_TYPE_UINT4) {
     uint8_t* o = static_cast<uint8_t*>(out);
     for (int64_t i = 0; i < m; ++i) o[i] = UInt4At(p, begin + i);
+  } else if (t == NX_TYPE_INT2) {
+    int8_t* o = static_cast<int8_t*>(out);
+    for (int64_t i = 0; i < m; ++i) o[i] = Int2At(p, begin + i);
+  } else if (t == NX_TYPE_UINT2) {
+    uint8_t* o = static_cast<uint8_t*>(out);
+    for (int64_t i = 0; i < m; ++i) o[i] = UInt2At(p, begin + i);
+  } else if (t == NX_TYPE_FLOAT8E8M0) {
+    float* o = static_cast<float*>(out);
+    for (int64_t i = 0; i < m; ++i) o[i] = DecodeE8M0(p[begin + i]);
   } else if (t == NX_TYPE_FLOAT4E2M1) {
     const float* lut = MiniTable(t);
     float* o = static_cast<float*>(out);
@@ -190,7 +199,7 @@ void Decode(const void* src, NxElementType t, int64_t begin, int64_t m, void* ou
 
 // Converts m standard-typed elements at `s` into elements [dst_off, dst_off + m) of `dst`.
 void FromStd(const void* s, NxElementType st, void* dst, NxElementType dt, int64_t dst_off,
-             int64_t m, bool saturate) {
+             int64_t m, bool saturate, E8M0Round round = E8M0Round::kUp) {
   DispatchStd(st, [&]<class S>() {
     const S* src = static_cast<const S*>(s);
     if (IsStd(dt)) {
@@ -214,6 +223,16 @@ void FromStd(const void* s, NxElementType st, void* dst, NxElementType dt, int64
       for (int64_t i = 0; i < m; ++i) {
         SetNibble(out, dst_off + i, static_cast<uint32_t>(CastValue<int64_t>(src[i]) & 0xF));
       }
+    } else if (dt == NX_TYPE_INT2 || dt == NX_TYPE_UINT2) {
+      for (int64_t i = 0; i < m; ++i) {
+        SetCrumb(out, dst_off + i, static_cast<uint32_t>(CastValue<int64_t>(src[i]) & 0x3));
+      }
+    } else if (dt == NX_TYPE_FLOAT8E8M0) {
+      // The reference's rule works on float32 bits: float16 and small integers convert to
+      // float exactly first.
+      for (int64_t i = 0; i < m; ++i) {
+        out[dst_off + i] = EncodeE8M0(CastValue<float>(src[i]), saturate, round);
+      }
     } else {
       UnsupportedType("Cast destination", dt);
     }
@@ -221,20 +240,20 @@ void FromStd(const void* s, NxElementType st, void* dst, NxElementType dt, int64
 }
 
 void ConvertRange(const void* src, NxElementType st, void* dst, NxElementType dt, int64_t b,
-                  int64_t e, bool saturate) {
+                  int64_t e, bool saturate, E8M0Round round) {
   if (IsStd(st)) {
     const size_t es = ElementSize(st);
     FromStd(static_cast<const uint8_t*>(src) + b * static_cast<int64_t>(es), st, dst, dt, b, e - b,
-            saturate);
+            saturate, round);
     return;
   }
-  constexpr int64_t kBlock = 256;  // even, so sub-byte destinations stay byte-aligned
+  constexpr int64_t kBlock = 256;  // a multiple of 4, so sub-byte destinations stay byte-aligned
   alignas(32) float buf[kBlock];
   const NxElementType mid = DecodedType(st);
   for (int64_t i = b; i < e; i += kBlock) {
     const int64_t m = std::min(kBlock, e - i);
     Decode(src, st, i, m, buf);
-    FromStd(buf, mid, dst, dt, i, m, saturate);
+    FromStd(buf, mid, dst, dt, i, m, saturate, round);
   }
 }
 
@@ -268,23 +287,21 @@ void StoreFloats(const float* in, int64_t m, void* dst, NxElementType t, int64_t
 }
 
 bool IsConvertible(NxElementType t) {
-  return IsStd(t) || MiniFloatOf(t) != nullptr || t == NX_TYPE_INT4 || t == NX_TYPE_UINT4;
+  return IsStd(t) || MiniFloatOf(t) != nullptr || t == NX_TYPE_INT4 || t == NX_TYPE_UINT4 ||
+         t == NX_TYPE_INT2 || t == NX_TYPE_UINT2 || t == NX_TYPE_FLOAT8E8M0;
 }
 
 void ConvertArray(const void* src, NxElementType src_type, void* dst, NxElementType dst_type,
-                  int64_t n, bool saturate, int threads) {
+                  int64_t n, bool saturate, int threads, E8M0Round round) {
   if (!IsConvertible(src_type)) UnsupportedType("Cast source", src_type);
   if (!IsConvertible(dst_type)) UnsupportedType("Cast destination", dst_type);
   if (n <= 0) return;
-  // Work in pairs of elements so that no two threads share a byte of packed 4-bit output.
-  const int64_t pairs = (n + 1) / 2;
-  ParallelFor(ThreadsFor(threads, n), pairs, kGrain / 2, [&](int64_t pb, int64_t pe) {
-    ConvertRange(src, src_type, dst, dst_type, 2 * pb, std::min(2 * pe, n), saturate);
+  // Work in groups of four elements so that no two threads share a byte of packed output.
+  const int64_t quads = (n + 3) / 4;
+  ParallelFor(ThreadsFor(threads, n), quads, kGrain / 4, [&](int64_t qb, int64_t qe) {
+    ConvertRange(src, src_type, dst, dst_type, 4 * qb, std::min(4 * qe, n), saturate, round);
   });
-  if (IsSubByte(dst_type) && (n & 1)) {
-    uint8_t* last = static_cast<uint8_t*>(dst) + n / 2;
-    *last &= 0x0F;  // clear the unused high nibble
-  }
+  ClearPackedTail(dst_type, dst, n);
 }
 
 }  // namespace nxrt::cpu::elementwise

@@ -1,6 +1,7 @@
-// The small floating-point formats (float8 E4M3FN / E4M3FNUZ / E5M2 / E5M2FNUZ, float4 E2M1)
-// and the sub-byte integers (int4 / uint4): decoding to float, encoding from double with
-// round-to-nearest-even and ONNX's saturation rules, and nibble packing.
+// The small floating-point formats (float8 E4M3FN / E4M3FNUZ / E5M2 / E5M2FNUZ, float4 E2M1,
+// and the exponent-only float8 E8M0) and the sub-byte integers (int4 / uint4, int2 / uint2):
+// decoding to float, encoding from double with round-to-nearest-even and ONNX's saturation
+// rules, and 4-bit / 2-bit packing.
 //
 // The encoder is generic over (exponent bits, mantissa bits, bias, special values) and works in
 // double, where every value of these formats (and of float16 / bfloat16) is exact, so one
@@ -10,6 +11,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <nxrt/nxrt_ep.hpp>
 
 namespace nxrt::cpu::elementwise {
@@ -177,13 +179,79 @@ inline void SetNibble(uint8_t* p, int64_t i, uint32_t v) {
   }
 }
 
-inline bool IsSubByte(NxElementType t) {
-  return t == NX_TYPE_INT4 || t == NX_TYPE_UINT4 || t == NX_TYPE_FLOAT4E2M1;
+// ---- 2-bit integers (four per byte, lowest bits first) -------------------------------------
+
+inline int8_t Int2At(const uint8_t* p, int64_t i) {
+  const uint8_t v = (p[i >> 2] >> ((i & 3) * 2)) & 0x3;
+  return static_cast<int8_t>(static_cast<int8_t>(v << 6) >> 6);
 }
+inline uint8_t UInt2At(const uint8_t* p, int64_t i) { return (p[i >> 2] >> ((i & 3) * 2)) & 0x3; }
+// Stores the low 2 bits of v as element i. Callers fill whole bytes in order or zero first.
+inline void SetCrumb(uint8_t* p, int64_t i, uint32_t v) {
+  const int shift = static_cast<int>(i & 3) * 2;
+  uint8_t& b = p[i >> 2];
+  b = static_cast<uint8_t>((b & ~(0x3u << shift)) | ((v & 0x3u) << shift));
+}
+
+// Elements per byte: 2 for the 4-bit types, 4 for the 2-bit integers, else 1.
+inline int64_t PerByte(NxElementType t) {
+  switch (t) {
+    case NX_TYPE_INT4:
+    case NX_TYPE_UINT4:
+    case NX_TYPE_FLOAT4E2M1:
+      return 2;
+    case NX_TYPE_INT2:
+    case NX_TYPE_UINT2:
+      return 4;
+    default:
+      return 1;
+  }
+}
+
+inline bool IsSubByte(NxElementType t) { return PerByte(t) > 1; }
 
 // Bytes needed for n elements of type t (strings excluded).
 inline int64_t StorageBytes(NxElementType t, int64_t n, size_t element_size) {
-  return IsSubByte(t) ? (n + 1) / 2 : n * static_cast<int64_t>(element_size);
+  const int64_t per = PerByte(t);
+  return per > 1 ? (n + per - 1) / per : n * static_cast<int64_t>(element_size);
+}
+
+// Clears the unused high bits of the last byte of n packed elements (ONNX stores them as 0).
+inline void ClearPackedTail(NxElementType t, void* data, int64_t n) {
+  const int64_t per = PerByte(t);
+  if (per == 1 || n % per == 0) return;
+  const int used_bits = static_cast<int>(n % per) * static_cast<int>(8 / per);
+  static_cast<uint8_t*>(data)[n / per] &= static_cast<uint8_t>((1u << used_bits) - 1);
+}
+
+// ---- FLOAT8E8M0: an unsigned power of two, 2^(code - 127); code 0xFF is NaN ---------------
+
+// How Cast rounds a float that is not a power of two (its `round_mode` attribute).
+enum class E8M0Round { kUp, kDown, kNearest };
+
+inline float DecodeE8M0(uint8_t code) {
+  if (code == 0xFF) return std::nanf("");
+  // 2^-127 is a float32 subnormal; the rest are normal numbers with an empty mantissa.
+  return code == 0 ? std::ldexp(1.f, -127) : std::ldexp(1.f, static_cast<int>(code) - 127);
+}
+
+// The exponent of |v| (float32), rounded as `round` says; NaN and infinities give 0xFF. With
+// `saturate` a value that would round past the largest power (2^127) stays at it; zeros and
+// subnormals take the smallest code (or round up to 1). This is the reference's bit-level rule.
+inline uint8_t EncodeE8M0(float v, bool saturate, E8M0Round round) {
+  uint32_t bits = 0;
+  std::memcpy(&bits, &v, sizeof bits);
+  uint32_t exp = (bits >> 23) & 0xFF;
+  if (exp == 0xFF) return 0xFF;
+  bool up = false;
+  if (round == E8M0Round::kUp) {
+    up = (bits & 0x7FFFFF) != 0;
+  } else if (round == E8M0Round::kNearest) {
+    const bool guard = (bits & 0x400000) != 0, rest = (bits & 0x3FFFFF) != 0;
+    up = guard && (rest || exp > 0);
+  }
+  if (up && !(saturate && exp == 0xFE)) ++exp;
+  return static_cast<uint8_t>(exp);
 }
 
 }  // namespace nxrt::cpu::elementwise

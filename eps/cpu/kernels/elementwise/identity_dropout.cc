@@ -143,10 +143,11 @@ class Dropout : public ep::Kernel {
 }  // namespace
 
 void RegisterIdentityDropoutKernels(NxKernelRegistry* r) {
-  TypeList all = Concat(NumericTypes(),
-                        {NX_TYPE_BOOL, NX_TYPE_STRING, NX_TYPE_COMPLEX64, NX_TYPE_COMPLEX128,
-                         NX_TYPE_FLOAT8E4M3FN, NX_TYPE_FLOAT8E4M3FNUZ, NX_TYPE_FLOAT8E5M2,
-                         NX_TYPE_FLOAT8E5M2FNUZ, NX_TYPE_INT4, NX_TYPE_UINT4, NX_TYPE_FLOAT4E2M1});
+  TypeList all =
+      Concat(NumericTypes(), {NX_TYPE_BOOL, NX_TYPE_STRING, NX_TYPE_COMPLEX64, NX_TYPE_COMPLEX128,
+                              NX_TYPE_FLOAT8E4M3FN, NX_TYPE_FLOAT8E4M3FNUZ, NX_TYPE_FLOAT8E5M2,
+                              NX_TYPE_FLOAT8E5M2FNUZ, NX_TYPE_INT4, NX_TYPE_UINT4,
+                              NX_TYPE_FLOAT4E2M1, NX_TYPE_FLOAT8E8M0, NX_TYPE_INT2, NX_TYPE_UINT2});
   // Tensors from opset 1 (first, so tensor nodes always find this definition); sequences from
   // opset 14 and optionals from opset 16, when ONNX added them to Identity.
   ep::KernelDefBuilder("Identity").Versions(1).Constraint("V", all, {0}, {0}).Build<Identity>(r);

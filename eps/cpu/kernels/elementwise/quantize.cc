@@ -18,6 +18,7 @@
 #include "kernels/elementwise/elementwise_kernels.h"
 #include "kernels/elementwise/ew_common.h"
 #include "kernels/elementwise/float_formats.h"
+#include "kernels/quantized/dynamic_quantize_u8.h"
 
 namespace nxrt::cpu::elementwise {
 namespace {
@@ -73,10 +74,11 @@ template <class Fn>
 void ForEachRun(const QuantLayout& L, int threads, Fn&& fn) {
   const int64_t n = L.total();
   if (n == 0) return;
-  const int64_t pairs = (n + 1) / 2;
-  ParallelFor(ThreadsFor(threads, n), pairs, kGrain / 2, [&](int64_t pb, int64_t pe) {
-    const int64_t end = std::min(2 * pe, n);
-    for (int64_t pos = 2 * pb; pos < end;) {
+  // Groups of four elements, so that no two threads share a byte of packed 2- or 4-bit output.
+  const int64_t quads = (n + 3) / 4;
+  ParallelFor(ThreadsFor(threads, n), quads, kGrain / 4, [&](int64_t qb, int64_t qe) {
+    const int64_t end = std::min(4 * qe, n);
+    for (int64_t pos = 4 * qb; pos < end;) {
       const int64_t row = pos / L.inner, in_row = pos % L.inner;
       const int64_t count = std::min(end - pos, L.inner - in_row);
       switch (L.mode) {
@@ -128,6 +130,14 @@ bool IntegerRange(NxElementType t, float* lo, float* hi) {
     case NX_TYPE_INT4:
       *lo = -8;
       *hi = 7;
+      return true;
+    case NX_TYPE_UINT2:
+      *lo = 0;
+      *hi = 3;
+      return true;
+    case NX_TYPE_INT2:
+      *lo = -2;
+      *hi = 1;
       return true;
     case NX_TYPE_INT32:
       // 2^31 - 1 is not a float: clamp to +-2^31 and let the store saturate the top end.
@@ -233,9 +243,7 @@ class QuantizeLinear : public ep::Kernel {
         StoreFloats(buf, m, yraw, out_type, pos + j0, saturate);
       }
     });
-    if (IsSubByte(out_type) && (L.total() & 1)) {
-      static_cast<uint8_t*>(yraw)[L.total() / 2] &= 0x0F;  // clear the unused high nibble
-    }
+    ClearPackedTail(out_type, yraw, L.total());
   }
 
  private:
@@ -352,10 +360,7 @@ class DynamicQuantizeLinear : public ep::Kernel {
     std::mutex mu;
     ParallelFor(ThreadsFor(ctx.threads(), n), n, kGrain, [&](int64_t b, int64_t e) {
       float lmn = 0.0f, lmx = 0.0f;
-      for (int64_t i = b; i < e; ++i) {
-        lmn = px[i] < lmn ? px[i] : lmn;
-        lmx = px[i] > lmx ? px[i] : lmx;
-      }
+      quantized::UpdateRange(px + b, e - b, lmn, lmx);
       std::lock_guard<std::mutex> lock(mu);
       mn = std::min(mn, lmn);
       mx = std::max(mx, lmx);
@@ -370,10 +375,7 @@ class DynamicQuantizeLinear : public ep::Kernel {
     yz.data<uint8_t>()[0] = static_cast<uint8_t>(zp);
     uint8_t* py = y.data<uint8_t>();
     ParallelFor(ThreadsFor(ctx.threads(), n), n, kGrain, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) {
-        const float v = SaturateQuantized(std::nearbyint(px[i] / scale) + zp, 0.0f, 255.0f);
-        py[i] = static_cast<uint8_t>(static_cast<int32_t>(v));
-      }
+      quantized::QuantizeU8(px + b, e - b, scale, zp, py + b);  // vectorized, same results
     });
   }
 };
@@ -384,7 +386,8 @@ void RegisterQuantizeKernels(NxKernelRegistry* r) {
   const TypeList quant = {NX_TYPE_INT8,           NX_TYPE_UINT8,      NX_TYPE_INT16,
                           NX_TYPE_UINT16,         NX_TYPE_INT32,      NX_TYPE_FLOAT8E4M3FN,
                           NX_TYPE_FLOAT8E4M3FNUZ, NX_TYPE_FLOAT8E5M2, NX_TYPE_FLOAT8E5M2FNUZ,
-                          NX_TYPE_UINT4,          NX_TYPE_INT4,       NX_TYPE_FLOAT4E2M1};
+                          NX_TYPE_UINT4,          NX_TYPE_INT4,       NX_TYPE_FLOAT4E2M1,
+                          NX_TYPE_UINT2,          NX_TYPE_INT2};
   const TypeList scales = {NX_TYPE_FLOAT, NX_TYPE_FLOAT16, NX_TYPE_BFLOAT16, NX_TYPE_INT32};
   ep::KernelDefBuilder("QuantizeLinear")
       .Versions(10)

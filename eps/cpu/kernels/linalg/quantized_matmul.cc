@@ -5,11 +5,12 @@
 #include <optional>
 
 #include "common/broadcast.h"
+#include "common/cpu_features.h"
 #include "kernels/linalg/dnnl_util.h"
 #include "kernels/linalg/linalg_kernels.h"
 #include "kernels/linalg/matmul_core.h"
 #include "kernels/linalg/quantized_common.h"
-#include "kernels/quantized/int8_gemm.h"
+#include "kernels/quantized/int8_gemm_core.h"
 
 namespace nxrt::cpu::linalg {
 namespace {
@@ -41,15 +42,15 @@ int32_t* IntegerProduct(const ep::ConstTensor& a, const ep::ConstTensor& b,
 
 class MatMulInteger : public ep::Kernel {
  public:
-  explicit MatMulInteger(const ep::KernelInfo& info) : op_(info.describe()) {
+  explicit MatMulInteger(const ep::KernelInfo& info)
+      : op_(info.describe()), path_(quantized::BestInt8GemmPath(KernelIsa(info))) {
     // A constant 2-D B (with a constant or absent zero point) is packed once.
     auto b = info.constant_input(1);
     const bool has_zp = info.input_count() > 3 && info.input(3).present();
     auto zp = has_zp ? info.constant_input(3) : std::nullopt;
     if (b && b->rank() == 2 && IsInt8Type(b->type()) && (!has_zp || zp)) {
       std::vector<int32_t> b_zp = ReadZeroPoint(zp, b->type(), b->dim(1), op_ + ": b_zero_point");
-      packed_b_ =
-          quantized::PackInt8Columns(b->raw(), b->type(), b->dim(0), b->dim(1), b_zp, {1.f});
+      packed_b_ = quantized::PackInt8B(path_, b->raw(), b->type(), b->dim(0), b->dim(1), b_zp, {});
     }
   }
 
@@ -66,16 +67,20 @@ class MatMulInteger : public ep::Kernel {
     ep::Tensor y = ctx.output(0, d.out_dims, NX_TYPE_INT32);
     if (ShapeSize(d.out_dims) == 0) return;
     if (b.rank() == 2 && a_zp.size() == 1 && d.k > 0) {
-      // The common case (quantize_dynamic's weights): one product of all of A's rows with a 2-D
-      // B, on int16 columns that vectorize, instead of the int32 reference GEMM.
-      quantized::PackedInt8Columns local;
-      if (!packed_b_) local = quantized::PackInt8Columns(b.raw(), b.type(), d.k, d.n, b_zp, {1.f});
-      const quantized::PackedInt8Columns& w = packed_b_ ? *packed_b_ : local;
+      // The common case (quantize_dynamic's weights): one blocked product of all of A's rows
+      // with a 2-D B (int8_gemm_core.h), instead of the int32 reference GEMM.
+      quantized::PackedInt8B local;
+      if (!packed_b_) {
+        local = quantized::PackInt8B(path_, b.raw(), b.type(), d.k, d.n, b_zp, {});
+      }
+      const quantized::PackedInt8B& w = packed_b_ ? *packed_b_ : local;
       const int64_t rows = static_cast<int64_t>(a.size()) / d.k;
-      std::vector<int16_t> a16(a.size());
-      quantized::WidenCentered(a.raw(), a.type(), static_cast<int64_t>(a.size()), a_zp[0],
-                               a16.data());
-      quantized::IntegerGemm(ctx, rows, a16.data(), w, y.data<int32_t>());
+      thread_local quantized::PreparedInt8A prepared;  // reused across runs
+      quantized::PrepareInt8A(a.raw(), a.type(), rows, d.k, a_zp[0], w, prepared);
+      quantized::Int8GemmOutput out;
+      out.y32 = y.data<int32_t>();
+      out.ldy = d.n;
+      quantized::Int8Gemm(prepared, w, out, ctx.threads());
       return;
     }
     int32_t* acc = IntegerProduct(a, b, a_zp, b_zp, d, ctx.threads());
@@ -84,7 +89,8 @@ class MatMulInteger : public ep::Kernel {
 
  private:
   std::string op_;
-  std::optional<quantized::PackedInt8Columns> packed_b_;  // a constant 2-D B
+  quantized::Int8GemmPath path_;
+  std::optional<quantized::PackedInt8B> packed_b_;  // a constant 2-D B
 };
 
 class QLinearMatMul : public ep::Kernel {

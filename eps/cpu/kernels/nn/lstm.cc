@@ -72,37 +72,8 @@ class Lstm : public ep::Kernel {
           A* gb = gates + b * G;
           const A* pr = proj + in.XRow(t, b) * G;
           for (int64_t j = 0; j < G; ++j) gb[j] += pr[j] + bias[j];
-          A* gi = gb;
-          A* go = gb + H;
-          A* gf = gb + 2 * H;
-          A* gc = gb + 3 * H;
-          A* cb = c + b * H;
           A* hb = h + b * H;
-          if (p != nullptr) {
-            for (int64_t k = 0; k < H; ++k) {
-              gi[k] += p[k] * cb[k];
-              gf[k] += p[2 * H + k] * cb[k];
-            }
-          }
-          ClipInPlace(gi, H, at_.clip);
-          f.Apply(gi, H);
-          if (input_forget_) {
-            for (int64_t k = 0; k < H; ++k) gf[k] = A(1) - gi[k];
-          } else {
-            ClipInPlace(gf, H, at_.clip);
-            f.Apply(gf, H);
-          }
-          ClipInPlace(gc, H, at_.clip);
-          g.Apply(gc, H);
-          for (int64_t k = 0; k < H; ++k) cb[k] = gf[k] * cb[k] + gi[k] * gc[k];
-          if (p != nullptr) {
-            for (int64_t k = 0; k < H; ++k) go[k] += p[H + k] * cb[k];
-          }
-          ClipInPlace(go, H, at_.clip);
-          f.Apply(go, H);
-          std::memcpy(tmp, cb, H * sizeof(A));
-          hact.Apply(tmp, H);
-          for (int64_t k = 0; k < H; ++k) hb[k] = go[k] * tmp[k];
+          LstmCellStep(gb, c + b * H, hb, tmp, p, H, at_.clip, input_forget_, f, g, hact);
           if (y.present()) std::memcpy(y.ptr + in.YOffset(t, d, b), hb, H * sizeof(A));
         }
       }

@@ -7,6 +7,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <nxrt/nxrt_ep.hpp>
 #include <string>
 #include <type_traits>
@@ -393,6 +394,45 @@ inline void ClipInPlace(A* v, int64_t n, float clip) {
   if (clip <= 0.f) return;
   const A c = static_cast<A>(clip);
   for (int64_t i = 0; i < n; ++i) v[i] = std::min(c, std::max(-c, v[i]));
+}
+
+// One LSTM cell update for one batch item, shared by LSTM and com.microsoft DynamicQuantizeLSTM.
+// gates = the pre-activations [i, o, f, c] (H each, overwritten), c / h = its cell and hidden
+// state (updated), tmp = H scratch values, peephole = [Pi, Po, Pf] or nullptr. With
+// `input_forget` the forget gate is 1 - i (coupled input and forget gates).
+template <class A>
+inline void LstmCellStep(A* gates, A* c, A* h, A* tmp, const A* peephole, int64_t H, float clip,
+                         bool input_forget, const Activation& f, const Activation& g,
+                         const Activation& hact) {
+  A* gi = gates;
+  A* go = gates + H;
+  A* gf = gates + 2 * H;
+  A* gc = gates + 3 * H;
+  if (peephole != nullptr) {
+    for (int64_t k = 0; k < H; ++k) {
+      gi[k] += peephole[k] * c[k];
+      gf[k] += peephole[2 * H + k] * c[k];
+    }
+  }
+  ClipInPlace(gi, H, clip);
+  f.Apply(gi, H);
+  if (input_forget) {
+    for (int64_t k = 0; k < H; ++k) gf[k] = A(1) - gi[k];
+  } else {
+    ClipInPlace(gf, H, clip);
+    f.Apply(gf, H);
+  }
+  ClipInPlace(gc, H, clip);
+  g.Apply(gc, H);
+  for (int64_t k = 0; k < H; ++k) c[k] = gf[k] * c[k] + gi[k] * gc[k];
+  if (peephole != nullptr) {
+    for (int64_t k = 0; k < H; ++k) go[k] += peephole[H + k] * c[k];
+  }
+  ClipInPlace(go, H, clip);
+  f.Apply(go, H);
+  std::memcpy(tmp, c, static_cast<size_t>(H) * sizeof(A));
+  hact.Apply(tmp, H);
+  for (int64_t k = 0; k < H; ++k) h[k] = go[k] * tmp[k];
 }
 
 }  // namespace nxrt::cpu::nn

@@ -11,17 +11,18 @@
 #include <cstring>
 #include <optional>
 
+#include "common/cpu_features.h"
 #include "kernels/linalg/quantized_common.h"
 #include "kernels/nn/rnn_common.h"
-#include "kernels/quantized/int8_gemm.h"
+#include "kernels/quantized/int8_gemm_core.h"
 #include "kernels/quantized/quantized_kernels.h"
 
 namespace nxrt::cpu::quantized {
 namespace {
 
 using nn::Activation;
-using nn::ClipInPlace;
 using nn::InputView;
+using nn::LstmCellStep;
 using nn::RnnAttributes;
 using nn::ViewAs;
 
@@ -29,11 +30,12 @@ constexpr size_t kX = 0, kW = 1, kR = 2, kB = 3, kLens = 4, kInitH = 5, kInitC =
                  kWScale = 8, kWZero = 9, kRScale = 10, kRZero = 11;
 
 // One quantized weight input (W or R) packed per direction.
-using PackedPerDirection = std::vector<PackedInt8Columns>;
+using PackedPerDirection = std::vector<PackedInt8B>;
 
 // Packs a weight input `w` ([dirs, k, gates]) per direction with its scale and zero point, which
 // hold one value per direction or one per direction and column.
-PackedPerDirection PackWeight(const ep::ConstTensor& w, const ep::ConstTensor& scale,
+PackedPerDirection PackWeight(Int8GemmPath path, const ep::ConstTensor& w,
+                              const ep::ConstTensor& scale,
                               const std::optional<ep::ConstTensor>& zero, const std::string& op,
                               const char* what) {
   NXRT_EP_ENFORCE(linalg::IsInt8Type(w.type()), op + ": " + what + " must be int8 or uint8");
@@ -61,7 +63,7 @@ PackedPerDirection PackWeight(const ep::ConstTensor& w, const ep::ConstTensor& s
     std::vector<float> s(all_scales.begin() + d * cols, all_scales.begin() + (d + 1) * cols);
     std::vector<int32_t> z(all_zeros.begin() + d * cols, all_zeros.begin() + (d + 1) * cols);
     const auto* base = static_cast<const unsigned char*>(w.raw()) + d * k * n;  // 1-byte elements
-    packed.push_back(PackInt8Columns(base, w.type(), k, n, z, s));
+    packed.push_back(PackInt8B(path, base, w.type(), k, n, z, s));
   }
   return packed;
 }
@@ -69,7 +71,9 @@ PackedPerDirection PackWeight(const ep::ConstTensor& w, const ep::ConstTensor& s
 class DynamicQuantizeLstm : public ep::Kernel {
  public:
   explicit DynamicQuantizeLstm(const ep::KernelInfo& info)
-      : at_(info, 3, {"Sigmoid", "Tanh", "Tanh"}), op_(info.describe()) {
+      : at_(info, 3, {"Sigmoid", "Tanh", "Tanh"}),
+        op_(info.describe()),
+        path_(BestInt8GemmPath(KernelIsa(info))) {
     input_forget_ = info.attr_int("input_forget", 0) != 0;
     // The op has no layout attribute: [seq, batch, ...] always.
     NXRT_EP_ENFORCE(at_.layout == 0, op_ + ": layout is not an attribute of this op");
@@ -101,12 +105,12 @@ class DynamicQuantizeLstm : public ep::Kernel {
       zt = info.constant_input(z);
       if (!zt) return std::nullopt;
     }
-    return PackWeight(*wt, *st, zt, op_, what);
+    return PackWeight(path_, *wt, *st, zt, op_, what);
   }
 
   PackedPerDirection PackAtRun(ep::KernelContext& ctx, size_t w, size_t s, size_t z,
                                const char* what) const {
-    return PackWeight(ctx.input(w), ctx.input(s), ctx.optional_input(z), op_, what);
+    return PackWeight(path_, ctx.input(w), ctx.input(s), ctx.optional_input(z), op_, what);
   }
 
   void Run(ep::KernelContext& ctx, const ep::ConstTensor& x, const PackedPerDirection& pw,
@@ -161,16 +165,21 @@ class DynamicQuantizeLstm : public ep::Kernel {
 
     // X is quantized once: both directions see the same tensor.
     const float* px = x.data<float>();
-    std::vector<int16_t> xq(static_cast<size_t>(S * N * I));
-    const DynamicU8Params xp = ComputeDynamicU8Params(px, S * N * I);
-    QuantizeU8Centered(px, S * N * I, xp, xq.data());
+    PreparedInt8A xq, hq;  // the layout of pw[d] and pr[d] (int8_gemm_core.h)
+    QuantizeFloatA(px, S * N, I, pw[0], xq);
+    // y = scale * (quantized product): the projections and the gates, G floats per row.
+    auto product = [&](const PreparedInt8A& a, const PackedInt8B& w, float* out) {
+      Int8GemmOutput o;
+      o.y = out;
+      o.ldy = G;
+      Int8Gemm(a, w, o, ctx.threads());
+    };
 
     std::vector<float> proj(static_cast<size_t>(S * N * G)), gates(static_cast<size_t>(N * G));
     std::vector<float> h(static_cast<size_t>(N * H)), c(static_cast<size_t>(N * H));
     std::vector<float> bias(static_cast<size_t>(G)), tmp(static_cast<size_t>(H));
-    std::vector<int16_t> hq(static_cast<size_t>(N * H));
     for (int64_t d = 0; d < D; ++d) {
-      ScaledIntegerGemm(ctx, S * N, xq.data(), xp.scale, pw[d], nullptr, false, proj.data(), G);
+      product(xq, pw[d], proj.data());
       for (int64_t j = 0; j < G; ++j) {
         bias[j] = b.present() ? b.ptr[d * 2 * G + j] + b.ptr[d * 2 * G + G + j] : 0.f;
       }
@@ -185,15 +194,15 @@ class DynamicQuantizeLstm : public ep::Kernel {
       const bool reverse = at_.reverse_only || d == 1;
       for (int64_t s = 0; s < S; ++s) {
         const int64_t t = reverse ? S - 1 - s : s;
-        const DynamicU8Params hp = ComputeDynamicU8Params(h.data(), N * H);
-        QuantizeU8Centered(h.data(), N * H, hp, hq.data());
-        ScaledIntegerGemm(ctx, N, hq.data(), hp.scale, pr[d], nullptr, false, gates.data(), G);
+        QuantizeFloatA(h.data(), N, H, pr[d], hq);  // one range over all of h, as onnxruntime
+        product(hq, pr[d], gates.data());
         for (int64_t bi = 0; bi < N; ++bi) {
           if (t >= lens[bi]) continue;
           float* gb = gates.data() + bi * G;
           const float* xr = proj.data() + (t * N + bi) * G;
           for (int64_t j = 0; j < G; ++j) gb[j] += xr[j] + bias[j];
-          Cell(gb, c.data() + bi * H, h.data() + bi * H, tmp.data(), pd, H, f, g, hact);
+          LstmCellStep(gb, c.data() + bi * H, h.data() + bi * H, tmp.data(), pd, H, at_.clip,
+                       input_forget_, f, g, hact);
           if (y != nullptr) std::memcpy(y + ((t * D + d) * N + bi) * H, h.data() + bi * H, H * 4);
         }
       }
@@ -202,42 +211,9 @@ class DynamicQuantizeLstm : public ep::Kernel {
     }
   }
 
-  // One LSTM cell update for one batch item: gates gb = [i, o, f, c] pre-activations.
-  void Cell(float* gb, float* cb, float* hb, float* tmp, const float* p, int64_t H,
-            const Activation& f, const Activation& g, const Activation& hact) const {
-    float* gi = gb;
-    float* go = gb + H;
-    float* gf = gb + 2 * H;
-    float* gc = gb + 3 * H;
-    if (p != nullptr) {
-      for (int64_t k = 0; k < H; ++k) {
-        gi[k] += p[k] * cb[k];
-        gf[k] += p[2 * H + k] * cb[k];
-      }
-    }
-    ClipInPlace(gi, H, at_.clip);
-    f.Apply(gi, H);
-    if (input_forget_) {
-      for (int64_t k = 0; k < H; ++k) gf[k] = 1.f - gi[k];
-    } else {
-      ClipInPlace(gf, H, at_.clip);
-      f.Apply(gf, H);
-    }
-    ClipInPlace(gc, H, at_.clip);
-    g.Apply(gc, H);
-    for (int64_t k = 0; k < H; ++k) cb[k] = gf[k] * cb[k] + gi[k] * gc[k];
-    if (p != nullptr) {
-      for (int64_t k = 0; k < H; ++k) go[k] += p[H + k] * cb[k];
-    }
-    ClipInPlace(go, H, at_.clip);
-    f.Apply(go, H);
-    std::memcpy(tmp, cb, H * sizeof(float));
-    hact.Apply(tmp, H);
-    for (int64_t k = 0; k < H; ++k) hb[k] = go[k] * tmp[k];
-  }
-
   RnnAttributes at_;
   std::string op_;
+  Int8GemmPath path_ = Int8GemmPath::kAvx2;
   std::optional<PackedPerDirection> packed_w_, packed_r_;
   bool input_forget_ = false;
   bool want_[3] = {false, false, false};

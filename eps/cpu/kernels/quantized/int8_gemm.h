@@ -1,7 +1,7 @@
-// Pieces shared by the com.microsoft dynamic-quantization kernels (DynamicQuantizeLSTM,
-// DynamicQuantizeMatMul, MatMulIntegerToFloat): 8-bit weights packed once as int16 columns with
-// their zero point removed, activations quantized to uint8 the way onnxruntime does it at run
-// time, and an exact integer product whose int32 result is scaled back to float.
+// The per-column int16 dot product that ConvInteger and QLinearConv (linalg/quantized_conv.cc)
+// run on: 8-bit operands widened to int16 columns with their zero points removed, and an exact
+// int32 product. The matrix products (MatMulInteger, MatMulIntegerToFloat, DynamicQuantizeMatMul,
+// DynamicQuantizeLSTM, QGemm) use the blocked kernels of int8_gemm_core.h instead.
 //
 // Products are exact in int32 whichever way they are summed, so results match onnxruntime's
 // up to the float rounding of the final scale multiply. The int16 dot loop vectorizes to
@@ -55,37 +55,6 @@ inline PackedInt8Columns PackInt8Columns(const void* b, NxElementType type, int6
   return p;
 }
 
-// onnxruntime's run-time uint8 quantization parameters: the range [min, max] of the data
-// widened to include 0, scale = (max - min) / 255 (1 when the range is empty), zero point
-// = round-half-even(clamp(-min / scale, 0, 255)).
-struct DynamicU8Params {
-  float scale = 1.f;
-  int32_t zero_point = 0;
-};
-
-inline DynamicU8Params ComputeDynamicU8Params(const float* x, int64_t count) {
-  float mn = 0.f, mx = 0.f;
-  for (int64_t i = 0; i < count; ++i) {
-    mn = std::min(mn, x[i]);
-    mx = std::max(mx, x[i]);
-  }
-  DynamicU8Params p;
-  p.scale = mx == mn ? 1.f : (mx - mn) / 255.f;
-  p.zero_point = static_cast<int32_t>(std::nearbyint(std::clamp(0.f - mn / p.scale, 0.f, 255.f)));
-  return p;
-}
-
-// out[i] = clamp(round-half-even(x[i] / scale) + zp, 0, 255) - zp, the quantized value with its
-// zero point already removed.
-inline void QuantizeU8Centered(const float* x, int64_t count, const DynamicU8Params& p,
-                               int16_t* out) {
-  const float zp = static_cast<float>(p.zero_point);
-  for (int64_t i = 0; i < count; ++i) {
-    const float q = std::clamp(std::nearbyint(x[i] / p.scale) + zp, 0.f, 255.f);
-    out[i] = static_cast<int16_t>(static_cast<int32_t>(q) - p.zero_point);
-  }
-}
-
 // Widens an int8/uint8 activation to int16 with its zero point removed.
 inline void WidenCentered(const void* a, NxElementType type, int64_t count, int32_t zp,
                           int16_t* out) {
@@ -104,37 +73,7 @@ inline int32_t DotS16(const int16_t* a, const int16_t* b, int64_t k) {
   return sum;
 }
 
-// y[m, j] = (accumulate ? y[m, j] : 0) + a_scale * w.scale[j] * sum_k a[m, k] * w[k, j]
-//           (+ bias[j] when bias is given), for m < rows; `a` is [rows, w.k] centered int16.
-// Parallel over blocks of columns so that the M = 1 case (one RNN step, a decoder token) uses
-// every thread.
-inline void ScaledIntegerGemm(ep::KernelContext& ctx, int64_t rows, const int16_t* a, float a_scale,
-                              const PackedInt8Columns& w, const float* bias, bool accumulate,
-                              float* y, int64_t ldy) {
-  const int64_t k = w.k, n = w.n;
-  constexpr int64_t kColBlock = 16;
-  const int64_t blocks = (n + kColBlock - 1) / kColBlock;
-  // About 32K multiply-adds per task at least, so small products stay on one thread.
-  const int64_t block_work = std::max<int64_t>(1, rows * k * kColBlock);
-  const size_t grain = static_cast<size_t>(std::max<int64_t>(1, 32768 / block_work));
-  ctx.parallel_for(static_cast<size_t>(blocks), grain, [&](size_t b0, size_t b1) {
-    const int64_t j0 = static_cast<int64_t>(b0) * kColBlock;
-    const int64_t j1 = std::min(n, static_cast<int64_t>(b1) * kColBlock);
-    for (int64_t m = 0; m < rows; ++m) {
-      const int16_t* am = a + m * k;
-      float* ym = y + m * ldy;
-      for (int64_t j = j0; j < j1; ++j) {
-        const float v =
-            static_cast<float>(DotS16(am, w.cols.data() + j * k, k)) * (a_scale * w.scale[j]);
-        float r = accumulate ? ym[j] + v : v;
-        if (bias != nullptr) r += bias[j];
-        ym[j] = r;
-      }
-    }
-  });
-}
-
-// y[m, j] = sum_k a[m, k] * w[k, j] in int32 (w.scale unused), for m < rows: MatMulInteger.
+// y[m, j] = sum_k a[m, k] * w[k, j] in int32 (w.scale unused), for m < rows.
 inline void IntegerGemm(ep::KernelContext& ctx, int64_t rows, const int16_t* a,
                         const PackedInt8Columns& w, int32_t* y) {
   const int64_t k = w.k, n = w.n;

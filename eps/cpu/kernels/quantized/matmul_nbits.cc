@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "common/broadcast.h"
+#include "common/parallel.h"
 #include "kernels/linalg/dnnl_util.h"
 #include "kernels/quantized/quantized_kernels.h"
 
@@ -197,6 +198,9 @@ class MatMulNBits : public ep::Kernel {
     constexpr int64_t kPanel = 64;
     const int64_t panels = (n_ + kPanel - 1) / kPanel;
     ctx.parallel_for(static_cast<size_t>(panels), 1, [&](size_t p0, size_t p1) {
+      // oneDNN's SGEMM below must stay on this thread: this thread's OpenMP setting is not the
+      // session's, and an OpenMP team per chunk would fight the pool for the cores.
+      SingleOmpThread one;
       std::vector<float> q(static_cast<size_t>(blocks_ * block_));
       std::vector<float> panel(static_cast<size_t>(kPanel * k_));
       for (int64_t p = static_cast<int64_t>(p0); p < static_cast<int64_t>(p1); ++p) {

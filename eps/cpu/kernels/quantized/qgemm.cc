@@ -9,7 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "kernels/quantized/int8_gemm.h"
+#include "common/cpu_features.h"
+#include "kernels/quantized/int8_gemm_core.h"
 #include "kernels/quantized/qlinear_common.h"
 #include "kernels/quantized/quantized_kernels.h"
 
@@ -21,7 +22,8 @@ constexpr size_t kA = 0, kAScale = 1, kAZero = 2, kB = 3, kBScale = 4, kBZero = 
 
 class QGemm : public ep::Kernel {
  public:
-  explicit QGemm(const ep::KernelInfo& info) : op_(info.describe()) {
+  explicit QGemm(const ep::KernelInfo& info)
+      : op_(info.describe()), path_(BestInt8GemmPath(KernelIsa(info))) {
     alpha_ = info.attr_float("alpha", 1.f);
     trans_a_ = info.attr_int("transA", 0) != 0;
     trans_b_ = info.attr_int("transB", 0) != 0;
@@ -41,16 +43,28 @@ class QGemm : public ep::Kernel {
     const std::vector<float> b_scale = linalg::ReadScale(bs, n, op_ + ": b_scale");
     const std::vector<int32_t> b_zero =
         linalg::ReadZeroPoint(ctx.optional_input(kBZero), b.type(), n, op_ + ": b_zero_point");
-    const PackedInt8Columns w = PackInt8Columns(b.raw(), b.type(), k, n, b_zero, b_scale, trans_b_);
+    const PackedInt8B w = PackInt8B(path_, b.raw(), b.type(), k, n, b_zero, b_scale, trans_b_);
 
-    // A as [M, K] int16 with its zero point removed.
-    std::vector<int16_t> a16(static_cast<size_t>(m * k));
-    for (int64_t i = 0; i < m; ++i) {
-      for (int64_t j = 0; j < k; ++j) {
-        const int64_t src = trans_a_ ? j * m + i : i * k + j;
-        a16[i * k + j] = static_cast<int16_t>(LoadQ(a.raw(), a.type(), src) - qa.zero_point);
-      }
+    // A as [M, K] rows for the blocked product (int8_gemm_core.h); a transposed A is gathered.
+    const void* a_rows = a.raw();
+    std::vector<uint8_t> gathered;
+    if (trans_a_) {
+      gathered.resize(static_cast<size_t>(m * k));
+      const uint8_t* src = static_cast<const uint8_t*>(a.raw());  // 1-byte elements either way
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < k; ++j) gathered[i * k + j] = src[j * m + i];
+      a_rows = gathered.data();
     }
+    thread_local PreparedInt8A prepared;  // reused across runs
+    PrepareInt8A(a_rows, a.type(), m, k, qa.zero_point, w, prepared);
+    thread_local std::vector<int32_t> product;
+    product.resize(static_cast<size_t>(m * n));
+    Int8GemmOutput out;
+    out.y32 = product.data();
+    out.ldy = n;
+    Int8Gemm(prepared, w, out, ctx.threads());
+    // By pointer: inside the parallel loop below, `product` would name each thread's own buffer.
+    const int32_t* sums = product.data();
     // C: int32, broadcast to [M, N] (a scalar, a row of N, a column of M or the full matrix).
     const int32_t* c = nullptr;
     int64_t c_row_stride = 0, c_col_stride = 0;
@@ -80,9 +94,8 @@ class QGemm : public ep::Kernel {
     ctx.parallel_for(static_cast<size_t>(n), 16, [&](size_t j0, size_t j1) {
       for (int64_t j = static_cast<int64_t>(j0); j < static_cast<int64_t>(j1); ++j) {
         const float scale = base * w.scale[j];
-        const int16_t* col = w.cols.data() + j * k;
         for (int64_t i = 0; i < m; ++i) {
-          int32_t acc = DotS16(a16.data() + i * k, col, k);
+          int32_t acc = sums[i * n + j];
           if (c != nullptr) acc += c[i * c_row_stride + j * c_col_stride];
           const float v = static_cast<float>(acc) * scale;
           if (qy) {
@@ -99,6 +112,7 @@ class QGemm : public ep::Kernel {
   std::string op_;
   float alpha_ = 1.f;
   bool trans_a_ = false, trans_b_ = false;
+  Int8GemmPath path_;
 };
 
 }  // namespace

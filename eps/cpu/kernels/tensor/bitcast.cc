@@ -12,6 +12,9 @@ size_t BitWidth(NxElementType t) {
     case NX_TYPE_UINT4:
     case NX_TYPE_FLOAT4E2M1:
       return 4;
+    case NX_TYPE_INT2:
+    case NX_TYPE_UINT2:
+      return 2;
     default:
       return ElementSize(t) * 8;
   }

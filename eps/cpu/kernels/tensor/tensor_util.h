@@ -120,13 +120,16 @@ inline int64_t ReadScalarInt(const ep::ConstTensor& t, const char* op, const cha
   return static_cast<int64_t>(v);
 }
 
-// Bytes taken by `count` elements of type t, including the packed 4-bit types.
+// Bytes taken by `count` elements of type t, including the packed 4-bit and 2-bit types.
 inline size_t ByteSize(NxElementType t, size_t count) {
   switch (t) {
     case NX_TYPE_INT4:
     case NX_TYPE_UINT4:
     case NX_TYPE_FLOAT4E2M1:
       return (count + 1) / 2;
+    case NX_TYPE_INT2:
+    case NX_TYPE_UINT2:
+      return (count + 3) / 4;
     default:
       return ElementSize(t) * count;
   }

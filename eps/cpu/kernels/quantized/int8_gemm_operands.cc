@@ -1,0 +1,192 @@
+// The operands of the 8-bit product (int8_gemm_core.h): B packed once into panels for one
+// micro-kernel, A widened or quantized per run into the rows the micro-kernel broadcasts from,
+// and the choice of path by CPUID. The quad (VNNI) layout stores shifted values; the driver
+// (int8_gemm_core.cc) adds the shifts and zero points back through col_sum and row_sum.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/quantized/dynamic_quantize_u8.h"
+#include "kernels/quantized/int8_gemm_core.h"
+
+namespace nxrt::cpu::quantized {
+namespace {
+
+int64_t GroupOf(Int8GemmPath path) { return UsesQuads(path) ? 4 : 2; }
+
+template <class T>
+int32_t Load(const void* p, int64_t i) {
+  return static_cast<const T*>(p)[i];
+}
+
+}  // namespace
+
+bool CpuHasAvx512Vnni() {
+  static const bool has = __builtin_cpu_supports("avx512vnni") != 0;
+  return has;
+}
+
+Int8GemmPath BestInt8GemmPath(Isa isa) {
+  return isa == Isa::kAvx512 && CpuHasAvx512Vnni() ? Int8GemmPath::kAvx512Vnni
+                                                   : Int8GemmPath::kAvx2;
+}
+
+PackedInt8B PackInt8B(Int8GemmPath path, const void* b, NxElementType type, int64_t k, int64_t n,
+                      const std::vector<int32_t>& zp, const std::vector<float>& scale,
+                      bool transposed) {
+  const int64_t group = GroupOf(path);
+  PackedInt8B p;
+  p.path = path;
+  p.k = k;
+  p.n = n;
+  p.k_padded = (k + group - 1) / group * group;
+  p.panels = (n + kInt8PanelWidth - 1) / kInt8PanelWidth;
+  p.scale.resize(static_cast<size_t>(n));
+  for (int64_t j = 0; j < n; ++j) {
+    p.scale[j] = scale.empty() ? 1.f : scale.size() == 1 ? scale[0] : scale[j];
+  }
+  const int64_t row_stride = transposed ? 1 : n, col_stride = transposed ? k : 1;
+  const bool is_int8 = type == NX_TYPE_INT8;
+  auto at = [&](int64_t i, int64_t j) {
+    const int64_t idx = i * row_stride + j * col_stride;
+    return is_int8 ? Load<int8_t>(b, idx) : Load<uint8_t>(b, idx);
+  };
+  auto zero_of = [&](int64_t j) { return zp.size() == 1 ? zp[0] : zp[j]; };
+  const size_t packed = static_cast<size_t>(p.panels * p.k_padded * kInt8PanelWidth);
+  if (UsesQuads(path)) {
+    const int32_t shift = is_int8 ? 0 : 128;
+    p.w8.assign(packed, 0);
+    p.col_shift.assign(static_cast<size_t>(n), 0);
+    p.col_sum.assign(static_cast<size_t>(n), 0);
+    for (int64_t j = 0; j < n; ++j) {
+      const int64_t panel = j / kInt8PanelWidth, c = j % kInt8PanelWidth;
+      const int32_t z = zero_of(j);
+      int32_t sum = 0;
+      for (int64_t i = 0; i < k; ++i) {
+        const int32_t v = at(i, j);
+        sum += v - z;
+        p.w8[((panel * (p.k_padded / 4) + i / 4) * kInt8PanelWidth + c) * 4 + i % 4] =
+            static_cast<int8_t>(v - shift);
+      }
+      p.col_sum[j] = sum;
+      p.col_shift[j] = shift - z;
+    }
+  } else {
+    p.w16.assign(packed, 0);
+    for (int64_t j = 0; j < n; ++j) {
+      const int64_t panel = j / kInt8PanelWidth, c = j % kInt8PanelWidth;
+      const int32_t z = zero_of(j);
+      for (int64_t i = 0; i < k; ++i) {
+        p.w16[((panel * (p.k_padded / 2) + i / 2) * kInt8PanelWidth + c) * 2 + i % 2] =
+            static_cast<int16_t>(at(i, j) - z);
+      }
+    }
+  }
+  return p;
+}
+
+void PrepareInt8A(const void* a, NxElementType type, int64_t rows, int64_t k, int32_t zero_point,
+                  const PackedInt8B& w, PreparedInt8A& out) {
+  out.rows = rows;
+  out.ld = w.k_padded;
+  out.scale = 1.f;
+  const bool is_int8 = type == NX_TYPE_INT8;
+  const size_t size = static_cast<size_t>(rows * out.ld);
+  if (UsesQuads(w.path)) {
+    out.a8.resize(size);
+    out.row_sum.resize(static_cast<size_t>(rows));
+    out.zero_point = zero_point + (is_int8 ? 128 : 0);
+    for (int64_t m = 0; m < rows; ++m) {
+      uint8_t* dst = out.a8.data() + m * out.ld;
+      int32_t sum = 0;
+      if (is_int8) {
+        const int8_t* src = static_cast<const int8_t*>(a) + m * k;
+        for (int64_t i = 0; i < k; ++i) dst[i] = static_cast<uint8_t>(src[i] + 128);
+      } else {
+        const uint8_t* src = static_cast<const uint8_t*>(a) + m * k;
+        std::copy(src, src + k, dst);
+      }
+      for (int64_t i = 0; i < k; ++i) sum += dst[i];
+      std::fill(dst + k, dst + out.ld, uint8_t{0});
+      out.row_sum[m] = sum;
+    }
+    return;
+  }
+  out.a16.resize(size);
+  out.zero_point = zero_point;
+  for (int64_t m = 0; m < rows; ++m) {
+    int16_t* dst = out.a16.data() + m * out.ld;
+    if (is_int8) {
+      const int8_t* src = static_cast<const int8_t*>(a) + m * k;
+      for (int64_t i = 0; i < k; ++i) dst[i] = static_cast<int16_t>(src[i] - zero_point);
+    } else {
+      const uint8_t* src = static_cast<const uint8_t*>(a) + m * k;
+      for (int64_t i = 0; i < k; ++i) dst[i] = static_cast<int16_t>(src[i] - zero_point);
+    }
+    std::fill(dst + k, dst + out.ld, int16_t{0});
+  }
+}
+
+void QuantizeFloatA(const float* a, int64_t rows, int64_t k, const PackedInt8B& w,
+                    PreparedInt8A& out) {
+  const int64_t count = rows * k;
+  // The range (widened to include 0), vectorized.
+  float mn = 0.f, mx = 0.f;
+  UpdateRange(a, count, mn, mx);
+  const float scale = mx == mn ? 1.f : (mx - mn) / 255.f;
+  const int32_t zp = static_cast<int32_t>(std::nearbyint(std::clamp(0.f - mn / scale, 0.f, 255.f)));
+
+  // q = clamp(round-half-even(x / scale) + zp, 0, 255), as uint8 (VNNI) or centered int16.
+  const bool vnni = UsesQuads(w.path);
+  out.rows = rows;
+  out.ld = w.k_padded;
+  out.scale = scale;
+  out.zero_point = zp;
+  const size_t size = static_cast<size_t>(rows * out.ld);
+  if (vnni) {
+    out.a8.resize(size);
+    out.row_sum.resize(static_cast<size_t>(rows));
+  } else {
+    out.a16.resize(size);
+  }
+  const __m256 vscale = _mm256_set1_ps(scale), vzp = _mm256_set1_ps(static_cast<float>(zp));
+  const __m256i izp = _mm256_set1_epi32(zp);
+  for (int64_t m = 0; m < rows; ++m) {
+    const float* src = a + m * k;
+    alignas(32) int32_t q[8];
+    int32_t sum = 0;
+    for (int64_t j = 0; j < k; j += 8) {
+      const int64_t take = std::min<int64_t>(8, k - j);
+      __m256 x;
+      if (take == 8) {
+        x = _mm256_loadu_ps(src + j);
+      } else {
+        alignas(32) float tail[8] = {};
+        std::copy(src + j, src + j + take, tail);
+        x = _mm256_load_ps(tail);
+      }
+      __m256i qi = QuantizeU8x8(x, vscale, vzp);
+      if (!vnni) qi = _mm256_sub_epi32(qi, izp);
+      _mm256_store_si256(reinterpret_cast<__m256i*>(q), qi);
+      if (vnni) {
+        uint8_t* dst = out.a8.data() + m * out.ld + j;
+        for (int64_t l = 0; l < take; ++l) {
+          dst[l] = static_cast<uint8_t>(q[l]);
+          sum += q[l];
+        }
+      } else {
+        int16_t* dst = out.a16.data() + m * out.ld + j;
+        for (int64_t l = 0; l < take; ++l) dst[l] = static_cast<int16_t>(q[l]);
+      }
+    }
+    if (vnni) {
+      std::fill(out.a8.data() + m * out.ld + k, out.a8.data() + (m + 1) * out.ld, uint8_t{0});
+      out.row_sum[m] = sum;
+    } else {
+      std::fill(out.a16.data() + m * out.ld + k, out.a16.data() + (m + 1) * out.ld, int16_t{0});
+    }
+  }
+}
+
+}  // namespace nxrt::cpu::quantized
