@@ -1,5 +1,7 @@
 #include "base/allocator.h"
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <mutex>
 #include <string>
@@ -10,8 +12,26 @@
 
 namespace nxrt {
 
-void* HostAllocator::Alloc(size_t bytes) {
-  size_t padded = bytes == 0 ? 64 : (bytes + 63) / 64 * 64;
+namespace {
+
+size_t PhysicalMemoryBytes() {
+  static const size_t bytes = [] {
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page)
+                                 : ~size_t{0};
+  }();
+  return bytes;
+}
+
+}  // namespace
+
+void* AllocateHostBlock(size_t bytes) {
+  if (bytes > PhysicalMemoryBytes()) {
+    Throw(NX_OUT_OF_MEMORY, "cannot allocate " + std::to_string(bytes) +
+                                " bytes of host memory: more than this machine has (" +
+                                std::to_string(PhysicalMemoryBytes()) + " bytes)");
+  }
+  const size_t padded = bytes == 0 ? 64 : (bytes + 63) / 64 * 64;
   // Large blocks are not marked for transparent huge pages (they were, before): on the
   // VMs we measure on, 2 MiB pages come from memory the host has taken back, and zeroing them
   // made ViT-B/16's session creation 360 -> 700-780 ms whenever another process had just run;
@@ -19,6 +39,11 @@ void* HostAllocator::Alloc(size_t bytes) {
   void* p = std::aligned_alloc(64, padded);
   if (p == nullptr)
     Throw(NX_OUT_OF_MEMORY, "cannot allocate " + std::to_string(bytes) + " bytes of host memory");
+  return p;
+}
+
+void* HostAllocator::Alloc(size_t bytes) {
+  void* p = AllocateHostBlock(bytes);
   ++live_;
   return p;
 }

@@ -13,6 +13,12 @@
 
 namespace nxrt {
 
+// 64-byte aligned host memory of at least `bytes` bytes (0 allowed), or NX_OUT_OF_MEMORY. A
+// request larger than the machine's physical memory fails at once with a clear error: where
+// the kernel overcommits, the C library would hand out a block that faults page by page
+// (a hostile model declaring a 4 TiB output would hang the process instead of failing).
+void* AllocateHostBlock(size_t bytes);
+
 class RawAllocator {
  public:
   virtual ~RawAllocator() = default;

@@ -5,6 +5,7 @@
 #include <limits>
 #include <vector>
 
+#include "base/allocator.h"
 #include "base/buffer_pool.h"
 #include "base/element_type.h"
 #include "base/error.h"
@@ -88,10 +89,12 @@ ValuePtr MakeTensor(NxElementType type, std::span<const int64_t> dims) {
     (*current)->Charge(padded);
     budget = *current;
   }
-  void* p = std::aligned_alloc(64, padded);
-  if (p == nullptr) {
+  void* p = nullptr;
+  try {
+    p = AllocateHostBlock(bytes);
+  } catch (...) {
     if (budget) budget->Release(padded);
-    Throw(NX_OUT_OF_MEMORY, "cannot allocate " + std::to_string(bytes) + " bytes");
+    throw;
   }
   std::memset(p, 0, padded);
   v->data = p;

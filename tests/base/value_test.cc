@@ -32,6 +32,19 @@ TEST(Value, EveryElementTypeCanBeStored) {
   EXPECT_FALSE(IsKnownElementType(NX_TYPE_INT2 + 1));
 }
 
+TEST(Value, ATensorLargerThanTheMachineIsAClearErrorWithoutTouchingMemory) {
+  // 2^48 floats = 1 PiB: below the 2^56-byte cap on sizes, above any machine's memory. Where
+  // the kernel overcommits, aligned_alloc could succeed and the zero fill then page in forever.
+  try {
+    MakeTensor(NX_TYPE_FLOAT, std::vector<int64_t>{int64_t{1} << 48});
+    FAIL() << "a 1 PiB tensor was allocated";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), NX_OUT_OF_MEMORY);
+    EXPECT_NE(std::string(e.what()).find("more than this machine has"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(Value, ScalarsAndEmptyTensors) {
   auto scalar = MakeTensor(NX_TYPE_FLOAT, {});
   EXPECT_EQ(scalar->count, 1u);

@@ -18,7 +18,9 @@ TEST(BackgroundWork, CrowdsOnlyWhileWorkRunsAndTheThreadsTakeEveryCore) {
     BackgroundWorkScope work;
     EXPECT_TRUE(BackgroundWork::Crowds(cores));
     EXPECT_TRUE(BackgroundWork::Crowds(cores + 8));
-    if (cores > 1) EXPECT_FALSE(BackgroundWork::Crowds(cores - 1)) << "a core is left for it";
+    if (cores > 1) {
+      EXPECT_FALSE(BackgroundWork::Crowds(cores - 1)) << "a core is left for it";
+    }
     {
       BackgroundWorkScope nested;  // two pieces of work; the first to end leaves the other
       EXPECT_TRUE(BackgroundWork::Crowds(cores));
