@@ -113,7 +113,9 @@ void Int8Gemm(const PreparedInt8A& a, const PackedInt8B& w, const Int8GemmOutput
   constexpr int64_t kW = kInt8PanelWidth;
   const Int8GemmPath path = w.path;
   const bool vnni = UsesQuads(path);
-  const int64_t mr = vnni ? kInt8VnniRows : kInt8Avx2Rows;
+  const int64_t mr = path == Int8GemmPath::kAvxVnni ? kInt8AvxVnniRows
+                     : vnni                         ? kInt8VnniRows
+                                                    : kInt8Avx2Rows;
   const int64_t group = GroupOf(path);
   const int64_t groups = w.k_padded / group;
   // Tasks are (chunk of rows, panel). All rows in one chunk unless there are too few panels to
@@ -148,6 +150,8 @@ void Int8Gemm(const PreparedInt8A& a, const PackedInt8B& w, const Int8GemmOutput
             const int8_t* bp = w.w8.data() + p * panel_stride + g0 * 4 * kW;
             if (path == Int8GemmPath::kAvx512Vnni) {
               Int8TileAvx512Vnni(mm, am, a.ld, bp, gn, cm, acc);
+            } else if (path == Int8GemmPath::kAvxVnni) {
+              Int8TileAvxVnni(mm, am, a.ld, bp, gn, cm, acc);
             } else {
               Int8TilePortableQuads(mm, am, a.ld, bp, gn, cm, acc);
             }

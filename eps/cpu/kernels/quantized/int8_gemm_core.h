@@ -4,7 +4,7 @@
 //
 // B is packed once (at kernel creation when it is constant) into panels of 16 columns laid out
 // for one micro-kernel; A is prepared per run (widened or quantized) into rows the micro-kernel
-// broadcasts from. Two micro-kernels, chosen by CPUID (BestInt8GemmPath):
+// broadcasts from. Three micro-kernels, chosen by CPUID (BestInt8GemmPath):
 // - kAvx2: int16 pairs. Each 32-bit lane of B holds (b[k], b[k+1]) - zp of one column; the pair
 //   (a[k], a[k+1]) - zp is broadcast as an int32 and vpmaddwd adds both products into int32.
 //   |a - zp|, |b - zp| <= 255, so a pair sum stays below 2^17: exact. (vpmaddubsw would be twice
@@ -12,6 +12,8 @@
 // - kAvx512Vnni: vpdpbusd adds four u8 x s8 products straight into int32, exact. A is used as
 //   u8 (int8 A is shifted by +128), B as s8 (uint8 B is shifted by -128); the shifts and zero
 //   points come back as exact int32 corrections per row and column (see int8_gemm_core.cc).
+// - kAvxVnni: the same quad layout and corrections with the VEX-encoded vpdpbusd on ymm
+//   registers, for CPUs with AVX-VNNI but not AVX512-VNNI (or an `isa=avx2` session).
 // Two portable paths in plain C++ (kPortable on the kAvx2 layout, kPortableQuads on the VNNI
 // layout with its corrections) are the references the tests compare the vector paths with; the
 // second lets machines without VNNI test everything of that path but its micro-kernel.
@@ -25,19 +27,22 @@
 
 namespace nxrt::cpu::quantized {
 
-enum class Int8GemmPath { kPortable, kAvx2, kAvx512Vnni, kPortableQuads };
+enum class Int8GemmPath { kPortable, kAvx2, kAvx512Vnni, kPortableQuads, kAvxVnni };
 
-// Whether the path uses the u8 x s8 quad layout (kAvx512Vnni, kPortableQuads).
+// Whether the path uses the u8 x s8 quad layout (kAvx512Vnni, kAvxVnni, kPortableQuads).
 inline bool UsesQuads(Int8GemmPath p) {
-  return p == Int8GemmPath::kAvx512Vnni || p == Int8GemmPath::kPortableQuads;
+  return p == Int8GemmPath::kAvx512Vnni || p == Int8GemmPath::kAvxVnni ||
+         p == Int8GemmPath::kPortableQuads;
 }
 
 // Columns per packed panel, for every path.
 constexpr int64_t kInt8PanelWidth = 16;
 
-// kAvx512Vnni when `isa` allows AVX-512 and the CPU has AVX512-VNNI, kAvx2 otherwise.
+// kAvx512Vnni when `isa` allows AVX-512 and the CPU has AVX512-VNNI, else kAvxVnni when the
+// CPU has AVX-VNNI, else kAvx2.
 Int8GemmPath BestInt8GemmPath(Isa isa);
 bool CpuHasAvx512Vnni();
+bool CpuHasAvxVnni();
 
 // B [k, n] packed for one path.
 struct PackedInt8B {
@@ -99,6 +104,7 @@ void Int8Gemm(const PreparedInt8A& a, const PackedInt8B& w, const Int8GemmOutput
 // `b` at the panel's first group of this K block.
 constexpr int kInt8Avx2Rows = 6;
 constexpr int kInt8VnniRows = 8;
+constexpr int kInt8AvxVnniRows = 6;
 void Int8TilePortable(int mr, const int16_t* a, int64_t lda, const int16_t* b, int64_t pairs,
                       int32_t* c, bool accumulate);
 void Int8TileAvx2(int mr, const int16_t* a, int64_t lda, const int16_t* b, int64_t pairs,
@@ -107,5 +113,7 @@ void Int8TilePortableQuads(int mr, const uint8_t* a, int64_t lda, const int8_t* 
                            int32_t* c, bool accumulate);
 void Int8TileAvx512Vnni(int mr, const uint8_t* a, int64_t lda, const int8_t* b, int64_t quads,
                         int32_t* c, bool accumulate);
+void Int8TileAvxVnni(int mr, const uint8_t* a, int64_t lda, const int8_t* b, int64_t quads,
+                     int32_t* c, bool accumulate);
 
 }  // namespace nxrt::cpu::quantized

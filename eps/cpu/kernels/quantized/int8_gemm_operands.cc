@@ -2,6 +2,7 @@
 // micro-kernel, A widened or quantized per run into the rows the micro-kernel broadcasts from,
 // and the choice of path by CPUID. The quad (VNNI) layout stores shifted values; the driver
 // (int8_gemm_core.cc) adds the shifts and zero points back through col_sum and row_sum.
+#include <cpuid.h>
 #include <immintrin.h>
 
 #include <algorithm>
@@ -27,9 +28,21 @@ bool CpuHasAvx512Vnni() {
   return has;
 }
 
+bool CpuHasAvxVnni() {
+  // CPUID leaf 7 sub-leaf 1, EAX bit 4 (clang 14's __builtin_cpu_supports does not know
+  // "avxvnni"). The EP already requires AVX2, so the OS saves ymm state.
+  static const bool has = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (__get_cpuid_max(0, nullptr) < 7) return false;
+    __cpuid_count(7, 1, eax, ebx, ecx, edx);
+    return (eax & (1u << 4)) != 0;
+  }();
+  return has;
+}
+
 Int8GemmPath BestInt8GemmPath(Isa isa) {
-  return isa == Isa::kAvx512 && CpuHasAvx512Vnni() ? Int8GemmPath::kAvx512Vnni
-                                                   : Int8GemmPath::kAvx2;
+  if (isa == Isa::kAvx512 && CpuHasAvx512Vnni()) return Int8GemmPath::kAvx512Vnni;
+  return CpuHasAvxVnni() ? Int8GemmPath::kAvxVnni : Int8GemmPath::kAvx2;
 }
 
 PackedInt8B PackInt8B(Int8GemmPath path, const void* b, NxElementType type, int64_t k, int64_t n,

@@ -139,10 +139,16 @@ TEST(Int8GemmCore, Avx512VnniMatchesTheReference) {
   CheckAllCases(Int8GemmPath::kAvx512Vnni);
 }
 
+TEST(Int8GemmCore, AvxVnniMatchesTheReference) {
+  if (!CpuHasAvxVnni()) GTEST_SKIP() << "this CPU has no AVX-VNNI";
+  CheckAllCases(Int8GemmPath::kAvxVnni);
+}
+
 TEST(Int8GemmCore, BestPathFollowsTheIsaCap) {
-  EXPECT_EQ(BestInt8GemmPath(Isa::kAvx2), Int8GemmPath::kAvx2);
+  const Int8GemmPath avx2_best = CpuHasAvxVnni() ? Int8GemmPath::kAvxVnni : Int8GemmPath::kAvx2;
+  EXPECT_EQ(BestInt8GemmPath(Isa::kAvx2), avx2_best);
   EXPECT_EQ(BestInt8GemmPath(Isa::kAvx512),
-            CpuHasAvx512Vnni() ? Int8GemmPath::kAvx512Vnni : Int8GemmPath::kAvx2);
+            CpuHasAvx512Vnni() ? Int8GemmPath::kAvx512Vnni : avx2_best);
 }
 
 // Float activations: quantized as onnxruntime's DynamicQuantizeLinear, then multiplied exactly.
@@ -163,8 +169,9 @@ TEST(Int8GemmCore, QuantizeFloatAMatchesTheScalarDefinition) {
     q[i] = static_cast<uint8_t>(std::clamp(std::nearbyint(a[i] / scale) + zp, 0.f, 255.f));
   }
   for (Int8GemmPath path : {Int8GemmPath::kPortable, Int8GemmPath::kAvx2, Int8GemmPath::kAvx512Vnni,
-                            Int8GemmPath::kPortableQuads}) {
+                            Int8GemmPath::kPortableQuads, Int8GemmPath::kAvxVnni}) {
     if (path == Int8GemmPath::kAvx512Vnni && !CpuHasAvx512Vnni()) continue;
+    if (path == Int8GemmPath::kAvxVnni && !CpuHasAvxVnni()) continue;
     const PackedInt8B w = PackInt8B(path, b.data(), NX_TYPE_INT8, k, n, {3}, {1.f});
     PreparedInt8A from_float, from_q;
     QuantizeFloatA(a.data(), m, k, w, from_float);
