@@ -58,8 +58,8 @@ run_suite "nxrt compile: ahead of time for a virtual NPU, loaded in new processe
   python3 tests/tools/aot_compile_check.py --build-dir build
 run_suite "nxrt certify: conformance kit on SimDevice, ExampleCompiler, ExampleNpu (+ failing EPs)" \
   python3 tests/tools/certify_check.py --build-dir build
-run_suite "real models vs onnxruntime" bash -c \
-  "tools/scripts/prepare_test_models.sh build/models && python3 tests/models/run_model_comparison.py --models build/models --nxrt build/bin/nxrt $models"
+run_suite "real models vs onnxruntime, nxrt at 1, 2 and 8 threads" bash -c \
+  "tools/scripts/prepare_test_models.sh build/models && python3 tests/models/run_model_comparison.py --models build/models --nxrt build/bin/nxrt --nxrt-threads 1 2 8 $models"
 run_suite "com.microsoft transformer kernels vs onnxruntime (+ bert4 fused by its optimizer)" \
   python3 tests/eps/cpu/contrib_transformer_check.py --build-dir build
 run_suite "com.microsoft quantized kernels vs onnxruntime (+ its quantizer's models, ddddocr's)" \

@@ -2,7 +2,8 @@
 """Runs real models through nxrt and onnxruntime on the same inputs and compares the outputs.
 
     run_model_comparison.py [--nxrt build/bin/nxrt] [--models build/models] [--only NAME ...]
-                            [--threads N] [--work-dir DIR] [--ort-only] [--timeout S]
+                            [--threads N] [--nxrt-threads N [N ...]] [--work-dir DIR]
+                            [--ort-only] [--timeout S]
 
 For every known model (see model_inputs.py; those from export_torch_models.py and
 fetch_wheel_models.py) and any other .onnx file in the models folder:
@@ -11,6 +12,8 @@ fetch_wheel_models.py) and any other .onnx file in the models folder:
   3. run `nxrt run MODEL --input NAME=FILE.npy ... --output-dir WORK_DIR/<model>/nxrt [--threads N]`;
   4. compare every output: PASS iff shapes and dtypes match and
      max|nxrt - onnxruntime| <= 1e-4 * max(1, max|onnxruntime|)  (NaNs must be at the same places).
+With --nxrt-threads 1 2 8, steps 3 and 4 run once per thread count (outputs in nxrt-<N>/), and a
+model passes only if every thread count does: results must not depend on how work is split.
 A known model whose file is missing is reported as SKIP. One line per model, then a final line
 `N passed, N failed, N skipped`; the exit status is 1 if anything failed (2 on usage errors).
 With --ort-only, nxrt is not run (inputs and reference outputs are still written) and every
@@ -184,31 +187,45 @@ def compare_model(model_path, args):
         result.detail = "--ort-only: nxrt not run"
         return result
 
-    nxrt_dir = os.path.join(work, "nxrt")
-    result.nxrt_s, result.nxrt_times, error = run_nxrt(args.nxrt, model_path, input_paths, nxrt_dir,
-                                    args.threads, args.timeout)
-    if error:
-        result.detail = error
-        return result
-    for out_name, ref in expected.items():
-        path = os.path.join(nxrt_dir, model_inputs.sanitise_name(out_name) + ".npy")
-        if not os.path.exists(path):
-            result.checks.append(OutputCheck(out_name, False, float("nan"), float("nan"),
-                                             f"nxrt wrote no {os.path.basename(path)}"))
-            continue
-        try:
-            actual = np.load(path, allow_pickle=False)
-        except Exception as exc:
-            result.checks.append(OutputCheck(out_name, False, float("nan"), float("nan"),
-                                             f"unreadable {path}: {exc}"))
-            continue
-        result.checks.append(compare_output(out_name, ref, actual))
+    thread_counts = args.nxrt_threads or [args.threads]
+    for threads in thread_counts:
+        label = f"{threads} threads: " if args.nxrt_threads else ""
+        nxrt_dir = os.path.join(work, f"nxrt-{threads}" if args.nxrt_threads else "nxrt")
+        result.nxrt_s, result.nxrt_times, error = run_nxrt(args.nxrt, model_path, input_paths,
+                                                           nxrt_dir, threads, args.timeout)
+        if error:
+            result.detail = label + error
+            result.checks = []
+            return result
+        checks = check_outputs(expected, nxrt_dir)
+        for check in checks:
+            check.name = label + check.name
+        result.checks += checks
     result.status = "PASS" if all(c.ok for c in result.checks) else "FAIL"
     failed = [c for c in result.checks if not c.ok]
     result.detail = "; ".join(
         f"{c.name}: {c.problem or f'max diff {c.max_abs_diff:.3g} > tol {c.tolerance:.3g}'}"
         for c in failed)
     return result
+
+
+def check_outputs(expected, nxrt_dir):
+    """Compares every onnxruntime output with the file nxrt wrote into nxrt_dir."""
+    checks = []
+    for out_name, ref in expected.items():
+        path = os.path.join(nxrt_dir, model_inputs.sanitise_name(out_name) + ".npy")
+        if not os.path.exists(path):
+            checks.append(OutputCheck(out_name, False, float("nan"), float("nan"),
+                                      f"nxrt wrote no {os.path.basename(path)}"))
+            continue
+        try:
+            actual = np.load(path, allow_pickle=False)
+        except Exception as exc:
+            checks.append(OutputCheck(out_name, False, float("nan"), float("nan"),
+                                      f"unreadable {path}: {exc}"))
+            continue
+        checks.append(compare_output(out_name, ref, actual))
+    return checks
 
 
 # --------------------------------------------------------------------------------------------
@@ -260,6 +277,8 @@ def parse_args(argv):
                         help="run only this model (file name without .onnx); repeatable")
     parser.add_argument("--threads", type=int, default=0,
                         help="threads for nxrt (--threads) and onnxruntime; default: their own")
+    parser.add_argument("--nxrt-threads", type=int, nargs="+", metavar="N",
+                        help="run nxrt once per thread count, each compared with onnxruntime")
     parser.add_argument("--work-dir", default=os.path.join("build", "model_comparison"),
                         help="where inputs and outputs are written (default: "
                              "build/model_comparison)")
