@@ -17,9 +17,9 @@ onnxruntime is timed in this process with intra_op_num_threads=T and inter_op_nu
 (a few warm-up runs, then N timed runs); with --openvino, OpenVINO compiles the same .onnx for
 its CPU device with INFERENCE_NUM_THREADS=T, PERFORMANCE_HINT=LATENCY and
 INFERENCE_PRECISION_HINT=f32 (no bf16 downconversion) and is timed like onnxruntime. The
-engines are interleaved in R rounds (the order rotates between rounds), so that noise from other
-work on the machine hits all of them; each engine's latency is the median of its per-round
-medians. Model load time is not included.
+engines and thread counts are interleaved in R rounds (the orders rotate between rounds), so
+that noise from other work on the machine hits all of them alike; each engine's latency is the
+median of its per-round medians. Model load time is not included.
 
 Session creation and peak memory are measured for nxrt and onnxruntime, each in a fresh process
 holding one session: nxrt's are the create_ms and peak_rss_mb of the `nxrt run` processes
@@ -196,54 +196,48 @@ def ratio_or_none(a, b):
     return a / b if a is not None and b else None
 
 
-def measure_threads(model_path, threads, session, feeds, input_paths, args, core):
-    """All rounds of one (model, thread count), given onnxruntime's session for it; returns
-    the row (a dict)."""
-    row = {"model": model_inputs.model_name(model_path), "threads": threads,
-           "nxrt_rounds_ms": [], "ort_rounds_ms": [], "openvino_rounds_ms": [],
-           "nxrt_create_ms": [], "nxrt_peak_rss_mb": [], "ort_create_ms": [],
-           "ort_peak_rss_mb": [], "nxrt_error": "", "ort_error": "", "openvino_error": ""}
-    engines = ["nxrt", "ort", "ort-probe"]
-    request = None
-    if core is not None:
+def new_row(model_path, threads):
+    return {"model": model_inputs.model_name(model_path), "threads": threads,
+            "nxrt_rounds_ms": [], "ort_rounds_ms": [], "openvino_rounds_ms": [],
+            "nxrt_create_ms": [], "nxrt_peak_rss_mb": [], "ort_create_ms": [],
+            "ort_peak_rss_mb": [], "nxrt_error": "", "ort_error": "", "openvino_error": ""}
+
+
+def measure_engine(engine, row, session, request, feeds, input_paths, model_path, args):
+    """One round of one engine at the row's thread count; appends to the row."""
+    threads = row["threads"]
+    # Let the other engines' worker threads (onnxruntime's spin-wait) go idle.
+    time.sleep(args.settle)
+    if engine == "ort":
+        row["ort_rounds_ms"].append(median_ms(lambda: session.run(None, feeds),
+                                              args.repeat, args.warmup))
+    elif engine == "openvino" and not row["openvino_error"]:
         try:
-            request = openvino_compile(core, model_path, threads)
-            engines.append("openvino")
-        except Exception as exc:  # the reference cannot run this model: say so, go on
+            row["openvino_rounds_ms"].append(median_ms(lambda: request.infer(feeds),
+                                                       args.repeat, args.warmup))
+        except Exception as exc:
             row["openvino_error"] = describe_error(exc)
-    for round_index in range(args.rounds):
-        shift = round_index % len(engines)  # rotate the order between rounds
-        for engine in engines[shift:] + engines[:shift]:
-            # Let the other engines' worker threads (onnxruntime's spin-wait) go idle.
-            time.sleep(args.settle)
-            if engine == "ort":
-                row["ort_rounds_ms"].append(median_ms(lambda: session.run(None, feeds),
-                                                      args.repeat, args.warmup))
-            elif engine == "openvino" and not row["openvino_error"]:
-                try:
-                    row["openvino_rounds_ms"].append(median_ms(lambda: request.infer(feeds),
-                                                               args.repeat, args.warmup))
-                except Exception as exc:
-                    row["openvino_error"] = describe_error(exc)
-            elif engine == "ort-probe" and not row["ort_error"]:
-                try:
-                    probe = ort_probe(model_path, input_paths, threads, args.timeout)
-                    row["ort_create_ms"].append(probe["create_ms"])
-                    row["ort_peak_rss_mb"].append(probe["peak_rss_mb"])
-                except EngineError as exc:
-                    row["ort_error"] = f"onnxruntime probe: {exc}"
-            elif engine == "nxrt" and not args.ort_only and not row["nxrt_error"]:
-                try:
-                    times = nxrt_measure(args.nxrt, model_path, input_paths, threads,
-                                         args.repeat, args.timeout)
-                    row["nxrt_rounds_ms"].append(times["median_ms"])
-                    if "create_ms" in times:
-                        row["nxrt_create_ms"].append(times["create_ms"])
-                    if "peak_rss_mb" in times:  # nxrt builds before peak_rss_mb have none
-                        row["nxrt_peak_rss_mb"].append(times["peak_rss_mb"])
-                except EngineError as exc:
-                    row["nxrt_error"] = str(exc)
-    request = None  # frees the compiled model
+    elif engine == "ort-probe" and not row["ort_error"]:
+        try:
+            probe = ort_probe(model_path, input_paths, threads, args.timeout)
+            row["ort_create_ms"].append(probe["create_ms"])
+            row["ort_peak_rss_mb"].append(probe["peak_rss_mb"])
+        except EngineError as exc:
+            row["ort_error"] = f"onnxruntime probe: {exc}"
+    elif engine == "nxrt" and not args.ort_only and not row["nxrt_error"]:
+        try:
+            times = nxrt_measure(args.nxrt, model_path, input_paths, threads, args.repeat,
+                                 args.timeout)
+            row["nxrt_rounds_ms"].append(times["median_ms"])
+            if "create_ms" in times:
+                row["nxrt_create_ms"].append(times["create_ms"])
+            if "peak_rss_mb" in times:  # nxrt builds before peak_rss_mb have none
+                row["nxrt_peak_rss_mb"].append(times["peak_rss_mb"])
+        except EngineError as exc:
+            row["nxrt_error"] = str(exc)
+
+
+def finish_row(row):
     for engine in ("nxrt", "ort", "openvino"):
         row[f"{engine}_ms"] = median_or_none(row[f"{engine}_rounds_ms"])
     row["ratio"] = ratio_or_none(row["nxrt_ms"], row["ort_ms"])
@@ -273,9 +267,14 @@ def summarise_model(rows):
 
 
 def bench_model(model_path, args, core):
-    """Benchmarks one model at every thread count; returns (rows, per-model summary)."""
+    """Benchmarks one model at every thread count; returns (rows, per-model summary).
+
+    Every round measures every thread count and every engine, the orders rotating between
+    rounds: a stretch of time in which the machine is slower (another tenant on the second
+    core) then hits both engines and both thread counts alike, and the 1 -> 2 thread speed-up
+    compares rounds taken side by side, not minutes apart."""
     name = model_inputs.model_name(model_path)
-    rows = []
+    rows, sessions, requests = [], [], []
     feeds = input_paths = None
     for threads in args.threads:
         start = time.perf_counter()
@@ -285,11 +284,29 @@ def bench_model(model_path, args, core):
             feeds = model_inputs.build_inputs(model_path, session.get_inputs())
             input_paths = {k: os.path.abspath(v) for k, v in model_inputs.save_inputs(
                 feeds, os.path.join(args.work_dir, name)).items()}
-        rows.append(measure_threads(model_path, threads, session, feeds, input_paths, args,
-                                    core))
-        rows[-1]["ort_create_inprocess_ms"] = create_ms  # this process's nth session: warm
-        del session
-    return rows, summarise_model(rows)
+        row = new_row(model_path, threads)
+        row["ort_create_inprocess_ms"] = create_ms  # this process's nth session: warm
+        request = None
+        if core is not None:
+            try:
+                request = openvino_compile(core, model_path, threads)
+            except Exception as exc:  # the reference cannot run this model: say so, go on
+                row["openvino_error"] = describe_error(exc)
+        rows.append(row)
+        sessions.append(session)
+        requests.append(request)
+    engines = ["nxrt", "ort", "ort-probe"] + (["openvino"] if core is not None else [])
+    for round_index in range(args.rounds):
+        shift = round_index % len(engines)
+        for k in range(len(rows)):
+            i = (k + round_index) % len(rows)
+            for engine in engines[shift:] + engines[:shift]:
+                if engine == "openvino" and requests[i] is None:
+                    continue
+                measure_engine(engine, rows[i], sessions[i], requests[i], feeds, input_paths,
+                               model_path, args)
+    del sessions, requests  # frees the sessions and compiled models before the next model
+    return [finish_row(row) for row in rows], summarise_model(rows)
 
 
 # --------------------------------------------------------------------------------------------
