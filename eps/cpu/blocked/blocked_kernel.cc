@@ -182,6 +182,11 @@ class ProgramRunner {
   }
 
   void RunStep(const Step& step, RunState& state) const {
+    if (step.omp_threads > 1) {  // oneDNN's own team, started from this thread
+      linalg::OmpThreadScope team(step.omp_threads);
+      for (int64_t image = 0; image < step.images; ++image) RunPart(step.parts[0], image, state);
+      return;
+    }
     const int64_t parts = static_cast<int64_t>(step.parts.size());
     const int64_t jobs = parts * step.images;
     if (jobs == 1) {

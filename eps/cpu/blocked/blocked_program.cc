@@ -12,6 +12,7 @@
 #include "blocked/blocked_ops.h"
 #include "blocked/blocked_steps.h"
 #include "common/broadcast.h"
+#include "common/parallel.h"
 #include "kernels/linalg/conv_geometry.h"
 #include "kernels/linalg/dnnl_util.h"
 #include "kernels/nn/pool_geometry.h"
@@ -875,6 +876,21 @@ class Compiler {
         call.panel_end = by_tiles ? panels : panels * (s + 1) / parts;
         step.parts.push_back({call});
       }
+    } else if (PreferOmpTeam(static_cast<double>(macs), (m + 15) / 16, kh * kw, depthwise,
+                             opt_.threads)) {
+      // One primitive over every channel, created (and later run) with the session's threads as
+      // its OpenMP team: oneDNN sizes the team when the primitive is created. Blocks are counted
+      // in 16 channels whatever the layout's block, as oneDNN's kernels block them.
+      linalg::OmpThreadScope team(opt_.threads);
+      memory::desc src = V(x).plain ? PlainDesc(c, h, w) : BlockedDesc(c, h, w);
+      Call call = make_call(0, m, src, At(x, 0), BlockedDesc(m, oh, ow), At(y, 0), pad_l, pad_r);
+      SetAfter(call, after, y, 0, m, oh * ow);
+      if (f.sum >= 0 && !in_place)
+        call.copies.push_back(
+            {At(f.sum, 0), At(y, 0), static_cast<size_t>(Padded(m) * oh * ow) * sizeof(float)});
+      step.parts.push_back({call});
+      step.omp_threads = opt_.threads;
+      step.op += "(omp)";
     } else if (slices > 1 && m <= Block() && (c <= Block() || V(x).plain) && oh >= 2 * slices &&
                macs >= kMinSliceMacs) {
       // One channel block out: slices of output rows instead (a run of rows of a one-block

@@ -75,6 +75,9 @@ struct Step {
   std::string op;           // e.g. "Conv+Relu", "Reorder"
   std::vector<Part> parts;  // slices run in parallel
   int64_t images = 1;       // the batch: parts run once per image
+  // Above 1: the step is one part that oneDNN threads itself, on an OpenMP team of this size
+  // started from the calling thread (large convolutions, where its split beats our slices).
+  int omp_threads = 1;
   // Reading and writing values ends here (arena planning).
   std::vector<int> reads, writes;  // arena buffers
 };

@@ -20,6 +20,30 @@ constexpr double kMinParallelMacs = 1 << 17;
 // sleeping workers take about 50 us to wake: about 100 us of work.
 constexpr double kMinOmpParallelMacs = 1 << 21;
 
+// Multiply-adds of a convolution from which oneDNN's own threading (an OpenMP team, woken in
+// about 50 us) can beat our slices of output channels: about 0.7 ms of work at one thread on
+// Zen 4, 2 ms on Zen 1.
+constexpr double kMinOmpTeamMacs = 1 << 25;
+
+// Whether a large convolution should run as one primitive that oneDNN threads itself rather than
+// as one single-threaded slice of output-channel blocks per thread. oneDNN splits output rows
+// too, so each thread reads only its rows of the input, where each of our slices reads all of
+// it; and our slices can only split whole blocks of 16 channels. That costs most when each
+// slice is a single block of a spatial kernel (every input row it loads serves one block) or
+// when the blocks split very unevenly (3 blocks: 2 / 1). Elsewhere the slices win: an OpenMP
+// team's workers sleep between regions, and the pool's worker, idle during the region, parks
+// and is late for the next step. Measured at 2 threads on Zen 4 (docs/threading.md), PaddleOCR
+// det: its 96 -> 24 3x3 over 160 x 160 8.73 -> 6.82 ms in the group and 10.07 -> 9.04 ms as a
+// node, the 48 -> 48 1x1 (3 blocks) 0.88 -> 0.72 ms; 12 even blocks and 15 blocks (8 / 7) as
+// fast either way; depthwise convolutions faster as slices.
+inline bool PreferOmpTeam(double macs, int64_t out_channel_blocks, int64_t kernel_size,
+                          bool depthwise, int threads) {
+  if (threads <= 1 || depthwise || macs < kMinOmpTeamMacs) return false;
+  const int64_t busiest = (out_channel_blocks + threads - 1) / threads;  // blocks
+  const bool uneven = busiest * threads * 4 >= out_channel_blocks * 5;   // >= 1.25x its share
+  return uneven || (kernel_size > 1 && busiest == 1);
+}
+
 // One OpenMP thread on this thread while it runs a chunk: a oneDNN call inside (Sgemm) must
 // not start an OpenMP team of its own next to the pool's threads.
 class SingleOmpThread {

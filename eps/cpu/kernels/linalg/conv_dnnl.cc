@@ -396,6 +396,8 @@ int DnnlConv::PrimitiveParts(const ConvGeometry& g, int threads) const {
                       g.kernel_size();
   if (macs < kMinParallelMacs) return 1;
   const int64_t blocks = (g.out_channels + kChannelSliceAlign - 1) / kChannelSliceAlign;
+  // One primitive on oneDNN's OpenMP team instead (PrimitiveThreads).
+  if (PreferOmpTeam(macs, blocks, g.kernel_size(), /*depthwise=*/false, threads)) return 1;
   return static_cast<int>(std::min<int64_t>(threads, blocks));
 }
 

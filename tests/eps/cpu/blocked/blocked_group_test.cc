@@ -7,8 +7,11 @@
 // oneDNN cannot compile falls back to the nodes' own kernels.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <fstream>
+#include <iterator>
 #include <limits>
 #include <nxrt/nxrt.hpp>
 #include <random>
@@ -419,6 +422,44 @@ TEST(BlockedGroup, OneBlockConvolutionsSplitIntoRowSlices) {
   b.Op("Relu", {"sum"}, "y");
   b.Output("y", {2, 7, 49, 31});
   ExpectSameAsNodeByNode(b.Bytes(), {"x"}, {{2, 3, 97, 61}});
+}
+
+// Convolutions of at least 2^25 multiply-adds whose channel slices would each hold one block of
+// a spatial kernel, or split blocks unevenly, run as one primitive on oneDNN's OpenMP team at
+// 2 and 3 threads (profiled as "(omp)"): 2 output blocks of a 3x3 (the second half padding), 3
+// blocks of a 1x1 with Clip after it, a 3x3 with a fused residual sum, a batch of 2.
+TEST(BlockedGroup, LargeConvolutionsRunOnOneDnnsTeam) {
+  Builder b;
+  b.Input("x", {2, 32, 96, 96});
+  b.Conv("x", "c1", 32, 24, 3);  // 64 M multiply-adds, 2 blocks
+  b.Op("Relu", {"c1"}, "r1");
+  b.Conv("r1", "c2", 24, 96, 1);  // 21 M: slices
+  b.Conv("c2", "c3", 96, 48, 1);  // 42 M, 3 blocks: 2 / 1
+  b.Clip("c3", "r3", 0.0f, 6.0f);
+  b.Conv("r3", "c4", 48, 24, 3);  // 96 M, the residual sum fused
+  b.Op("Add", {"c4", "r1"}, "y");
+  b.Output("y", {2, 24, 96, 96});
+  const std::string bytes = b.Bytes();
+  ExpectSameAsNodeByNode(bytes, {"x"}, {{2, 32, 96, 96}});
+
+  const std::string path = nxrt::test::TempDir() + "/blocked_omp_profile.json";
+  {
+    nxrt::Env env(NX_LOG_ERROR);
+    nxrt::SessionOptions options;
+    options.SetIntraOpThreads(2).SetConfig("ep.cpu.blocked_layout", "16").SetProfileFile(path);
+    nxrt::Session session(env, bytes.data(), bytes.size(), &options);
+    const std::vector<int64_t> dims = {2, 32, 96, 96};
+    nxrt::Value x = nxrt::Value::Tensor(NX_TYPE_FLOAT, dims);
+    std::fill(x.data<float>(), x.data<float>() + x.size(), 0.5f);
+    session.Run({"x"}, {&x});
+    session.EndProfiling();
+  }
+  std::ifstream in(path);
+  const std::string trace((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  size_t omp_steps = 0;
+  for (size_t at = trace.find("(omp)"); at != std::string::npos; at = trace.find("(omp)", at + 1))
+    ++omp_steps;
+  EXPECT_EQ(omp_steps, 3u) << "c1, c3 and c4 run on oneDNN's team, c2 as slices";
 }
 
 // 3x3 stride-1 convolutions with 16+ channels run by nxrt's Winograd F(4x4, 3x3) kernel with
