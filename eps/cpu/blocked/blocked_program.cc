@@ -876,11 +876,10 @@ class Compiler {
         call.panel_end = by_tiles ? panels : panels * (s + 1) / parts;
         step.parts.push_back({call});
       }
-    } else if (PreferOmpTeam(static_cast<double>(macs), (m + 15) / 16, kh * kw, depthwise,
-                             opt_.threads)) {
+    } else if (PreferOmpTeam(static_cast<double>(macs), (m + Block() - 1) / Block(), kh * kw,
+                             depthwise, opt_.threads)) {
       // One primitive over every channel, created (and later run) with the session's threads as
-      // its OpenMP team: oneDNN sizes the team when the primitive is created. Blocks are counted
-      // in 16 channels whatever the layout's block, as oneDNN's kernels block them.
+      // its OpenMP team: oneDNN sizes the team when the primitive is created.
       linalg::OmpThreadScope team(opt_.threads);
       memory::desc src = V(x).plain ? PlainDesc(c, h, w) : BlockedDesc(c, h, w);
       Call call = make_call(0, m, src, At(x, 0), BlockedDesc(m, oh, ow), At(y, 0), pad_l, pad_r);

@@ -28,8 +28,8 @@ constexpr double kMinOmpTeamMacs = 1 << 25;
 // Whether a large convolution should run as one primitive that oneDNN threads itself rather than
 // as one single-threaded slice of output-channel blocks per thread. oneDNN splits output rows
 // too, so each thread reads only its rows of the input, where each of our slices reads all of
-// it; and our slices can only split whole blocks of 16 channels. That costs most when each
-// slice is a single block of a spatial kernel (every input row it loads serves one block) or
+// it; and our slices can only split whole channel blocks (8 or 16 channels). That costs most when
+// each slice is a single block of a spatial kernel (every input row it loads serves one block) or
 // when the blocks split very unevenly (3 blocks: 2 / 1). Elsewhere the slices win: an OpenMP
 // team's workers sleep between regions, and the pool's worker, idle during the region, parks
 // and is late for the next step. Measured at 2 threads on Zen 4 (docs/threading.md), PaddleOCR
