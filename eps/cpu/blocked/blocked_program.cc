@@ -825,6 +825,20 @@ class Compiler {
       }
       return call;
     };
+    // `count` primitives, one per slice of output channels (whole blocks).
+    auto channel_slices = [&](int count) {
+      for (auto [o0, o1] : Slices(m, count)) {
+        const int64_t os = o1 - o0;
+        memory::desc src = V(x).plain ? PlainDesc(c, h, w) : BlockedDesc(depthwise ? os : c, h, w);
+        Call call = make_call(o0, o1, src, At(x, depthwise ? o0 : 0), BlockedDesc(os, oh, ow),
+                              At(y, o0), pad_l, pad_r);
+        SetAfter(call, after, y, o0, o1, oh * ow);
+        if (f.sum >= 0 && !in_place)
+          call.copies.push_back({At(f.sum, o0), At(y, o0),
+                                 static_cast<size_t>(Padded(os) * oh * ow) * sizeof(float)});
+        step.parts.push_back({call});
+      }
+    };
     const int64_t weight_bytes = m * (c / g.group) * kh * kw * int64_t{sizeof(float)};
     const int slices = SliceCount(macs >= kMinSliceMacs || weight_bytes >= kMinSliceWeightBytes);
     if (opt_.winograd && Block() == 8 && !V(x).plain &&
@@ -881,13 +895,7 @@ class Compiler {
       // One primitive over every channel, created (and later run) with the session's threads as
       // its OpenMP team: oneDNN sizes the team when the primitive is created.
       linalg::OmpThreadScope team(opt_.threads);
-      memory::desc src = V(x).plain ? PlainDesc(c, h, w) : BlockedDesc(c, h, w);
-      Call call = make_call(0, m, src, At(x, 0), BlockedDesc(m, oh, ow), At(y, 0), pad_l, pad_r);
-      SetAfter(call, after, y, 0, m, oh * ow);
-      if (f.sum >= 0 && !in_place)
-        call.copies.push_back(
-            {At(f.sum, 0), At(y, 0), static_cast<size_t>(Padded(m) * oh * ow) * sizeof(float)});
-      step.parts.push_back({call});
+      channel_slices(1);
       step.omp_threads = opt_.threads;
       step.op += "(omp)";
     } else if (slices > 1 && m <= Block() && (c <= Block() || V(x).plain) && oh >= 2 * slices &&
@@ -948,17 +956,7 @@ class Compiler {
       }
       if (scratch >= 0) step.writes.push_back(scratch);
     } else {
-      for (auto [o0, o1] : Slices(m, slices)) {
-        const int64_t os = o1 - o0;
-        memory::desc src = V(x).plain ? PlainDesc(c, h, w) : BlockedDesc(depthwise ? os : c, h, w);
-        Call call = make_call(o0, o1, src, At(x, depthwise ? o0 : 0), BlockedDesc(os, oh, ow),
-                              At(y, o0), pad_l, pad_r);
-        SetAfter(call, after, y, o0, o1, oh * ow);
-        if (f.sum >= 0 && !in_place)
-          call.copies.push_back({At(f.sum, o0), At(y, o0),
-                                 static_cast<size_t>(Padded(os) * oh * ow) * sizeof(float)});
-        step.parts.push_back({call});
-      }
+      channel_slices(slices);
     }
     std::vector<int> reads = {x};
     if (f.sum >= 0) reads.push_back(f.sum);
