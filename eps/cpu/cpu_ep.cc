@@ -14,6 +14,7 @@
 #include "blocked/blocked_program.h"
 #include "common/cpu_features.h"
 #include "kernels/all_kernels.h"
+#include "kernels/linalg/primitive_audit.h"
 #include "kernels/linalg/sgemm_warm_up.h"
 
 namespace nxrt::cpu {
@@ -32,6 +33,9 @@ struct CpuEp {
   int threads = 1;
   bool winograd = true;  // "ep.cpu.winograd": "0" keeps 3x3 convolutions on oneDNN's kernels
   blocked::FailedGroups failed;
+  // Every oneDNN primitive the session's kernels create (kernels hold it too: they may outlive
+  // the EP by a little during teardown).
+  std::shared_ptr<linalg::PrimitiveAudit> audit;
 };
 
 // "ep.cpu.blocked_layout": "1" (default) blocks by the ISA's vector (8 floats on AVX2, 16 on
@@ -78,13 +82,30 @@ NxStatus* EpGetCapability(NxEp* self, const NxGraph* graph, NxCapability* capabi
   });
 }
 
-NxStatus* EpCompileGroup(NxEp* self, const NxGraph* group, const char*, NxKernel** kernel) {
+NxStatus* EpGetStatistic(const NxEp* self, const char* key, int64_t* value) {
+  const auto* ep = reinterpret_cast<const CpuEp*>(self);
+  const std::string k = key != nullptr ? key : "";
+  if (k == "primitives") {
+    *value = ep->audit->primitives();
+  } else if (k == "reference_primitives") {
+    *value = ep->audit->reference_primitives();
+  } else {
+    return ep::Host().CreateStatus(NX_NOT_FOUND,
+                                   ("the CPU EP keeps no statistic '" + k + "'").c_str());
+  }
+  return nullptr;
+}
+
+NxStatus* EpCompileGroup(NxEp* self, const NxGraph* group, const char* fused_name,
+                         NxKernel** kernel) {
   auto* ep = reinterpret_cast<CpuEp*>(self);
   NxStatus* status = ep::Guard([&] {
     blocked::BlockedOptions options;
     options.block = ep->block;
     options.threads = ep->threads;
     options.winograd = ep->winograd;
+    options.audit = ep->audit;
+    options.name = fused_name != nullptr ? fused_name : "";
     if (ep->fail_groups) ep::Fail(NX_NOT_IMPLEMENTED, "blocked groups fail (fail-for-tests)");
     *kernel = ep::BoxKernel(blocked::CompileBlockedGroup(group, options));
   });
@@ -110,6 +131,11 @@ NxStatus* FactoryCreateEp(NxEpFactory* self, const NxEpCreateArgs* args, NxEp** 
     ep->base.GetCapability = &EpGetCapability;
     ep->base.GetKernelRegistry = &EpGetKernelRegistry;
     ep->base.CompileGroup = &EpCompileGroup;
+    ep->base.GetStatistic = &EpGetStatistic;
+    const NxLogger* logger = args != nullptr ? args->logger : nullptr;
+    ep->audit = std::make_shared<linalg::PrimitiveAudit>([logger](const std::string& message) {
+      if (logger != nullptr) ep::Host().Log(logger, NX_LOG_WARNING, message.c_str());
+    });
     ep->registry = reinterpret_cast<CpuFactory*>(self)->registry;
     const NxConfig* config = args != nullptr ? args->session_config : nullptr;
     ep->block = BlockSize(config);
@@ -129,6 +155,13 @@ NxStatus* FactoryCreateEp(NxEpFactory* self, const NxEpCreateArgs* args, NxEp** 
 void FactoryReleaseEp(NxEpFactory*, NxEp* ep) { delete reinterpret_cast<CpuEp*>(ep); }
 
 }  // namespace
+
+std::shared_ptr<linalg::PrimitiveAudit> SessionAudit(const NxEp* ep) {
+  // Only an EP this library made is a CpuEp (its GetName is ours).
+  if (ep == nullptr || ep->GetName != &EpGetName) return nullptr;
+  return reinterpret_cast<const CpuEp*>(ep)->audit;
+}
+
 }  // namespace nxrt::cpu
 
 extern "C" NXRT_EXPORT NxStatus* NxrtCreateEpFactories(const NxHostApi* host, const char*,

@@ -365,6 +365,12 @@ NXRT_EXPORT NxStatus* NxSession_RunWithOutputMemories(
  *   "nodes.folded"                nodes computed once at creation because all their inputs are
  *                                 constants (constant folding, in the main graph and in
  *                                 control-flow bodies; optimization level 1 and up)
+ *   "ep.<EP name>.<key>"          a counter the EP keeps (plugin ABI version 11), read when
+ *                                 asked; the CPU EP keeps "ep.CPU.primitives" (oneDNN
+ *                                 primitives created so far) and "ep.CPU.reference_primitives"
+ *                                 (those of them on a oneDNN reference implementation, which the
+ *                                 CPU EP avoids: 0 unless it also logged a warning naming the
+ *                                 node)
  * NX_NOT_FOUND for an unknown name. */
 NXRT_EXPORT NxStatus* NxSession_GetStatistic(const NxSession* session, const char* key,
                                              int64_t* value);

@@ -1,4 +1,4 @@
-/* nxrt_ep_api.h: the plugin execution-provider (EP) ABI, version 10.
+/* nxrt_ep_api.h: the plugin execution-provider (EP) ABI, version 11.
  *
  * An EP is a shared library that exports two C symbols (see "Library" below). The host hands it
  * a table of host services (NxHostApi); the library hands back factories (NxEpFactory), and each
@@ -64,6 +64,9 @@
  * file next to the model) and has the EP rebuild its kernel from it without compiling
  * (NxEp::LoadCompiledGroup).
  *
+ * EP statistics (version 11). An EP may keep counters about its session (NxEp::GetStatistic);
+ * applications read them as session statistics named "ep.<EP name>.<key>".
+ *
  * Versioning. Every struct that either side fills starts with `uint32_t version`, set to the
  * NXRT_EP_API_VERSION the filler was compiled with. Tables only grow at the end; a reader reads a
  * member only when the writer's version says the member exists, and optional members may be
@@ -86,7 +89,7 @@
 extern "C" {
 #endif
 
-#define NXRT_EP_API_VERSION 10
+#define NXRT_EP_API_VERSION 11
 
 /* ============================================================================================
  * Opaque host objects an EP sees. All are owned by the host.
@@ -374,6 +377,14 @@ struct NxEp {
    * suits the device. Errors are treated as for CompileGroup. */
   NxStatus* (*LoadCompiledGroup)(NxEp* self, const NxGraph* context, const void* payload,
                                  size_t payload_size, NxKernel** kernel);
+
+  /* ---- version 11 (optional, may be NULL) --------------------------------------------------
+   * A counter the EP keeps about this session, by name (the EP chooses its names; the CPU EP
+   * has "reference_primitives", "primitives"). Sets *value, or returns NX_NOT_FOUND for a name
+   * it does not keep. May be called from any thread at any time between CreateEp and ReleaseEp,
+   * also while runs are in flight. Applications read it as the session statistic
+   * "ep.<EP name>.<key>" (NxSession_GetStatistic). */
+  NxStatus* (*GetStatistic)(const NxEp* self, const char* key, int64_t* value);
 };
 
 /* Filled by the EP in ExportCompiledGroup (the host sets `version` and zeroes the rest). The

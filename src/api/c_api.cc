@@ -612,6 +612,19 @@ NxStatus* NxSession_GetStatistic(const NxSession* session, const char* key, int6
       return nullptr;
     }
   }
+  // "ep.<EP name>.<key>": a counter the EP keeps (NxEp::GetStatistic).
+  const std::string k = key;
+  const nxrt::Session& s = *session->session;
+  for (size_t i = 0; i < s.ep_count(); ++i) {
+    const std::string prefix = "ep." + s.ep_name(i) + ".";
+    if (k.size() <= prefix.size() || k.compare(0, prefix.size(), prefix) != 0) continue;
+    return CatchAsStatus([&] {
+      if (!s.ep_statistic(i, k.substr(prefix.size()), value)) {
+        nxrt::Throw(NX_NOT_FOUND, "EP '" + s.ep_name(i) + "' keeps no statistic '" +
+                                      k.substr(prefix.size()) + "'");
+      }
+    });
+  }
   return MakeStatus(NX_NOT_FOUND, std::string("unknown session statistic '") + key + "'");
 }
 

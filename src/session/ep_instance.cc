@@ -35,6 +35,20 @@ EpInstance::EpInstance(Env& env, EpFactory& factory, std::vector<const NxEpDevic
   }
 }
 
+bool EpInstance::Statistic(const std::string& key, int64_t* value) const {
+  if (ep_->version < 11 || ep_->GetStatistic == nullptr) return false;
+  int64_t v = 0;
+  try {
+    ThrowIfStatus(ep_->GetStatistic(ep_, key.c_str(), &v),
+                  "EP '" + name_ + "' GetStatistic(\"" + key + "\")");
+  } catch (const Error& e) {
+    if (e.code() == NX_NOT_FOUND) return false;
+    throw;
+  }
+  *value = v;
+  return true;
+}
+
 EpInstance::~EpInstance() {
   factory_.raw->ReleaseEp(factory_.raw, ep_);
   env_.ReleaseUse(factory_.library);

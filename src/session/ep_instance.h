@@ -1,6 +1,7 @@
 // One EP created for one session: the NxEp, the factory that made it and its kernel registry.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,9 @@ class EpInstance {
   const NxMemoryInfo* memory() const { return factory_.memory; }
   // The EP devices it was created for.
   const std::vector<const NxEpDevice*>& devices() const { return devices_; }
+  // A counter the EP keeps about the session (NxEp::GetStatistic, version 11): false when the EP
+  // keeps none by that name (or is older); throws the EP's error otherwise.
+  bool Statistic(const std::string& key, int64_t* value) const;
 
  private:
   Env& env_;

@@ -128,6 +128,10 @@ class Session {
   int node_ep(size_t node) const { return node_ep_[node]; }
   // The EP devices EP `i` was created for.
   const std::vector<const NxEpDevice*>& ep_devices(size_t i) const { return eps_[i]->devices(); }
+  // A counter EP `i` keeps about this session (false when it keeps none by that name).
+  bool ep_statistic(size_t i, const std::string& key, int64_t* value) const {
+    return eps_[i]->Statistic(key, value);
+  }
   // Index of the CPU EP appended as fallback, or -1.
   int fallback_ep() const { return fallback_ep_; }
   // Where every node of the model (control-flow bodies included) runs, and why nodes left the

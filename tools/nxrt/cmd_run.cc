@@ -34,7 +34,7 @@ struct RunArgs {
   std::vector<VirtualDeviceRequest> virtual_devices;  // asked of every library
   std::optional<NxEpSelectionPolicy> policy;
   std::optional<NxFallbackMode> fallback;
-  std::string profile;  // Chrome trace JSON of the session (creation and every run)
+  std::string profile;         // Chrome trace JSON of the session (creation and every run)
   double timeout_seconds = 0;  // time limit of all runs together; 0 = none
   size_t memory_limit = 0;     // bytes of tensors the runs may hold; 0 = none
 };
@@ -261,6 +261,18 @@ int RunCommand(const std::vector<std::string>& args) {
   }
   std::printf("\n");
   std::printf("copies: %lld\n", static_cast<long long>(session.statistic("copies")));
+  // oneDNN reference implementations the EPs kept (the CPU EP avoids them; each is also named
+  // in a warning): "reference primitives: CPU=0".
+  std::string reference;
+  for (size_t e = 0; e < session.ep_count(); ++e) {
+    try {
+      const int64_t n = session.statistic("ep." + session.ep_name(e) + ".reference_primitives");
+      reference += " " + session.ep_name(e) + "=" + std::to_string(n);
+    } catch (const Exception& ex) {
+      if (ex.code() != NX_NOT_FOUND) throw;  // an EP that keeps no such counter
+    }
+  }
+  if (!reference.empty()) std::printf("reference primitives:%s\n", reference.c_str());
   std::printf(
       "time: runs=%zu median_ms=%.3f min_ms=%.3f mean_ms=%.3f first_ms=%.3f create_ms=%.1f "
       "peak_rss_mb=%.1f\n",

@@ -143,6 +143,12 @@ class ProgramRunner {
     for (const Call& call : part) {
       for (const Copy& c : call.copies)
         std::memcpy(Address(c.to, image, state), Address(c.from, image, state), c.bytes);
+      for (const LaneCopy& c : call.lane_copies)
+        RunLaneCopy(c, reinterpret_cast<const float*>(Address(c.from, image, state)),
+                    reinterpret_cast<float*>(Address(c.to, image, state)));
+      for (const PadCopy& c : call.pad_copies)
+        RunPadCopy(c, reinterpret_cast<const float*>(Address(c.from, image, state)),
+                   reinterpret_cast<float*>(Address(c.to, image, state)));
       if (call.winograd) {
         call.winograd->Run(reinterpret_cast<const float*>(Address(call.winograd_src, image, state)),
                            reinterpret_cast<float*>(Address(call.winograd_dst, image, state)),
@@ -168,13 +174,64 @@ class ProgramRunner {
                         "blocked group primitive");
     }
     stream.wait();
-    for (const Call& call : part)
-      if (!call.after.empty()) RunAfter(call, Address(call.after_at, image, state));
+    for (const Call& call : part) {
+      if (call.after.empty() && !call.after_sum) continue;
+      RunAfter(call, Address(call.after_at, image, state),
+               call.after_sum ? Address(call.after_sum_at, image, state) : nullptr);
+    }
   }
 
-  static void RunAfter(const Call& call, char* at) {
+  // Each source block's lanes go to one or two destination blocks, pixel by pixel.
+  static void RunLaneCopy(const LaneCopy& c, const float* from, float* to) {
+    const int64_t b = c.block, plane = c.pixels * b;
+    for (int64_t c0 = 0; c0 < c.channels; c0 += b) {
+      const int64_t n = std::min(b, c.channels - c0);
+      const float* src = from + (c0 / b) * plane;
+      const int64_t d = c.to_channel + c0;  // first destination channel
+      float* dst = to + (d / b) * plane;
+      const int64_t lane = d % b, first = std::min(n, b - lane), rest = n - first;
+      for (int64_t p = 0; p < c.pixels; ++p) {
+        const float* s = src + p * b;
+        float* t = dst + p * b;
+        for (int64_t l = 0; l < first; ++l) t[lane + l] = s[l];
+        for (int64_t l = 0; l < rest; ++l) t[plane + l] = s[first + l];
+      }
+    }
+    const int64_t end = c.to_channel + c.channels;
+    if (!c.zero_tail || end % b == 0) return;
+    float* last = to + (end / b) * plane;
+    for (int64_t p = 0; p < c.pixels; ++p)
+      for (int64_t l = end % b; l < b; ++l) last[p * b + l] = 0.0f;
+  }
+
+  static void RunPadCopy(const PadCopy& c, const float* from, float* to) {
+    const int64_t row = c.width * c.lanes, padded_row = c.padded_width * c.lanes;
+    const int64_t left = c.left * c.lanes, right = padded_row - left - row;
+    for (int64_t p = 0; p < c.planes; ++p) {
+      const float* src = from + p * c.height * row;
+      float* dst = to + p * c.padded_height * padded_row;
+      std::fill(dst, dst + c.top * padded_row, 0.0f);
+      for (int64_t r = 0; r < c.height; ++r) {
+        float* out = dst + (c.top + r) * padded_row;
+        std::fill(out, out + left, 0.0f);
+        std::memcpy(out + left, src + r * row, static_cast<size_t>(row) * sizeof(float));
+        std::fill(out + left + row, out + left + row + right, 0.0f);
+      }
+      const int64_t below = c.padded_height - c.top - c.height;
+      float* bottom = dst + (c.top + c.height) * padded_row;
+      std::fill(bottom, bottom + below * padded_row, 0.0f);
+    }
+  }
+
+  static void RunAfter(const Call& call, char* at, const char* addend) {
     float* p = reinterpret_cast<float*>(at);
-    linalg::ApplyEltwiseRange(call.after, p, call.after_blocks * call.after_pixels * call.block);
+    const int64_t n = call.after_blocks * call.after_pixels * call.block;
+    if (addend != nullptr) {
+      linalg::ApplyEltwiseRange(call.before_sum, p, n);
+      const float* z = reinterpret_cast<const float*>(addend);
+      for (int64_t i = 0; i < n; ++i) p[i] += z[i];
+    }
+    linalg::ApplyEltwiseRange(call.after, p, n);
     if (call.real_lanes == 0) return;
     float* last = p + (call.after_blocks - 1) * call.after_pixels * call.block;
     for (int64_t i = 0; i < call.after_pixels; ++i)

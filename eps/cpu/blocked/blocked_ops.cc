@@ -99,6 +99,10 @@ bool PoolSupported(const ep::NodeView& node, bool max) {
   const std::vector<int64_t> d = node.attr_ints("dilations", {1, 1});
   for (size_t i = 0; i < pads.size(); ++i)
     if (pads[i] >= (k[i % 2] - 1) * d[i % 2] + 1) return false;
+  // oneDNN 2.6 pools dilated windows only with its reference implementation (hundreds of times
+  // slower); nxrt's own plain-layout pooling handles them.
+  for (int64_t v : d)
+    if (v != 1) return false;
   return StaticDims(node.input(0))[1] == StaticDims(node.output(0))[1];
 }
 

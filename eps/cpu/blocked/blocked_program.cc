@@ -14,6 +14,7 @@
 #include "common/broadcast.h"
 #include "common/parallel.h"
 #include "kernels/linalg/conv_geometry.h"
+#include "kernels/linalg/conv_plan.h"
 #include "kernels/linalg/dnnl_util.h"
 #include "kernels/nn/pool_geometry.h"
 
@@ -26,12 +27,7 @@ using linalg::DnnlEngine;
 using linalg::DnnlStream;
 constexpr auto kF32 = memory::data_type::f32;
 
-// Multiply-adds of a convolution (per image) below which it runs as one slice: about 20 us.
-constexpr int64_t kMinSliceMacs = int64_t{1} << 17;
-// Weight bytes of a convolution from which it is sliced whatever its multiply-adds: over a 1x1
-// image (squeeze-and-excitation) it only streams its weight, one slice per thread halves that
-// (MobileNetV3-small's 576 -> 144 -> 576: 37 us each at one thread).
-constexpr int64_t kMinSliceWeightBytes = int64_t{1} << 16;
+using linalg::kMinConvSliceMacs;  // (kernels/linalg/conv_plan.h)
 // Bytes a memory-bound step (pooling, eltwise, binary, reorder) moves per image below which it
 // runs as one slice.
 constexpr int64_t kMinSliceBytes = int64_t{1} << 16;
@@ -397,6 +393,11 @@ class Compiler {
     return chain.size();
   }
 
+  // Records a primitive the program keeps (the session's audit counts reference ones).
+  void Keep(const dnnl::primitive_desc_base& pd, int node, const char* what) {
+    if (opt_.audit) opt_.audit->Record(pd, Node(node).name, what);
+  }
+
   // The only reader of v, when v has exactly one and does not leave the group.
   int SoleReader(int v) {
     const Value& value = V(v);
@@ -490,14 +491,7 @@ class Compiler {
 
   // Channel ranges [begin, end) of whole blocks, `count` of them as even as blocks allow.
   std::vector<std::pair<int64_t, int64_t>> Slices(int64_t channels, int count) const {
-    const int64_t blocks = (channels + Block() - 1) / Block();
-    count = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(count, blocks)));
-    std::vector<std::pair<int64_t, int64_t>> out;
-    for (int s = 0; s < count; ++s) {
-      const int64_t b0 = blocks * s / count, b1 = blocks * (s + 1) / count;
-      out.push_back({b0 * Block(), std::min(channels, b1 * Block())});
-    }
-    return out;
+    return linalg::ChannelBlockSlices(channels, Block(), count);
   }
   int SliceCount(bool large_enough) const {
     return opt_.threads > 1 && large_enough ? opt_.threads : 1;
@@ -579,7 +573,6 @@ class Compiler {
   // The activations `call` runs itself over channels [c0, c1) of v (pixels per channel plane).
   void SetAfter(Call& call, std::vector<linalg::ConvFusion::Eltwise> after, int v, int64_t c0,
                 int64_t c1, int64_t pixels) {
-    if (after.empty()) return;
     call.after = std::move(after);
     call.after_at = At(v, c0);
     call.after_blocks = (c1 - c0 + Block() - 1) / Block();
@@ -651,10 +644,11 @@ class Compiler {
                          blocked_md = BlockedDesc(c1 - c0, h, w);
       const memory::desc& src = into_group ? plain_md : blocked_md;
       const memory::desc& dst = into_group ? blocked_md : plain_md;
+      const dnnl::reorder::primitive_desc pd(DnnlEngine(), src, DnnlEngine(), dst);
+      Keep(pd, node, "reorder");
       Call call;
       call.has_primitive = true;
-      call.primitive =
-          dnnl::reorder(dnnl::reorder::primitive_desc(DnnlEngine(), src, DnnlEngine(), dst));
+      call.primitive = dnnl::reorder(pd);
       call.args = {{DNNL_ARG_FROM, src, into_group ? plain : At(v, c0)},
                    {DNNL_ARG_TO, dst, into_group ? At(v, c0) : plain}};
       step.parts.push_back({call});
@@ -705,17 +699,94 @@ class Compiler {
     const int y = f.final;
     const float* bias = n.Input(2) >= 0 ? V(n.Input(2)).constant->data.data() : nullptr;
 
-    linalg::ConvGeometry g = ConvGeometryOf(node);
+    // Taps that only ever read padding are dropped (the weights with them, below).
+    const linalg::ConvGeometry full = ConvGeometryOf(node);
+    const linalg::LiveTaps live = linalg::FindLiveTaps(full);
+    const linalg::ConvGeometry g = live.trims ? linalg::TrimmedGeometry(full, live) : full;
     const int64_t c = g.in_channels, m = g.out_channels;
     const int64_t h = g.in[1], w = g.in[2], oh = g.out[1], ow = g.out[2];
     const int64_t kh = g.kernel[1], kw = g.kernel[2];
     const bool depthwise = g.group > 1;
     NXRT_EP_ENFORCE(V(y).dims == std::vector<int64_t>({g.batch, m, oh, ow}),
                     "blocked group: " + n.Describe() + " output shape does not match its inputs");
+    const memory::dims strides = {g.stride[1], g.stride[2]};
+    const memory::dims dilates = {g.dilation[1] - 1, g.dilation[2] - 1};
+    const memory::dims pad_l = {g.pad_begin[1], g.pad_begin[2]};
+    const memory::dims pad_r = {g.pad_end[1], g.pad_end[2]};
+    std::vector<linalg::ChainStep> chain;
+    for (const Fused& e : f.chain)
+      chain.push_back(
+          {e.sum,
+           {static_cast<dnnl::algorithm>(e.eltwise.algorithm), e.eltwise.alpha, e.eltwise.beta}});
+
+    // nxrt's Winograd kernel (the whole chain inside) for 3x3 stride-1 convolutions, from 16
+    // output tiles on: below that the transformed weights, 4x the direct ones, are streamed for
+    // few tiles (ResNet-50's 7x7 x 512 layers gained 1.7x for 75 MB more).
+    const bool winograd = opt_.winograd && Block() == 8 && !V(x).plain &&
+                          linalg::WinogradConv3x3::Suits(c, m, kh, kw, g.stride[1], g.stride[2],
+                                                         g.dilation[1], g.dilation[2], g.group) &&
+                          ((oh + 3) / 4) * ((ow + 3) / 4) >= 16;
+
+    // Which steps of the fused chain run inside oneDNN's primitive (the rest run in nxrt after
+    // it, Call::after): never a Clip or what follows it, and no step that would make oneDNN fall
+    // back to its reference convolution.
+    // `cw`: the input channels the primitive is told about (see pad_channels below).
+    auto desc_for = [&](const memory::desc& src, const memory::desc& dst, int64_t os,
+                        const dnnl::post_ops& ops, const memory::dims& pads_l,
+                        const memory::dims& pads_r, int64_t cw) {
+      linalg::ConvPrimitiveShape shape;
+      shape.src = src;
+      shape.weights = depthwise ? memory::desc({os, 1, 1, kh, kw}, kF32, Tag::any)
+                                : memory::desc({os, cw, kh, kw}, kF32, Tag::any);
+      if (bias) shape.bias = memory::desc({os}, kF32, Tag::x);
+      shape.dst = dst;
+      shape.strides = strides;
+      shape.dilates = dilates;
+      shape.pad_l = pads_l;
+      shape.pad_r = pads_r;
+      return linalg::MakeConvPrimitive(shape, ops);
+    };
+    // oneDNN's jit kernels refuse padding beyond a few taps (3x3 at dilation 4 with "same"
+    // padding falls back to the reference convolution): such an input is copied into a
+    // zero-bordered buffer first and the primitive runs without padding.
+    auto src_desc = [&](int64_t ch, int64_t rows, int64_t cols) {
+      return V(x).plain ? PlainDesc(ch, rows, cols) : BlockedDesc(ch, rows, cols);
+    };
+    // oneDNN's AVX2 kernels take a blocked source only from one full block of channels on (a
+    // first layer's few channels only in plain NCHW): a source of fewer channels is described as
+    // one whole block, its padding lanes (always zero) meeting zero weights.
+    const bool pad_channels =
+        !winograd && !V(x).plain && !depthwise && c < Block() &&
+        linalg::IsReference(desc_for(src_desc(c, h, w), BlockedDesc(m, oh, ow), m, dnnl::post_ops(),
+                                     pad_l, pad_r, c));
+    const int64_t cw = pad_channels ? Block() : c;  // input channels as the primitive sees them
+    const bool explicit_pad =
+        !winograd && (pad_l[0] || pad_l[1] || pad_r[0] || pad_r[1]) &&
+        linalg::IsReference(desc_for(src_desc(cw, h, w), BlockedDesc(m, oh, ow), m,
+                                     dnnl::post_ops(), pad_l, pad_r, cw)) &&
+        !linalg::IsReference(
+            desc_for(src_desc(cw, h + pad_l[0] + pad_r[0], w + pad_l[1] + pad_r[1]),
+                     BlockedDesc(m, oh, ow), m, dnnl::post_ops(), {0, 0}, {0, 0}, cw));
+    const int64_t ph = explicit_pad ? h + pad_l[0] + pad_r[0] : h;
+    const int64_t pw = explicit_pad ? w + pad_l[1] + pad_r[1] : w;
+    const size_t in_primitive =
+        winograd ? chain.size()
+                 : linalg::PrimitiveChainLength(linalg::FirstClip(chain), [&](size_t k) {
+                     const memory::desc dst = BlockedDesc(m, oh, ow);
+                     return linalg::IsReference(
+                         desc_for(src_desc(cw, ph, pw), dst, m, linalg::ChainPostOps(chain, k, dst),
+                                  explicit_pad ? memory::dims{0, 0} : pad_l,
+                                  explicit_pad ? memory::dims{0, 0} : pad_r, cw));
+                   });
+    // The sum runs as oneDNN's sum post-op (destination prefilled with the addend, or written
+    // in place over it) only as the chain's first step; after an activation it is a binary add
+    // reading the addend where it lives, or nxrt's own add after the primitive.
+    const int sum_step = linalg::SumStep(chain);
+    const bool sum_post_op = sum_step == 0 && in_primitive > 0;
 
     // In place over the addend when nothing reads it later and it is not the source.
     bool in_place = false;
-    if (f.sum >= 0) {
+    if (f.sum >= 0 && (winograd || sum_post_op)) {
       const Value& z = V(f.sum);
       in_place = !z.plain && z.buffer >= 0 && f.sum != x && V(y).concat < 0;
       for (int r : z.readers) {
@@ -730,31 +801,17 @@ class Compiler {
       Allocate(y);
     }
 
-    dnnl::post_ops ops;
-    const size_t clip = FirstClip(f.chain);
-    std::vector<linalg::ConvFusion::Eltwise> after;
-    for (size_t i = 0; i < f.chain.size(); ++i) {
-      const Fused& e = f.chain[i];
-      const auto alg = static_cast<dnnl::algorithm>(e.eltwise.algorithm);
-      if (i >= clip)
-        after.push_back({alg, e.eltwise.alpha, e.eltwise.beta});
-      else if (e.sum)
-        ops.append_sum(1.0f);
-      else
-        ops.append_eltwise(1.0f, alg, e.eltwise.alpha, e.eltwise.beta);
-    }
-
     std::string op = depthwise ? "DepthwiseConv" : "Conv";
     if (!f.chain.empty()) op += "+fused";
     Step step = NewStep(node, op);
     step.images = g.batch;
     const int64_t macs = m * oh * ow * (c / g.group) * kh * kw;
-    const memory::dims strides = {g.stride[1], g.stride[2]};
-    const memory::dims dilates = {g.dilation[1] - 1, g.dilation[2] - 1};
-    const memory::dims pad_l = {g.pad_begin[1], g.pad_begin[2]};
-    const memory::dims pad_r = {g.pad_end[1], g.pad_end[2]};
     const float* wdata = V(ins[1]).constant->data.data();
-    std::vector<float> folded_w, folded_b;
+    std::vector<float> trimmed_w, folded_w, folded_b;
+    if (live.trims) {
+      trimmed_w = linalg::TrimmedWeights(full, live, wdata);
+      wdata = trimmed_w.data();
+    }
     if (!f.affine.empty()) {  // per output channel, in order: w * s and b * s + t
       const int64_t per_channel = (c / g.group) * kh * kw;
       folded_w.assign(wdata, wdata + m * per_channel);
@@ -781,26 +838,29 @@ class Compiler {
       wdata = folded_w.data();
       bias = folded_b.data();
     }
+    std::vector<float> padded_w;
+    if (pad_channels) {  // [m, c, kh, kw] -> [m, cw, kh, kw], the added input channels zero
+      padded_w.assign(static_cast<size_t>(m * cw * kh * kw), 0.0f);
+      for (int64_t o = 0; o < m; ++o)
+        std::copy(wdata + o * c * kh * kw, wdata + (o + 1) * c * kh * kw,
+                  padded_w.begin() + o * cw * kh * kw);
+      wdata = padded_w.data();
+    }
     // One primitive over output channels [o0, o1) from `src` (at src_at) into `dst` (at dst_at)
-    // with these paddings, its weights reordered once into the primitive's layout.
+    // with these paddings, its weights reordered once into the primitive's layout; `sum_at` is
+    // where the addend of this part of the output lives. The chain's steps past `in_primitive`
+    // run after it (SetAfter).
     auto make_call = [&](int64_t o0, int64_t o1, const memory::desc& src, const Location& src_at,
                          const memory::desc& dst, const Location& dst_at,
-                         const memory::dims& pads_l, const memory::dims& pads_r) {
+                         const memory::dims& pads_l, const memory::dims& pads_r,
+                         const Location& sum_at) {
       const int64_t os = o1 - o0;
-      memory::desc w_plain, w_any;
-      if (depthwise) {
-        w_plain = memory::desc({os, 1, 1, kh, kw}, kF32, Tag::goihw);
-        w_any = memory::desc({os, 1, 1, kh, kw}, kF32, Tag::any);
-      } else {
-        w_plain = memory::desc({os, c, kh, kw}, kF32, Tag::oihw);
-        w_any = memory::desc({os, c, kh, kw}, kF32, Tag::any);
-      }
-      memory::desc b_md = bias ? memory::desc({os}, kF32, Tag::x) : memory::desc();
-      dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference,
-                                        dnnl::algorithm::convolution_direct, src, w_any, b_md, dst,
-                                        strides, dilates, pads_l, pads_r);
-      dnnl::convolution_forward::primitive_desc pd(d, Attr(ops), DnnlEngine());
-      const float* w_slice = wdata + o0 * (depthwise ? 1 : c) * kh * kw;
+      dnnl::post_ops ops = linalg::ChainPostOps(chain, in_primitive, dst);
+      const auto pd = desc_for(src, dst, os, ops, pads_l, pads_r, cw);
+      Keep(pd, node, "convolution");
+      const memory::desc w_plain = depthwise ? memory::desc({os, 1, 1, kh, kw}, kF32, Tag::goihw)
+                                             : memory::desc({os, cw, kh, kw}, kF32, Tag::oihw);
+      const float* w_slice = wdata + o0 * (depthwise ? 1 : cw) * kh * kw;
       auto packed = std::make_shared<memory>(pd.weights_desc(), DnnlEngine());
       memory w_user(w_plain, DnnlEngine(), const_cast<float*>(w_slice));
       dnnl::reorder(w_user, *packed).execute(DnnlStream(), w_user, *packed);
@@ -816,6 +876,7 @@ class Compiler {
                    {DNNL_ARG_WEIGHTS, packed->get_desc(), w_at},
                    {DNNL_ARG_DST, dst, dst_at}};
       if (bias) {
+        const memory::desc b_md({os}, kF32, Tag::x);
         auto b = std::make_shared<memory>(b_md, DnnlEngine());
         std::memcpy(b->get_data_handle(), bias + o0, static_cast<size_t>(os) * sizeof(float));
         Location b_at;
@@ -823,42 +884,83 @@ class Compiler {
         b_at.fixed = b;
         call.args.push_back({DNNL_ARG_BIAS, b_md, b_at});
       }
+      if (sum_step > 0 && static_cast<size_t>(sum_step) < in_primitive) {  // a binary add
+        call.args.push_back(
+            {DNNL_ARG_ATTR_MULTIPLE_POST_OP(sum_step) | DNNL_ARG_SRC_1, dst, sum_at});
+      }
       return call;
     };
+    // The steps after the primitive, over output channels [o0, o1) of `pixels` pixels each.
+    auto set_after = [&](Call& call, int64_t o0, int64_t o1, int64_t pixels, size_t row_offset,
+                         const Location& sum_at) {
+      std::vector<linalg::ConvFusion::Eltwise> before, after;
+      bool sum_after = false;
+      for (size_t i = in_primitive; i < f.chain.size(); ++i) {
+        const Fused& e = f.chain[i];
+        if (e.sum) {
+          sum_after = true;
+          continue;
+        }
+        (sum_after || sum_step < 0 ? after : before)
+            .push_back({static_cast<dnnl::algorithm>(e.eltwise.algorithm), e.eltwise.alpha,
+                        e.eltwise.beta});
+      }
+      if (!sum_after) {  // (no sum after the primitive: `before` is empty)
+        after.insert(after.begin(), before.begin(), before.end());
+        before.clear();
+      }
+      if (after.empty() && !sum_after) return;
+      SetAfter(call, std::move(after), y, o0, o1, pixels);
+      call.after_at.offset += row_offset;
+      call.before_sum = std::move(before);
+      call.after_sum = sum_after;
+      call.after_sum_at = sum_at;
+    };
+    // With explicit padding the primitives read the zero-bordered copy (made by a step of its
+    // own, PadStep) and pad nothing themselves.
+    const int pad_buffer =
+        explicit_pad
+            ? NewBuffer(g.batch * (V(x).plain ? c : Padded(c)) * ph * pw * int64_t{sizeof(float)})
+            : -1;
+    auto src_at = [&](int64_t c0) {
+      if (!explicit_pad) return At(x, c0);
+      Location at;
+      at.where = Where::kArena;
+      at.index = pad_buffer;
+      at.offset = static_cast<size_t>(c0 * ph * pw) * sizeof(float);
+      at.image_stride = static_cast<size_t>((V(x).plain ? c : Padded(c)) * ph * pw) * sizeof(float);
+      return at;
+    };
+    const memory::dims conv_pad_l = explicit_pad ? memory::dims{0, 0} : pad_l;
+    const memory::dims conv_pad_r = explicit_pad ? memory::dims{0, 0} : pad_r;
+    if (explicit_pad) Push(PadStep(node, x, src_at(0), c, h, w, pad_l, ph, pw), {x}, {});
     // `count` primitives, one per slice of output channels (whole blocks).
     auto channel_slices = [&](int count) {
       for (auto [o0, o1] : Slices(m, count)) {
         const int64_t os = o1 - o0;
-        memory::desc src = V(x).plain ? PlainDesc(c, h, w) : BlockedDesc(depthwise ? os : c, h, w);
-        Call call = make_call(o0, o1, src, At(x, depthwise ? o0 : 0), BlockedDesc(os, oh, ow),
-                              At(y, o0), pad_l, pad_r);
-        SetAfter(call, after, y, o0, o1, oh * ow);
-        if (f.sum >= 0 && !in_place)
-          call.copies.push_back({At(f.sum, o0), At(y, o0),
-                                 static_cast<size_t>(Padded(os) * oh * ow) * sizeof(float)});
+        const memory::desc src = src_desc(depthwise ? os : cw, ph, pw);
+        const Location sum_at = f.sum >= 0 ? At(f.sum, o0) : Location();
+        Call call = make_call(o0, o1, src, src_at(depthwise ? o0 : 0), BlockedDesc(os, oh, ow),
+                              At(y, o0), conv_pad_l, conv_pad_r, sum_at);
+        set_after(call, o0, o1, oh * ow, 0, sum_at);
+        if (sum_post_op && !in_place)
+          call.copies.push_back(
+              {sum_at, At(y, o0), static_cast<size_t>(Padded(os) * oh * ow) * sizeof(float)});
         step.parts.push_back({call});
       }
     };
     const int64_t weight_bytes = m * (c / g.group) * kh * kw * int64_t{sizeof(float)};
-    const int slices = SliceCount(macs >= kMinSliceMacs || weight_bytes >= kMinSliceWeightBytes);
-    if (opt_.winograd && Block() == 8 && !V(x).plain &&
-        linalg::WinogradConv3x3::Suits(c, m, kh, kw, g.stride[1], g.stride[2], g.dilation[1],
-                                       g.dilation[2], g.group) &&
-        ((oh + 3) / 4) * ((ow + 3) / 4) >= 16) {
-      // (From 16 output tiles on: below that the transformed weights, 4x the direct ones, are
-      // streamed for few tiles; ResNet-50's 7x7 x 512 layers gained 1.7x for 75 MB more.)
-      // nxrt's Winograd kernel, the whole chain inside; threads take runs of output tiles.
+    const int slices = SliceCount(linalg::WorthSlicing(static_cast<double>(macs), weight_bytes));
+    if (winograd) {
+      // Threads take runs of output tiles.
       step.op = (depthwise ? "DepthwiseConv" : "Conv") + std::string("(winograd)") +
                 (f.chain.empty() ? "" : "+fused");
-      std::vector<linalg::WinogradConv3x3::Step> chain;
-      for (const Fused& e : f.chain) {
+      std::vector<linalg::WinogradConv3x3::Step> steps;
+      for (const linalg::ChainStep& e : chain) {
         linalg::WinogradConv3x3::Step st;
         st.sum = e.sum;
-        if (!e.sum) {
-          st.eltwise = {static_cast<dnnl::algorithm>(e.eltwise.algorithm), e.eltwise.alpha,
-                        e.eltwise.beta};
-        }
-        chain.push_back(st);
+        if (!e.sum) st.eltwise = e.eltwise;
+        steps.push_back(st);
       }
       linalg::WinogradConv3x3::Shape shape;
       shape.in_channels = c;
@@ -870,7 +972,7 @@ class Compiler {
       shape.pad_top = g.pad_begin[1];
       shape.pad_left = g.pad_begin[2];
       auto kernel =
-          std::make_shared<const linalg::WinogradConv3x3>(shape, wdata, bias, std::move(chain));
+          std::make_shared<const linalg::WinogradConv3x3>(shape, wdata, bias, std::move(steps));
       // Slices of tiles while each has a few passes of them; otherwise (small images, many
       // channels: ResNet-50's 7x7 x 512) slices of output channels, each thread streaming only
       // its part of the transformed weights.
@@ -899,7 +1001,7 @@ class Compiler {
       step.omp_threads = opt_.threads;
       step.op += "(omp)";
     } else if (slices > 1 && m <= Block() && (c <= Block() || V(x).plain) && oh >= 2 * slices &&
-               macs >= kMinSliceMacs) {
+               macs >= kMinConvSliceMacs && !explicit_pad) {
       // One channel block out: slices of output rows instead (a run of rows of a one-block
       // tensor is contiguous). The input rows a slice reads, with its own top and bottom
       // padding, are contiguous too when the input is one block; a plain input is copied, per
@@ -918,7 +1020,7 @@ class Compiler {
         const memory::dims rows_l = {i0 - top, g.pad_begin[2]};
         const memory::dims rows_r = {bottom - (i1 - 1), g.pad_end[2]};
         Location src_at = At(x, 0);
-        memory::desc src = BlockedDesc(c, i1 - i0, w);
+        memory::desc src = BlockedDesc(cw, i1 - i0, w);
         std::vector<Copy> copies;
         if (V(x).plain) {
           src = PlainDesc(c, i1 - i0, w);
@@ -940,18 +1042,20 @@ class Compiler {
         } else {
           src_at.offset += static_cast<size_t>(i0 * w * Block()) * sizeof(float);
         }
+        const size_t row_offset = static_cast<size_t>(r0 * row_bytes);
         Location dst_at = At(y, 0);
-        dst_at.offset += static_cast<size_t>(r0 * row_bytes);
-        Call call =
-            make_call(0, m, src, src_at, BlockedDesc(m, r1 - r0, ow), dst_at, rows_l, rows_r);
-        call.copies = std::move(copies);
-        SetAfter(call, after, y, 0, m, (r1 - r0) * ow);
-        call.after_at.offset += static_cast<size_t>(r0 * row_bytes);
-        if (f.sum >= 0 && !in_place) {
-          Location from = At(f.sum, 0);
-          from.offset += static_cast<size_t>(r0 * row_bytes);
-          call.copies.push_back({from, dst_at, static_cast<size_t>((r1 - r0) * row_bytes)});
+        dst_at.offset += row_offset;
+        Location sum_at;
+        if (f.sum >= 0) {
+          sum_at = At(f.sum, 0);
+          sum_at.offset += row_offset;
         }
+        Call call = make_call(0, m, src, src_at, BlockedDesc(m, r1 - r0, ow), dst_at, rows_l,
+                              rows_r, sum_at);
+        call.copies = std::move(copies);
+        set_after(call, 0, m, (r1 - r0) * ow, row_offset, sum_at);
+        if (sum_post_op && !in_place)
+          call.copies.push_back({sum_at, dst_at, static_cast<size_t>((r1 - r0) * row_bytes)});
         step.parts.push_back({call});
       }
       if (scratch >= 0) step.writes.push_back(scratch);
@@ -960,8 +1064,42 @@ class Compiler {
     }
     std::vector<int> reads = {x};
     if (f.sum >= 0) reads.push_back(f.sum);
+    if (explicit_pad) {
+      program_.steps.back().writes.push_back(pad_buffer);  // the PadStep
+      step.reads.push_back(pad_buffer);
+    }
     Push(std::move(step), reads, {y});
     Leave(y, node);
+  }
+
+  // Value x (c channels of h x w, blocked or a plain kernel input) copied into the
+  // zero-bordered buffer at `to` (ph x pw per channel, `pad` rows above and columns left), in
+  // slices of channel blocks.
+  Step PadStep(int node, int x, const Location& to, int64_t c, int64_t h, int64_t w,
+               const memory::dims& pad, int64_t ph, int64_t pw) {
+    Step step = NewStep(node, "Pad");
+    step.name = "pad:" + Node(node).name;
+    step.images = V(x).dims[0];
+    const bool plain = V(x).plain;
+    const int64_t lanes = plain ? 1 : Block();
+    for (auto [c0, c1] : Slices(c, SliceCount(c * ph * pw * 4 >= kMinSliceBytes))) {
+      PadCopy copy;
+      copy.from = At(x, c0);
+      copy.to = to;
+      copy.to.offset += static_cast<size_t>(c0 * ph * pw) * sizeof(float);
+      copy.planes = plain ? c1 - c0 : (c1 - c0 + lanes - 1) / lanes;
+      copy.lanes = lanes;
+      copy.height = h;
+      copy.width = w;
+      copy.top = pad[0];
+      copy.left = pad[1];
+      copy.padded_height = ph;
+      copy.padded_width = pw;
+      Call call;
+      call.pad_copies.push_back(copy);
+      step.parts.push_back({call});
+    }
+    return step;
   }
 
   // BatchNormalization as y = x * scale + shift per channel.
@@ -996,6 +1134,7 @@ class Compiler {
       ops.append_binary(dnnl::algorithm::binary_add, md1);
       dnnl::binary::desc d(dnnl::algorithm::binary_mul, md, md1, md);
       dnnl::binary::primitive_desc pd(d, Attr(ops), DnnlEngine());
+      Keep(pd, node, "batch normalization");
       Call call;
       call.has_primitive = true;
       call.primitive = dnnl::binary(pd);
@@ -1041,12 +1180,25 @@ class Compiler {
           {static_cast<dnnl::algorithm>(acts[k].algorithm), acts[k].alpha, acts[k].beta});
     for (auto [c0, c1] : Slices(c, SliceCount(c * h * w * 4 >= kMinSliceBytes))) {
       memory::desc md = BlockedDesc(c1 - c0, h, w);
-      Part part;
-      for (size_t k = 0; k < clip; ++k) {
+      auto desc_of = [&](size_t k) {
         dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_inference,
                                       static_cast<dnnl::algorithm>(acts[k].algorithm), md,
                                       acts[k].alpha, acts[k].beta);
-        dnnl::eltwise_forward::primitive_desc pd(d, Attr(), DnnlEngine());
+        return dnnl::eltwise_forward::primitive_desc(d, Attr(), DnnlEngine());
+      };
+      // oneDNN 2.6 has only its reference eltwise for some algorithms on a partly filled last
+      // block (logistic, linear): nxrt's own loops run those steps (and the ones after them).
+      size_t in_onednn = 0;
+      while (in_onednn < clip && !linalg::IsReference(desc_of(in_onednn))) ++in_onednn;
+      std::vector<linalg::ConvFusion::Eltwise> part_after;
+      for (size_t k = in_onednn; k < clip; ++k)
+        part_after.push_back(
+            {static_cast<dnnl::algorithm>(acts[k].algorithm), acts[k].alpha, acts[k].beta});
+      part_after.insert(part_after.end(), after.begin(), after.end());
+      Part part;
+      for (size_t k = 0; k < in_onednn; ++k) {
+        const auto pd = desc_of(k);
+        Keep(pd, node, "activation");
         Call call;
         call.has_primitive = true;
         call.primitive = dnnl::eltwise_forward(pd);
@@ -1054,13 +1206,13 @@ class Compiler {
         call.args = {{DNNL_ARG_SRC, md, At(k == 0 ? x : y, c0)}, {DNNL_ARG_DST, md, At(y, c0)}};
         part.push_back(std::move(call));
       }
-      if (!after.empty()) {
+      if (!part_after.empty()) {
         if (part.empty()) {  // nothing wrote y yet: start from a copy of x
           Call copy;
           copy.copies.push_back({At(x, c0), At(y, c0), md.get_size()});
           part.push_back(std::move(copy));
         }
-        SetAfter(part.back(), after, y, c0, c1, h * w);
+        SetAfter(part.back(), std::move(part_after), y, c0, c1, h * w);
       }
       step.parts.push_back(std::move(part));
     }
@@ -1088,6 +1240,7 @@ class Compiler {
       memory::desc md = BlockedDesc(c1 - c0, h, w);
       memory::desc md1 = per_channel ? BlockedDesc(c1 - c0, 1, 1) : md;
       dnnl::binary::primitive_desc pd(dnnl::binary::desc(alg, md, md1, md), Attr(), DnnlEngine());
+      Keep(pd, node, "binary operation");
       Call call;
       call.has_primitive = true;
       call.primitive = dnnl::binary(pd);
@@ -1143,6 +1296,7 @@ class Compiler {
       dnnl::pooling_v2_forward::desc d(dnnl::prop_kind::forward_inference, alg, src, dst, strides,
                                        kernel, dilation, pad_l, pad_r);
       dnnl::pooling_v2_forward::primitive_desc pd(d, Attr(), DnnlEngine());
+      Keep(pd, node, "pooling");
       Call call;
       call.has_primitive = true;
       call.primitive = dnnl::pooling_v2_forward(pd);
@@ -1175,12 +1329,39 @@ class Compiler {
       for (int v : ins) srcs.push_back(BlockedDesc(V(v).dims[1], h, w));
       memory::desc dst = BlockedDesc(V(y).dims[1], h, w);
       dnnl::concat::primitive_desc pd(dst, 1, srcs, DnnlEngine(), Attr());
-      call.has_primitive = true;
-      call.primitive = dnnl::concat(pd);
-      call.scratch_bytes = Scratch(pd);
-      for (size_t i = 0; i < ins.size(); ++i)
-        call.args.push_back({DNNL_ARG_MULTIPLE_SRC + static_cast<int>(i), srcs[i], At(ins[i], 0)});
-      call.args.push_back({DNNL_ARG_DST, dst, At(y, 0)});
+      if (!linalg::IsReference(pd)) {
+        Keep(pd, node, "concatenation");
+        call.has_primitive = true;
+        call.primitive = dnnl::concat(pd);
+        call.scratch_bytes = Scratch(pd);
+        for (size_t i = 0; i < ins.size(); ++i)
+          call.args.push_back(
+              {DNNL_ARG_MULTIPLE_SRC + static_cast<int>(i), srcs[i], At(ins[i], 0)});
+        call.args.push_back({DNNL_ARG_DST, dst, At(y, 0)});
+      } else {
+        // oneDNN has only its reference concat when an input starts inside a block: inputs at a
+        // block boundary are copied as whole blocks (their padding lanes are overwritten by the
+        // next input), the others lane by lane; the output's padding lanes end up zero.
+        int64_t offset = 0;
+        for (size_t i = 0; i < ins.size(); ++i) {
+          const int64_t c = V(ins[i]).dims[1];
+          if (offset % Block() == 0) {
+            call.copies.push_back({At(ins[i], 0), At(y, offset),
+                                   static_cast<size_t>(Padded(c) * h * w) * sizeof(float)});
+          } else {
+            LaneCopy copy;
+            copy.from = At(ins[i], 0);
+            copy.to = At(y, 0);
+            copy.channels = c;
+            copy.to_channel = offset;
+            copy.pixels = h * w;
+            copy.block = static_cast<int>(Block());
+            copy.zero_tail = i + 1 == ins.size();
+            call.lane_copies.push_back(copy);
+          }
+          offset += c;
+        }
+      }
     }
     Step step = NewStep(node, "Concat");
     step.images = V(y).dims[0];

@@ -23,10 +23,12 @@
 #include <cstdint>
 #include <memory>
 #include <nxrt/nxrt_ep.hpp>
+#include <string>
 #include <vector>
 
 #include "blocked/blocked_group.h"
 #include "blocked/blocked_steps.h"
+#include "kernels/linalg/primitive_audit.h"
 
 namespace nxrt::cpu::blocked {
 
@@ -34,6 +36,10 @@ struct BlockedOptions {
   int block = 8;         // channels per block: 8 (AVX2) or 16 (AVX-512)
   int threads = 1;       // the session's intra-op threads: how many slices a primitive is cut into
   bool winograd = true;  // 3x3 stride-1 convolutions by Winograd F(4x4, 3x3) (block 8 only)
+  // Where the program records the oneDNN primitives it keeps (linalg/primitive_audit.h); the
+  // program itself never keeps a reference implementation where nxrt has another formulation.
+  std::shared_ptr<linalg::PrimitiveAudit> audit;
+  std::string name;  // the fused node's name
 };
 
 // The kernel that runs `group` (a graph view from NxEp::CompileGroup whose nodes ClassifyNode

@@ -40,20 +40,47 @@ struct Copy {
   size_t bytes = 0;
 };
 
+// Channels [0, channels) of a blocked value (at `from`, its first block) into a blocked value
+// from its channel `to_channel` on (at `to`, its first block), where that channel is not at a
+// block boundary: a Concat of inputs whose channel counts are not multiples of the block (oneDNN's
+// concat has only its reference implementation for those). Both have `pixels` per channel plane.
+struct LaneCopy {
+  Location from, to;
+  int64_t channels = 0, to_channel = 0, pixels = 0;
+  int block = 8;
+  bool zero_tail = false;  // the destination's last block ends here: zero its padding lanes
+};
+
+// `planes` planes of `height` x `width` pixels of `lanes` floats each (a blocked value's channel
+// blocks, or a plain value's channels with one lane) copied into planes of `padded_height` x
+// `padded_width` pixels at row `top` and column `left`, the border set to zero: the input of a
+// convolution whose padding oneDNN's jit kernels do not take.
+struct PadCopy {
+  Location from, to;
+  int64_t planes = 0, lanes = 1, height = 0, width = 0;
+  int64_t top = 0, left = 0, padded_height = 0, padded_width = 0;
+};
+
 // Byte copies, then one primitive call (either may be absent). Copies put the addend of a fused
 // Add (sum post-op) under the destination, or place the inputs of a Concat.
 struct Call {
   int id = 0;  // index among all calls of the program (per-run bindings)
   std::vector<Copy> copies;
+  std::vector<LaneCopy> lane_copies;  // after the byte copies
+  std::vector<PadCopy> pad_copies;    // after the lane copies
   bool has_primitive = false;
   dnnl::primitive primitive;
   std::vector<Arg> args;
   size_t scratch_bytes = 0;
   // Activations run by nxrt after the primitive, in place over `after_blocks` blocks of
   // `after_pixels` pixels at `after_at`: those from the first Clip on (oneDNN's clip turns NaN
-  // into a bound, ONNX's Clip keeps it). When the last block is partly padding, its padding
-  // lanes (from `real_lanes` on) are zeroed again.
-  std::vector<linalg::ConvFusion::Eltwise> after;
+  // into a bound, ONNX's Clip keeps it), and any part of a fused chain that would have made
+  // oneDNN take a reference implementation. With `after_sum`, `before_sum` runs first, then the
+  // addend of a fused Add (the same blocks at `after_sum_at`) is added, then `after`. When the
+  // last block is partly padding, its padding lanes (from `real_lanes` on) are zeroed again.
+  std::vector<linalg::ConvFusion::Eltwise> before_sum, after;
+  bool after_sum = false;
+  Location after_sum_at;
   // Instead of a primitive, nxrt's Winograd convolution (its fused chain included): output
   // tiles [tile_begin, tile_end) and output panels [panel_begin, panel_end) of one image from
   // `winograd_src` into `winograd_dst`, reading the addend of a fused sum at `winograd_sum` when

@@ -61,6 +61,7 @@ class Conv : public ep::PrePackingKernel {
         b_(info, 2),
         dnnl_(ReadFusion(info, fused && info.has_input(3)), ConvStrategy::kAuto, channels_last) {
     dnnl_.SetIsa(KernelIsa(info));
+    dnnl_.SetAudit(KernelAudit(info));
 
     has_sum_ = fused && info.has_input(3);
     has_fusion_ = has_sum_ || !info.attr_string("activation", "").empty();

@@ -12,6 +12,7 @@
 #include "common/parallel.h"
 #include "kernels/elementwise/vec_math.h"
 #include "kernels/linalg/conv_depthwise.h"
+#include "kernels/linalg/conv_plan.h"
 #include "kernels/linalg/dnnl_util.h"
 #include "kernels/linalg/pointwise_conv.h"
 #include "kernels/linalg/small_depth_conv.h"
@@ -27,6 +28,7 @@ using Tag = dnnl::memory::format_tag;
 // with the pool's spinning workers for the same cores).
 struct DnnlConv::PlanPart {
   int64_t oc_begin = 0, oc_end = 0;
+  dnnl::convolution_forward::primitive_desc pd;
   dnnl::convolution_forward conv;
   memory::desc w_plain, w_conv, bias_md, dst_conv, scratch_md;
   memory::desc dst_view;  // this slice's channels of the plain output (all of it for one part)
@@ -49,7 +51,16 @@ struct DnnlConv::Plan {
   bool reorder_src = false;
   dnnl::reorder src_reorder;
   size_t src_bytes = 0;
-  std::vector<PlanPart> parts;  // see PlanPart
+  std::vector<PlanPart> parts;                          // see PlanPart
+  std::vector<dnnl::reorder::primitive_desc> reorders;  // of the input, outputs, weights
+  std::vector<float> trimmed_w;  // constant weights over the live taps only (when some are dead)
+  bool HasReference() const {
+    for (const PlanPart& p : parts)
+      if (IsReference(p.pd)) return true;
+    for (const auto& r : reorders)
+      if (IsReference(r)) return true;
+    return false;
+  }
   // Fused activations applied after the primitive, from the first one oneDNN does not compute
   // as ONNX does on: its clip turns NaN into a bound, ONNX's Clip keeps NaN.
   std::vector<ConvFusion::Eltwise> after_primitive;
@@ -85,19 +96,6 @@ SmallVector<int64_t, 32> PlanKey(const ConvGeometry& g, int threads, bool has_bi
 
 // Output channels per slice are a multiple of this (a whole AVX-512 register block).
 constexpr int64_t kChannelSliceAlign = 16;
-
-// [begin, end) output channels for `parts` slices: whole register blocks, as even as possible.
-std::vector<std::pair<int64_t, int64_t>> ChannelSlices(int64_t channels, int parts) {
-  const int64_t blocks = (channels + kChannelSliceAlign - 1) / kChannelSliceAlign;
-  std::vector<std::pair<int64_t, int64_t>> slices;
-  for (int i = 0; i < parts; ++i) {
-    const int64_t b0 = blocks * i / parts, b1 = blocks * (i + 1) / parts;
-    const int64_t begin = b0 * kChannelSliceAlign,
-                  end = std::min(channels, b1 * kChannelSliceAlign);
-    if (end > begin) slices.emplace_back(begin, end);
-  }
-  return slices;
-}
 
 float Eltwise1(const ConvFusion::Eltwise& e, float v) {
   switch (e.alg) {
@@ -176,6 +174,12 @@ void ApplyEltwiseRange(const std::vector<ConvFusion::Eltwise>& ops, float* p, in
       case dnnl::algorithm::eltwise_swish:
         elementwise::SwishArray(p, p, m, alpha);
         break;
+      case dnnl::algorithm::eltwise_logistic:
+        elementwise::SigmoidArray(p, p, m);
+        break;
+      case dnnl::algorithm::eltwise_tanh:
+        elementwise::TanhArray(p, p, m);
+        break;
       case dnnl::algorithm::eltwise_gelu_erf:
         elementwise::GeluArray(p, p, m);
         break;
@@ -196,9 +200,10 @@ void DnnlConv::SetConstantWeights(const float* w, size_t num_weights) {
   const_w_count_ = num_weights;
 }
 
-std::shared_ptr<DnnlConv::Plan> DnnlConv::BuildPlan(const ConvGeometry& g, bool has_bias,
-                                                    int parts) {
+std::shared_ptr<DnnlConv::Plan> DnnlConv::BuildPlan(const ConvGeometry& full, bool has_bias,
+                                                    int parts, bool plain) {
   auto plan = std::make_shared<Plan>();
+  const ConvGeometry& g = full;  // (the hand-written paths below see every tap)
   const bool pointwise = IsPointwiseConv(g);
   const bool nchw_auto = strategy_ == ConvStrategy::kAuto && !channels_last_;
   if ((nchw_auto || strategy_ == ConvStrategy::kGemm) && pointwise && !channels_last_) {
@@ -230,6 +235,25 @@ std::shared_ptr<DnnlConv::Plan> DnnlConv::BuildPlan(const ConvGeometry& g, bool 
     }
     return plan;
   }
+  return BuildDnnlPlan(std::move(plan), full, has_bias, parts, plain);
+}
+
+std::shared_ptr<DnnlConv::Plan> DnnlConv::BuildDnnlPlan(std::shared_ptr<Plan> plan,
+                                                        const ConvGeometry& full, bool has_bias,
+                                                        int parts, bool plain) {
+  // Taps that only ever read padding are dropped (DeepLabV3's atrous 3x3 at rate 24 over a 20x20
+  // map is a 1x1 convolution); with constant weights only, whose trimmed copy the plan keeps.
+  const LiveTaps live = const_w_ != nullptr ? FindLiveTaps(full) : LiveTaps();
+  const ConvGeometry g = live.trims ? TrimmedGeometry(full, live) : full;
+  const float* weights = const_w_;
+  if (live.trims) {
+    if (const_w_count_ != static_cast<size_t>(full.out_channels * full.in_channels_per_group() *
+                                              full.kernel_size())) {
+      throw std::runtime_error("Conv: constant weight size does not match the geometry");
+    }
+    plan->trimmed_w = TrimmedWeights(full, live, const_w_);
+    weights = plan->trimmed_w.data();
+  }
   const bool grouped = g.group > 1;
   memory::dims src_dims = {g.batch, g.in_channels};
   memory::dims dst_dims = {g.batch, g.out_channels};
@@ -247,31 +271,34 @@ std::shared_ptr<DnnlConv::Plan> DnnlConv::BuildPlan(const ConvGeometry& g, bool 
   const memory::desc dst_plain(dst_dims, f32, ActivationTag(g.spatial, channels_last_));
   const memory::desc w_plain(w_dims, f32, WeightTag(g.spatial, grouped));
 
-  const bool blocked = strategy_ != ConvStrategy::kPlain && !channels_last_;
+  const bool blocked = strategy_ != ConvStrategy::kPlain && !channels_last_ && !plain;
   memory::desc src_any = blocked ? memory::desc(src_dims, f32, Tag::any) : plan->src_plain;
 
-  dnnl::primitive_attr attr;
-  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   size_t in_primitive = 0;
   while (in_primitive < fusion_.eltwise.size() &&
          fusion_.eltwise[in_primitive].alg != dnnl::algorithm::eltwise_clip)
     ++in_primitive;
-  plan->after_primitive.assign(fusion_.eltwise.begin() + static_cast<ptrdiff_t>(in_primitive),
-                               fusion_.eltwise.end());
-  if (fusion_.sum || in_primitive > 0) {
-    dnnl::post_ops ops;
-    if (fusion_.sum) ops.append_sum(1.0f);
-    for (size_t i = 0; i < in_primitive; ++i) {
-      const auto& e = fusion_.eltwise[i];
-      ops.append_eltwise(1.0f, e.alg, e.alpha, e.beta);
+  // The sum (first, so oneDNN's jit kernels take it) and the activations before the first Clip.
+  auto attr_with = [&](size_t activations) {
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    if (fusion_.sum || activations > 0) {
+      dnnl::post_ops ops;
+      if (fusion_.sum) ops.append_sum(1.0f);
+      for (size_t i = 0; i < activations; ++i) {
+        const auto& e = fusion_.eltwise[i];
+        ops.append_eltwise(1.0f, e.alg, e.alpha, e.beta);
+      }
+      attr.set_post_ops(ops);
     }
-    attr.set_post_ops(ops);
-  }
+    return attr;
+  };
+  dnnl::primitive_attr attr = attr_with(in_primitive);
   auto& eng = DnnlEngine();
   const int64_t w_per_channel = static_cast<int64_t>(w_plain.get_size() / sizeof(float)) /
                                 std::max<int64_t>(g.out_channels, 1);
   const std::vector<std::pair<int64_t, int64_t>> ranges =
-      parts > 1 ? ChannelSlices(g.out_channels, parts)
+      parts > 1 ? ChannelBlockSlices(g.out_channels, kChannelSliceAlign, parts)
                 : std::vector<std::pair<int64_t, int64_t>>{{0, g.out_channels}};
   for (const auto& [oc_begin, oc_end] : ranges) {
     PlanPart part;
@@ -295,13 +322,27 @@ std::shared_ptr<DnnlConv::Plan> DnnlConv::BuildPlan(const ConvGeometry& g, bool 
         memory::desc(part_w_dims, f32, Tag::any), part.bias_md, dst_any, Real(g, g.stride),
         Real(g, g.dilation, 1), Real(g, g.pad_begin), Real(g, g.pad_end));
     dnnl::convolution_forward::primitive_desc pd(desc, attr, eng);
+    if (IsReference(pd) && part.oc_begin == 0 && in_primitive > 0) {
+      // A fused activation oneDNN's optimised kernels do not take: fewer of them inside, the
+      // rest after the primitive (on this slice, in cache), decided once for all slices.
+      for (size_t k = in_primitive; k-- > 0;) {
+        dnnl::convolution_forward::primitive_desc fewer(desc, attr_with(k), eng);
+        if (IsReference(fewer)) continue;
+        in_primitive = k;
+        attr = attr_with(k);
+        pd = fewer;
+        break;
+      }
+    }
+    part.pd = pd;
     if (part.oc_begin == 0) {
       plan->src_conv = pd.src_desc();
       plan->src_bytes = plan->src_conv.get_size();
       plan->reorder_src = plan->src_conv != plan->src_plain;
       if (plan->reorder_src) {
-        plan->src_reorder =
-            dnnl::reorder(dnnl::reorder::primitive_desc(eng, plan->src_plain, eng, plan->src_conv));
+        const dnnl::reorder::primitive_desc rpd(eng, plan->src_plain, eng, plan->src_conv);
+        plan->reorders.push_back(rpd);
+        plan->src_reorder = dnnl::reorder(rpd);
       }
     } else if (pd.src_desc() != plan->src_conv) {
       throw std::runtime_error("the output-channel slices want different input layouts");
@@ -315,32 +356,34 @@ std::shared_ptr<DnnlConv::Plan> DnnlConv::BuildPlan(const ConvGeometry& g, bool 
     part.w_bytes = part.w_conv.get_size();
     part.reorder_dst = part.dst_conv != part.dst_view;
     part.reorder_w = part.w_conv != part.w_plain;
-    if (part.reorder_dst) {
-      part.dst_reorder =
-          dnnl::reorder(dnnl::reorder::primitive_desc(eng, part.dst_conv, eng, part.dst_view));
-    }
+    // (Every reorder is recorded: a reference reorder of a large output is as slow a cliff.)
+    auto reorder = [&](const memory::desc& from, const memory::desc& to) {
+      const dnnl::reorder::primitive_desc rpd(eng, from, eng, to);
+      plan->reorders.push_back(rpd);
+      return dnnl::reorder(rpd);
+    };
+    if (part.reorder_dst) part.dst_reorder = reorder(part.dst_conv, part.dst_view);
     if (fusion_.sum) {  // the summand into the primitive's destination (a copy if the same)
-      part.sum_reorder =
-          dnnl::reorder(dnnl::reorder::primitive_desc(eng, part.dst_view, eng, part.dst_conv));
+      part.sum_reorder = reorder(part.dst_view, part.dst_conv);
     }
-    if (part.reorder_w) {
-      part.w_reorder =
-          dnnl::reorder(dnnl::reorder::primitive_desc(eng, part.w_plain, eng, part.w_conv));
-    }
+    if (part.reorder_w) part.w_reorder = reorder(part.w_plain, part.w_conv);
     if (const_w_ != nullptr) {
-      if (w_plain.get_size() != const_w_count_ * sizeof(float)) {
+      if (!live.trims && w_plain.get_size() != const_w_count_ * sizeof(float)) {
         throw std::runtime_error("Conv: constant weight size does not match the geometry");
       }
-      part.packed_w = PackedWeights(part, const_w_ + oc_begin * w_per_channel);
+      // (Trimmed weights belong to this geometry: not shared with other plans.)
+      part.packed_w = PackedWeights(part, weights + oc_begin * w_per_channel, !live.trims);
     }
     plan->parts.push_back(std::move(part));
   }
+  plan->after_primitive.assign(fusion_.eltwise.begin() + static_cast<ptrdiff_t>(in_primitive),
+                               fusion_.eltwise.end());
   return plan;
 }
 
-std::shared_ptr<memory> DnnlConv::PackedWeights(const PlanPart& part, const float* w) {
+std::shared_ptr<memory> DnnlConv::PackedWeights(const PlanPart& part, const float* w, bool share) {
   for (const auto& packed : packed_weights_) {
-    if (packed.oc_begin == part.oc_begin && packed.md == part.w_conv) return packed.mem;
+    if (share && packed.oc_begin == part.oc_begin && packed.md == part.w_conv) return packed.mem;
   }
   auto& eng = DnnlEngine();
   std::shared_ptr<memory> mem;
@@ -353,7 +396,7 @@ std::shared_ptr<memory> DnnlConv::PackedWeights(const PlanPart& part, const floa
     // The primitive reads the plain layout: use the borrowed weights, no second copy.
     mem = std::make_shared<memory>(part.w_conv, eng, const_cast<float*>(w));
   }
-  packed_weights_.push_back({part.w_conv, part.oc_begin, mem});
+  if (share) packed_weights_.push_back({part.w_conv, part.oc_begin, mem});
   return mem;
 }
 
@@ -365,19 +408,31 @@ std::shared_ptr<DnnlConv::Plan> DnnlConv::GetPlan(const ConvGeometry& g, int omp
   auto it = plans_.find(key);
   if (it != plans_.end()) return it->second;
   std::shared_ptr<Plan> plan;
-  try {
+  auto build = [&](bool plain) {
     try {
-      plan = BuildPlan(g, has_bias, parts);
+      return BuildPlan(g, has_bias, parts, plain);
     } catch (const std::exception&) {
       if (parts <= 1) throw;
       // oneDNN declined the slices (or they disagree on the input layout): one primitive,
       // as without the pool.
-      plan = BuildPlan(g, has_bias, 1);
+      return BuildPlan(g, has_bias, 1, plain);
+    }
+  };
+  try {
+    plan = build(false);
+    // oneDNN's jit kernels on its blocked layouts refuse some geometries (padding of more than a
+    // few taps: 3x3 at dilation 4 with "same" padding) and it would take its reference
+    // convolution; on plain NCHW it has a GEMM-based one for them.
+    if (plan->HasReference() && !channels_last_ && strategy_ != ConvStrategy::kPlain) {
+      std::shared_ptr<Plan> plain = build(true);
+      if (!plain->HasReference()) plan = plain;
     }
   } catch (const dnnl::error& e) {
     throw std::runtime_error(std::string("Conv: oneDNN could not build the convolution: ") +
                              e.what());
   }
+  for (const PlanPart& part : plan->parts) audit_.Record(part.pd, "convolution");
+  for (const auto& rpd : plan->reorders) audit_.Record(rpd, "reorder");
   plans_.emplace(key, plan);
   return plan;
 }
@@ -392,9 +447,12 @@ int DnnlConv::PrimitiveThreads(const ConvGeometry& g, int threads) {
 
 int DnnlConv::PrimitiveParts(const ConvGeometry& g, int threads) const {
   if (threads <= 1 || g.group != 1 || strategy_ == ConvStrategy::kPlain) return 1;
-  const double macs = static_cast<double>(g.batch) * g.out_channels * g.out_size() * g.in_channels *
-                      g.kernel_size();
-  if (macs < kMinParallelMacs) return 1;
+  const double image_macs =
+      static_cast<double>(g.out_channels) * g.out_size() * g.in_channels * g.kernel_size();
+  const double macs = image_macs * static_cast<double>(g.batch);
+  const int64_t weight_bytes =
+      g.out_channels * g.in_channels * g.kernel_size() * int64_t{sizeof(float)};
+  if (!WorthSlicing(image_macs, weight_bytes)) return 1;
   const int64_t blocks = (g.out_channels + kChannelSliceAlign - 1) / kChannelSliceAlign;
   // One primitive on oneDNN's OpenMP team instead (PrimitiveThreads).
   if (PreferOmpTeam(macs, blocks, g.kernel_size(), /*depthwise=*/false, threads)) return 1;

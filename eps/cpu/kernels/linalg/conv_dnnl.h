@@ -45,6 +45,7 @@
 #include "kernels/linalg/conv_geometry.h"
 #include "kernels/linalg/dnnl_eltwise.h"
 #include "kernels/linalg/pointwise_conv.h"
+#include "kernels/linalg/primitive_audit.h"
 
 namespace nxrt::cpu::linalg {
 
@@ -73,6 +74,8 @@ class DnnlConv {
   void SetConstantWeights(const float* w, size_t num_weights);
   // The ISA of the hand-written paths (depthwise, pointwise); default: the CPU's best.
   void SetIsa(Isa isa) { isa_ = isa; }
+  // Where the oneDNN primitives of the plans are recorded (the session's audit).
+  void SetAudit(AuditTarget audit) { audit_ = std::move(audit); }
   bool has_constant_weights() const { return const_w_ != nullptr; }
 
   // Builds and caches the plan for this geometry ahead of the first run (optional); `has_bias`
@@ -93,9 +96,14 @@ class DnnlConv {
   // How many output-channel slices a oneDNN primitive is split into on the pool (1: none).
   int PrimitiveParts(const ConvGeometry& g, int threads) const;
   std::shared_ptr<Plan> GetPlan(const ConvGeometry& g, int omp_threads, int parts, bool has_bias);
-  std::shared_ptr<Plan> BuildPlan(const ConvGeometry& g, bool has_bias, int parts);  // under mu_
+  // Under mu_; `plain`: oneDNN's primitive on plain NCHW (its GEMM-based convolution) instead of
+  // its blocked layout, where that one would be a reference implementation.
+  std::shared_ptr<Plan> BuildPlan(const ConvGeometry& g, bool has_bias, int parts, bool plain);
+  std::shared_ptr<Plan> BuildDnnlPlan(std::shared_ptr<Plan> plan, const ConvGeometry& g,
+                                      bool has_bias, int parts, bool plain);
   // Constant weights of a slice in its primitive's layout, packed once (under mu_).
-  std::shared_ptr<dnnl::memory> PackedWeights(const PlanPart& part, const float* w);
+  // `share`: reuse (and offer) the packing for other plans with the same layout and channels.
+  std::shared_ptr<dnnl::memory> PackedWeights(const PlanPart& part, const float* w, bool share);
   // 1x1 convolutions the register tiles of pointwise_conv.h take (else RunGemm).
   bool UsePointwiseTiles(const ConvGeometry& g) const;
   // The tiles' job for `out_channels` x `depth` weights (packed into this thread's scratch when
@@ -121,6 +129,7 @@ class DnnlConv {
   ConvStrategy strategy_;
   bool channels_last_;
   Isa isa_ = DetectedIsa();
+  AuditTarget audit_;
   const float* const_w_ = nullptr;  // borrowed constant weights
   size_t const_w_count_ = 0;
 

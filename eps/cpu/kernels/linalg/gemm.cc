@@ -36,7 +36,8 @@ class Gemm : public ep::PrePackingKernel {
         trans_b_(info.attr_int("transB", 0) != 0),
         alpha_(info.attr_float("alpha", 1.0f)),
         beta_(info.attr_float("beta", 1.0f)),
-        b_(info, 1) {
+        b_(info, 1),
+        audit_(KernelAudit(info)) {
     if (auto a = StaticInputShape(info, 0); a && a->size() == 2)
       static_rows_ = (*a)[trans_a_ ? 1 : 0];
     int64_t static_cols = -1;
@@ -225,12 +226,14 @@ class Gemm : public ep::PrePackingKernel {
     if (!layout_.blocked) return;
     matmul_ =
         std::make_unique<DnnlPackedMatMul>(b_.data(), layout_.md, layout_.k, layout_.n, alpha_);
+    matmul_->SetAudit(audit_);
   }
 
   std::string op_;
   bool trans_a_, trans_b_;
   float alpha_, beta_;
   PackedFloatWeight b_;  // constant B as float32, in layout_ when blocked, else as given
+  AuditTarget audit_;
   MatMulWeightLayout layout_;
   int64_t static_rows_ = 0;                   // M of a static A, else 0
   std::unique_ptr<DnnlPackedMatMul> matmul_;  // over a blocked b_

@@ -9,7 +9,20 @@
 #include <string>
 #include <vector>
 
+#include "kernels/linalg/primitive_audit.h"
+
+namespace nxrt::cpu {
+// The audit of the session the CPU EP `ep` serves (cpu_ep.cc); null for another EP.
+std::shared_ptr<linalg::PrimitiveAudit> SessionAudit(const NxEp* ep);
+}  // namespace nxrt::cpu
+
 namespace nxrt::cpu::linalg {
+
+// Where a kernel records the oneDNN primitives it creates: its session's audit, under its name.
+inline AuditTarget KernelAudit(const ep::KernelInfo& info) {
+  const std::string name = info.name();
+  return {SessionAudit(info.ep()), name.empty() ? "(unnamed " + info.op_type() + ")" : name};
+}
 
 // The session's intra-op thread count, or 0 when the session did not say.
 inline int SessionThreads(const ep::KernelInfo& info) {

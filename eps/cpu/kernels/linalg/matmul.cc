@@ -57,6 +57,7 @@ class MatMul : public ep::PrePackingKernel {
     // With a static A the primitive for its row count is built as soon as B is packed, so the
     // first run does not pay for it.
     threads_ = SessionThreads(info);
+    audit_ = KernelAudit(info);
     if (auto a = StaticInputShape(info, 0); a && !a->empty() && !trans_a_) {
       prepare_k_ = a->back();
       prepare_rows_ = 1;
@@ -255,6 +256,7 @@ class MatMul : public ep::PrePackingKernel {
                                       dnnl::memory::format_tag::ba);
     packed_ = std::make_unique<DnnlPackedMatMul>(b_.data(), layout_.blocked ? layout_.md : plain_nk,
                                                  k, n, alpha_, has_bias_, post_);
+    packed_->SetAudit(audit_);
     if (threads_ > 0 && prepare_rows_ > 0 && prepare_k_ == k)
       packed_->Prepare(prepare_rows_, threads_);
   }
@@ -269,6 +271,7 @@ class MatMul : public ep::PrePackingKernel {
   bool epilogue_ = false, has_bias_ = false;  // com.nxrt FusedMatMul
   std::vector<DnnlEltwise> post_;
   MatMulWeightLayout layout_;
+  AuditTarget audit_;
   std::unique_ptr<DnnlPackedMatMul> packed_;  // over b_ once it is packed (plain or blocked)
   std::unique_ptr<PanelMatMul> panels_;       // over b_ once it is packed (panels)
 };

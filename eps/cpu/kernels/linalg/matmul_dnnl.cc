@@ -105,6 +105,7 @@ std::shared_ptr<DnnlPackedMatMul::Plan> DnnlPackedMatMul::GetPlan(int64_t m, int
         has_bias_ ? dnnl::matmul::desc(plan->src_md, plan->w_md, plan->bias_md, plan->dst_md)
                   : dnnl::matmul::desc(plan->src_md, plan->w_md, plan->dst_md),
         attr, DnnlEngine());
+    audit_.Record(pd, "matrix multiplication");
     plan->prim = dnnl::matmul(pd);
     plan->scratch_md = pd.scratchpad_desc();
     plan->scratch_bytes = plan->scratch_md.get_size();

@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "kernels/linalg/dnnl_eltwise.h"
+#include "kernels/linalg/primitive_audit.h"
 
 namespace nxrt::cpu::linalg {
 
@@ -61,6 +62,9 @@ class DnnlPackedMatMul {
 
   int64_t k() const { return k_; }
   int64_t n() const { return n_; }
+
+  // Where the primitives are recorded (the session's audit).
+  void SetAudit(AuditTarget audit) { audit_ = std::move(audit); }
 
   // Builds the primitive for `m` rows ahead of the first run (optional).
   void Prepare(int64_t m, int threads);
@@ -97,6 +101,7 @@ class DnnlPackedMatMul {
   bool has_bias_;
   std::vector<DnnlEltwise> post_;
   bool column_sliceable_;  // the plain [N, K] layout: a slice of columns is a run of its rows
+  AuditTarget audit_;
   std::mutex mu_;
   std::map<std::tuple<int64_t, int, int64_t>, std::shared_ptr<Plan>> plans_;
 };

@@ -206,8 +206,8 @@ std::shared_ptr<DnnlQConv::Plan> DnnlQConv::BuildPlan(const ConvGeometry& g, int
                                                  w_any, dst_any, strides, dilates, pad_l, pad_r);
   const dnnl::convolution_forward::primitive_desc pd(desc, attr, engine);
   // The reference implementation is orders of magnitude slower than our own integer path.
-  const std::string impl = pd.impl_info_str();
-  if (impl.find("ref") != std::string::npos) return nullptr;
+  if (IsReference(pd)) return nullptr;
+  audit_.Record(pd, "int8 convolution");
   plan->conv = dnnl::convolution_forward(pd);
   plan->src_md = pd.src_desc();
   plan->dst_md = pd.dst_desc();

@@ -59,6 +59,12 @@ class DnnlQConv {
   // declines, and the caller computes the convolution another way.
   bool Supports(const ConvGeometry& g, int threads);
 
+  // Where the primitives are recorded (the session's audit).
+  void SetAudit(AuditTarget audit) {
+    if (float_conv_) float_conv_->SetAudit(audit);
+    audit_ = std::move(audit);
+  }
+
   // x [N, C, H, W] and y [N, M, OH, OW] (NHWC with channels_last); Supports(g) must have said
   // yes.
   void Run(const ConvGeometry& g, const void* x, void* y, int threads);
@@ -88,6 +94,7 @@ class DnnlQConv {
   std::vector<float> float_w_, float_bias_;
   std::vector<int8_t> w_;
   std::vector<int64_t> w_dims_;
+  AuditTarget audit_;
   std::mutex mu_;
   std::map<std::vector<int64_t>, std::shared_ptr<PlanSet>> plans_;  // by input shape, threads
 };

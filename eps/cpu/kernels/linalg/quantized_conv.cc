@@ -17,6 +17,7 @@
 #include "kernels/linalg/conv_geometry.h"
 #include "kernels/linalg/conv_reference.h"
 #include "kernels/linalg/dnnl_util.h"
+#include "kernels/linalg/kernel_setup.h"
 #include "kernels/linalg/linalg_kernels.h"
 #include "kernels/linalg/qconv_dnnl.h"
 #include "kernels/linalg/quantized_common.h"
@@ -142,6 +143,7 @@ class QLinearConv : public ep::Kernel {
     // Only the com.nxrt op (what QDQ folding makes): ONNX's op keeps the exact integer path,
     // as oneDNN's int8 arithmetic saturates on CPUs without VNNI (qconv_dnnl.h).
     if (info.domain() == "com.nxrt") dnnl_ = MakeDnnlQConv(info, relu_);
+    if (dnnl_) dnnl_->SetAudit(KernelAudit(info));
   }
 
   void Compute(ep::KernelContext& ctx) override {
