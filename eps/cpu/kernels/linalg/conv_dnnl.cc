@@ -274,23 +274,18 @@ std::shared_ptr<DnnlConv::Plan> DnnlConv::BuildDnnlPlan(std::shared_ptr<Plan> pl
   const bool blocked = strategy_ != ConvStrategy::kPlain && !channels_last_ && !plain;
   memory::desc src_any = blocked ? memory::desc(src_dims, f32, Tag::any) : plan->src_plain;
 
-  size_t in_primitive = 0;
-  while (in_primitive < fusion_.eltwise.size() &&
-         fusion_.eltwise[in_primitive].alg != dnnl::algorithm::eltwise_clip)
-    ++in_primitive;
-  // The sum (first, so oneDNN's jit kernels take it) and the activations before the first Clip.
-  auto attr_with = [&](size_t activations) {
+  // The fused chain (conv_plan.h): the sum first, so oneDNN's jit kernels take it as a post-op
+  // (it always stays inside: nothing here adds it later), then the activations; those from the
+  // first Clip on, and any oneDNN would only run in its reference convolution, run after it.
+  std::vector<ChainStep> chain;
+  if (fusion_.sum) chain.push_back({true, {}});
+  for (const auto& e : fusion_.eltwise) chain.push_back({false, e});
+  const size_t least = fusion_.sum ? 1 : 0;
+  size_t in_primitive = FirstClip(chain);
+  auto attr_with = [&](size_t steps) {
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    if (fusion_.sum || activations > 0) {
-      dnnl::post_ops ops;
-      if (fusion_.sum) ops.append_sum(1.0f);
-      for (size_t i = 0; i < activations; ++i) {
-        const auto& e = fusion_.eltwise[i];
-        ops.append_eltwise(1.0f, e.alg, e.alpha, e.beta);
-      }
-      attr.set_post_ops(ops);
-    }
+    if (steps > 0) attr.set_post_ops(ChainPostOps(chain, steps, memory::desc()));
     return attr;
   };
   dnnl::primitive_attr attr = attr_with(in_primitive);
@@ -322,17 +317,15 @@ std::shared_ptr<DnnlConv::Plan> DnnlConv::BuildDnnlPlan(std::shared_ptr<Plan> pl
         memory::desc(part_w_dims, f32, Tag::any), part.bias_md, dst_any, Real(g, g.stride),
         Real(g, g.dilation, 1), Real(g, g.pad_begin), Real(g, g.pad_end));
     dnnl::convolution_forward::primitive_desc pd(desc, attr, eng);
-    if (IsReference(pd) && part.oc_begin == 0 && in_primitive > 0) {
+    if (IsReference(pd) && part.oc_begin == 0 && in_primitive > least) {
       // A fused activation oneDNN's optimised kernels do not take: fewer of them inside, the
       // rest after the primitive (on this slice, in cache), decided once for all slices.
-      for (size_t k = in_primitive; k-- > 0;) {
-        dnnl::convolution_forward::primitive_desc fewer(desc, attr_with(k), eng);
-        if (IsReference(fewer)) continue;
-        in_primitive = k;
-        attr = attr_with(k);
-        pd = fewer;
-        break;
-      }
+      in_primitive = std::max(
+          least, PrimitiveChainLength(in_primitive, [&](size_t k) {
+            return IsReference(dnnl::convolution_forward::primitive_desc(desc, attr_with(k), eng));
+          }));
+      attr = attr_with(in_primitive);
+      pd = dnnl::convolution_forward::primitive_desc(desc, attr, eng);
     }
     part.pd = pd;
     if (part.oc_begin == 0) {
@@ -376,8 +369,9 @@ std::shared_ptr<DnnlConv::Plan> DnnlConv::BuildDnnlPlan(std::shared_ptr<Plan> pl
     }
     plan->parts.push_back(std::move(part));
   }
-  plan->after_primitive.assign(fusion_.eltwise.begin() + static_cast<ptrdiff_t>(in_primitive),
-                               fusion_.eltwise.end());
+  plan->after_primitive.assign(
+      fusion_.eltwise.begin() + static_cast<ptrdiff_t>(in_primitive - least),
+      fusion_.eltwise.end());
   return plan;
 }
 
