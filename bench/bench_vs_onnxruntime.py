@@ -4,7 +4,7 @@ on the same inputs; optionally OpenVINO (CPU) as a second reference.
 
     bench_vs_onnxruntime.py [--models NAME ...] [--threads 1 2] [--repeat 20] [--rounds 3]
                             [--nxrt build/bin/nxrt] [--models-dir build/models] [--json FILE]
-                            [--ort-only] [--openvino]
+                            [--ort-only] [--openvino] [--no-create]
 
 --models takes model names (looked up as MODELS_DIR/NAME.onnx) or paths to .onnx files; the
 default is every model tests/models/model_inputs.py knows (the 13 of tools/scripts/
@@ -21,8 +21,8 @@ engines and thread counts are interleaved in R rounds (the orders rotate between
 that noise from other work on the machine hits all of them alike; each engine's latency is the
 median of its per-round medians. Model load time is not included.
 
-Session creation and peak memory are measured for nxrt and onnxruntime, each in a fresh process
-holding one session: nxrt's are the create_ms and peak_rss_mb of the `nxrt run` processes
+Session creation and peak memory are measured for nxrt and onnxruntime (onnxruntime's not with
+--no-create), each in a fresh process holding one session: nxrt's are the create_ms and peak_rss_mb of the `nxrt run` processes
 above (peak_rss_mb is the process's VmHWM); onnxruntime's come from a separate Python process,
 run once per round and thread count, that imports numpy and onnxruntime, loads the inputs,
 times the InferenceSession construction (same options as above), runs the model 3 times and
@@ -295,7 +295,8 @@ def bench_model(model_path, args, core):
         rows.append(row)
         sessions.append(session)
         requests.append(request)
-    engines = ["nxrt", "ort", "ort-probe"] + (["openvino"] if core is not None else [])
+    engines = (["nxrt", "ort"] + (["ort-probe"] if args.create else [])
+               + (["openvino"] if core is not None else []))
     for round_index in range(args.rounds):
         shift = round_index % len(engines)
         for k in range(len(rows)):
@@ -462,6 +463,9 @@ def parse_args(argv):
                         help="where the input .npy files are written (default: "
                              "build/bench_inputs)")
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    parser.add_argument("--no-create", dest="create", action="store_false",
+                        help="do not measure onnxruntime's session creation and peak memory "
+                             "(its probe process per round and thread count)")
     parser.add_argument("--ort-only", action="store_true", help="do not run nxrt")
     parser.add_argument("--openvino", action="store_true",
                         help="add OpenVINO (CPU) latency as a second reference (needs the "

@@ -4,7 +4,9 @@
 #   2. ONNX backend node tests of the pinned onnx wheel, against tests/conformance/onnx_node_pass.txt
 #   3. Debian's onnx-1.12 node tests, against tests/conformance/debian_node_pass.txt
 #   4. real models (torchvision exports, BERT, LSTM+GRU, PaddleOCR, Silero VAD, Magika, ddddocr)
-#      compared with onnxruntime, and their static types/shapes (nxrt info --values) compared
+#      compared with onnxruntime (and a zoo of 23 more architectures: classifiers, segmenters,
+#      detectors, video, optical flow, a YOLOv8-style detector, speech; none may run a oneDNN
+#      reference primitive), and their static types/shapes (nxrt info --values) compared
 #      with onnx's shape inference; onnxruntime's com.microsoft transformer and quantized ops,
 #      its quantizer's models and an int4 decoder against it
 #   5. the Python package: a wheel built with pip, installed into a fresh virtualenv, pytest
@@ -60,6 +62,8 @@ run_suite "nxrt certify: conformance kit on SimDevice, ExampleCompiler, ExampleN
   python3 tests/tools/certify_check.py --build-dir build
 run_suite "real models vs onnxruntime, nxrt at 1, 2 and 8 threads" bash -c \
   "tools/scripts/prepare_test_models.sh build/models && python3 tests/models/run_model_comparison.py --models build/models --nxrt build/bin/nxrt --nxrt-threads 1 2 8 $models"
+run_suite "model zoo (23 architectures, random weights) vs onnxruntime, nxrt at 1 and 2 threads" bash -c \
+  "tools/scripts/prepare_zoo_models.sh build/zoo && python3 tests/models/run_model_comparison.py --zoo --models build/zoo --nxrt build/bin/nxrt --nxrt-threads 1 2"
 run_suite "com.microsoft transformer kernels vs onnxruntime (+ bert4 fused by its optimizer)" \
   python3 tests/eps/cpu/contrib_transformer_check.py --build-dir build
 run_suite "com.microsoft quantized kernels vs onnxruntime (+ its quantizer's models, ddddocr's)" \

@@ -86,16 +86,18 @@ def recalibrate_batch_norm(model, input_shape, generator, batch=4):
     model.eval()
 
 
-def export(model, args, path, input_names, output_names):
-    """Exports `model` at OPSET with static shapes to `path` (written atomically)."""
+def export(model, args, path, input_names, output_names, dynamic_axes=None, opset=OPSET):
+    """Exports `model` at `opset` with static shapes to `path` (written atomically).
+    dynamic_axes (torch.onnx.export's) names the axes that are not static, e.g. the number of
+    detections a detector's outputs have."""
     model.eval()
     tmp_path = path + ".part"
     # Autograd stays enabled: nn.MultiheadAttention only takes its exportable path when
     # gradients are on (its fused "fast path" has no ONNX symbolic).
     with torch.enable_grad():
-        torch.onnx.export(model, args, tmp_path, opset_version=OPSET,
+        torch.onnx.export(model, args, tmp_path, opset_version=opset,
                           input_names=input_names, output_names=output_names,
-                          do_constant_folding=True)
+                          dynamic_axes=dynamic_axes, do_constant_folding=True)
     os.replace(tmp_path, path)
 
 
