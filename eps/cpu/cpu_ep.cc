@@ -78,7 +78,7 @@ NxStatus* EpGetKernelRegistry(NxEp* self, const NxKernelRegistry** registry) {
 NxStatus* EpGetCapability(NxEp* self, const NxGraph* graph, NxCapability* capability) {
   return ep::Guard([&] {
     auto* ep = reinterpret_cast<CpuEp*>(self);
-    blocked::ClaimNodes(graph, ep->registry, capability, ep->block > 0, ep->failed);
+    blocked::ClaimNodes(graph, ep->registry, capability, ep->block, ep->failed);
   });
 }
 

@@ -54,7 +54,7 @@ struct NodeTable {
 };
 
 NodeTable ReadGraph(const NxGraph* graph, const NxKernelRegistry* registry,
-                    const NxCapability* capability) {
+                    const NxCapability* capability, int block) {
   const NxHostApi& host = ep::Host();
   NodeTable t;
   const size_t n = host.Graph_GetNodeCount(graph);
@@ -110,7 +110,7 @@ NodeTable ReadGraph(const NxGraph* graph, const NxKernelRegistry* registry,
       auto is_constant = [&](const ep::ValueInfoView& v) {
         return v.constant().has_value() || alias_constant.count(v.name()) != 0;
       };
-      const BlockedOp op = ClassifyNode(view, is_constant);
+      const BlockedOp op = ClassifyNode(view, block, is_constant);
       if (op == BlockedOp::kConstantAlias && demoted[i]) continue;
       t.op[i] = op;
       if (op == BlockedOp::kConstantAlias) alias_constant[view.output(0).name()] = true;
@@ -230,11 +230,11 @@ std::vector<std::vector<int>> ConvexGroups(const NodeTable& t) {
 }  // namespace
 
 void ClaimNodes(const NxGraph* graph, const NxKernelRegistry* registry, NxCapability* capability,
-                bool blocked_groups, const FailedGroups& failed) {
+                int block, const FailedGroups& failed) {
   const NxHostApi& host = ep::Host();
-  NodeTable t = ReadGraph(graph, registry, capability);
+  NodeTable t = ReadGraph(graph, registry, capability, std::max(block, 1));
   std::vector<char> grouped(t.nodes.size(), 0);
-  if (blocked_groups && host.version >= 6) {
+  if (block > 0 && host.version >= 6) {
     for (const std::vector<int>& group : ConvexGroups(t)) {
       std::vector<const NxNode*> nodes;
       for (int i : group) nodes.push_back(t.nodes[static_cast<size_t>(i)]);

@@ -27,8 +27,9 @@ class FailedGroups {
 // The key FailedGroups uses for `nodes` (of a graph view).
 std::string GroupKey(const std::vector<const NxNode*>& nodes);
 
-// Claims the nodes of `graph` for the CPU EP. `blocked_groups` false: node by node only.
+// Claims the nodes of `graph` for the CPU EP, in groups of `block`-channel blocks (0: node by
+// node only).
 void ClaimNodes(const NxGraph* graph, const NxKernelRegistry* registry, NxCapability* capability,
-                bool blocked_groups, const FailedGroups& failed);
+                int block, const FailedGroups& failed);
 
 }  // namespace nxrt::cpu::blocked

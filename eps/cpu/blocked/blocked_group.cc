@@ -63,7 +63,7 @@ std::shared_ptr<GroupConstant> BorrowConstant(const ep::ConstTensor& t) {
 
 }  // namespace
 
-GroupDesc ReadGroup(const NxGraph* group) {
+GroupDesc ReadGroup(const NxGraph* group, int64_t block) {
   const NxHostApi& host = ep::Host();
   GroupDesc d;
   std::unordered_map<std::string, int> index;
@@ -108,7 +108,7 @@ GroupDesc ReadGroup(const NxGraph* group) {
     auto is_constant = [&](const ep::ValueInfoView& v) {
       return d.values[static_cast<size_t>(value_of(v))].constant != nullptr;
     };
-    g.op = ClassifyNode(node, is_constant);
+    g.op = ClassifyNode(node, block, is_constant);
     NXRT_EP_ENFORCE(g.op != BlockedOp::kNone,
                     "blocked group: " + node.describe() + " cannot run in the blocked layout");
     if (g.op == BlockedOp::kConstantAlias) {

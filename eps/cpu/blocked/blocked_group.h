@@ -69,6 +69,6 @@ struct GroupDesc {
 // Reads `group` (a graph view of CompileGroup); constants are borrowed from the view unless the
 // shapes are not all known, in which case they are copied. Throws when a node is not a blocked
 // member.
-GroupDesc ReadGroup(const NxGraph* group);
+GroupDesc ReadGroup(const NxGraph* group, int64_t block);
 
 }  // namespace nxrt::cpu::blocked

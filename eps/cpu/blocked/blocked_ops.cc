@@ -49,7 +49,7 @@ bool PerChannelConstant(const ep::ValueInfoView& c, int64_t channels) {
 
 bool TwoDimensional(const std::vector<int64_t>& v, size_t n) { return v.empty() || v.size() == n; }
 
-bool ConvSupported(const ep::NodeView& node, const std::vector<bool>& constant) {
+bool ConvSupported(const ep::NodeView& node, int64_t block, const std::vector<bool>& constant) {
   const size_t inputs = node.input_count();
   if (inputs < 2 || inputs > 3 || node.output_count() != 1) return false;
   if (!constant[1] || (inputs == 3 && node.has_input(2) && !constant[2])) return false;
@@ -62,7 +62,12 @@ bool ConvSupported(const ep::NodeView& node, const std::vector<bool>& constant) 
   const int64_t c = xd[1], m = (*w_shape)[0];
   if (m != yd[1] || !MayMatch(yd[0], xd[0])) return false;
   const bool depthwise = group == c && m == c && (*w_shape)[1] == 1;
-  if (group != 1 && !depthwise) return false;
+  // Grouped convolutions (RegNet's groups of 8 channels) take whole blocks per group, which
+  // oneDNN's kernels need on a blocked layout.
+  const bool grouped = group > 1 && !depthwise && c % group == 0 && m % group == 0 &&
+                       (c / group) % block == 0 && (m / group) % block == 0 &&
+                       (*w_shape)[1] == c / group;
+  if (group != 1 && !depthwise && !grouped) return false;
   if (group == 1 && (*w_shape)[1] != c) return false;
   if (!TwoDimensional(node.attr_ints("kernel_shape"), 2) ||
       !TwoDimensional(node.attr_ints("strides"), 2) ||
@@ -108,7 +113,8 @@ bool PoolSupported(const ep::NodeView& node, bool max) {
 
 }  // namespace
 
-BlockedOp ClassifyWithConstants(const ep::NodeView& node, const std::vector<bool>& constant) {
+BlockedOp ClassifyWithConstants(const ep::NodeView& node, int64_t block,
+                                const std::vector<bool>& constant) {
   if (!node.domain().empty()) return BlockedOp::kNone;
   const std::string op = node.op_type();
   const size_t inputs = node.input_count();
@@ -123,7 +129,8 @@ BlockedOp ClassifyWithConstants(const ep::NodeView& node, const std::vector<bool
     return all_constant && node.input(0).type() == NX_TYPE_FLOAT ? BlockedOp::kConstantAlias
                                                                  : BlockedOp::kNone;
   }
-  if (op == "Conv") return ConvSupported(node, constant) ? BlockedOp::kConv : BlockedOp::kNone;
+  if (op == "Conv")
+    return ConvSupported(node, block, constant) ? BlockedOp::kConv : BlockedOp::kNone;
   if (IsActivationOp(op)) {
     if (inputs < 1 || node.output_count() != 1 || constant[0]) return BlockedOp::kNone;
     if (!IsBlockable(node.input(0)) || !IsBlockable(node.output(0))) return BlockedOp::kNone;

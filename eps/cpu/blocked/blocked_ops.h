@@ -38,11 +38,11 @@ bool IsBlockable(const ep::ValueInfoView& v);
 // Its declared shape, -1 where unknown (call only when IsBlockable).
 std::vector<int64_t> StaticDims(const ep::ValueInfoView& v);
 
-// What `node` is as a member of a blocked group. `is_constant(value)` says whether a value is a
-// constant of the group (an initializer, or the output of a kConstantAlias node); Conv weights,
-// biases and Clip bounds must be.
+// What `node` is as a member of a blocked group of `block`-channel blocks. `is_constant(value)`
+// says whether a value is a constant of the group (an initializer, or the output of a
+// kConstantAlias node); Conv weights, biases and Clip bounds must be.
 template <class IsConstant>
-BlockedOp ClassifyNode(const ep::NodeView& node, IsConstant&& is_constant);
+BlockedOp ClassifyNode(const ep::NodeView& node, int64_t block, IsConstant&& is_constant);
 
 // An activation as oneDNN describes it (one eltwise step).
 struct Eltwise {
@@ -53,16 +53,17 @@ struct Eltwise {
 // ---- implementation of the template ------------------------------------------------------
 
 bool IsActivationOp(const std::string& op);
-BlockedOp ClassifyWithConstants(const ep::NodeView& node, const std::vector<bool>& input_constant);
+BlockedOp ClassifyWithConstants(const ep::NodeView& node, int64_t block,
+                                const std::vector<bool>& input_constant);
 
 template <class IsConstant>
-BlockedOp ClassifyNode(const ep::NodeView& node, IsConstant&& is_constant) {
+BlockedOp ClassifyNode(const ep::NodeView& node, int64_t block, IsConstant&& is_constant) {
   std::vector<bool> constant(node.input_count(), false);
   for (size_t i = 0; i < constant.size(); ++i) {
     ep::ValueInfoView v = node.input(i);
     constant[i] = v.present() && is_constant(v);
   }
-  return ClassifyWithConstants(node, constant);
+  return ClassifyWithConstants(node, block, constant);
 }
 
 }  // namespace nxrt::cpu::blocked

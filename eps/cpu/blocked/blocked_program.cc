@@ -706,7 +706,10 @@ class Compiler {
     const int64_t c = g.in_channels, m = g.out_channels;
     const int64_t h = g.in[1], w = g.in[2], oh = g.out[1], ow = g.out[2];
     const int64_t kh = g.kernel[1], kw = g.kernel[2];
-    const bool depthwise = g.group > 1;
+    // Depthwise (one channel per group) or grouped with whole blocks per group (ClassifyNode).
+    const bool depthwise = g.group > 1 && g.in_channels_per_group() == 1;
+    const bool grouped = g.group > 1 && !depthwise;
+    const int64_t icg = g.in_channels_per_group(), ocg = g.out_channels_per_group();
     NXRT_EP_ENFORCE(V(y).dims == std::vector<int64_t>({g.batch, m, oh, ow}),
                     "blocked group: " + n.Describe() + " output shape does not match its inputs");
     const memory::dims strides = {g.stride[1], g.stride[2]};
@@ -737,6 +740,7 @@ class Compiler {
       linalg::ConvPrimitiveShape shape;
       shape.src = src;
       shape.weights = depthwise ? memory::desc({os, 1, 1, kh, kw}, kF32, Tag::any)
+                      : grouped ? memory::desc({os / ocg, ocg, icg, kh, kw}, kF32, Tag::any)
                                 : memory::desc({os, cw, kh, kw}, kF32, Tag::any);
       if (bias) shape.bias = memory::desc({os}, kF32, Tag::x);
       shape.dst = dst;
@@ -756,7 +760,7 @@ class Compiler {
     // first layer's few channels only in plain NCHW): a source of fewer channels is described as
     // one whole block, its padding lanes (always zero) meeting zero weights.
     const bool pad_channels =
-        !winograd && !V(x).plain && !depthwise && c < Block() &&
+        !winograd && !V(x).plain && g.group == 1 && c < Block() &&
         linalg::IsReference(desc_for(src_desc(c, h, w), BlockedDesc(m, oh, ow), m, dnnl::post_ops(),
                                      pad_l, pad_r, c));
     const int64_t cw = pad_channels ? Block() : c;  // input channels as the primitive sees them
@@ -858,9 +862,11 @@ class Compiler {
       dnnl::post_ops ops = linalg::ChainPostOps(chain, in_primitive, dst);
       const auto pd = desc_for(src, dst, os, ops, pads_l, pads_r, cw);
       Keep(pd, node, "convolution");
-      const memory::desc w_plain = depthwise ? memory::desc({os, 1, 1, kh, kw}, kF32, Tag::goihw)
-                                             : memory::desc({os, cw, kh, kw}, kF32, Tag::oihw);
-      const float* w_slice = wdata + o0 * (depthwise ? 1 : cw) * kh * kw;
+      const memory::desc w_plain =
+          depthwise ? memory::desc({os, 1, 1, kh, kw}, kF32, Tag::goihw)
+          : grouped ? memory::desc({os / ocg, ocg, icg, kh, kw}, kF32, Tag::goihw)
+                    : memory::desc({os, cw, kh, kw}, kF32, Tag::oihw);
+      const float* w_slice = wdata + o0 * (g.group > 1 ? icg : cw) * kh * kw;
       auto packed = std::make_shared<memory>(pd.weights_desc(), DnnlEngine());
       memory w_user(w_plain, DnnlEngine(), const_cast<float*>(w_slice));
       dnnl::reorder(w_user, *packed).execute(DnnlStream(), w_user, *packed);
@@ -934,14 +940,16 @@ class Compiler {
     const memory::dims conv_pad_l = explicit_pad ? memory::dims{0, 0} : pad_l;
     const memory::dims conv_pad_r = explicit_pad ? memory::dims{0, 0} : pad_r;
     if (explicit_pad) Push(PadStep(node, x, src_at(0), c, h, w, pad_l, ph, pw), {x}, {});
-    // `count` primitives, one per slice of output channels (whole blocks).
+    // `count` primitives, one per slice of output channels (whole blocks; whole groups of a
+    // grouped convolution, which read only their groups' input channels).
     auto channel_slices = [&](int count) {
-      for (auto [o0, o1] : Slices(m, count)) {
+      for (auto [o0, o1] : grouped ? linalg::ChannelBlockSlices(m, ocg, count) : Slices(m, count)) {
         const int64_t os = o1 - o0;
-        const memory::desc src = src_desc(depthwise ? os : cw, ph, pw);
+        const int64_t i0 = g.group > 1 ? o0 / ocg * icg : 0;
+        const memory::desc src = src_desc(g.group > 1 ? os / ocg * icg : cw, ph, pw);
         const Location sum_at = f.sum >= 0 ? At(f.sum, o0) : Location();
-        Call call = make_call(o0, o1, src, src_at(depthwise ? o0 : 0), BlockedDesc(os, oh, ow),
-                              At(y, o0), conv_pad_l, conv_pad_r, sum_at);
+        Call call = make_call(o0, o1, src, src_at(i0), BlockedDesc(os, oh, ow), At(y, o0),
+                              conv_pad_l, conv_pad_r, sum_at);
         set_after(call, o0, o1, oh * ow, 0, sum_at);
         if (sum_post_op && !in_place)
           call.copies.push_back(
@@ -1444,7 +1452,7 @@ Program CompileProgram(const GroupDesc& group, const std::vector<std::vector<int
 
 std::unique_ptr<ep::Kernel> CompileBlockedGroup(const NxGraph* group,
                                                 const BlockedOptions& options) {
-  GroupDesc desc = ReadGroup(group);
+  GroupDesc desc = ReadGroup(group, options.block);
   if (desc.static_shapes) {  // compiled now, so a failure lets the nodes run one by one
     std::vector<std::vector<int64_t>> dims(desc.num_inputs);
     for (const GroupValue& v : desc.values)

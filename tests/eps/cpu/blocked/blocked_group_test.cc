@@ -223,6 +223,28 @@ TEST(BlockedGroup, PaddleBlocksBatchNormsAndScalarConstants) {
 // Convolutions with one channel block out are cut into slices of output rows at 2 and 3
 // threads: from a plain 3-channel input (copied per slice, a batch of 2), with Clip applied
 // after the primitive, dilated depthwise, and a residual sum, on odd sizes.
+// Grouped convolutions with whole blocks per group (RegNet's groups of 8 channels; 16 per
+// group fills an AVX-512 block too) are members: 8 per group joins 8-channel blocks only, so at
+// 16-channel blocks that convolution stays a node between two groups. Strided, with a fused
+// activation, a residual sum and, at 2-3 threads, slices of whole groups.
+TEST(BlockedGroup, GroupedConvolutionsWithWholeBlocksPerGroup) {
+  Builder b;
+  b.Input("x", {1, 16, 20, 18});
+  b.Conv("x", "a", 16, 64, 1);
+  b.Op("Relu", {"a"}, "ar");
+  b.Conv("ar", "g16", 64, 64, 3, 1, 1, 4);  // 4 groups of 16
+  b.Op("Relu", {"g16"}, "g16r");
+  b.Conv("g16r", "g8", 64, 64, 3, 2, 1, 8);  // 8 groups of 8, stride 2
+  b.Op("Relu", {"g8"}, "g8r");
+  b.Conv("g8r", "c", 64, 64, 1);
+  b.Conv("ar", "skip", 64, 64, 1, 2);
+  b.Op("Add", {"c", "skip"}, "s");
+  b.Op("Relu", {"s"}, "y");
+  b.Output("y", {1, 64, 10, 9});
+  auto [ref, blocked] = ExpectSameAsNodeByNode(b.Bytes(), {"x"}, {{1, 16, 20, 18}});
+  EXPECT_LT(blocked, ref);
+}
+
 TEST(BlockedGroup, OneBlockConvolutionsSplitIntoRowSlices) {
   Builder b;
   b.Input("x", {2, 3, 97, 61});
