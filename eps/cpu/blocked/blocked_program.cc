@@ -27,7 +27,6 @@ using linalg::DnnlEngine;
 using linalg::DnnlStream;
 constexpr auto kF32 = memory::data_type::f32;
 
-using linalg::kMinConvSliceMacs;  // (kernels/linalg/conv_plan.h)
 // Bytes a memory-bound step (pooling, eltwise, binary, reorder) moves per image below which it
 // runs as one slice.
 constexpr int64_t kMinSliceBytes = int64_t{1} << 16;
@@ -958,6 +957,17 @@ class Compiler {
       }
     };
     const int64_t weight_bytes = m * (c / g.group) * kh * kw * int64_t{sizeof(float)};
+    // The threading rule both convolution paths share (conv_plan.h).
+    linalg::ConvWork work;
+    work.macs_per_image = static_cast<double>(macs);
+    work.weight_bytes = weight_bytes;
+    work.out_channel_blocks = grouped ? g.group : (m + Block() - 1) / Block();
+    work.kernel_size = kh * kw;
+    work.out_rows = oh;
+    work.depthwise = depthwise;
+    work.row_slices = (c <= Block() || V(x).plain) && !explicit_pad;
+    work.threads = opt_.threads;
+    const linalg::ConvThreads threads = linalg::PlanConvThreads(work);
     const int slices = SliceCount(linalg::WorthSlicing(static_cast<double>(macs), weight_bytes));
     if (winograd) {
       // Threads take runs of output tiles.
@@ -1000,16 +1010,14 @@ class Compiler {
         call.panel_end = by_tiles ? panels : panels * (s + 1) / parts;
         step.parts.push_back({call});
       }
-    } else if (PreferOmpTeam(static_cast<double>(macs), (m + Block() - 1) / Block(), kh * kw,
-                             depthwise, opt_.threads)) {
+    } else if (threads.kind == linalg::ConvThreads::kOmpTeam) {
       // One primitive over every channel, created (and later run) with the session's threads as
       // its OpenMP team: oneDNN sizes the team when the primitive is created.
       linalg::OmpThreadScope team(opt_.threads);
       channel_slices(1);
       step.omp_threads = opt_.threads;
       step.op += "(omp)";
-    } else if (slices > 1 && m <= Block() && (c <= Block() || V(x).plain) && oh >= 2 * slices &&
-               macs >= kMinConvSliceMacs && !explicit_pad) {
+    } else if (threads.kind == linalg::ConvThreads::kRows) {
       // One channel block out: slices of output rows instead (a run of rows of a one-block
       // tensor is contiguous). The input rows a slice reads, with its own top and bottom
       // padding, are contiguous too when the input is one block; a plain input is copied, per

@@ -440,17 +440,20 @@ int DnnlConv::PrimitiveThreads(const ConvGeometry& g, int threads) {
 }
 
 int DnnlConv::PrimitiveParts(const ConvGeometry& g, int threads) const {
-  if (threads <= 1 || g.group != 1 || strategy_ == ConvStrategy::kPlain) return 1;
-  const double image_macs =
-      static_cast<double>(g.out_channels) * g.out_size() * g.in_channels * g.kernel_size();
-  const double macs = image_macs * static_cast<double>(g.batch);
-  const int64_t weight_bytes =
-      g.out_channels * g.in_channels * g.kernel_size() * int64_t{sizeof(float)};
-  if (!WorthSlicing(image_macs, weight_bytes)) return 1;
-  const int64_t blocks = (g.out_channels + kChannelSliceAlign - 1) / kChannelSliceAlign;
-  // One primitive on oneDNN's OpenMP team instead (PrimitiveThreads).
-  if (PreferOmpTeam(macs, blocks, g.kernel_size(), /*depthwise=*/false, threads)) return 1;
-  return static_cast<int>(std::min<int64_t>(threads, blocks));
+  if (strategy_ == ConvStrategy::kPlain) return 1;
+  // The blocked groups' rule (conv_plan.h), over 16-channel slices; only ungrouped convolutions
+  // are cut (the others run on oneDNN's OpenMP team when large: PrimitiveThreads).
+  ConvWork work;
+  work.macs_per_image = static_cast<double>(g.out_channels) * g.out_size() *
+                        g.in_channels_per_group() * g.kernel_size();
+  work.weight_bytes =
+      g.out_channels * g.in_channels_per_group() * g.kernel_size() * int64_t{sizeof(float)};
+  work.out_channel_blocks = (g.out_channels + kChannelSliceAlign - 1) / kChannelSliceAlign;
+  work.kernel_size = g.kernel_size();
+  work.channel_slices = g.group == 1;
+  work.threads = threads;
+  const ConvThreads plan = PlanConvThreads(work);
+  return plan.kind == ConvThreads::kChannels ? plan.slices : 1;
 }
 
 void DnnlConv::Prepare(const ConvGeometry& g, int threads, bool has_bias) {

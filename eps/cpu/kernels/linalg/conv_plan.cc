@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/parallel.h"
 #include "kernels/linalg/dnnl_util.h"
 
 namespace nxrt::cpu::linalg {
@@ -37,6 +38,28 @@ size_t PrimitiveChainLength(size_t limit, const std::function<bool(size_t count)
   for (size_t k = limit; k > 0; --k)
     if (!is_reference(k)) return k;
   return 0;
+}
+
+ConvThreads PlanConvThreads(const ConvWork& w) {
+  ConvThreads t;
+  if (w.threads <= 1) return t;
+  if (PreferOmpTeam(w.macs_per_image, w.out_channel_blocks, w.kernel_size, w.depthwise,
+                    w.threads)) {
+    t.kind = ConvThreads::kOmpTeam;
+    t.slices = w.threads;
+    return t;
+  }
+  if (!WorthSlicing(w.macs_per_image, w.weight_bytes)) return t;
+  if (w.row_slices && w.out_channel_blocks == 1 && w.out_rows >= 2 * w.threads &&
+      w.macs_per_image >= static_cast<double>(kMinConvSliceMacs)) {
+    t.kind = ConvThreads::kRows;
+    t.slices = w.threads;
+    return t;
+  }
+  if (!w.channel_slices) return t;
+  t.slices = static_cast<int>(std::min<int64_t>(w.threads, w.out_channel_blocks));
+  t.kind = t.slices > 1 ? ConvThreads::kChannels : ConvThreads::kOne;
+  return t;
 }
 
 std::vector<std::pair<int64_t, int64_t>> ChannelBlockSlices(int64_t channels, int64_t block,

@@ -70,6 +70,36 @@ inline bool WorthSlicing(double macs_per_image, int64_t weight_bytes) {
          weight_bytes >= kMinConvSliceWeightBytes;
 }
 
+// How a convolution's work is split over the session's threads.
+struct ConvThreads {
+  enum Kind {
+    kOne,       // one slice on the calling thread
+    kChannels,  // `slices` slices of whole output-channel blocks (or groups), one per thread
+    kRows,      // `slices` runs of output rows (one block of output channels: nothing to share)
+    kOmpTeam,   // one oneDNN primitive on its own OpenMP team of the session's threads
+  } kind = kOne;
+  int slices = 1;
+};
+
+// The convolution as the threading decision sees it.
+struct ConvWork {
+  double macs_per_image = 0;
+  int64_t weight_bytes = 0;
+  int64_t out_channel_blocks = 1;  // blocks (or groups) of output channels a slice can take
+  int64_t kernel_size = 1;         // kernel taps
+  int64_t out_rows = 1;            // output rows, for row slices
+  bool depthwise = false;
+  bool channel_slices = true;  // the caller can cut output channels (the per-node path: group 1)
+  bool row_slices = false;     // the caller can cut output rows (blocked groups, one block out)
+  int threads = 1;
+};
+
+// The one threading rule of both convolution paths: nothing below WorthSlicing; a large
+// convolution whose channel slices would be poor on oneDNN's OpenMP team (PreferOmpTeam); a
+// single block of output channels in runs of rows where the caller can; else slices of output
+// channels, one per thread (as many as there are blocks).
+ConvThreads PlanConvThreads(const ConvWork& work);
+
 // Channel ranges [begin, end) of whole blocks of `block` channels, `count` of them as even as
 // blocks allow (fewer when there are fewer blocks).
 std::vector<std::pair<int64_t, int64_t>> ChannelBlockSlices(int64_t channels, int64_t block,
