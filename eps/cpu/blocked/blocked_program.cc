@@ -721,13 +721,12 @@ class Compiler {
           {e.sum,
            {static_cast<dnnl::algorithm>(e.eltwise.algorithm), e.eltwise.alpha, e.eltwise.beta}});
 
-    // nxrt's Winograd kernel (the whole chain inside) for 3x3 stride-1 convolutions, from 16
-    // output tiles on: below that the transformed weights, 4x the direct ones, are streamed for
-    // few tiles (ResNet-50's 7x7 x 512 layers gained 1.7x for 75 MB more).
-    const bool winograd = opt_.winograd && Block() == 8 && !V(x).plain &&
-                          linalg::WinogradConv3x3::Suits(c, m, kh, kw, g.stride[1], g.stride[2],
-                                                         g.dilation[1], g.dilation[2], g.group) &&
-                          ((oh + 3) / 4) * ((ow + 3) / 4) >= 16;
+    // nxrt's Winograd kernel (the whole chain inside) for the 3x3 stride-1 convolutions it
+    // serves (on 8-channel blocks: it is an AVX2 kernel).
+    const bool winograd =
+        opt_.winograd && Block() == 8 && !V(x).plain &&
+        linalg::WinogradConv3x3::Serves(c, m, kh, kw, g.stride[1], g.stride[2], g.dilation[1],
+                                        g.dilation[2], g.group, oh, ow);
 
     // Which steps of the fused chain run inside oneDNN's primitive (the rest run in nxrt after
     // it, Call::after): never a Clip or what follows it, and no step that would make oneDNN fall
@@ -991,23 +990,17 @@ class Compiler {
       shape.pad_left = g.pad_begin[2];
       auto kernel =
           std::make_shared<const linalg::WinogradConv3x3>(shape, wdata, bias, std::move(steps));
-      // Slices of tiles while each has a few passes of them; otherwise (small images, many
-      // channels: ResNet-50's 7x7 x 512) slices of output channels, each thread streaming only
-      // its part of the transformed weights.
-      const int64_t tiles = kernel->tiles(), panels = kernel->panels();
-      const bool by_tiles = tiles >= int64_t{24} * slices || panels < slices;
-      const int parts = static_cast<int>(std::min<int64_t>(slices, by_tiles ? tiles : panels));
-      for (int s = 0; s < parts; ++s) {
+      for (const linalg::WinogradConv3x3::Part& part : kernel->Parts(slices)) {
         Call call;
         call.winograd = kernel;
         call.winograd_src = At(x, 0);
         call.winograd_dst = At(y, 0);
         call.winograd_has_sum = f.sum >= 0;
         if (f.sum >= 0) call.winograd_sum = At(f.sum, 0);
-        call.tile_begin = by_tiles ? tiles * s / parts : 0;
-        call.tile_end = by_tiles ? tiles * (s + 1) / parts : tiles;
-        call.panel_begin = by_tiles ? 0 : panels * s / parts;
-        call.panel_end = by_tiles ? panels : panels * (s + 1) / parts;
+        call.tile_begin = part.tile_begin;
+        call.tile_end = part.tile_end;
+        call.panel_begin = part.panel_begin;
+        call.panel_end = part.panel_end;
         step.parts.push_back({call});
       }
     } else if (threads.kind == linalg::ConvThreads::kOmpTeam) {

@@ -62,6 +62,7 @@ class Conv : public ep::PrePackingKernel {
         dnnl_(ReadFusion(info, fused && info.has_input(3)), ConvStrategy::kAuto, channels_last) {
     dnnl_.SetIsa(KernelIsa(info));
     dnnl_.SetAudit(KernelAudit(info));
+    dnnl_.SetWinograd(info.config("ep.cpu.winograd", "1") != "0");
 
     has_sum_ = fused && info.has_input(3);
     has_fusion_ = has_sum_ || !info.attr_string("activation", "").empty();

@@ -16,6 +16,7 @@
 #include "kernels/linalg/dnnl_util.h"
 #include "kernels/linalg/pointwise_conv.h"
 #include "kernels/linalg/small_depth_conv.h"
+#include "kernels/linalg/winograd_conv.h"
 
 namespace nxrt::cpu::linalg {
 
@@ -53,6 +54,12 @@ struct DnnlConv::Plan {
   size_t src_bytes = 0;
   std::vector<PlanPart> parts;                          // see PlanPart
   std::vector<dnnl::reorder::primitive_desc> reorders;  // of the input, outputs, weights
+  // nxrt's Winograd kernel instead of a oneDNN convolution, reading src_conv (the input
+  // reordered by src_reorder) and writing winograd_dst, reordered to the plain output by
+  // winograd_out; the addend of a fused sum is reordered in by winograd_sum.
+  std::shared_ptr<const WinogradConv3x3> winograd;
+  memory::desc winograd_dst, winograd_dst_plain;
+  dnnl::reorder winograd_out, winograd_sum;
   std::vector<float> trimmed_w;  // constant weights over the live taps only (when some are dead)
   bool HasReference() const {
     for (const PlanPart& p : parts)
@@ -235,7 +242,59 @@ std::shared_ptr<DnnlConv::Plan> DnnlConv::BuildPlan(const ConvGeometry& full, bo
     }
     return plan;
   }
+  // nxrt's Winograd kernel (an AVX2 kernel on nChw8c, as in blocked groups) for the 3x3
+  // stride-1 convolutions it serves, between two reorders: RAFT's recurrent 3x3 convolutions,
+  // which stay nodes because their shapes are known only after constant folding.
+  if (nchw_auto && winograd_ && isa_ == Isa::kAvx2 && const_w_ != nullptr && g.spatial == 2 &&
+      !plain &&
+      WinogradConv3x3::Serves(g.in_channels, g.out_channels, g.kernel[1], g.kernel[2], g.stride[1],
+                              g.stride[2], g.dilation[1], g.dilation[2], g.group, g.out[1],
+                              g.out[2])) {
+    BuildWinogradPlan(*plan, g);
+    return plan;
+  }
   return BuildDnnlPlan(std::move(plan), full, has_bias, parts, plain);
+}
+
+void DnnlConv::BuildWinogradPlan(Plan& plan, const ConvGeometry& g) {
+  if (const_w_count_ != static_cast<size_t>(g.out_channels * g.in_channels * 9)) {
+    throw std::runtime_error("Conv: constant weight size does not match the geometry");
+  }
+  std::vector<WinogradConv3x3::Step> steps;
+  if (fusion_.sum) steps.push_back({true, {}});
+  for (const auto& e : fusion_.eltwise) steps.push_back({false, e});
+  WinogradConv3x3::Shape shape;
+  shape.in_channels = g.in_channels;
+  shape.out_channels = g.out_channels;
+  shape.height = g.in[1];
+  shape.width = g.in[2];
+  shape.out_height = g.out[1];
+  shape.out_width = g.out[2];
+  shape.pad_top = g.pad_begin[1];
+  shape.pad_left = g.pad_begin[2];
+  // The bias comes with each run (Run pads it to whole blocks).
+  plan.winograd = WinogradConv3x3::Shared(shape, const_w_, steps);
+  auto& eng = DnnlEngine();
+  const auto f32 = memory::data_type::f32;
+  auto descs = [&](int64_t channels, int64_t h, int64_t w) {
+    return std::pair{memory::desc({g.batch, channels, h, w}, f32, Tag::nchw),
+                     memory::desc({g.batch, channels, h, w}, f32, Tag::nChw8c)};
+  };
+  auto reorder = [&](const memory::desc& from, const memory::desc& to) {
+    const dnnl::reorder::primitive_desc rpd(eng, from, eng, to);
+    plan.reorders.push_back(rpd);
+    return dnnl::reorder(rpd);
+  };
+  auto [src_plain, src_blocked] = descs(g.in_channels, g.in[1], g.in[2]);
+  auto [dst_plain, dst_blocked] = descs(g.out_channels, g.out[1], g.out[2]);
+  plan.src_plain = src_plain;
+  plan.src_conv = src_blocked;
+  plan.src_bytes = src_blocked.get_size();
+  plan.src_reorder = reorder(src_plain, src_blocked);
+  plan.winograd_dst = dst_blocked;
+  plan.winograd_dst_plain = dst_plain;
+  plan.winograd_out = reorder(dst_blocked, dst_plain);
+  if (fusion_.sum) plan.winograd_sum = reorder(dst_plain, dst_blocked);
 }
 
 std::shared_ptr<DnnlConv::Plan> DnnlConv::BuildDnnlPlan(std::shared_ptr<Plan> plan,
@@ -496,9 +555,56 @@ void DnnlConv::Run(const ConvGeometry& g, const float* x, const float* w, const 
           g, x, w, bias, fusion_.sum ? z : nullptr, y, threads, isa_,
           [this](float* plane, int64_t n) { ApplyEltwiseRange(fusion_.eltwise, plane, n); });
     }
+  } else if (plan->winograd) {
+    RunWinograd(*plan, g, x, bias, fusion_.sum ? z : nullptr, y, threads);
   } else {
     RunDnnl(*plan, g, x, w, bias, z, y, threads);
   }
+}
+
+void DnnlConv::RunWinograd(const Plan& plan, const ConvGeometry& g, const float* x,
+                           const float* bias, const float* z, float* y, int threads) {
+  auto& eng = DnnlEngine();
+  auto& strm = DnnlStream();
+  const WinogradConv3x3& kernel = *plan.winograd;
+  const size_t dst_bytes = plan.winograd_dst.get_size();
+  float* src = static_cast<float*>(ThreadScratch(kScratchSrc, plan.src_bytes));
+  float* dst = static_cast<float*>(ThreadScratch(kScratchDst, dst_bytes));
+  float* sum = nullptr;
+  {
+    memory from(plan.src_plain, eng, const_cast<float*>(x)), to(plan.src_conv, eng, src);
+    plan.src_reorder.execute(strm, from, to);
+  }
+  if (z != nullptr) {
+    sum = static_cast<float*>(ThreadScratch(kScratchPad, dst_bytes));
+    memory from(plan.winograd_dst_plain, eng, const_cast<float*>(z)),
+        to(plan.winograd_dst, eng, sum);
+    plan.winograd_sum.execute(strm, from, to);
+  }
+  strm.wait();
+  // The bias in whole blocks of 8, the padding zero (the kernel loads 8 lanes at a time).
+  float* padded_bias = nullptr;
+  if (bias != nullptr) {
+    const int64_t padded = (g.out_channels + 7) / 8 * 8;
+    padded_bias = static_cast<float*>(ThreadScratch(kScratchPlaneOut, padded * sizeof(float)));
+    std::copy(bias, bias + g.out_channels, padded_bias);
+    std::fill(padded_bias + g.out_channels, padded_bias + padded, 0.0f);
+  }
+  const int64_t in_image = static_cast<int64_t>(plan.src_bytes / sizeof(float)) / g.batch;
+  const int64_t out_image = static_cast<int64_t>(dst_bytes / sizeof(float)) / g.batch;
+  const std::vector<WinogradConv3x3::Part> parts = kernel.Parts(threads);
+  const int64_t jobs = g.batch * static_cast<int64_t>(parts.size());
+  ParallelFor(threads, jobs, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t j = begin; j < end; ++j) {
+      const int64_t n = j / static_cast<int64_t>(parts.size());
+      const WinogradConv3x3::Part& p = parts[static_cast<size_t>(j) % parts.size()];
+      kernel.Run(src + n * in_image, dst + n * out_image, sum ? sum + n * out_image : nullptr,
+                 p.tile_begin, p.tile_end, p.panel_begin, p.panel_end, padded_bias);
+    }
+  });
+  memory from(plan.winograd_dst, eng, dst), to(plan.winograd_dst_plain, eng, y);
+  plan.winograd_out.execute(strm, from, to);
+  strm.wait();
 }
 
 DnnlConv::DnnlConv(ConvFusion fusion, ConvStrategy strategy, bool channels_last)

@@ -76,6 +76,8 @@ class DnnlConv {
   void SetIsa(Isa isa) { isa_ = isa; }
   // Where the oneDNN primitives of the plans are recorded (the session's audit).
   void SetAudit(AuditTarget audit) { audit_ = std::move(audit); }
+  // Whether 3x3 stride-1 convolutions may run nxrt's Winograd kernel (ep.cpu.winograd).
+  void SetWinograd(bool on) { winograd_ = on; }
   bool has_constant_weights() const { return const_w_ != nullptr; }
 
   // Builds and caches the plan for this geometry ahead of the first run (optional); `has_bias`
@@ -101,6 +103,9 @@ class DnnlConv {
   std::shared_ptr<Plan> BuildPlan(const ConvGeometry& g, bool has_bias, int parts, bool plain);
   std::shared_ptr<Plan> BuildDnnlPlan(std::shared_ptr<Plan> plan, const ConvGeometry& g,
                                       bool has_bias, int parts, bool plain);
+  void BuildWinogradPlan(Plan& plan, const ConvGeometry& g);
+  void RunWinograd(const Plan& plan, const ConvGeometry& g, const float* x, const float* bias,
+                   const float* z, float* y, int threads);
   // Constant weights of a slice in its primitive's layout, packed once (under mu_).
   // `share`: reuse (and offer) the packing for other plans with the same layout and channels.
   std::shared_ptr<dnnl::memory> PackedWeights(const PlanPart& part, const float* w, bool share);
@@ -130,6 +135,7 @@ class DnnlConv {
   bool channels_last_;
   Isa isa_ = DetectedIsa();
   AuditTarget audit_;
+  bool winograd_ = true;
   const float* const_w_ = nullptr;  // borrowed constant weights
   size_t const_w_count_ = 0;
 

@@ -36,6 +36,8 @@ DnnlQConv::DnnlQConv(QConvParams params, const int8_t* w, std::vector<int64_t> w
     float_conv_ =
         std::make_unique<DnnlConv>(ConvFusion{}, ConvStrategy::kAuto, params_.channels_last);
     float_conv_->SetConstantWeights(float_w_.data(), float_w_.size());
+    // Exact only as a direct convolution: Winograd's transforms round.
+    float_conv_->SetWinograd(false);
   }
 }
 

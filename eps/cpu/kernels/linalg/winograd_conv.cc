@@ -3,6 +3,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <mutex>
 
 #include "kernels/linalg/conv_dnnl.h"
 #include "kernels/linalg/dnnl_util.h"
@@ -60,6 +61,72 @@ bool WinogradConv3x3::Suits(int64_t in_channels, int64_t out_channels, int64_t k
   return kernel_h == 3 && kernel_w == 3 && stride_h == 1 && stride_w == 1 && dilation_h == 1 &&
          dilation_w == 1 && groups == 1 && in_channels >= 16 && out_channels >= 16 &&
          transformed_bytes <= (int64_t{40} << 20);
+}
+
+bool WinogradConv3x3::Serves(int64_t in_channels, int64_t out_channels, int64_t kernel_h,
+                             int64_t kernel_w, int64_t stride_h, int64_t stride_w,
+                             int64_t dilation_h, int64_t dilation_w, int64_t groups, int64_t out_h,
+                             int64_t out_w) {
+  return Suits(in_channels, out_channels, kernel_h, kernel_w, stride_h, stride_w, dilation_h,
+               dilation_w, groups) &&
+         ((out_h + 3) / 4) * ((out_w + 3) / 4) >= 16;
+}
+
+std::vector<WinogradConv3x3::Part> WinogradConv3x3::Parts(int threads) const {
+  const int64_t slices = std::max(threads, 1);
+  const bool by_tiles = tiles() >= int64_t{24} * slices || panels() < slices;
+  const int64_t parts = std::min<int64_t>(slices, by_tiles ? tiles() : panels());
+  std::vector<Part> out;
+  for (int64_t s = 0; s < parts; ++s) {
+    if (by_tiles)
+      out.push_back({tiles() * s / parts, tiles() * (s + 1) / parts, 0, panels()});
+    else
+      out.push_back({0, tiles(), panels() * s / parts, panels() * (s + 1) / parts});
+  }
+  return out;
+}
+
+std::shared_ptr<const WinogradConv3x3> WinogradConv3x3::Shared(const Shape& shape,
+                                                               const float* weights,
+                                                               const std::vector<Step>& chain) {
+  struct Entry {
+    Shape shape;
+    std::vector<float> weights;  // compared whole: equal hashes are not enough
+    std::vector<Step> chain;
+    std::weak_ptr<const WinogradConv3x3> kernel;
+  };
+  static std::mutex mu;
+  static std::vector<Entry> entries;
+  const size_t count = static_cast<size_t>(shape.in_channels * shape.out_channels * 9);
+  auto same_shape = [](const Shape& a, const Shape& b) {
+    return a.in_channels == b.in_channels && a.out_channels == b.out_channels &&
+           a.height == b.height && a.width == b.width && a.out_height == b.out_height &&
+           a.out_width == b.out_width && a.pad_top == b.pad_top && a.pad_left == b.pad_left;
+  };
+  auto same_chain = [](const std::vector<Step>& a, const std::vector<Step>& b) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (a[i].sum != b[i].sum) return false;
+      if (!a[i].sum &&
+          (a[i].eltwise.alg != b[i].eltwise.alg || a[i].eltwise.alpha != b[i].eltwise.alpha ||
+           a[i].eltwise.beta != b[i].eltwise.beta))
+        return false;
+    }
+    return true;
+  };
+  std::lock_guard<std::mutex> lock(mu);
+  entries.erase(std::remove_if(entries.begin(), entries.end(),
+                               [](const Entry& e) { return e.kernel.expired(); }),
+                entries.end());
+  for (const Entry& e : entries) {
+    if (!same_shape(e.shape, shape) || !same_chain(e.chain, chain) || e.weights.size() != count ||
+        !std::equal(e.weights.begin(), e.weights.end(), weights))
+      continue;
+    if (auto kernel = e.kernel.lock()) return kernel;
+  }
+  auto kernel = std::make_shared<const WinogradConv3x3>(shape, weights, nullptr, chain);
+  entries.push_back({shape, std::vector<float>(weights, weights + count), chain, kernel});
+  return kernel;
 }
 
 WinogradConv3x3::WinogradConv3x3(const Shape& shape, const float* weights, const float* bias,
@@ -155,7 +222,8 @@ void WinogradConv3x3::TransformInput(const float* x, int64_t t0, int64_t count, 
 }
 
 void WinogradConv3x3::TransformOutput(const float* mm, int64_t t0, int64_t count, int64_t p0,
-                                      int64_t p1, float* y, const float* sum) const {
+                                      int64_t p1, float* y, const float* sum,
+                                      const float* bias_values) const {
   const int64_t oh = s_.out_height, ow = s_.out_width, plane = oh * ow * kLanes;
   const int64_t columns = out_panels_ * kPanelWidth;
   const int64_t blocks = (s_.out_channels + kLanes - 1) / kLanes;
@@ -165,7 +233,7 @@ void WinogradConv3x3::TransformOutput(const float* mm, int64_t t0, int64_t count
   for (int64_t kb = p0 * per_panel; kb < std::min(blocks, p1 * per_panel); ++kb) {
     float* yk = y + kb * plane;
     const float* sk = sum != nullptr ? sum + kb * plane : nullptr;
-    const __m256 bias = _mm256_loadu_ps(bias_.data() + kb * kLanes);
+    const __m256 bias = _mm256_loadu_ps(bias_values + kb * kLanes);
     const bool last_block = kb + 1 == blocks && real_lanes != 0;
     for (int64_t t = 0; t < count; ++t) {
       const int64_t ti = (t0 + t) / tiles_w_, tj = (t0 + t) % tiles_w_;
@@ -205,7 +273,7 @@ void WinogradConv3x3::TransformOutput(const float* mm, int64_t t0, int64_t count
 }
 
 void WinogradConv3x3::Run(const float* x, float* y, const float* sum, int64_t t0, int64_t t1,
-                          int64_t p0, int64_t p1) const {
+                          int64_t p0, int64_t p1, const float* bias) const {
   const int64_t columns = out_panels_ * kPanelWidth;
   float* v = static_cast<float*>(
       ThreadScratch(kScratchA, static_cast<size_t>(kPoints * tile_block_ * in_padded_) * 4));
@@ -219,7 +287,7 @@ void WinogradConv3x3::Run(const float* x, float* y, const float* sum, int64_t t0
                      u_.data() + (point * out_panels_ + p0) * in_padded_ * kPanelWidth, in_padded_,
                      p1 - p0, mm + point * tile_block_ * columns + p0 * kPanelWidth, columns);
     }
-    TransformOutput(mm, b0, count, p0, p1, y, sum);
+    TransformOutput(mm, b0, count, p0, p1, y, sum, bias != nullptr ? bias : bias_.data());
   }
 }
 

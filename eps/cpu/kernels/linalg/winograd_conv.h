@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "kernels/linalg/dnnl_eltwise.h"
@@ -39,6 +40,13 @@ class WinogradConv3x3 {
   WinogradConv3x3(const Shape& shape, const float* weights, const float* bias,
                   std::vector<Step> chain);
 
+  // The same kernel, shared with every other caller of the process that asks for it with equal
+  // weights, shape and chain (and no bias): the transformed weights take 4x the direct ones,
+  // and a model that repeats a layer (RAFT unrolls its recurrent block 12 times, each node
+  // reading the same initializers) would hold them once per node.
+  static std::shared_ptr<const WinogradConv3x3> Shared(const Shape& shape, const float* weights,
+                                                       const std::vector<Step>& chain);
+
   // Whether the kernel serves a convolution: 3x3, stride 1, no dilation, one group, enough
   // channels for the GEMMs to pay (decided by measurement, see the .cc), and transformed weights
   // of at most 40 MiB.
@@ -46,20 +54,37 @@ class WinogradConv3x3 {
                     int64_t stride_h, int64_t stride_w, int64_t dilation_h, int64_t dilation_w,
                     int64_t groups);
 
+  // Whether a 2-D convolution takes this kernel (Suits, and from 16 output tiles on: below that
+  // the transformed weights, 4x the direct ones, are streamed for few tiles; ResNet-50's 7x7 x
+  // 512 layers gained 1.7x for 75 MB more). Both convolution paths ask this (conv_plan.h).
+  static bool Serves(int64_t in_channels, int64_t out_channels, int64_t kernel_h, int64_t kernel_w,
+                     int64_t stride_h, int64_t stride_w, int64_t dilation_h, int64_t dilation_w,
+                     int64_t groups, int64_t out_h, int64_t out_w);
+
   int64_t tiles() const { return tiles_h_ * tiles_w_; }
   int64_t panels() const { return out_panels_; }  // output channels in runs of 16
+
+  // One image's work cut for `threads` threads: runs of output tiles while each has a few
+  // passes of them, otherwise (small images, many channels: ResNet-50's 7x7 x 512) runs of
+  // output panels, each thread streaming only its part of the transformed weights.
+  struct Part {
+    int64_t tile_begin, tile_end, panel_begin, panel_end;
+  };
+  std::vector<Part> Parts(int threads) const;
 
   // Output tiles [t0, t1) (row-major over the tile grid) and output channels of panels [p0, p1)
   // of one image. `x`: the input in nChw8c (channel blocks height * width * 8 floats apart,
   // padding lanes zero); `y`: the output, likewise; `sum`: the addend of a sum step, shaped like
   // y (may be y itself), else null. Uses this thread's scratch buffers.
+  // `bias`, when not null, replaces the bias given at construction: out_channels rounded up to
+  // 8 floats (the padding zero).
   void Run(const float* x, float* y, const float* sum, int64_t t0, int64_t t1, int64_t p0,
-           int64_t p1) const;
+           int64_t p1, const float* bias = nullptr) const;
 
  private:
   void TransformInput(const float* x, int64_t t0, int64_t count, float* v) const;
   void TransformOutput(const float* m, int64_t t0, int64_t count, int64_t p0, int64_t p1, float* y,
-                       const float* sum) const;
+                       const float* sum, const float* bias) const;
 
   Shape s_;
   int64_t in_padded_ = 0;   // input channels rounded up to 8 (the GEMMs' depth)

@@ -243,6 +243,10 @@ TEST(ConvThreads, EveryThreadCountMatchesTheReference) {
       {"3x3 stride 2 dilation 2", 1, 7, 64, 1, {17, 15}, {3, 3}, {2, 2}, {2, 2}, {2, 1, 0, 3}, false, false, false},
       // the residual sum and activation fused into the primitive of every slice
       {"3x3 + Add + Relu", 1, 16, 48, 1, {14, 14}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, true, true, true},
+      // 3x3 stride 1 from 16 channels and 16 output tiles on: nxrt's Winograd kernel between
+      // two reorders (on AVX2), a batch of 2, odd sizes, asymmetric padding, no bias
+      {"3x3 Winograd, batch 2", 2, 24, 40, 1, {18, 21}, {3, 3}, {1, 1}, {1, 1}, {1, 0, 1, 2}, false, true, false},
+      {"3x3 Winograd + Add + Relu", 1, 20, 36, 1, {16, 17}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, true, true, true},
       {"1-D kernel 5", 2, 24, 72, 1, {50}, {5}, {1}, {1}, {2, 2}, true, true, false},
       // paths that split without slices: pointwise GEMM, grouped, depthwise
       {"1x1 GEMM", 1, 24, 40, 1, {20, 20}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, true, true, false},
