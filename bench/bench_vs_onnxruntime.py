@@ -476,6 +476,18 @@ def parse_args(argv):
     return args
 
 
+
+def openvino_core():
+    """(openvino.Core(), its version "2026.4.1") for --openvino, or (None, None) after saying
+    that the package is missing."""
+    try:
+        import openvino
+    except ImportError:
+        print(f"error: --openvino given, but the openvino package is not installed for "
+              f"{sys.executable} (pip install openvino)", file=sys.stderr)
+        return None, None
+    return openvino.Core(), openvino.__version__.split("-")[0]  # 2026.4.1-22982-e213a14-...
+
 def main(argv=None):
     args = parse_args(argv)
     if not args.ort_only:
@@ -488,14 +500,10 @@ def main(argv=None):
             "rounds": args.rounds, "threads": args.threads}
     core = None
     if args.openvino:
-        try:
-            import openvino
-        except ImportError:
-            print(f"error: --openvino given, but the openvino package is not installed for "
-                  f"{sys.executable} (pip install openvino)", file=sys.stderr)
+        core, version = openvino_core()
+        if core is None:
             return 2
-        core = openvino.Core()
-        info["openvino"] = openvino.__version__.split("-")[0]  # 2026.4.1-22982-e213a14-...
+        info["openvino"] = version
     try:
         info["ort_import_peak_rss_mb"] = ort_probe(None, None, 1, args.timeout)[
             "import_peak_rss_mb"]

@@ -104,14 +104,10 @@ def main(argv=None):
     bench_args.nxrt = os.path.abspath(bench_args.nxrt)
     core, engines = None, f"onnxruntime {bvo.ort.__version__}"
     if args.openvino:
-        try:
-            import openvino
-        except ImportError:
-            print(f"error: --openvino given, but the openvino package is not installed for "
-                  f"{sys.executable} (pip install openvino)", file=sys.stderr)
+        core, version = bvo.openvino_core()
+        if core is None:
             return 2
-        core = openvino.Core()
-        engines += f" and OpenVINO {openvino.__version__.split('-')[0]} (f32)"
+        engines += f" and OpenVINO {version} (f32)"
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"model zoo: nxrt vs {engines}, CPU, batch 1")
     print(f"CPU: {bvo.cpu_description()}; load average {load}")

@@ -28,26 +28,9 @@ torch_models=(resnet50 mobilenet_v2 mobilenet_v3_small efficientnet_b0 squeezene
               transformer_encoder bert4 lstm_gru)
 
 # --- 1. pinned Python packages for the comparison and benchmark scripts -----------------------
-# Compares installed versions with the `name==version` pins; pip runs only on a mismatch.
-if ! "$python" - "$scripts/requirements.txt" <<'EOF'
-import sys
-from importlib import metadata
-ok = True
-for line in open(sys.argv[1]):
-    line = line.split("#", 1)[0].strip()
-    if "==" not in line:
-        continue
-    name, version = (part.strip() for part in line.split("==", 1))
-    try:
-        ok = ok and metadata.version(name) == version
-    except metadata.PackageNotFoundError:
-        ok = False
-sys.exit(0 if ok else 1)
-EOF
-then
-    echo "== installing $scripts/requirements.txt into $python"
-    "$python" -m pip install -q --disable-pip-version-check -r "$scripts/requirements.txt"
-fi
+# shellcheck source=prepare_common.sh
+source "$scripts/prepare_common.sh"
+ensure_pinned_python_packages
 
 # --- 2. models exported from torch -------------------------------------------------------------
 missing=()
@@ -55,12 +38,7 @@ for name in "${torch_models[@]}"; do
     [[ -f "$out_dir/$name.onnx" ]] || missing+=("$name")
 done
 if ((${#missing[@]})); then
-    if ! dpkg -s python3-torch python3-torchvision >/dev/null 2>&1; then
-        echo "== installing python3-torch python3-torchvision (about 600 MB)"
-        sudo_cmd=()
-        [[ $(id -u) -eq 0 ]] || sudo_cmd=(sudo)
-        "${sudo_cmd[@]}" apt-get install -y python3-torch python3-torchvision
-    fi
+    ensure_debian_torch
     echo "== exporting ${missing[*]}"
     only_args=()
     for name in "${missing[@]}"; do only_args+=(--only "$name"); done

@@ -22,25 +22,9 @@ python="${PYTHON:-python3}"
 scripts="tools/scripts"
 
 # --- 1. pinned Python packages for the comparison and benchmark scripts -----------------------
-if ! "$python" - "$scripts/requirements.txt" <<'EOF'
-import sys
-from importlib import metadata
-ok = True
-for line in open(sys.argv[1]):
-    line = line.split("#", 1)[0].strip()
-    if "==" not in line:
-        continue
-    name, version = (part.strip() for part in line.split("==", 1))
-    try:
-        ok = ok and metadata.version(name) == version
-    except metadata.PackageNotFoundError:
-        ok = False
-sys.exit(0 if ok else 1)
-EOF
-then
-    echo "== installing $scripts/requirements.txt into $python"
-    "$python" -m pip install -q --disable-pip-version-check -r "$scripts/requirements.txt"
-fi
+# shellcheck source=prepare_common.sh
+source "$scripts/prepare_common.sh"
+ensure_pinned_python_packages
 
 # --- 2. the zoo, exported from torch ------------------------------------------------------------
 # The list of names lives in tests/models/model_inputs.py (the exporter checks it has the same).
@@ -52,12 +36,7 @@ for name in "${zoo_models[@]}"; do
     [[ -f "$out_dir/$name.onnx" && -f "$out_dir/$name.json" ]] || missing+=("$name")
 done
 if ((${#missing[@]})); then
-    if ! dpkg -s python3-torch python3-torchvision >/dev/null 2>&1; then
-        echo "== installing python3-torch python3-torchvision (about 600 MB)"
-        sudo_cmd=()
-        [[ $(id -u) -eq 0 ]] || sudo_cmd=(sudo)
-        "${sudo_cmd[@]}" apt-get install -y python3-torch python3-torchvision
-    fi
+    ensure_debian_torch
     echo "== exporting ${missing[*]}"
     only_args=()
     for name in "${missing[@]}"; do only_args+=(--only "$name"); done
