@@ -728,10 +728,8 @@ class Compiler {
         linalg::WinogradConv3x3::Serves(c, m, kh, kw, g.stride[1], g.stride[2], g.dilation[1],
                                         g.dilation[2], g.group, oh, ow);
 
-    // Which steps of the fused chain run inside oneDNN's primitive (the rest run in nxrt after
-    // it, Call::after): never a Clip or what follows it, and no step that would make oneDNN fall
-    // back to its reference convolution.
-    // `cw`: the input channels the primitive is told about (see pad_channels below).
+    // The convolution's primitive descriptor; `cw`: the input channels the primitive is told
+    // about (see pad_channels below).
     auto desc_for = [&](const memory::desc& src, const memory::desc& dst, int64_t os,
                         const dnnl::post_ops& ops, const memory::dims& pads_l,
                         const memory::dims& pads_r, int64_t cw) {
@@ -771,6 +769,9 @@ class Compiler {
                      BlockedDesc(m, oh, ow), m, dnnl::post_ops(), {0, 0}, {0, 0}, cw));
     const int64_t ph = explicit_pad ? h + pad_l[0] + pad_r[0] : h;
     const int64_t pw = explicit_pad ? w + pad_l[1] + pad_r[1] : w;
+    // Which steps of the fused chain run inside oneDNN's primitive (the rest run in nxrt after
+    // it, Call::after): never a Clip or what follows it, and no step that would make oneDNN fall
+    // back to its reference convolution.
     const size_t in_primitive =
         winograd ? chain.size()
                  : linalg::PrimitiveChainLength(linalg::FirstClip(chain), [&](size_t k) {
