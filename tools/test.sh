@@ -18,17 +18,26 @@ cd "$(dirname "$0")/.."
 
 failed_suites=()
 passed_suites=()
+# Each suite's wall time goes into the summary: CI has a time limit, and the slow suite should be
+# visible without timestamps.
 run_suite() {
-  local name="$1"
+  local name="$1" started=$SECONDS
   shift
   echo
   echo "=============== $name ==============="
-  if "$@"; then passed_suites+=("$name"); else failed_suites+=("$name"); echo "!! suite '$name' FAILED"; fi
+  if "$@"; then
+    passed_suites+=("$name ($((SECONDS - started)) s)")
+  else
+    failed_suites+=("$name ($((SECONDS - started)) s)")
+    echo "!! suite '$name' FAILED"
+  fi
 }
 
 set -e
 tools/install_deps.sh --torch
+build_started=$SECONDS
 tools/build.sh
+echo "build: $((SECONDS - build_started)) s"
 set +e
 
 node_dir=build/testdata/onnx-node
@@ -105,7 +114,9 @@ run_suite "python package: wheel in a fresh virtualenv, pytest (tests/python)" p
 if [[ "${NXRT_SKIP_SANITIZE:-0}" != 1 ]]; then
   echo
   echo "=============== sanitizer build (ASan + UBSan) ==============="
+  build_started=$SECONDS
   if NXRT_BUILD_DIR=build-asan NXRT_BUILD_TYPE=RelWithDebInfo tools/build.sh -DNXRT_SANITIZE=ON; then
+    echo "sanitizer build: $((SECONDS - build_started)) s"
     # intercept_tls_get_addr=0: the sanitizer runtimes of GCC 12 and clang 14 guess a dynamic TLS
     # block's bounds from a pre-2.25 glibc header whenever its address is 16 bytes past a page;
     # on newer glibc that reads garbage and LeakSanitizer's tracer dies with SIGSEGV at exit
@@ -141,5 +152,5 @@ echo
 echo "=============== summary ==============="
 for s in "${passed_suites[@]}"; do echo "PASS  $s"; done
 for s in "${failed_suites[@]}"; do echo "FAIL  $s"; done
-echo "suites: ${#passed_suites[@]} passed, ${#failed_suites[@]} failed"
+echo "suites: ${#passed_suites[@]} passed, ${#failed_suites[@]} failed in $((SECONDS / 60)) min"
 [[ ${#failed_suites[@]} == 0 ]]
