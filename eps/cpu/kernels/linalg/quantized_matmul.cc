@@ -43,7 +43,7 @@ int32_t* IntegerProduct(const ep::ConstTensor& a, const ep::ConstTensor& b,
 class MatMulInteger : public ep::Kernel {
  public:
   explicit MatMulInteger(const ep::KernelInfo& info)
-      : op_(info.describe()), path_(quantized::BestInt8GemmPath(KernelIsa(info))) {
+      : op_(info.describe()), path_(quantized::KernelInt8GemmPath(info)) {
     // A constant 2-D B (with a constant or absent zero point) is packed once.
     auto b = info.constant_input(1);
     const bool has_zp = info.input_count() > 3 && info.input(3).present();

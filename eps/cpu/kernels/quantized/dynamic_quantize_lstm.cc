@@ -73,7 +73,7 @@ class DynamicQuantizeLstm : public ep::Kernel {
   explicit DynamicQuantizeLstm(const ep::KernelInfo& info)
       : at_(info, 3, {"Sigmoid", "Tanh", "Tanh"}),
         op_(info.describe()),
-        path_(BestInt8GemmPath(KernelIsa(info))) {
+        path_(KernelInt8GemmPath(info)) {
     input_forget_ = info.attr_int("input_forget", 0) != 0;
     // The op has no layout attribute: [seq, batch, ...] always.
     NXRT_EP_ENFORCE(at_.layout == 0, op_ + ": layout is not an attribute of this op");

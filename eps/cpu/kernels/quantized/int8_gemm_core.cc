@@ -1,6 +1,6 @@
 // The blocked driver of the 8-bit product (int8_gemm_core.h) and its portable micro-kernels. The
 // operands are prepared in int8_gemm_operands.cc, the vector micro-kernels live in
-// int8_gemm_avx2.cc and int8_gemm_avx512vnni.cc.
+// int8_gemm_avx2.cc, int8_gemm_avx512vnni.cc, int8_gemm_avxvnni.cc and int8_gemm_amx.cc.
 //
 // The VNNI path multiplies a' = A + sa (u8) by b' = B - sb (s8), sa = 128 for int8 A (0 for
 // uint8), sb = 128 for uint8 B (0 for int8). With za' = a_zp + sa:
@@ -19,9 +19,34 @@ namespace {
 
 int64_t GroupOf(Int8GemmPath path) { return UsesQuads(path) ? 4 : 2; }
 
+// The AMX tile configuration of this thread, for one task range: loaded on entry, released on
+// exit (another library may configure tiles its own way between our calls).
+class AmxTileScope {
+ public:
+  explicit AmxTileScope(bool active) : active_(active) {
+    if (active_) AmxTileConfigure();
+  }
+  ~AmxTileScope() {
+    if (active_) AmxTileRelease();
+  }
+  AmxTileScope(const AmxTileScope&) = delete;
+  AmxTileScope& operator=(const AmxTileScope&) = delete;
+
+ private:
+  bool active_;
+};
+
+// The portable stand-in for Int8TileAmx: the same rows (mr rounded up to 16, padding included),
+// so the AMX padding of A and of c is exercised on every machine.
+void Int8TilePortableAmx(int mr, const uint8_t* a, int64_t lda, const int8_t* b, int64_t quads,
+                         int32_t* c, bool accumulate) {
+  Int8TilePortableQuads((mr + 15) / 16 * 16, a, lda, b, quads, c, accumulate);
+}
+
 // Groups of k per K block: 256 x 64 bytes = 16 KiB of a B panel, which stays in L1 while the
 // rows of A stream past it.
 constexpr int64_t kGroupsPerBlock = 256;
+static_assert(kGroupsPerBlock % kAmxQuadsPerTile == 0, "K blocks are whole AMX tiles");
 
 }  // namespace
 
@@ -113,9 +138,12 @@ void Int8Gemm(const PreparedInt8A& a, const PackedInt8B& w, const Int8GemmOutput
   constexpr int64_t kW = kInt8PanelWidth;
   const Int8GemmPath path = w.path;
   const bool vnni = UsesQuads(path);
-  const int64_t mr = path == Int8GemmPath::kAvxVnni ? kInt8AvxVnniRows
-                     : vnni                         ? kInt8VnniRows
-                                                    : kInt8Avx2Rows;
+  // AMX packing with few rows: the VNNI micro-kernels read the same layout.
+  const bool tiles = UsesAmxTiles(path) && rows >= kAmxMinRows;
+  const int64_t mr = tiles                            ? kInt8AmxRows
+                     : path == Int8GemmPath::kAvxVnni ? kInt8AvxVnniRows
+                     : vnni                           ? kInt8VnniRows
+                                                      : kInt8Avx2Rows;
   const int64_t group = GroupOf(path);
   const int64_t groups = w.k_padded / group;
   // Tasks are (chunk of rows, panel). All rows in one chunk unless there are too few panels to
@@ -132,6 +160,7 @@ void Int8Gemm(const PreparedInt8A& a, const PackedInt8B& w, const Int8GemmOutput
   const int64_t panel_stride = w.k_padded * kW;  // elements of one packed panel
 
   ParallelFor(threads, tasks, grain, [&](int64_t t0, int64_t t1) {
+    const AmxTileScope amx(tiles && path == Int8GemmPath::kAmx);
     thread_local std::vector<int32_t> tile;
     tile.resize(static_cast<size_t>((chunk_rows + mr) * kW));
     int32_t* c = tile.data();
@@ -148,7 +177,10 @@ void Int8Gemm(const PreparedInt8A& a, const PackedInt8B& w, const Int8GemmOutput
           if (vnni) {
             const uint8_t* am = a.a8.data() + m * a.ld + g0 * 4;
             const int8_t* bp = w.w8.data() + p * panel_stride + g0 * 4 * kW;
-            if (path == Int8GemmPath::kAvx512Vnni) {
+            if (tiles) {
+              (path == Int8GemmPath::kAmx ? Int8TileAmx : Int8TilePortableAmx)(mm, am, a.ld, bp, gn,
+                                                                               cm, acc);
+            } else if (path == Int8GemmPath::kAvx512Vnni || path == Int8GemmPath::kAmx) {
               Int8TileAvx512Vnni(mm, am, a.ld, bp, gn, cm, acc);
             } else if (path == Int8GemmPath::kAvxVnni) {
               Int8TileAvxVnni(mm, am, a.ld, bp, gn, cm, acc);

@@ -14,9 +14,14 @@
 //   points come back as exact int32 corrections per row and column (see int8_gemm_core.cc).
 // - kAvxVnni: the same quad layout and corrections with the VEX-encoded vpdpbusd on ymm
 //   registers, for CPUs with AVX-VNNI but not AVX512-VNNI (or an `isa=avx2` session).
-// Two portable paths in plain C++ (kPortable on the kAvx2 layout, kPortableQuads on the VNNI
-// layout with its corrections) are the references the tests compare the vector paths with; the
-// second lets machines without VNNI test everything of that path but its micro-kernel.
+// - kAmx: the quad layout with k padded to 64 and A's rows to 16, so that a panel's K block is
+//   a run of whole AMX tiles (16 quads x 16 columns); TDPBUSD multiplies 32 x 16 per call
+//   (int8_gemm_amx.cc). Products with fewer than kAmxMinRows rows take the AVX512-VNNI
+//   micro-kernel on the same packing (a tile would be mostly padding).
+// Three portable paths in plain C++ (kPortable on the kAvx2 layout, kPortableQuads on the VNNI
+// layout with its corrections, kPortableAmx on the AMX padding and 32-row blocking) are the
+// references the tests compare the vector paths with; the last two let machines without VNNI or
+// AMX test everything of those paths but their micro-kernels.
 #pragma once
 
 #include <cstdint>
@@ -27,22 +32,45 @@
 
 namespace nxrt::cpu::quantized {
 
-enum class Int8GemmPath { kPortable, kAvx2, kAvx512Vnni, kPortableQuads, kAvxVnni };
+enum class Int8GemmPath {
+  kPortable,
+  kAvx2,
+  kAvx512Vnni,
+  kPortableQuads,
+  kAvxVnni,
+  kAmx,
+  kPortableAmx
+};
 
-// Whether the path uses the u8 x s8 quad layout (kAvx512Vnni, kAvxVnni, kPortableQuads).
+// Whether the path pads k and A's rows for AMX tiles (kAmx, kPortableAmx).
+inline bool UsesAmxTiles(Int8GemmPath p) {
+  return p == Int8GemmPath::kAmx || p == Int8GemmPath::kPortableAmx;
+}
+
+// Whether the path uses the u8 x s8 quad layout (kAvx512Vnni, kAvxVnni, kPortableQuads and the
+// AMX paths).
 inline bool UsesQuads(Int8GemmPath p) {
   return p == Int8GemmPath::kAvx512Vnni || p == Int8GemmPath::kAvxVnni ||
-         p == Int8GemmPath::kPortableQuads;
+         p == Int8GemmPath::kPortableQuads || UsesAmxTiles(p);
 }
 
 // Columns per packed panel, for every path.
 constexpr int64_t kInt8PanelWidth = 16;
 
-// kAvx512Vnni when `isa` allows AVX-512 and the CPU has AVX512-VNNI, else kAvxVnni when the
-// CPU has AVX-VNNI, else kAvx2.
-Int8GemmPath BestInt8GemmPath(Isa isa);
+// kAmx when `isa` allows AVX-512, `allow_amx` is set and AmxInt8Usable(); else kAvx512Vnni when
+// `isa` allows AVX-512 and the CPU has AVX512-VNNI; else kAvxVnni when the CPU has AVX-VNNI;
+// else kAvx2.
+Int8GemmPath BestInt8GemmPath(Isa isa, bool allow_amx = true);
+// The path of a kernel created with `info`: its ISA (KernelIsa) and the session option
+// "ep.cpu.amx" ("0" keeps 8-bit products off AMX; default "1").
+Int8GemmPath KernelInt8GemmPath(const ep::KernelInfo& info);
 bool CpuHasAvx512Vnni();
 bool CpuHasAvxVnni();
+// AMX-INT8 is usable: the CPU has AMX-TILE and AMX-INT8, the OS enables tile state (XCR0) and
+// grants this process the tile data (Linux arch_prctl ARCH_REQ_XCOMP_PERM, asked once), and
+// Int8TileAmx gave the portable kernel's sums on a test product. Decided once per process; a
+// failed check is logged to stderr and leaves the product on AVX512-VNNI.
+bool AmxInt8Usable();
 
 // B [k, n] packed for one path.
 struct PackedInt8B {
@@ -105,6 +133,9 @@ void Int8Gemm(const PreparedInt8A& a, const PackedInt8B& w, const Int8GemmOutput
 constexpr int kInt8Avx2Rows = 6;
 constexpr int kInt8VnniRows = 8;
 constexpr int kInt8AvxVnniRows = 6;
+constexpr int kInt8AmxRows = 32;          // two tiles of 16 rows
+constexpr int64_t kAmxQuadsPerTile = 16;  // 64 k per tile row
+constexpr int64_t kAmxMinRows = 8;        // fewer rows: the VNNI micro-kernel (not yet measured)
 void Int8TilePortable(int mr, const int16_t* a, int64_t lda, const int16_t* b, int64_t pairs,
                       int32_t* c, bool accumulate);
 void Int8TileAvx2(int mr, const int16_t* a, int64_t lda, const int16_t* b, int64_t pairs,
@@ -115,5 +146,13 @@ void Int8TileAvx512Vnni(int mr, const uint8_t* a, int64_t lda, const int8_t* b, 
                         int32_t* c, bool accumulate);
 void Int8TileAvxVnni(int mr, const uint8_t* a, int64_t lda, const int8_t* b, int64_t quads,
                      int32_t* c, bool accumulate);
+// mr <= 32; `quads` a multiple of kAmxQuadsPerTile; A readable (padded) up to mr rounded up to
+// 16 rows, and c has room for as many. Rows of c past mr receive sums of padding. Needs the
+// tile configuration of AmxTileConfigure() loaded in the calling thread.
+void Int8TileAmx(int mr, const uint8_t* a, int64_t lda, const int8_t* b, int64_t quads, int32_t* c,
+                 bool accumulate);
+// Loads (and releases) the tile configuration Int8TileAmx expects, in the calling thread.
+void AmxTileConfigure();
+void AmxTileRelease();
 
 }  // namespace nxrt::cpu::quantized

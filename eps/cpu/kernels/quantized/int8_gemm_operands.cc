@@ -4,9 +4,13 @@
 // (int8_gemm_core.cc) adds the shifts and zero points back through col_sum and row_sum.
 #include <cpuid.h>
 #include <immintrin.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <random>
 
 #include "kernels/quantized/dynamic_quantize_u8.h"
 #include "kernels/quantized/int8_gemm_core.h"
@@ -14,11 +18,69 @@
 namespace nxrt::cpu::quantized {
 namespace {
 
-int64_t GroupOf(Int8GemmPath path) { return UsesQuads(path) ? 4 : 2; }
+// What k is padded to: a pair (AVX2), a quad (VNNI) or a tile row of 64 (AMX).
+int64_t KPaddingOf(Int8GemmPath path) {
+  return UsesAmxTiles(path) ? 4 * kAmxQuadsPerTile : UsesQuads(path) ? 4 : 2;
+}
+
+// Rows of A held in the prepared buffer: AMX tiles load 16 rows at a time.
+int64_t PaddedRows(Int8GemmPath path, int64_t rows) {
+  return UsesAmxTiles(path) ? (rows + 15) / 16 * 16 : rows;
+}
+
+// CPUID leaf 7 EDX bits 24 (AMX-TILE) and 25 (AMX-INT8), and XCR0 bits 17 and 18 (the OS
+// saves the tile configuration and data).
+bool CpuAndOsHaveAmxInt8() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid_max(0, nullptr) < 7) return false;
+  __cpuid_count(7, 0, eax, ebx, ecx, edx);
+  if ((edx & (3u << 24)) != (3u << 24)) return false;
+  __cpuid(1, eax, ebx, ecx, edx);
+  if ((ecx & (1u << 27)) == 0) return false;  // OSXSAVE: xgetbv is allowed
+  unsigned lo = 0, hi = 0;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  return (lo & (3u << 17)) == (3u << 17);
+}
+
+// Linux hands out the (8 KiB) tile data state only to processes that ask for it.
+bool RequestTileData() {
+  constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+}
+
+// Int8TileAmx against the portable quads kernel on 20 and 32 rows, two tiles of k, with and
+// without accumulation: a wrong tile layout or configuration shows here, before any model.
+bool AmxKernelAgrees() {
+  constexpr int64_t kRows = 32, kQuads = 2 * kAmxQuadsPerTile, kLd = 4 * kQuads;
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> d(0, 255);
+  std::vector<uint8_t> a(static_cast<size_t>(kRows * kLd));
+  std::vector<int8_t> b(static_cast<size_t>(kQuads * 4 * kInt8PanelWidth));
+  for (auto& x : a) x = static_cast<uint8_t>(d(rng));
+  for (auto& x : b) x = static_cast<int8_t>(d(rng) - 128);
+  for (int mr : {20, 32}) {
+    for (bool accumulate : {false, true}) {
+      std::vector<int32_t> want(static_cast<size_t>(kRows * kInt8PanelWidth), 3), got = want;
+      Int8TilePortableQuads(mr, a.data(), kLd, b.data(), kQuads, want.data(), accumulate);
+      AmxTileConfigure();
+      Int8TileAmx(mr, a.data(), kLd, b.data(), kQuads, got.data(), accumulate);
+      AmxTileRelease();
+      if (!std::equal(want.begin(), want.begin() + mr * kInt8PanelWidth, got.begin())) return false;
+    }
+  }
+  return true;
+}
 
 template <class T>
 int32_t Load(const void* p, int64_t i) {
   return static_cast<const T*>(p)[i];
+}
+
+// Sizes a8 for out.rows rows (and the AMX padding rows, zeroed: tiles read them).
+void PadRows(Int8GemmPath path, PreparedInt8A& out) {
+  const int64_t padded = PaddedRows(path, out.rows);
+  out.a8.resize(static_cast<size_t>(padded * out.ld));
+  std::fill(out.a8.begin() + out.rows * out.ld, out.a8.end(), uint8_t{0});
 }
 
 }  // namespace
@@ -40,15 +102,41 @@ bool CpuHasAvxVnni() {
   return has;
 }
 
-Int8GemmPath BestInt8GemmPath(Isa isa) {
+bool AmxInt8Usable() {
+  static const bool usable = [] {
+    // Every AMX CPU has AVX512-VNNI, which takes the products with few rows.
+    if (!CpuHasAvx512Vnni() || !CpuAndOsHaveAmxInt8()) return false;
+    if (!RequestTileData()) {
+      std::fprintf(stderr,
+                   "nxrt CPU EP: the OS refused AMX tile data (arch_prctl); 8-bit "
+                   "products use AVX512-VNNI\n");
+      return false;
+    }
+    if (!AmxKernelAgrees()) {
+      std::fprintf(stderr,
+                   "nxrt CPU EP: the AMX micro-kernel disagreed with the portable one "
+                   "on its self-test; 8-bit products use AVX512-VNNI\n");
+      return false;
+    }
+    return true;
+  }();
+  return usable;
+}
+
+Int8GemmPath BestInt8GemmPath(Isa isa, bool allow_amx) {
+  if (isa == Isa::kAvx512 && allow_amx && AmxInt8Usable()) return Int8GemmPath::kAmx;
   if (isa == Isa::kAvx512 && CpuHasAvx512Vnni()) return Int8GemmPath::kAvx512Vnni;
   return CpuHasAvxVnni() ? Int8GemmPath::kAvxVnni : Int8GemmPath::kAvx2;
+}
+
+Int8GemmPath KernelInt8GemmPath(const ep::KernelInfo& info) {
+  return BestInt8GemmPath(KernelIsa(info), info.config("ep.cpu.amx", "1") != "0");
 }
 
 PackedInt8B PackInt8B(Int8GemmPath path, const void* b, NxElementType type, int64_t k, int64_t n,
                       const std::vector<int32_t>& zp, const std::vector<float>& scale,
                       bool transposed) {
-  const int64_t group = GroupOf(path);
+  const int64_t group = KPaddingOf(path);
   PackedInt8B p;
   p.path = path;
   p.k = k;
@@ -107,7 +195,7 @@ void PrepareInt8A(const void* a, NxElementType type, int64_t rows, int64_t k, in
   const bool is_int8 = type == NX_TYPE_INT8;
   const size_t size = static_cast<size_t>(rows * out.ld);
   if (UsesQuads(w.path)) {
-    out.a8.resize(size);
+    PadRows(w.path, out);
     out.row_sum.resize(static_cast<size_t>(rows));
     out.zero_point = zero_point + (is_int8 ? 128 : 0);
     for (int64_t m = 0; m < rows; ++m) {
@@ -158,7 +246,7 @@ void QuantizeFloatA(const float* a, int64_t rows, int64_t k, const PackedInt8B& 
   out.zero_point = zp;
   const size_t size = static_cast<size_t>(rows * out.ld);
   if (vnni) {
-    out.a8.resize(size);
+    PadRows(w.path, out);
     out.row_sum.resize(static_cast<size_t>(rows));
   } else {
     out.a16.resize(size);

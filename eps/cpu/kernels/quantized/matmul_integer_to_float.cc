@@ -43,7 +43,7 @@ int64_t RowsOf(std::span<const int64_t> a_shape) {
 class QuantizedProductBase : public ep::Kernel {
  protected:
   QuantizedProductBase(const ep::KernelInfo& info, Slots slots)
-      : op_(info.describe()), slots_(slots), path_(BestInt8GemmPath(KernelIsa(info))) {
+      : op_(info.describe()), slots_(slots), path_(KernelInt8GemmPath(info)) {
     auto b = info.constant_input(slots.b);
     auto s = info.constant_input(slots.b_scale);
     std::optional<ep::ConstTensor> z;

@@ -23,7 +23,7 @@ constexpr size_t kA = 0, kAScale = 1, kAZero = 2, kB = 3, kBScale = 4, kBZero = 
 class QGemm : public ep::Kernel {
  public:
   explicit QGemm(const ep::KernelInfo& info)
-      : op_(info.describe()), path_(BestInt8GemmPath(KernelIsa(info))) {
+      : op_(info.describe()), path_(KernelInt8GemmPath(info)) {
     alpha_ = info.attr_float("alpha", 1.f);
     trans_a_ = info.attr_int("transA", 0) != 0;
     trans_b_ = info.attr_int("transB", 0) != 0;

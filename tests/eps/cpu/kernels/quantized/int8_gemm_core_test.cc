@@ -82,6 +82,10 @@ void CheckPath(Int8GemmPath path, const Case& c, uint32_t seed) {
   out.ldy = c.n;
   Int8Gemm(pa, w, out, 1);
   ASSERT_EQ(y32, ref);
+  // Two threads: row chunks and panels split differently (each thread configures AMX itself).
+  std::fill(y32.begin(), y32.end(), -7);
+  Int8Gemm(pa, w, out, 2);
+  ASSERT_EQ(y32, ref);
 
   // The float epilogue: a_scale * b_scale[j] * sum + bias[j], then accumulated onto itself
   // (the int32 sums were checked exactly above).
@@ -110,8 +114,9 @@ std::vector<Case> Cases() {
   const NxElementType types[] = {NX_TYPE_UINT8, NX_TYPE_INT8};
   // Odd sizes: M not a multiple of the tile rows, N not of 16, K not of 2 or 4; K = 1100 spans
   // more than one K block (256 groups: 512 k for AVX2, 1024 for VNNI), K = 0 gives zeros.
+  // AMX: 13 and 9 rows pad a tile, 25 spans two, 70 three 32-row blocks; 7 takes VNNI.
   const int64_t shapes[][3] = {{1, 1, 1},    {7, 3, 5},      {13, 17, 33}, {6, 64, 16},
-                               {9, 130, 47}, {25, 1100, 19}, {4, 0, 3}};
+                               {9, 130, 47}, {25, 1100, 19}, {4, 0, 3},    {70, 96, 40}};
   for (const auto& s : shapes)
     for (NxElementType at : types)
       for (NxElementType bt : types)
@@ -139,6 +144,15 @@ TEST(Int8GemmCore, Avx512VnniMatchesTheReference) {
   CheckAllCases(Int8GemmPath::kAvx512Vnni);
 }
 
+// The AMX padding (k to 64, A's rows to 16) and 32-row blocking, with a plain C++ stand-in for
+// the tile instruction: runs everywhere.
+TEST(Int8GemmCore, PortableAmxMatchesTheReference) { CheckAllCases(Int8GemmPath::kPortableAmx); }
+
+TEST(Int8GemmCore, AmxMatchesTheReference) {
+  if (!AmxInt8Usable()) GTEST_SKIP() << "this CPU (or OS) has no usable AMX-INT8";
+  CheckAllCases(Int8GemmPath::kAmx);
+}
+
 TEST(Int8GemmCore, AvxVnniMatchesTheReference) {
   if (!CpuHasAvxVnni()) GTEST_SKIP() << "this CPU has no AVX-VNNI";
   CheckAllCases(Int8GemmPath::kAvxVnni);
@@ -147,13 +161,15 @@ TEST(Int8GemmCore, AvxVnniMatchesTheReference) {
 TEST(Int8GemmCore, BestPathFollowsTheIsaCap) {
   const Int8GemmPath avx2_best = CpuHasAvxVnni() ? Int8GemmPath::kAvxVnni : Int8GemmPath::kAvx2;
   EXPECT_EQ(BestInt8GemmPath(Isa::kAvx2), avx2_best);
-  EXPECT_EQ(BestInt8GemmPath(Isa::kAvx512),
-            CpuHasAvx512Vnni() ? Int8GemmPath::kAvx512Vnni : avx2_best);
+  const Int8GemmPath avx512_best = CpuHasAvx512Vnni() ? Int8GemmPath::kAvx512Vnni : avx2_best;
+  EXPECT_EQ(BestInt8GemmPath(Isa::kAvx512), AmxInt8Usable() ? Int8GemmPath::kAmx : avx512_best);
+  EXPECT_EQ(BestInt8GemmPath(Isa::kAvx512, /*allow_amx=*/false), avx512_best);
+  EXPECT_EQ(BestInt8GemmPath(Isa::kAvx2), avx2_best);
 }
 
 // Float activations: quantized as onnxruntime's DynamicQuantizeLinear, then multiplied exactly.
 TEST(Int8GemmCore, QuantizeFloatAMatchesTheScalarDefinition) {
-  const int64_t m = 3, k = 21, n = 18;
+  const int64_t m = 11, k = 21, n = 18;  // 11 rows: AMX tiles, padded
   std::mt19937 rng(42);
   std::uniform_real_distribution<float> d(-3.f, 5.f);
   std::vector<float> a(static_cast<size_t>(m * k));
@@ -169,9 +185,11 @@ TEST(Int8GemmCore, QuantizeFloatAMatchesTheScalarDefinition) {
     q[i] = static_cast<uint8_t>(std::clamp(std::nearbyint(a[i] / scale) + zp, 0.f, 255.f));
   }
   for (Int8GemmPath path : {Int8GemmPath::kPortable, Int8GemmPath::kAvx2, Int8GemmPath::kAvx512Vnni,
-                            Int8GemmPath::kPortableQuads, Int8GemmPath::kAvxVnni}) {
+                            Int8GemmPath::kPortableQuads, Int8GemmPath::kAvxVnni,
+                            Int8GemmPath::kAmx, Int8GemmPath::kPortableAmx}) {
     if (path == Int8GemmPath::kAvx512Vnni && !CpuHasAvx512Vnni()) continue;
     if (path == Int8GemmPath::kAvxVnni && !CpuHasAvxVnni()) continue;
+    if (path == Int8GemmPath::kAmx && !AmxInt8Usable()) continue;
     const PackedInt8B w = PackInt8B(path, b.data(), NX_TYPE_INT8, k, n, {3}, {1.f});
     PreparedInt8A from_float, from_q;
     QuantizeFloatA(a.data(), m, k, w, from_float);
