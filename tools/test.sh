@@ -115,7 +115,11 @@ if [[ "${NXRT_SKIP_SANITIZE:-0}" != 1 ]]; then
   echo
   echo "=============== sanitizer build (ASan + UBSan) ==============="
   build_started=$SECONDS
-  if NXRT_BUILD_DIR=build-asan NXRT_BUILD_TYPE=RelWithDebInfo tools/build.sh -DNXRT_SANITIZE=ON; then
+  # -O1 and minimal debug info (line tables, function names), as the fuzz build: instrumented
+  # code compiles about twice as fast as at -O2 -g, and reports still carry file:line frames.
+  if NXRT_BUILD_DIR=build-asan NXRT_BUILD_TYPE=RelWithDebInfo tools/build.sh -DNXRT_SANITIZE=ON \
+    -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG"; then
     echo "sanitizer build: $((SECONDS - build_started)) s"
     # intercept_tls_get_addr=0: the sanitizer runtimes of GCC 12 and clang 14 guess a dynamic TLS
     # block's bounds from a pre-2.25 glibc header whenever its address is 16 bytes past a page;

@@ -19,6 +19,7 @@ seconds="${FUZZ_SECONDS:-60}"
 launcher=()
 if command -v ccache >/dev/null; then  # as tools/build.sh: CI's fresh clone hits the cache
   export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}"
+  export CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-1}"  # debug info: see tools/build.sh
   launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 fi
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" \
