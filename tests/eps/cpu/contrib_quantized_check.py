@@ -342,13 +342,15 @@ def matmul_cases(c, rng):
               f"{list(b_shape)} a_zp{list(a_zp_shape)} b_zp{list(b_zp_shape)}", m,
               {"A": qweight(rng, at, a_shape)})
 
-    # The standard ConvInteger: im2col onto the same packed int16 product.
+    # The standard ConvInteger: rows of taps onto the blocked 8-bit GEMM (the last case's
+    # 128 x 3 x 3 taps span two K blocks of the VNNI and AMX paths).
     for xt, wt, x_shape, w_shape, attrs, w_zp_shape in [
         (np.uint8, np.uint8, (1, 3, 9, 9), (4, 3, 3, 3), dict(pads=[1, 1, 1, 1]), ()),
         (np.uint8, np.int8, (2, 4, 8, 7), (6, 2, 3, 2), dict(group=2, strides=[2, 1]), ()),
         (np.uint8, np.uint8, (1, 6, 7, 7), (6, 1, 3, 3),
          dict(group=6, pads=[1, 1, 1, 1], dilations=[2, 2]), ()),  # (ort: per-tensor w_zp only)
         (np.uint8, np.int8, (1, 5, 12), (3, 5, 4), dict(pads=[2, 1]), ()),
+        (np.uint8, np.int8, (1, 128, 10, 10), (20, 128, 3, 3), dict(pads=[1, 1, 1, 1]), ()),
     ]:
         inits = [tensor("W", qweight(rng, wt, w_shape)), tensor("x_zp", qweight(rng, xt, ())),
                  tensor("w_zp", qweight(rng, wt, w_zp_shape) // 2)]

@@ -1,6 +1,7 @@
-// ConvInteger (opset 10) and QLinearConv (opset 10) for int8/uint8 data: input and weights are
-// widened to int16 with their zero points removed (the weight's per tensor or per output
-// channel), convolved exactly in int32 by im2col + GEMM, and QLinearConv requantizes.
+// ConvInteger (opset 10) and QLinearConv (opset 10) for int8/uint8 data: the input as rows of
+// taps (im2col) times the weights packed for the blocked 8-bit GEMM (int8_gemm_core.h), zero
+// points (the weight's per tensor or per output channel) removed exactly in int32; QLinearConv
+// requantizes.
 // com.nxrt QLinearConv (what session/qdq_folding.h makes of quantize_static's QDQ convolutions)
 // is the same op with an optional fused activation="Relu" (a clamp at y_zero_point); with
 // constant int8 weights of zero point 0, constant scales and zero points it runs on oneDNN's int8
@@ -21,60 +22,137 @@
 #include "kernels/linalg/linalg_kernels.h"
 #include "kernels/linalg/qconv_dnnl.h"
 #include "kernels/linalg/quantized_common.h"
-#include "kernels/quantized/int8_gemm.h"
+#include "kernels/quantized/int8_gemm_core.h"
 
 namespace nxrt::cpu::linalg {
 namespace {
 
-// int32 convolution of (x - x_zp) and (w - w_zp); the result lives in a per-thread scratch slot.
-// Per image and group: im2col of the centered int16 input, laid out as one column of taps per
-// output position, times the centered int16 weights, on the vectorized int16 dot products of
-// kernels/quantized/int8_gemm.h (exact: |x - zp|, |w - zp| <= 255).
-int32_t* IntegerConv(const ConvGeometry& g, const ep::ConstTensor& x, const ep::ConstTensor& w,
-                     const std::vector<int32_t>& x_zp, const std::vector<int32_t>& w_zp,
+// The weights of one node as B operands of the blocked 8-bit GEMM (kernels/quantized/
+// int8_gemm_core.h), one per group: group g's [ocg, C/group * k...] block is B = W_g^T
+// ([kdim, ocg], stored transposed), with the zero point of each output channel. Packed at kernel
+// creation when the weights and their zero point are constants, else per run.
+std::vector<quantized::PackedInt8B> PackConvWeights(quantized::Int8GemmPath path, int64_t group,
+                                                    const ep::ConstTensor& w,
+                                                    const std::vector<int32_t>& w_zp) {
+  const int64_t m = w.rank() > 0 ? w.dim(0) : 0;
+  const int64_t ocg = group > 0 ? m / group : 0;
+  const int64_t kdim = m > 0 ? static_cast<int64_t>(w.size()) / m : 0;
+  std::vector<quantized::PackedInt8B> groups;
+  for (int64_t grp = 0; grp < group; ++grp) {
+    std::vector<int32_t> zp = w_zp;
+    if (w_zp.size() > 1) zp.assign(w_zp.begin() + grp * ocg, w_zp.begin() + (grp + 1) * ocg);
+    groups.push_back(quantized::PackInt8B(path,
+                                          static_cast<const uint8_t*>(w.raw()) + grp * ocg * kdim,
+                                          w.type(), kdim, ocg, zp, {}, /*transposed=*/true));
+  }
+  return groups;
+}
+
+// rows[o * kdim + c * kernel_size + tap] = x[c][the input position of output o and tap], or `pad`
+// (the zero point: centred, a zero) outside the input. One row per output position: the A
+// operand of the GEMM.
+template <class T>
+void Im2Rows(const ConvGeometry& g, const T* x, int64_t channels, T pad, T* rows) {
+  const int64_t in_size = g.in_size(), ks = g.kernel_size(), kdim = channels * ks;
+  int64_t o = 0;
+  for (int64_t o0 = 0; o0 < g.out[0]; ++o0)
+    for (int64_t o1 = 0; o1 < g.out[1]; ++o1)
+      for (int64_t o2 = 0; o2 < g.out[2]; ++o2, ++o) {
+        T* row = rows + o * kdim;
+        int64_t tap = 0;
+        for (int64_t k0 = 0; k0 < g.kernel[0]; ++k0) {
+          const int64_t i0 = o0 * g.stride[0] - g.pad_begin[0] + k0 * g.dilation[0];
+          for (int64_t k1 = 0; k1 < g.kernel[1]; ++k1) {
+            const int64_t i1 = o1 * g.stride[1] - g.pad_begin[1] + k1 * g.dilation[1];
+            for (int64_t k2 = 0; k2 < g.kernel[2]; ++k2, ++tap) {
+              const int64_t i2 = o2 * g.stride[2] - g.pad_begin[2] + k2 * g.dilation[2];
+              const bool inside =
+                  i0 >= 0 && i0 < g.in[0] && i1 >= 0 && i1 < g.in[1] && i2 >= 0 && i2 < g.in[2];
+              const int64_t at = (i0 * g.in[1] + i1) * g.in[2] + i2;
+              for (int64_t c = 0; c < channels; ++c) {
+                row[c * ks + tap] = inside ? x[c * in_size + at] : pad;
+              }
+            }
+          }
+        }
+      }
+}
+
+// int32 convolution of (x - x_zp) and (w - w_zp) (+ bias); the result, NCHW, lives in a
+// per-thread scratch slot. Per image and group: the 8-bit input as one row of taps per output
+// position, times the packed weights, exactly in int32 on the blocked 8-bit GEMM (the AVX2,
+// VNNI or AMX micro-kernel the CPU has), then transposed into the channel planes.
+int32_t* IntegerConv(const ConvGeometry& g, const ep::ConstTensor& x,
+                     const std::vector<quantized::PackedInt8B>& weights, int32_t x_zp,
                      const int32_t* bias, ep::KernelContext& ctx) {
   const int64_t icg = g.in_channels_per_group(), ocg = g.out_channels_per_group();
   const int64_t kdim = icg * g.kernel_size(), in_size = g.in_size(), out_size = g.out_size();
-  std::vector<int16_t> x16(x.size()), w16(w.size());
-  quantized::WidenCentered(x.raw(), x.type(), static_cast<int64_t>(x.size()), x_zp[0], x16.data());
-  // Weights are [M, C/group, k...]: one output channel spans kdim elements.
-  for (int64_t m = 0; m < g.out_channels; ++m) {
-    const int32_t z = w_zp.size() == 1 ? w_zp[0] : w_zp[m];
-    for (int64_t i = 0; i < kdim; ++i) {
-      const int64_t idx = m * kdim + i;
-      w16[idx] = static_cast<int16_t>((w.type() == NX_TYPE_INT8 ? int32_t(w.data<int8_t>()[idx])
-                                                                : int32_t(w.data<uint8_t>()[idx])) -
-                                      z);
-    }
-  }
+  NXRT_EP_ENFORCE(static_cast<int64_t>(weights.size()) == g.group,
+                  "ConvInteger: packed weights do not match the groups");
   const size_t out_count = static_cast<size_t>(g.batch * g.out_channels * out_size);
   int32_t* acc = static_cast<int32_t*>(ThreadScratch(kScratchC, out_count * sizeof(int32_t)));
-  std::vector<int16_t> col(static_cast<size_t>(kdim * out_size));
-  quantized::PackedInt8Columns taps;  // [out_size][kdim]
-  taps.k = kdim;
-  taps.n = out_size;
-  taps.cols.resize(col.size());
+  thread_local std::vector<uint8_t> rows;  // reused across runs
+  thread_local std::vector<int32_t> product;
+  thread_local quantized::PreparedInt8A prepared;
+  rows.resize(static_cast<size_t>(out_size * kdim));
+  product.resize(static_cast<size_t>(out_size * ocg));
+  const bool is_int8 = x.type() == NX_TYPE_INT8;
   for (int64_t n = 0; n < g.batch; ++n) {
     for (int64_t grp = 0; grp < g.group; ++grp) {
-      Im2Col(g, x16.data() + (n * g.in_channels + grp * icg) * in_size, icg, col.data());
-      for (int64_t k = 0; k < kdim; ++k) {
-        for (int64_t o = 0; o < out_size; ++o) taps.cols[o * kdim + k] = col[k * out_size + o];
+      const int64_t first = (n * g.in_channels + grp * icg) * in_size;
+      if (is_int8) {
+        Im2Rows(g, x.data<int8_t>() + first, icg, static_cast<int8_t>(x_zp),
+                reinterpret_cast<int8_t*>(rows.data()));
+      } else {
+        Im2Rows(g, x.data<uint8_t>() + first, icg, static_cast<uint8_t>(x_zp), rows.data());
       }
+      const quantized::PackedInt8B& w = weights[grp];
+      quantized::PrepareInt8A(rows.data(), x.type(), out_size, kdim, x_zp, w, prepared);
+      quantized::Int8GemmOutput out;
+      out.y32 = product.data();
+      out.ldy = ocg;
+      quantized::Int8Gemm(prepared, w, out, ctx.threads());
       int32_t* yg = acc + (n * g.out_channels + grp * ocg) * out_size;
-      quantized::IntegerGemm(ctx, ocg, w16.data() + grp * ocg * kdim, taps, yg);
-      if (bias != nullptr) {
-        for (int64_t c = 0; c < ocg; ++c) {
-          for (int64_t o = 0; o < out_size; ++o) yg[c * out_size + o] += bias[grp * ocg + c];
-        }
+      for (int64_t c = 0; c < ocg; ++c) {
+        const int32_t b = bias != nullptr ? bias[grp * ocg + c] : 0;
+        int32_t* plane = yg + c * out_size;
+        for (int64_t o = 0; o < out_size; ++o) plane[o] = product[o * ocg + c] + b;
       }
     }
   }
   return acc;
 }
 
+// The packed weights of a node whose weight (input `w_index`) and weight zero point (input
+// `zp_index`, or none) are constants of valid types and shapes; empty otherwise (packed per run,
+// where the run also reports any error in them).
+std::vector<quantized::PackedInt8B> ConstantWeights(const ep::KernelInfo& info,
+                                                    const ConvAttributes& attrs,
+                                                    quantized::Int8GemmPath path, size_t w_index,
+                                                    size_t zp_index) {
+  const std::optional<ep::ConstTensor> w = info.constant_input(w_index);
+  if (!w || !IsInt8Type(w->type()) || w->rank() < 3 || attrs.group < 1 ||
+      w->dim(0) % attrs.group != 0)
+    return {};
+  std::optional<ep::ConstTensor> zp;
+  if (info.has_input(zp_index)) {
+    zp = info.constant_input(zp_index);
+    if (!zp) return {};
+  }
+  try {
+    const std::vector<int32_t> w_zp = ReadZeroPoint(zp, w->type(), w->dim(0), "w_zero_point");
+    return PackConvWeights(path, attrs.group, *w, w_zp);
+  } catch (const std::exception&) {
+    return {};  // the run reports it, with the node's name
+  }
+}
+
 class ConvInteger : public ep::Kernel {
  public:
-  explicit ConvInteger(const ep::KernelInfo& info) : attrs_(info) {}
+  explicit ConvInteger(const ep::KernelInfo& info)
+      : attrs_(info), path_(quantized::KernelInt8GemmPath(info)) {
+    weights_ = ConstantWeights(info, attrs_, path_, 1, 3);
+  }
 
   void Compute(ep::KernelContext& ctx) override {
     ep::ConstTensor x = ctx.input(0);
@@ -90,12 +168,17 @@ class ConvInteger : public ep::Kernel {
     ep::Tensor y = ctx.output(0, y_dims, NX_TYPE_INT32);
     const int64_t count = ShapeSize(y_dims);
     if (count == 0) return;
-    const int32_t* acc = IntegerConv(g, x, w, x_zp, w_zp, nullptr, ctx);
+    const int32_t* acc =
+        weights_.empty()
+            ? IntegerConv(g, x, PackConvWeights(path_, g.group, w, w_zp), x_zp[0], nullptr, ctx)
+            : IntegerConv(g, x, weights_, x_zp[0], nullptr, ctx);
     std::copy(acc, acc + count, y.data<int32_t>());
   }
 
  private:
   ConvAttributes attrs_;
+  quantized::Int8GemmPath path_;
+  std::vector<quantized::PackedInt8B> weights_;  // when constant (ConstantWeights)
 };
 
 // The oneDNN path for a node whose weights, scales, zero points and bias are constants with
@@ -144,6 +227,9 @@ class QLinearConv : public ep::Kernel {
     // as oneDNN's int8 arithmetic saturates on CPUs without VNNI (qconv_dnnl.h).
     if (info.domain() == "com.nxrt") dnnl_ = MakeDnnlQConv(info, relu_);
     if (dnnl_) dnnl_->SetAudit(KernelAudit(info));
+    path_ = quantized::KernelInt8GemmPath(info);
+    // With oneDNN's primitive the weights are its own; a run it declines packs them per run.
+    if (!dnnl_) weights_ = ConstantWeights(info, attrs_, path_, 3, 5);
   }
 
   void Compute(ep::KernelContext& ctx) override {
@@ -193,8 +279,11 @@ class QLinearConv : public ep::Kernel {
     std::vector<int64_t> y_dims = g.output_dims();
     ep::Tensor y = ctx.output(0, y_dims, y_type);
     if (ShapeSize(y_dims) == 0) return;
+    const int32_t* b = bias ? bias->data<int32_t>() : nullptr;
     const int32_t* acc =
-        IntegerConv(g, x, w, x_zp, w_zp, bias ? bias->data<int32_t>() : nullptr, ctx);
+        weights_.empty()
+            ? IntegerConv(g, x, PackConvWeights(path_, g.group, w, w_zp), x_zp[0], b, ctx)
+            : IntegerConv(g, x, weights_, x_zp[0], b, ctx);
     // x_scale * w_scale / y_scale in float32 (as the scales are), applied in double.
     std::vector<double> scale(w_scale.size());
     for (size_t c = 0; c < w_scale.size(); ++c) scale[c] = (x_scale[0] * w_scale[c]) / y_scale[0];
@@ -231,6 +320,8 @@ class QLinearConv : public ep::Kernel {
   bool relu_;
   bool channels_last_;
   std::unique_ptr<DnnlQConv> dnnl_;
+  quantized::Int8GemmPath path_ = quantized::Int8GemmPath::kAvx2;
+  std::vector<quantized::PackedInt8B> weights_;  // when constant (ConstantWeights)
 };
 
 }  // namespace
