@@ -62,7 +62,7 @@ constexpr int64_t kInt8PanelWidth = 16;
 // else kAvx2.
 Int8GemmPath BestInt8GemmPath(Isa isa, bool allow_amx = true);
 // The path of a kernel created with `info`: its ISA (KernelIsa) and the session option
-// "ep.cpu.amx" ("0" keeps 8-bit products off AMX; default "1").
+// "ep.cpu.amx" ("0" keeps 8-bit products off AMX; default "1"; anything else is an error).
 Int8GemmPath KernelInt8GemmPath(const ep::KernelInfo& info);
 bool CpuHasAvx512Vnni();
 bool CpuHasAvxVnni();

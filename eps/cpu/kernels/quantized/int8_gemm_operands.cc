@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdio>
 #include <random>
+#include <string>
 
 #include "kernels/quantized/dynamic_quantize_u8.h"
 #include "kernels/quantized/int8_gemm_core.h"
@@ -130,7 +131,11 @@ Int8GemmPath BestInt8GemmPath(Isa isa, bool allow_amx) {
 }
 
 Int8GemmPath KernelInt8GemmPath(const ep::KernelInfo& info) {
-  return BestInt8GemmPath(KernelIsa(info), info.config("ep.cpu.amx", "1") != "0");
+  const std::string amx = info.config("ep.cpu.amx", "1");
+  if (amx != "0" && amx != "1") {
+    ep::Fail(NX_INVALID_ARGUMENT, "CPU EP option amx='" + amx + "' is not 0 or 1");
+  }
+  return BestInt8GemmPath(KernelIsa(info), amx == "1");
 }
 
 PackedInt8B PackInt8B(Int8GemmPath path, const void* b, NxElementType type, int64_t k, int64_t n,
