@@ -1,6 +1,6 @@
 // Portable convolution building blocks: im2col / col2im over the normalised 3-D geometry, and a
-// complete im2col + GEMM convolution for element types oneDNN does not handle (double, the int32
-// accumulation of ConvInteger/QLinearConv).
+// complete im2col + GEMM convolution for element types oneDNN does not handle (double).
+// (ConvInteger / QLinearConv build rows of taps for the 8-bit GEMM instead: quantized_conv.cc.)
 #pragma once
 
 #include <cstdint>

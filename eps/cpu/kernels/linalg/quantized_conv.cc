@@ -16,7 +16,6 @@
 
 #include "common/broadcast.h"
 #include "kernels/linalg/conv_geometry.h"
-#include "kernels/linalg/conv_reference.h"
 #include "kernels/linalg/dnnl_util.h"
 #include "kernels/linalg/kernel_setup.h"
 #include "kernels/linalg/linalg_kernels.h"
