@@ -10,6 +10,12 @@
 // between our calls.
 // Built with -mamx-tile -mamx-int8 (CMakeLists.txt) and only called once AmxInt8Usable() said
 // the CPU, the OS and this kernel all work (int8_gemm_operands.cc).
+//
+// The configuration and the tile loads are our own asm, not GCC 12's _tile_loadconfig and
+// _tile_loadd: its _tile_loadconfig hands LDTILECFG a pointer-sized memory operand, so the
+// compiler kept only the first 16 of the 64 bytes it had to store and LDTILECFG raised #GP
+// (seen on a Sapphire Rapids Xeon), and its _tile_loadd does not tell the compiler that it
+// reads memory.
 #include <immintrin.h>
 
 #include <cstring>
@@ -20,7 +26,7 @@ namespace nxrt::cpu::quantized {
 namespace {
 
 // The 64-byte operand of LDTILECFG (Intel SDM, "TILECFG"): palette 1, then bytes per row of
-// each of the 16 tiles, then rows of each tile.
+// each of the 16 tiles, then rows of each tile. Unused tiles and the reserved bytes must be 0.
 struct alignas(64) TileConfig {
   uint8_t palette_id = 1;
   uint8_t start_row = 0;
@@ -30,16 +36,28 @@ struct alignas(64) TileConfig {
 };
 static_assert(sizeof(TileConfig) == 64);
 
-}  // namespace
-
-void AmxTileConfigure() {
+constexpr TileConfig MakeTileConfig() {
   TileConfig config;
   for (int t = 0; t <= 4; ++t) {
     config.bytes_per_row[t] = 64;
     config.rows[t] = 16;
   }
-  _tile_loadconfig(&config);
+  return config;
 }
+
+// A constant object in memory: LDTILECFG reads all of it (the "m" operand names the whole
+// struct, so nothing of it can be optimised away).
+alignas(64) constexpr TileConfig kTileConfig = MakeTileConfig();
+
+}  // namespace
+
+// Tile `t` <- 16 rows of 64 bytes at `base`, rows `stride` bytes apart.
+#define NXRT_TILE_LOAD(t, base, stride)                                                   \
+  __asm__ volatile("tileloadd (%0,%1,1), %%tmm" #t ::"r"(static_cast<const void*>(base)), \
+                   "r"(static_cast<int64_t>(stride))                                      \
+                   : "memory")
+
+void AmxTileConfigure() { __asm__ volatile("ldtilecfg %0" ::"m"(kTileConfig)); }
 
 void AmxTileRelease() { _tile_release(); }
 
@@ -48,23 +66,25 @@ void Int8TileAmx(int mr, const uint8_t* a, int64_t lda, const int8_t* b, int64_t
   constexpr int64_t kCStride = kInt8PanelWidth * sizeof(int32_t);  // bytes per row of c
   const bool two = mr > 16;
   if (accumulate) {
-    _tile_loadd(0, c, kCStride);
-    if (two) _tile_loadd(1, c + 16 * kInt8PanelWidth, kCStride);
+    NXRT_TILE_LOAD(0, c, kCStride);
+    if (two) NXRT_TILE_LOAD(1, c + 16 * kInt8PanelWidth, kCStride);
   } else {
     _tile_zero(0);
     _tile_zero(1);
   }
   for (int64_t g = 0; g < quads; g += kAmxQuadsPerTile) {
-    _tile_loadd(4, b + g * 4 * kInt8PanelWidth, 4 * kInt8PanelWidth);
-    _tile_loadd(2, a + g * 4, lda);
+    NXRT_TILE_LOAD(4, b + g * 4 * kInt8PanelWidth, 4 * kInt8PanelWidth);
+    NXRT_TILE_LOAD(2, a + g * 4, lda);
     _tile_dpbusd(0, 2, 4);
     if (two) {
-      _tile_loadd(3, a + 16 * lda + g * 4, lda);
+      NXRT_TILE_LOAD(3, a + 16 * lda + g * 4, lda);
       _tile_dpbusd(1, 3, 4);
     }
   }
   _tile_stored(0, c, kCStride);
   if (two) _tile_stored(1, c + 16 * kInt8PanelWidth, kCStride);
 }
+
+#undef NXRT_TILE_LOAD
 
 }  // namespace nxrt::cpu::quantized

@@ -68,7 +68,8 @@ bool CpuHasAvx512Vnni();
 bool CpuHasAvxVnni();
 // AMX-INT8 is usable: the CPU has AMX-TILE and AMX-INT8, the OS enables tile state (XCR0) and
 // grants this process the tile data (Linux arch_prctl ARCH_REQ_XCOMP_PERM, asked once), and
-// Int8TileAmx gave the portable kernel's sums on a test product. Decided once per process; a
+// Int8TileAmx gave the portable kernel's sums on a test product, run in a forked child
+// (common/isolated_probe.h) so that a fault ends the child only. Decided once per process; a
 // failed check is logged to stderr and leaves the product on AVX512-VNNI.
 bool AmxInt8Usable();
 
