@@ -10,10 +10,12 @@ limit (tools/device_check/README.md):
 Initializers and Constant values of 4096 elements or more (in subgraphs too) are stripped.
 Filled values are random with the original dtype, mean and standard deviation, clipped to the
 original range, so the work per run is the same; outputs differ from the original model's, so
-a filled model checks speed and agreement between engines, not the original's results.
+a filled model checks speed and agreement between engines, not the original's results. A
+model's input sidecar (NAME.json next to NAME.onnx, tests/models/model_inputs.py) travels too.
 """
 import json
 import os
+import shutil
 import sys
 
 import numpy as np
@@ -65,6 +67,9 @@ def strip(srcs, outdir):
                 init.ClearField("external_data")
         name = os.path.basename(src)
         onnx.save(m, os.path.join(outdir, name))
+        sidecar = os.path.splitext(src)[0] + ".json"
+        if os.path.exists(sidecar):
+            shutil.copy(sidecar, outdir)
         with open(os.path.join(outdir, name + ".json"), "w") as f:
             json.dump(stats, f)
         print(name, len(stats), "stripped")
@@ -99,6 +104,9 @@ def fill(skeldir, outdir):
                     arr = np.clip(arr, s["min"], s["max"]).astype(dt)
                 init.raw_data = arr.tobytes()
         onnx.save(m, os.path.join(outdir, name))
+        sidecar = os.path.join(skeldir, os.path.splitext(name)[0] + ".json")
+        if os.path.exists(sidecar):
+            shutil.copy(sidecar, outdir)
         print("filled", name, flush=True)
 
 

@@ -7,18 +7,22 @@
 #                  crash reporter, and this checkout's path (the unit tests have it compiled in)
 #   models/        skeletons of the models (model_skeleton.py strip): build/models' int8 and
 #                  OCR models by default, or the .onnx files given
+#   zoo/           with --zoo: skeletons of build/zoo's models and their input sidecars, for
+#                  bench/zoo.py there
 #   openvino.tar.xz  with --openvino: the installed OpenVINO version's cp312 wheel, CPU plugin
 #                  and ONNX reader only (PyPI must be reachable)
 #
-#   tools/device_check/pack.sh [--openvino] [--python-version 3.12] [MODEL.onnx ...]
+#   tools/device_check/pack.sh [--openvino] [--zoo] [--python-version 3.12] [MODEL.onnx ...]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 openvino=0
+zoo=0
 pyver=3.12
 models=()
 while (($#)); do
   case $1 in
     --openvino) openvino=1 ;;
+    --zoo) zoo=1 ;;
     --python-version) pyver=$2; shift ;;
     *) models+=("$1") ;;
   esac
@@ -52,6 +56,9 @@ tar -C "$stage" -cf - . | xz -6 -T0 > "$out/nxrt.tar.xz"
 rm -rf "$stage"
 
 python3 tools/device_check/model_skeleton.py strip "${models[@]}" "$out/models"
+if ((zoo)); then
+  python3 tools/device_check/model_skeleton.py strip build/zoo/*.onnx "$out/zoo"
+fi
 
 if ((openvino)); then
   version=$(python3 -c "import openvino; print(openvino.__version__.split('-')[0])")

@@ -5,11 +5,13 @@
 #   3. the whole unit-test binary (gtest brief: failures only);
 #   4. per int8 model, nxrt run with ep.cpu.amx=0 and =1 (time, reference primitives) and a
 #      per-op profile of each;
-#   5. bench/bench_vs_onnxruntime.py on every model (--openvino when it was packed).
+#   5. bench/bench_vs_onnxruntime.py on every model (--openvino when it was packed);
+#   6. bench/zoo.py on the zoo when it was packed (pack.sh --zoo).
 # Everything goes to stdout and $OUT/log.txt ($OUT defaults to /tmp/device_check_out); steps
 # have their own time limits so that one stuck step cannot use up the lease:
 #   UNIT_LIMIT (s, default 150), BENCH_LIMIT (default 240), BENCH_ARGS (default
-#   "--threads 1 2 --rounds 2 --repeat 10").
+#   "--threads 1 2 --rounds 2 --repeat 10"), ZOO_LIMIT (default 300), ZOO_ARGS (default
+#   "--threads 1 2 --rounds 1 --runs 5").
 root=$PWD
 out=${OUT:-/tmp/device_check_out}
 mkdir -p "$out"
@@ -34,7 +36,8 @@ site=/tmp/device_check_site
 mkdir -p "$site"
 [[ -f $pack/openvino.tar.xz ]] && { tar -xJf "$pack/openvino.tar.xz" -C "$site" & }
 ov_pid=$!
-python3 tools/device_check/model_skeleton.py fill "$pack/models" models > /dev/null &
+(python3 tools/device_check/model_skeleton.py fill "$pack/models" models > /dev/null
+ [[ -d $pack/zoo ]] && python3 tools/device_check/model_skeleton.py fill "$pack/zoo" zoo > /dev/null) &
 fill_pid=$!
 build/bin/nxrt devices | head -9
 
@@ -81,4 +84,12 @@ for model in models/*.onnx; do names+=("$(basename "$model" .onnx)"); done
 timeout "${BENCH_LIMIT:-240}" python3 bench/bench_vs_onnxruntime.py --models-dir models \
   --models "${names[@]}" ${BENCH_ARGS:---threads 1 2 --rounds 2 --repeat 10} --no-create \
   "${openvino[@]}" --json "$out/bench.json" 2>&1 | grep -v "W:onnxruntime"
+
+if [[ -d zoo ]]; then
+  step zoo
+  # shellcheck disable=SC2086
+  timeout "${ZOO_LIMIT:-300}" python3 bench/zoo.py --zoo-dir zoo --models-dir models \
+    ${ZOO_ARGS:---threads 1 2 --rounds 1 --runs 5} "${openvino[@]}" --json "$out/zoo.json" 2>&1 |
+    grep -v "W:onnxruntime"
+fi
 step done
