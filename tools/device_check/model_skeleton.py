@@ -37,34 +37,39 @@ def tensors(g):
                     yield a.t
 
 
+def all_tensors(model):
+    """tensors() of the main graph and of every subgraph (If / Loop / Scan bodies)."""
+    graphs = [model.graph]
+    while graphs:
+        g = graphs.pop()
+        for n in g.node:
+            for a in n.attribute:
+                if a.type == onnx.AttributeProto.GRAPH:
+                    graphs.append(a.g)
+                graphs.extend(a.graphs)
+        yield from tensors(g)
+
+
 def strip(srcs, outdir):
     os.makedirs(outdir, exist_ok=True)
     for src in srcs:
         m = onnx.load(src)
         stats = {}
-        graphs = [m.graph]
-        while graphs:
-            g = graphs.pop()
-            for n in g.node:
-                for a in n.attribute:
-                    if a.type == onnx.AttributeProto.GRAPH:
-                        graphs.append(a.g)
-                    graphs.extend(a.graphs)
-            for init in tensors(g):
-                if init.data_type not in STRIP:
-                    continue
-                arr = numpy_helper.to_array(init)
-                if arr.size < 4096:
-                    continue
-                f = arr.astype(np.float64)
-                stats[init.name] = dict(dtype=int(init.data_type), dims=list(init.dims),
-                                        mean=float(f.mean()), std=float(f.std()),
-                                        min=float(f.min()), max=float(f.max()))
-                init.ClearField("raw_data")
-                init.ClearField("float_data")
-                init.ClearField("int32_data")
-                init.ClearField("data_location")
-                init.ClearField("external_data")
+        for init in all_tensors(m):
+            if init.data_type not in STRIP:
+                continue
+            arr = numpy_helper.to_array(init)
+            if arr.size < 4096:
+                continue
+            f = arr.astype(np.float64)
+            stats[init.name] = dict(dtype=int(init.data_type), dims=list(init.dims),
+                                    mean=float(f.mean()), std=float(f.std()),
+                                    min=float(f.min()), max=float(f.max()))
+            init.ClearField("raw_data")
+            init.ClearField("float_data")
+            init.ClearField("int32_data")
+            init.ClearField("data_location")
+            init.ClearField("external_data")
         name = os.path.basename(src)
         onnx.save(m, os.path.join(outdir, name))
         sidecar = os.path.splitext(src)[0] + ".json"
@@ -83,26 +88,18 @@ def fill(skeldir, outdir):
             continue
         m = onnx.load(os.path.join(skeldir, name))
         stats = json.load(open(os.path.join(skeldir, name + ".json")))
-        graphs = [m.graph]
-        while graphs:
-            g = graphs.pop()
-            for n in g.node:
-                for a in n.attribute:
-                    if a.type == onnx.AttributeProto.GRAPH:
-                        graphs.append(a.g)
-                    graphs.extend(a.graphs)
-            for init in tensors(g):
-                s = stats.get(init.name)
-                if s is None:
-                    continue
-                dt = onnx.helper.tensor_dtype_to_np_dtype(s["dtype"])
-                shape = s["dims"]
-                if np.issubdtype(dt, np.integer):
-                    arr = rng.integers(int(s["min"]), int(s["max"]) + 1, size=shape).astype(dt)
-                else:
-                    arr = rng.normal(s["mean"], s["std"], size=shape)
-                    arr = np.clip(arr, s["min"], s["max"]).astype(dt)
-                init.raw_data = arr.tobytes()
+        for init in all_tensors(m):
+            s = stats.get(init.name)
+            if s is None:
+                continue
+            dt = onnx.helper.tensor_dtype_to_np_dtype(s["dtype"])
+            shape = s["dims"]
+            if np.issubdtype(dt, np.integer):
+                arr = rng.integers(int(s["min"]), int(s["max"]) + 1, size=shape).astype(dt)
+            else:
+                arr = rng.normal(s["mean"], s["std"], size=shape)
+                arr = np.clip(arr, s["min"], s["max"]).astype(dt)
+            init.raw_data = arr.tobytes()
         onnx.save(m, os.path.join(outdir, name))
         sidecar = os.path.join(skeldir, os.path.splitext(name)[0] + ".json")
         if os.path.exists(sidecar):
