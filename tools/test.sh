@@ -92,6 +92,8 @@ run_suite "Silero VAD per frame vs onnxruntime (If, carried state)" \
   python3 tests/models/silero_vad_compare.py --build-dir build --model build/models/silero_vad.onnx
 run_suite "nxrt partition: ResNet-50 / Silero VAD tables, DOT, HTML in headless Chromium" \
   python3 tests/tools/partition_html_check.py --build-dir build --models build/models
+run_suite "device check: model skeletons round trip (tools/device_check)" \
+  python3 tests/tools/model_skeleton_check.py --build-dir build --models build/models
 run_suite "profile: ResNet-50 Chrome trace (schema, node durations vs run time)" \
   python3 tests/models/profile_check.py --build-dir build --model build/models/resnet50.onnx
 

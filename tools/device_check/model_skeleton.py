@@ -8,10 +8,11 @@ limit (tools/device_check/README.md):
     model_skeleton.py fill SKELETON_DIR OUT_DIR     the tensors drawn again from a fixed seed
 
 Initializers and Constant values of 4096 elements or more (in subgraphs too) are stripped.
-Filled values are random with the original dtype, mean and standard deviation, clipped to the
-original range, so the work per run is the same; outputs differ from the original model's, so
-a filled model checks speed and agreement between engines, not the original's results. A
-model's input sidecar (NAME.json next to NAME.onnx, tests/models/model_inputs.py) travels too.
+Filled values are drawn from a normal distribution with the original mean and standard
+deviation, clipped to the original range (and rounded for integer types), so the work per run
+is the same; outputs differ from the original model's, so a filled model checks speed and
+agreement between engines, not the original's results. A model's input sidecar (NAME.json
+next to NAME.onnx, tests/models/model_inputs.py) travels too.
 """
 import json
 import os
@@ -94,11 +95,10 @@ def fill(skeldir, outdir):
                 continue
             dt = onnx.helper.tensor_dtype_to_np_dtype(s["dtype"])
             shape = s["dims"]
+            arr = np.clip(rng.normal(s["mean"], s["std"], size=shape), s["min"], s["max"])
             if np.issubdtype(dt, np.integer):
-                arr = rng.integers(int(s["min"]), int(s["max"]) + 1, size=shape).astype(dt)
-            else:
-                arr = rng.normal(s["mean"], s["std"], size=shape)
-                arr = np.clip(arr, s["min"], s["max"]).astype(dt)
+                arr = np.rint(arr)
+            arr = arr.astype(dt)
             init.raw_data = arr.tobytes()
         onnx.save(m, os.path.join(outdir, name))
         sidecar = os.path.join(skeldir, os.path.splitext(name)[0] + ".json")
