@@ -160,6 +160,13 @@ void SigmoidArray(const float* x, float* y, int64_t n) {
 void TanhArray(const float* x, float* y, int64_t n) { Apply(x, y, n, Tanh8); }
 void ErfArray(const float* x, float* y, int64_t n) { Apply(x, y, n, Erf8); }
 void GeluArray(const float* x, float* y, int64_t n) { Apply(x, y, n, Gelu8); }
+void GeluRows(float* p, int64_t ld, int64_t rows, int64_t cols) {
+  for (int64_t r = 0; r < rows; ++r, p += ld) {
+    int64_t i = 0;
+    for (; i + 8 <= cols; i += 8) _mm256_storeu_ps(p + i, Gelu8(_mm256_loadu_ps(p + i)));
+    if (i < cols) Apply(p + i, p + i, cols - i, Gelu8);
+  }
+}
 void GeluTanhArray(const float* x, float* y, int64_t n) { Apply(x, y, n, GeluTanh8); }
 void MishArray(const float* x, float* y, int64_t n) { Apply(x, y, n, Mish8); }
 void SwishArrayAvx2(const float* x, float* y, int64_t n, float alpha) {

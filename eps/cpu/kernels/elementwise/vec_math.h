@@ -16,6 +16,9 @@ void ErfArray(const float* x, float* y, int64_t n);
 void SwishArray(const float* x, float* y, int64_t n, float alpha);
 // 0.5 x (1 + erf(x / sqrt(2)))
 void GeluArray(const float* x, float* y, int64_t n);
+// GeluArray in place on `rows` rows of `cols` floats, `ld` apart: one call for a block of a
+// matrix (a GEMM's finished panel), where a call per short row cost more than the function.
+void GeluRows(float* p, int64_t ld, int64_t rows, int64_t cols);
 // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
 void GeluTanhArray(const float* x, float* y, int64_t n);
 // x * tanh(log(1 + exp(x)))

@@ -133,66 +133,84 @@ bool IsPointwiseConv(const ConvGeometry& g) {
   return g.kernel == Dims3{1, 1, 1} && g.pad_begin == Dims3{0, 0, 0} && g.pad_end == Dims3{0, 0, 0};
 }
 
-void ApplyEltwiseRange(const std::vector<ConvFusion::Eltwise>& ops, float* p, int64_t m) {
-  // The choice outside the loops: these bodies vectorise (a per-element switch did not, and
-  // cost more than the pointwise convolution it followed).
-  for (const auto& e : ops) {
-    const float alpha = e.alpha, beta = e.beta;
-    switch (e.alg) {
-      case dnnl::algorithm::eltwise_relu:
-        // Branch-free (max + alpha * min): a select on the sign mispredicted on every other
-        // element of real activations and did not vectorise.
-        for (int64_t i = 0; i < m; ++i) p[i] = std::max(p[i], 0.0f) + alpha * std::min(p[i], 0.0f);
-        break;
-      case dnnl::algorithm::eltwise_clip: {
-        // max_ps(a, x) is (a > x ? a : x): a NaN x passes through, as in the scalar tail.
-        const __m256 lo = _mm256_set1_ps(alpha), hi = _mm256_set1_ps(beta);
-        int64_t i = 0;
-        for (; i + 8 <= m; i += 8)
-          _mm256_storeu_ps(p + i, _mm256_min_ps(hi, _mm256_max_ps(lo, _mm256_loadu_ps(p + i))));
-        for (; i < m; ++i) {
-          float t = p[i] < alpha ? alpha : p[i];
-          p[i] = t > beta ? beta : t;
-        }
-        break;
+namespace {
+
+// One fused activation on m floats in place. The choice outside the loops: these bodies
+// vectorise (a per-element switch did not, and cost more than the pointwise convolution it
+// followed).
+void ApplyOneEltwise(const ConvFusion::Eltwise& e, float* p, int64_t m) {
+  const float alpha = e.alpha, beta = e.beta;
+  switch (e.alg) {
+    case dnnl::algorithm::eltwise_relu:
+      // Branch-free (max + alpha * min): a select on the sign mispredicted on every other
+      // element of real activations and did not vectorise.
+      for (int64_t i = 0; i < m; ++i) p[i] = std::max(p[i], 0.0f) + alpha * std::min(p[i], 0.0f);
+      break;
+    case dnnl::algorithm::eltwise_clip: {
+      // max_ps(a, x) is (a > x ? a : x): a NaN x passes through, as in the scalar tail.
+      const __m256 lo = _mm256_set1_ps(alpha), hi = _mm256_set1_ps(beta);
+      int64_t i = 0;
+      for (; i + 8 <= m; i += 8)
+        _mm256_storeu_ps(p + i, _mm256_min_ps(hi, _mm256_max_ps(lo, _mm256_loadu_ps(p + i))));
+      for (; i < m; ++i) {
+        float t = p[i] < alpha ? alpha : p[i];
+        p[i] = t > beta ? beta : t;
       }
-      case dnnl::algorithm::eltwise_linear:
-        for (int64_t i = 0; i < m; ++i) p[i] = alpha * p[i] + beta;
-        break;
-      case dnnl::algorithm::eltwise_hardswish: {
-        // Written out: GCC left the selects as compare-and-branch, which mispredicted and took
-        // a fifth of MobileNetV3-small. NaN passes through max_ps / min_ps as in the tail.
-        const __m256 sixth = _mm256_set1_ps(1.0f / 6.0f), half = _mm256_set1_ps(0.5f);
-        const __m256 zero = _mm256_setzero_ps(), one = _mm256_set1_ps(1.0f);
-        int64_t i = 0;
-        for (; i + 8 <= m; i += 8) {
-          const __m256 v = _mm256_loadu_ps(p + i);
-          const __m256 t = _mm256_min_ps(one, _mm256_max_ps(zero, _mm256_fmadd_ps(v, sixth, half)));
-          _mm256_storeu_ps(p + i, _mm256_mul_ps(v, t));
-        }
-        for (; i < m; ++i) {
-          float t = p[i] * (1.0f / 6.0f) + 0.5f;
-          t = t < 0.0f ? 0.0f : t;
-          t = t > 1.0f ? 1.0f : t;
-          p[i] *= t;
-        }
-        break;
-      }
-      case dnnl::algorithm::eltwise_swish:
-        elementwise::SwishArray(p, p, m, alpha);
-        break;
-      case dnnl::algorithm::eltwise_logistic:
-        elementwise::SigmoidArray(p, p, m);
-        break;
-      case dnnl::algorithm::eltwise_tanh:
-        elementwise::TanhArray(p, p, m);
-        break;
-      case dnnl::algorithm::eltwise_gelu_erf:
-        elementwise::GeluArray(p, p, m);
-        break;
-      default:
-        for (int64_t i = 0; i < m; ++i) p[i] = Eltwise1(e, p[i]);
+      break;
     }
+    case dnnl::algorithm::eltwise_linear:
+      for (int64_t i = 0; i < m; ++i) p[i] = alpha * p[i] + beta;
+      break;
+    case dnnl::algorithm::eltwise_hardswish: {
+      // Written out: GCC left the selects as compare-and-branch, which mispredicted and took
+      // a fifth of MobileNetV3-small. NaN passes through max_ps / min_ps as in the tail.
+      const __m256 sixth = _mm256_set1_ps(1.0f / 6.0f), half = _mm256_set1_ps(0.5f);
+      const __m256 zero = _mm256_setzero_ps(), one = _mm256_set1_ps(1.0f);
+      int64_t i = 0;
+      for (; i + 8 <= m; i += 8) {
+        const __m256 v = _mm256_loadu_ps(p + i);
+        const __m256 t = _mm256_min_ps(one, _mm256_max_ps(zero, _mm256_fmadd_ps(v, sixth, half)));
+        _mm256_storeu_ps(p + i, _mm256_mul_ps(v, t));
+      }
+      for (; i < m; ++i) {
+        float t = p[i] * (1.0f / 6.0f) + 0.5f;
+        t = t < 0.0f ? 0.0f : t;
+        t = t > 1.0f ? 1.0f : t;
+        p[i] *= t;
+      }
+      break;
+    }
+    case dnnl::algorithm::eltwise_swish:
+      elementwise::SwishArray(p, p, m, alpha);
+      break;
+    case dnnl::algorithm::eltwise_logistic:
+      elementwise::SigmoidArray(p, p, m);
+      break;
+    case dnnl::algorithm::eltwise_tanh:
+      elementwise::TanhArray(p, p, m);
+      break;
+    case dnnl::algorithm::eltwise_gelu_erf:
+      elementwise::GeluArray(p, p, m);
+      break;
+    default:
+      for (int64_t i = 0; i < m; ++i) p[i] = Eltwise1(e, p[i]);
+  }
+}
+
+}  // namespace
+
+void ApplyEltwiseRange(const std::vector<ConvFusion::Eltwise>& ops, float* p, int64_t m) {
+  for (const auto& e : ops) ApplyOneEltwise(e, p, m);
+}
+
+void ApplyEltwiseRows(const std::vector<ConvFusion::Eltwise>& ops, float* p, int64_t ld,
+                      int64_t rows, int64_t cols) {
+  for (const auto& e : ops) {
+    if (e.alg == dnnl::algorithm::eltwise_gelu_erf) {
+      elementwise::GeluRows(p, ld, rows, cols);
+      continue;
+    }
+    for (int64_t r = 0; r < rows; ++r) ApplyOneEltwise(e, p + r * ld, cols);
   }
 }
 

@@ -158,6 +158,10 @@ bool IsPointwiseConv(const ConvGeometry& g);
 
 // Applies fused activations to m floats in place on this thread.
 void ApplyEltwiseRange(const std::vector<ConvFusion::Eltwise>& ops, float* p, int64_t m);
+// The same on `rows` rows of `cols` floats, `ld` apart (a GEMM's finished panel): the costly
+// activations run over the whole block in one call instead of one call per row.
+void ApplyEltwiseRows(const std::vector<ConvFusion::Eltwise>& ops, float* p, int64_t ld,
+                      int64_t rows, int64_t cols);
 
 // Applies fused activations to n floats in place (for the paths outside oneDNN primitives).
 void ApplyEltwise(const std::vector<ConvFusion::Eltwise>& ops, float* y, int64_t n, int threads);

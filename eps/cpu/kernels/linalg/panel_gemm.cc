@@ -247,7 +247,7 @@ void PanelMatMul::RunPanels(const float* a, int64_t r0, int64_t r1, int64_t p0, 
       }
       RunRows(t, r1 - r0);
       if (t.last && !post_.empty()) {  // while the panel's columns are in cache
-        for (int64_t r = r0; r < r1; ++r) ApplyEltwiseRange(post_, c + r * n_ + col, t.columns);
+        ApplyEltwiseRows(post_, c + r0 * n_ + col, n_, r1 - r0, t.columns);
       }
     }
   }

@@ -127,4 +127,26 @@ TEST(VectorMath, ExpMatchesTheLibrary) {
   }
 }
 
+// GeluRows on a block of a wider matrix (16 columns as a GEMM panel, and 13 with a tail) gives
+// GeluArray's values, bit for bit, and leaves the columns outside the block alone.
+TEST(VectorMath, GeluRowsMatchesGeluArrayOnABlockOfRows) {
+  const std::vector<float> x = Inputs();
+  for (int64_t cols : {16, 13}) {
+    constexpr int64_t kLd = 40, kRows = 50;
+    std::vector<float> matrix(kLd * kRows);
+    for (size_t i = 0; i < matrix.size(); ++i) matrix[i] = x[(i * 7) % x.size()];
+    std::vector<float> want = matrix;
+    for (int64_t r = 0; r < kRows; ++r) GeluArray(&want[r * kLd + 5], &want[r * kLd + 5], cols);
+    GeluRows(&matrix[5], kLd, kRows, cols);
+    for (size_t i = 0; i < matrix.size(); ++i) {
+      if (std::isnan(want[i])) {
+        EXPECT_TRUE(std::isnan(matrix[i])) << "cols " << cols << " element " << i;
+      } else {
+        EXPECT_EQ(std::memcmp(&matrix[i], &want[i], sizeof(float)), 0)
+            << "cols " << cols << " element " << i << ": " << matrix[i] << " vs " << want[i];
+      }
+    }
+  }
+}
+
 }  // namespace
