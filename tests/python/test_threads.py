@@ -31,29 +31,41 @@ def test_eight_threads_match_serial_and_overlap():
     runs = 200
     serial = [s.run(None, {"x": x})[0] for x in inputs]
 
-    start = time.perf_counter()
-    for i in range(8 * runs // 4):  # a quarter of the work on one thread, for the speed check
-        s.run(None, {"x": inputs[i % 8]})
-    one_thread_quarter = time.perf_counter() - start
+    def one_thread_time():
+        start = time.perf_counter()
+        for i in range(8 * runs // 4):  # a quarter of the work on one thread, for the speed check
+            s.run(None, {"x": inputs[i % 8]})
+        return 4 * (time.perf_counter() - start)  # the same work as the 8 threads' below
 
-    results = [[] for _ in range(8)]
+    def eight_threads_time():
+        results = [[] for _ in range(8)]
 
-    def worker(k):
-        for _ in range(runs):
-            results[k].append(s.run(None, {"x": inputs[k]})[0])
+        def worker(k):
+            for _ in range(runs):
+                results[k].append(s.run(None, {"x": inputs[k]})[0])
 
-    threads = [threading.Thread(target=worker, args=(k,)) for k in range(8)]
-    start = time.perf_counter()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    parallel = time.perf_counter() - start
-    for k in range(8):
-        assert len(results[k]) == runs
-        for out in results[k]:
-            np.testing.assert_array_equal(out, serial[k])
-    # The same work on one thread would take 4 x one_thread_quarter.
-    one_thread = 4 * one_thread_quarter
-    print(f"8 threads x {runs} runs: {parallel:.2f} s; one thread, the same runs: {one_thread:.2f} s")
-    assert parallel < 0.9 * one_thread
+        threads = [threading.Thread(target=worker, args=(k,)) for k in range(8)]
+        start = time.perf_counter()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        parallel = time.perf_counter() - start
+        for k in range(8):
+            assert len(results[k]) == runs
+            for out in results[k]:
+                np.testing.assert_array_equal(out, serial[k])
+        return parallel
+
+    # Overlap shows as the threads finishing sooner than one thread doing their runs. A shared
+    # machine can take the second core away for a moment, so the timing gets three tries; a
+    # session that held the GIL while running would fail all of them.
+    for attempt in range(3):
+        one_thread = one_thread_time()
+        parallel = eight_threads_time()
+        print(f"try {attempt + 1}: 8 threads x {runs} runs: {parallel:.2f} s; one thread, the "
+              f"same runs: {one_thread:.2f} s")
+        if parallel < 0.9 * one_thread:
+            return
+    raise AssertionError(f"no overlap in three tries: {parallel:.2f} s with 8 threads against "
+                         f"{one_thread:.2f} s on one")
