@@ -42,7 +42,8 @@ def parse_args(argv):
                         help="add OpenVINO (CPU, f32) as a second reference (pip install "
                              "openvino)")
     parser.add_argument("--with-bench-models", action="store_true",
-                        help="also the models of bench_vs_onnxruntime.py, from --models-dir")
+                        help="also the models of bench_vs_onnxruntime.py and those derived "
+                             "from them (int8, fused), from --models-dir")
     parser.add_argument("--zoo-dir", default=os.path.join("build", "zoo"),
                         help="the zoo's .onnx files (default: build/zoo)")
     parser.add_argument("--models-dir", default=os.path.join("build", "models"),
@@ -55,6 +56,9 @@ def parse_args(argv):
     if args.with_bench_models:
         models += [os.path.join(args.models_dir, n + ".onnx")
                    for n in model_inputs.known_model_names()]
+        # The int8 and fused models onnxruntime's tools derive from them, where made.
+        models += [p for p in (os.path.join(args.models_dir, n + ".onnx")
+                               for n in model_inputs.derived_model_names()) if os.path.exists(p)]
     if args.only:
         unknown = set(args.only) - {model_inputs.model_name(m) for m in models}
         if unknown:

@@ -234,6 +234,7 @@ def model_specs():
         "bert4_fused": bert,
         "bert4_int8": bert,
         "resnet50_int8": image,
+        "bert4_qdq": bert,
         # PaddleOCR: NCHW, H and W multiples of 32 for det; rec/cls are fixed 48-pixel lines.
         "ppocr_det": ModelSpec(dims={"x": {0: 1, 2: 640, 3: 640}},
                                generators={"x": ppocr_det_page}),
@@ -285,7 +286,7 @@ def zoo_model_names():
 
 def derived_model_names():
     """Models onnxruntime's optimizer and quantizer make from the exported ones."""
-    return ["bert4_fused", "bert4_int8", "resnet50_int8"]
+    return ["bert4_fused", "bert4_int8", "resnet50_int8", "bert4_qdq"]
 
 
 def known_model_names():

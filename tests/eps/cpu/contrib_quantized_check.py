@@ -332,7 +332,7 @@ def matmul_cases(c, rng):
         (np.uint8, np.int8, (2, 5, 24), (24, 12), (), (12,)),
         (np.uint8, np.uint8, (30,), (30, 7), (), ()),
         (np.int8, np.int8, (4, 16), (16, 9), (), ()),  # (onnxruntime has no per-row A zero point)
-        (np.uint8, np.uint8, (2, 3, 8), (2, 8, 5), (), ()),  # batched B: reference path
+        (np.uint8, np.uint8, (2, 3, 8), (2, 8, 5), (), ()),  # batched B: packed per entry
     ]:
         inits = [tensor("B", qweight(rng, bt, b_shape)), tensor("a_zp", qweight(rng, at, a_zp_shape)),
                  tensor("b_zp", qweight(rng, bt, b_zp_shape))]
@@ -341,6 +341,43 @@ def matmul_cases(c, rng):
         c.run(f"MatMulInteger A={np.dtype(at).name}{list(a_shape)} B={np.dtype(bt).name}"
               f"{list(b_shape)} a_zp{list(a_zp_shape)} b_zp{list(b_zp_shape)}", m,
               {"A": qweight(rng, at, a_shape)})
+
+    # A B given at run time, batched and broadcast against A: one product per entry of B.
+    a_shape, b_shape = (3, 1, 4, 24), (2, 24, 5)
+    node = helper.make_node("MatMulInteger", ["A", "B", "a_zp"], ["Y"])
+    m = make_model([node], [vinfo("A", np.uint8, list(a_shape)), vinfo("B", np.uint8, list(b_shape))],
+                   [vinfo("Y", np.int32, None)], [tensor("a_zp", np.array(120, np.uint8))])
+    c.run(f"MatMulInteger A=uint8{list(a_shape)} B=uint8{list(b_shape)} (run-time B)", m,
+          {"A": qweight(rng, np.uint8, a_shape), "B": qweight(rng, np.uint8, b_shape)})
+
+    # QLinearMatMul: the blocked 8-bit GEMM, requantized in its epilogue (int8 or uint8 out).
+    for at, bt, a_shape, b_shape, per_col, b_input in [
+        (np.uint8, np.int8, (2, 5, 40), (40, 33), True, False),
+        (np.uint8, np.uint8, (37,), (37, 21), False, False),
+        (np.int8, np.int8, (4, 64), (64, 20), True, False),
+        (np.uint8, np.uint8, (3, 4, 24), (3, 24, 18), False, True),
+    ]:
+        k = a_shape[-1]
+        ia, na = qparams(rng, at, "a")
+        b_scale = rng.uniform(0.005, 0.02, (b_shape[-1],) if per_col else ()).astype(np.float32)
+        lo, hi = (-10, 10) if bt == np.int8 else (118, 138)
+        b_zp = rng.integers(lo, hi, b_scale.shape).astype(bt)
+        iy, ny = qparams(rng, at, "y")
+        # Outputs spread over the 8-bit range: the sums' spread is about 74^2 sqrt(k).
+        y_scale = float(numpy_helper.to_array(ia[0])) * 0.0125 * 74 * 74 * np.sqrt(k) / 50
+        iy[0] = tensor("y_scale", np.float32(y_scale))
+        inits = ia + [tensor("b_scale", b_scale), tensor("b_zp", b_zp)] + iy
+        inputs = [vinfo("A", at, list(a_shape))]
+        feeds = {"A": qweight(rng, at, a_shape)}
+        if b_input:
+            inputs.append(vinfo("B", bt, list(b_shape)))
+            feeds["B"] = qweight(rng, bt, b_shape)
+        else:
+            inits.append(tensor("B", qweight(rng, bt, b_shape)))
+        node = helper.make_node("QLinearMatMul", ["A", *na, "B", "b_scale", "b_zp", *ny], ["Y"])
+        m = make_model([node], inputs, [vinfo("Y", at, None)], inits)
+        c.run(f"QLinearMatMul A={np.dtype(at).name}{list(a_shape)} B={np.dtype(bt).name}"
+              f"{list(b_shape)} per_column={per_col} run_time_B={b_input}", m, feeds, int_tol=1)
 
     # The standard ConvInteger: rows of taps onto the blocked 8-bit GEMM (the last case's
     # 128 x 3 x 3 taps span two K blocks of the VNNI and AMX paths).
@@ -443,6 +480,9 @@ def qlinear_cases(c, rng):
             (np.int8, [2, 3, 4, 5], [1, 3, 1, 1], True),
             (np.uint8, [4, 5], [1], False),
             (np.int8, [3, 1, 6], [2, 1], False),
+            # Runs of 8 lanes plus a tail: a bias along the last axis, a column broadcast.
+            (np.uint8, [2, 5, 19], [19], True),
+            (np.int8, [3, 33], [3, 1], True),
         ]:
             # onnxruntime's type inference fails without the zero points: zps=False gives zeros.
             ia, na = qparams(rng, dt, "a", True, zps)

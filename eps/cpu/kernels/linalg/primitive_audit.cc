@@ -35,4 +35,17 @@ void PrimitiveAudit::Record(const dnnl::primitive_desc_base& pd, const std::stri
   }
 }
 
+void PrimitiveAudit::RecordSlowLoop(const std::string& node, const std::string& what) {
+  reference_.fetch_add(1, std::memory_order_relaxed);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!warned_.insert(node).second) return;
+  }
+  if (warn_) {
+    warn_("CPU EP: node '" + node + "' runs a portable loop (" + what +
+          "), many times slower than its optimised kernel, which does not take this case. "
+          "Please report the model.");
+  }
+}
+
 }  // namespace nxrt::cpu::linalg

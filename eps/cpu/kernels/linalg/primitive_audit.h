@@ -8,7 +8,8 @@
 // creates one asks IsReference and takes another formulation (another post-op chain, nxrt's own
 // loop) when it is true, and records the primitive it keeps here. A reference primitive that is
 // kept anyway is counted per session (the statistic "ep.CPU.reference_primitives", 0 on every
-// model in CI) and reported once per node at warning level.
+// model in CI) and reported once per node at warning level; so is a portable loop of nxrt's own
+// that a kernel falls back to on a case its fast path does not take (RecordSlowLoop).
 #pragma once
 
 #include <atomic>
@@ -36,6 +37,9 @@ class PrimitiveAudit {
 
   // A primitive the session keeps, made for node `node` to compute `what` (e.g. "convolution").
   void Record(const dnnl::primitive_desc_base& pd, const std::string& node, const char* what);
+  // A portable loop of nxrt's own that node `node` runs because its fast kernel does not take
+  // the case (`what` says which): counted and reported like a reference primitive.
+  void RecordSlowLoop(const std::string& node, const std::string& what);
 
   int64_t primitives() const { return primitives_.load(std::memory_order_relaxed); }
   int64_t reference_primitives() const { return reference_.load(std::memory_order_relaxed); }
@@ -54,6 +58,10 @@ struct AuditTarget {
   std::string node;
   void Record(const dnnl::primitive_desc_base& pd, const char* what) const {
     if (audit) audit->Record(pd, node, what);
+  }
+  // RecordSlowLoop the first time a kernel takes its slow loop (`done` remembers it).
+  void RecordSlowLoopOnce(std::atomic<bool>& done, const std::string& what) const {
+    if (audit && !done.exchange(true, std::memory_order_relaxed)) audit->RecordSlowLoop(node, what);
   }
 };
 

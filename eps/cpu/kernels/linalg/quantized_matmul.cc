@@ -1,12 +1,16 @@
-// MatMulInteger (opset 10) and QLinearMatMul (opsets 10, 21) for int8/uint8 operands: the
-// operands are widened to int32 with their zero points removed (per tensor, per row of A or per
-// column of B), multiplied exactly in int32, and QLinearMatMul requantizes the result.
+// MatMulInteger (opset 10) and QLinearMatMul (opsets 10, 21) for int8/uint8 operands, exact in
+// int32: on the blocked 8-bit GEMM (int8_gemm_core.h; a constant B packed once, QLinearMatMul
+// requantized in its epilogue) when A's zero point and scale are per tensor. A per-row A zero
+// point or scale runs the portable int32 GEMM on operands widened with their zero points
+// removed, and the session counts and reports it (primitive_audit.h).
+#include <atomic>
 #include <nxrt/nxrt_ep.hpp>
 #include <optional>
 
 #include "common/broadcast.h"
 #include "common/cpu_features.h"
 #include "kernels/linalg/dnnl_util.h"
+#include "kernels/linalg/kernel_setup.h"
 #include "kernels/linalg/linalg_kernels.h"
 #include "kernels/linalg/matmul_core.h"
 #include "kernels/linalg/quantized_common.h"
@@ -40,18 +44,86 @@ int32_t* IntegerProduct(const ep::ConstTensor& a, const ep::ConstTensor& b,
   return acc;
 }
 
+// B packed once at kernel creation: a constant B of int8 or uint8 whose batch dimensions are
+// all 1, with a constant (or absent) zero point of valid size. Empty otherwise (packed per run;
+// the run also reports any error in B or its zero point).
+std::optional<quantized::PackedInt8B> PackConstantB(const ep::KernelInfo& info, size_t b_index,
+                                                    size_t zp_index, quantized::Int8GemmPath path,
+                                                    const std::string& op) {
+  auto b = info.constant_input(b_index);
+  if (!b || b->rank() < 2 || !IsInt8Type(b->type())) return std::nullopt;
+  if (static_cast<int64_t>(b->size()) != b->dim(b->rank() - 2) * b->dim(b->rank() - 1)) {
+    return std::nullopt;
+  }
+  std::optional<ep::ConstTensor> zp;
+  if (info.input_count() > zp_index && info.input(zp_index).present()) {
+    zp = info.constant_input(zp_index);
+    if (!zp) return std::nullopt;
+  }
+  const int64_t k = b->dim(b->rank() - 2), n = b->dim(b->rank() - 1);
+  try {
+    const std::vector<int32_t> b_zp = ReadZeroPoint(zp, b->type(), n, op + ": b_zero_point");
+    return quantized::PackInt8B(path, b->raw(), b->type(), k, n, b_zp, {});
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+// (A - a_zp)(B - b_zp) on the blocked 8-bit GEMM (int8_gemm_core.h) for a per-tensor A zero
+// point, written where `out` says (its pointer is the first batch entry's first row; entries
+// follow each other, m rows each). B is `packed` (a constant B, packed at creation) or packed
+// here: once when every batch entry shares it (all of A's rows are then one product), else
+// once per distinct batch entry of B.
+void BlockedProduct(const ep::ConstTensor& a, const ep::ConstTensor& b, int32_t a_zp,
+                    const std::vector<int32_t>& b_zp, const MatMulDims& d,
+                    quantized::Int8GemmPath path,
+                    const std::optional<quantized::PackedInt8B>& packed,
+                    const quantized::Int8GemmOutput& out, int threads) {
+  thread_local quantized::PreparedInt8A prepared;  // reused across runs
+  const auto* a_bytes = static_cast<const uint8_t*>(a.raw());
+  const auto* b_bytes = static_cast<const uint8_t*>(b.raw());
+  auto product = [&](const uint8_t* a_rows, int64_t rows, const quantized::PackedInt8B& w,
+                     int64_t first_row) {
+    quantized::PrepareInt8A(a_rows, a.type(), rows, d.k, a_zp, w, prepared);
+    quantized::Int8GemmOutput o = out;
+    if (o.y32 != nullptr) o.y32 += first_row * o.ldy;
+    if (o.y8 != nullptr) o.y8 = static_cast<uint8_t*>(o.y8) + first_row * o.ldy;
+    quantized::Int8Gemm(prepared, w, o, threads);
+  };
+  if (d.foldable) {
+    if (packed) return product(a_bytes, d.batch * d.m, *packed, 0);
+    const quantized::PackedInt8B w =
+        quantized::PackInt8B(path, b_bytes, b.type(), d.k, d.n, b_zp, {});
+    return product(a_bytes, d.batch * d.m, w, 0);
+  }
+  quantized::PackedInt8B local;
+  int64_t local_offset = -1;
+  for (int64_t i = 0; i < d.batch; ++i) {
+    const quantized::PackedInt8B* w = packed ? &*packed : nullptr;
+    if (w == nullptr) {
+      if (d.b_offsets[i] != local_offset) {
+        local = quantized::PackInt8B(path, b_bytes + d.b_offsets[i], b.type(), d.k, d.n, b_zp, {});
+        local_offset = d.b_offsets[i];
+      }
+      w = &local;
+    }
+    product(a_bytes + d.a_offsets[i], d.m, *w, i * d.m);
+  }
+}
+
+// Whether BlockedProduct takes the product: a per-tensor A zero point (a per-row one runs the
+// portable int32 GEMM, reported once per node as a slow path).
+bool BlockedProductApplies(const std::vector<int32_t>& a_zp, const MatMulDims& d) {
+  return a_zp.size() == 1 && d.k > 0 && !d.trans_a && !d.trans_b;
+}
+
 class MatMulInteger : public ep::Kernel {
  public:
   explicit MatMulInteger(const ep::KernelInfo& info)
-      : op_(info.describe()), path_(quantized::KernelInt8GemmPath(info)) {
-    // A constant 2-D B (with a constant or absent zero point) is packed once.
-    auto b = info.constant_input(1);
-    const bool has_zp = info.input_count() > 3 && info.input(3).present();
-    auto zp = has_zp ? info.constant_input(3) : std::nullopt;
-    if (b && b->rank() == 2 && IsInt8Type(b->type()) && (!has_zp || zp)) {
-      std::vector<int32_t> b_zp = ReadZeroPoint(zp, b->type(), b->dim(1), op_ + ": b_zero_point");
-      packed_b_ = quantized::PackInt8B(path_, b->raw(), b->type(), b->dim(0), b->dim(1), b_zp, {});
-    }
+      : op_(info.describe()),
+        path_(quantized::KernelInt8GemmPath(info)),
+        audit_(KernelAudit(info)) {
+    packed_b_ = PackConstantB(info, 1, 3, path_, op_);
   }
 
   void Compute(ep::KernelContext& ctx) override {
@@ -66,23 +138,14 @@ class MatMulInteger : public ep::Kernel {
         ReadZeroPoint(ctx.optional_input(3), b.type(), d.n, op_ + ": b_zero_point");
     ep::Tensor y = ctx.output(0, d.out_dims, NX_TYPE_INT32);
     if (ShapeSize(d.out_dims) == 0) return;
-    if (b.rank() == 2 && a_zp.size() == 1 && d.k > 0) {
-      // The common case (quantize_dynamic's weights): one blocked product of all of A's rows
-      // with a 2-D B (int8_gemm_core.h), instead of the int32 reference GEMM.
-      quantized::PackedInt8B local;
-      if (!packed_b_) {
-        local = quantized::PackInt8B(path_, b.raw(), b.type(), d.k, d.n, b_zp, {});
-      }
-      const quantized::PackedInt8B& w = packed_b_ ? *packed_b_ : local;
-      const int64_t rows = static_cast<int64_t>(a.size()) / d.k;
-      thread_local quantized::PreparedInt8A prepared;  // reused across runs
-      quantized::PrepareInt8A(a.raw(), a.type(), rows, d.k, a_zp[0], w, prepared);
+    if (BlockedProductApplies(a_zp, d)) {
       quantized::Int8GemmOutput out;
       out.y32 = y.data<int32_t>();
       out.ldy = d.n;
-      quantized::Int8Gemm(prepared, w, out, ctx.threads());
+      BlockedProduct(a, b, a_zp[0], b_zp, d, path_, packed_b_, out, ctx.threads());
       return;
     }
+    audit_.RecordSlowLoopOnce(reported_, "8-bit matrix product with a per-row A zero point");
     int32_t* acc = IntegerProduct(a, b, a_zp, b_zp, d, ctx.threads());
     std::copy(acc, acc + ShapeSize(d.out_dims), y.data<int32_t>());
   }
@@ -90,12 +153,19 @@ class MatMulInteger : public ep::Kernel {
  private:
   std::string op_;
   quantized::Int8GemmPath path_;
-  std::optional<quantized::PackedInt8B> packed_b_;  // a constant 2-D B
+  AuditTarget audit_;
+  std::atomic<bool> reported_{false};
+  std::optional<quantized::PackedInt8B> packed_b_;  // a constant B (PackConstantB)
 };
 
 class QLinearMatMul : public ep::Kernel {
  public:
-  explicit QLinearMatMul(const ep::KernelInfo& info) : op_(info.describe()) {}
+  explicit QLinearMatMul(const ep::KernelInfo& info)
+      : op_(info.describe()),
+        path_(quantized::KernelInt8GemmPath(info)),
+        audit_(KernelAudit(info)) {
+    packed_b_ = PackConstantB(info, 3, 5, path_, op_);
+  }
 
   void Compute(ep::KernelContext& ctx) override {
     ep::ConstTensor a = ctx.input(0);
@@ -119,7 +189,6 @@ class QLinearMatMul : public ep::Kernel {
 
     ep::Tensor y = ctx.output(0, d.out_dims, y_type);
     if (ShapeSize(d.out_dims) == 0) return;
-    const int32_t* acc = IntegerProduct(a, b, a_zp, b_zp, d, ctx.threads());
 
     // The combined scale a_scale * b_scale / y_scale, computed at the scales' own precision.
     const NxElementType st = a_scale_t.type();
@@ -129,6 +198,21 @@ class QLinearMatMul : public ep::Kernel {
         float ab = RoundToScaleType(a_scale[i] * b_scale[j], st);
         scale[i * b_scale.size() + j] = RoundToScaleType(ab / y_scale[0], st);
       }
+    if (a_scale.size() == 1 && BlockedProductApplies(a_zp, d)) {
+      // Requantized in the GEMM's epilogue, one scale per column.
+      if (scale.size() == 1) scale.assign(static_cast<size_t>(d.n), scale[0]);
+      quantized::Int8GemmOutput out;
+      out.y8 = y.mutable_raw();
+      out.ldy = d.n;
+      out.y8_signed = y_type == NX_TYPE_INT8;
+      out.requant = scale.data();
+      out.y_zero_point = y_zp[0];
+      BlockedProduct(a, b, a_zp[0], b_zp, d, path_, packed_b_, out, ctx.threads());
+      return;
+    }
+    audit_.RecordSlowLoopOnce(reported_,
+                              "8-bit matrix product with a per-row A zero point or scale");
+    const int32_t* acc = IntegerProduct(a, b, a_zp, b_zp, d, ctx.threads());
     const bool per_row = a_scale.size() > 1, per_col = b_scale.size() > 1;
     void* out = y.mutable_raw();
     size_t idx = 0;
@@ -142,6 +226,10 @@ class QLinearMatMul : public ep::Kernel {
 
  private:
   std::string op_;
+  quantized::Int8GemmPath path_;
+  AuditTarget audit_;
+  std::atomic<bool> reported_{false};
+  std::optional<quantized::PackedInt8B> packed_b_;  // a constant B (PackConstantB)
 };
 
 }  // namespace

@@ -10,7 +10,10 @@
 // (PackedInt8B::col_sum): all int32 and exact.
 #include "kernels/quantized/int8_gemm_core.h"
 
+#include <immintrin.h>
+
 #include <algorithm>
+#include <cmath>
 
 #include "common/parallel.h"
 
@@ -78,6 +81,47 @@ void Int8TilePortableQuads(int mr, const uint8_t* a, int64_t lda, const int8_t* 
   }
 }
 
+void RequantizeRow(const int32_t* row, const double* scale, int64_t cols, int32_t zero_point,
+                   bool is_signed, void* out) {
+  const double lo = is_signed ? -128.0 : 0.0, hi = is_signed ? 127.0 : 255.0;
+  auto one = [&](int64_t j) {
+    double r = std::nearbyint(static_cast<double>(row[j]) * scale[j]) + zero_point;
+    if (std::isnan(r)) r = 0.0;
+    const auto v = static_cast<int32_t>(std::clamp(r, lo, hi));
+    if (is_signed) {
+      static_cast<int8_t*>(out)[j] = static_cast<int8_t>(v);
+    } else {
+      static_cast<uint8_t*>(out)[j] = static_cast<uint8_t>(v);
+    }
+  };
+  // Four at a time in double, the same operations as `one` (products of int32 and double are
+  // exact in the same way; round_pd rounds half to even like nearbyint). NaN lanes take `one`.
+  const __m256d vlo = _mm256_set1_pd(lo), vhi = _mm256_set1_pd(hi);
+  const __m256d vzp = _mm256_set1_pd(static_cast<double>(zero_point));
+  int64_t j = 0;
+  for (; j + 4 <= cols; j += 4) {
+    const __m128i acc = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + j));
+    const __m256d prod = _mm256_mul_pd(_mm256_cvtepi32_pd(acc), _mm256_loadu_pd(scale + j));
+    __m256d r =
+        _mm256_add_pd(_mm256_round_pd(prod, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), vzp);
+    if (_mm256_movemask_pd(_mm256_cmp_pd(r, r, _CMP_UNORD_Q)) != 0) {
+      for (int64_t l = j; l < j + 4; ++l) one(l);
+      continue;
+    }
+    r = _mm256_min_pd(_mm256_max_pd(r, vlo), vhi);
+    alignas(16) int32_t q[4];
+    _mm_store_si128(reinterpret_cast<__m128i*>(q), _mm256_cvtpd_epi32(r));
+    for (int l = 0; l < 4; ++l) {
+      if (is_signed) {
+        static_cast<int8_t*>(out)[j + l] = static_cast<int8_t>(q[l]);
+      } else {
+        static_cast<uint8_t*>(out)[j + l] = static_cast<uint8_t>(q[l]);
+      }
+    }
+  }
+  for (; j < cols; ++j) one(j);
+}
+
 namespace {
 
 // Rows [r0, r1) of panel p from the int32 tile `c` (row stride 16) to the output.
@@ -101,6 +145,13 @@ void Epilogue(const PreparedInt8A& a, const PackedInt8B& w, const Int8GemmOutput
   if (out.y32 != nullptr) {
     for (int64_t m = r0; m < r1; ++m) {
       std::copy(c + (m - r0) * kW, c + (m - r0) * kW + cols, out.y32 + m * out.ldy + j0);
+    }
+    return;
+  }
+  if (out.y8 != nullptr) {
+    for (int64_t m = r0; m < r1; ++m) {
+      RequantizeRow(c + (m - r0) * kW, out.requant + j0, cols, out.y_zero_point, out.y8_signed,
+                    static_cast<uint8_t*>(out.y8) + m * out.ldy + j0);
     }
     return;
   }

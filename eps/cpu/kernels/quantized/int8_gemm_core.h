@@ -116,14 +116,24 @@ void PrepareInt8A(const void* a, NxElementType type, int64_t rows, int64_t k, in
 void QuantizeFloatA(const float* a, int64_t rows, int64_t k, const PackedInt8B& w,
                     PreparedInt8A& out);
 
-// Where the product goes: int32 (y32) or float (y), row stride ldy.
+// Where the product goes: int32 (y32), float (y) or requantized 8-bit (y8), row stride ldy.
 struct Int8GemmOutput {
   int32_t* y32 = nullptr;
   float* y = nullptr;  // y = a.scale * w.scale[j] * sum + bias[j] (+ y when accumulate)
   int64_t ldy = 0;
   const float* bias = nullptr;
   bool accumulate = false;
+  // QLinearMatMul: y8 = saturate(round-half-even(sum * requant[j]) + y_zero_point), int8 when
+  // y8_signed else uint8; a NaN product (a non-finite scale) gives 0. requant has n entries.
+  void* y8 = nullptr;
+  bool y8_signed = false;
+  const double* requant = nullptr;
+  int32_t y_zero_point = 0;
 };
+
+// One row of the y8 output: out[j] for j < cols from the exact sums row[j] (Int8GemmOutput).
+void RequantizeRow(const int32_t* row, const double* scale, int64_t cols, int32_t zero_point,
+                   bool is_signed, void* out);
 
 // The whole product on up to `threads` threads of the running kernel's pool.
 void Int8Gemm(const PreparedInt8A& a, const PackedInt8B& w, const Int8GemmOutput& out, int threads);

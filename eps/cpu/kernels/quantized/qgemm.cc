@@ -27,6 +27,7 @@ class QGemm : public ep::Kernel {
     alpha_ = info.attr_float("alpha", 1.f);
     trans_a_ = info.attr_int("transA", 0) != 0;
     trans_b_ = info.attr_int("transB", 0) != 0;
+    packed_b_ = PackConstantB(info);
   }
 
   void Compute(ep::KernelContext& ctx) override {
@@ -43,7 +44,9 @@ class QGemm : public ep::Kernel {
     const std::vector<float> b_scale = linalg::ReadScale(bs, n, op_ + ": b_scale");
     const std::vector<int32_t> b_zero =
         linalg::ReadZeroPoint(ctx.optional_input(kBZero), b.type(), n, op_ + ": b_zero_point");
-    const PackedInt8B w = PackInt8B(path_, b.raw(), b.type(), k, n, b_zero, b_scale, trans_b_);
+    std::optional<PackedInt8B> local;
+    if (!packed_b_) local = PackInt8B(path_, b.raw(), b.type(), k, n, b_zero, b_scale, trans_b_);
+    const PackedInt8B& w = packed_b_ ? *packed_b_ : *local;
 
     // A as [M, K] rows for the blocked product (int8_gemm_core.h); a transposed A is gathered.
     const void* a_rows = a.raw();
@@ -109,10 +112,33 @@ class QGemm : public ep::Kernel {
   }
 
  private:
+  // B with its scale and zero point packed once, when all three are constants of valid types
+  // and shapes; empty otherwise (packed per run, where the run reports any error).
+  std::optional<PackedInt8B> PackConstantB(const ep::KernelInfo& info) const {
+    auto b = info.constant_input(kB), bs = info.constant_input(kBScale);
+    std::optional<ep::ConstTensor> bz;
+    if (info.has_input(kBZero)) {
+      bz = info.constant_input(kBZero);
+      if (!bz) return std::nullopt;
+    }
+    if (!b || !bs || b->rank() != 2 || !linalg::IsInt8Type(b->type()) ||
+        bs->type() != NX_TYPE_FLOAT)
+      return std::nullopt;
+    const int64_t k = trans_b_ ? b->dim(1) : b->dim(0), n = trans_b_ ? b->dim(0) : b->dim(1);
+    try {
+      const std::vector<float> scale = linalg::ReadScale(*bs, n, op_ + ": b_scale");
+      const std::vector<int32_t> zero = linalg::ReadZeroPoint(bz, b->type(), n, op_ + ": b_zero");
+      return PackInt8B(path_, b->raw(), b->type(), k, n, zero, scale, trans_b_);
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+  }
+
   std::string op_;
   float alpha_ = 1.f;
   bool trans_a_ = false, trans_b_ = false;
   Int8GemmPath path_;
+  std::optional<PackedInt8B> packed_b_;  // a constant B (PackConstantB)
 };
 
 }  // namespace

@@ -1,5 +1,6 @@
 // PrimitiveAudit (eps/cpu/kernels/linalg/primitive_audit.h): oneDNN's reference implementations
-// are recognised by name, counted per session, and reported once per node.
+// are recognised by name, counted per session, and reported once per node; so are the portable
+// loops a kernel falls back to (RecordSlowLoop).
 #include "kernels/linalg/primitive_audit.h"
 
 #include <gtest/gtest.h>
@@ -60,6 +61,19 @@ TEST(PrimitiveAudit, CountsReferencePrimitivesAndWarnsOncePerNode) {
   EXPECT_NE(warnings[0].find("'slow_pool'"), std::string::npos) << warnings[0];
   EXPECT_NE(warnings[0].find("ref:any"), std::string::npos) << warnings[0];
   EXPECT_NE(warnings[1].find("'other_slow_pool'"), std::string::npos) << warnings[1];
+}
+
+TEST(PrimitiveAudit, CountsSlowLoopsWithReferencePrimitivesAndWarnsOncePerNode) {
+  std::vector<std::string> warnings;
+  PrimitiveAudit audit([&](const std::string& m) { warnings.push_back(m); });
+  audit.RecordSlowLoop("qmm", "8-bit matrix product with a per-row A zero point");
+  audit.RecordSlowLoop("qmm", "8-bit matrix product with a per-row A zero point");
+  audit.Record(Pooling(2), "qmm", "pooling");  // the node was already reported
+  EXPECT_EQ(audit.reference_primitives(), 3);
+  EXPECT_EQ(audit.primitives(), 1);  // slow loops are not oneDNN primitives
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("'qmm'"), std::string::npos) << warnings[0];
+  EXPECT_NE(warnings[0].find("per-row A zero point"), std::string::npos) << warnings[0];
 }
 
 }  // namespace
