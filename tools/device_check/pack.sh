@@ -2,9 +2,10 @@
 # Packs a built tree for tools/device_check/run.sh on another x86-64 machine (one with AMX or
 # AVX-512, say) that has Python, numpy, onnx and onnxruntime but not our build dependencies,
 # into .device_check/ (git-ignored), small enough for a 64 MiB transfer:
-#   nxrt.tar.xz    build/bin/{nxrt,nxrt_unit_tests} and build/lib/*.so stripped, the system
-#                  libraries they link that a bare machine lacks (oneDNN, protobuf, ...), the
-#                  crash reporter, and this checkout's path (the unit tests have it compiled in)
+#   nxrt.tar.xz    build/bin/{nxrt,nxrt_unit_tests,nxrt_bench_int8_gemm} and build/lib/*.so
+#                  stripped, the system libraries they link that a bare machine lacks (oneDNN,
+#                  protobuf, ...), the crash reporter, and this checkout's path (the unit tests
+#                  have it compiled in)
 #   models/        skeletons of the models (model_skeleton.py strip): build/models' int8 and
 #                  OCR models by default, or the .onnx files given
 #   zoo/           with --zoo: skeletons of build/zoo's models and their input sidecars, for
@@ -29,7 +30,7 @@ while (($#)); do
   shift
 done
 if ((${#models[@]} == 0)); then
-  for m in bert4_int8 resnet50_int8 ddddocr_common ppocr_det ppocr_rec bert4; do
+  for m in bert4_int8 bert4_qdq resnet50_int8 ddddocr_common ppocr_det ppocr_rec bert4; do
     models+=("build/models/$m.onnx")
   done
 fi
@@ -37,7 +38,7 @@ out=.device_check
 rm -rf "$out"
 stage=$out/stage
 mkdir -p "$stage/build/bin" "$stage/build/lib" "$stage/syslib"
-cp build/bin/nxrt build/bin/nxrt_unit_tests "$stage/build/bin/"
+cp build/bin/nxrt build/bin/nxrt_unit_tests build/bin/nxrt_bench_int8_gemm "$stage/build/bin/"
 cp build/lib/*.so "$stage/build/lib/"
 strip --strip-unneeded "$stage"/build/bin/* "$stage"/build/lib/*.so
 # Libraries every Linux has (and whose newer versions the other machine's Python needs) stay

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs on the other machine, from the checkout's root, what tools/device_check/pack.sh packed:
 #   1. the CPU it is (lscpu) and what nxrt discovers;
-#   2. the 8-bit GEMM tests one by one (Int8Gemm*), each under the crash reporter;
+#   2. the 8-bit GEMM tests one by one (Int8Gemm*), each under the crash reporter, and the
+#      GEMM's speed per micro-kernel (nxrt_bench_int8_gemm: GMAC/s on BERT's shapes);
 #   3. the whole unit-test binary (gtest brief: failures only);
 #   4. per int8 model, nxrt run with ep.cpu.amx=0 and =1 (time, reference primitives) and a
 #      per-op profile of each;
@@ -48,6 +49,9 @@ for t in $(build/bin/nxrt_unit_tests --gtest_list_tests --gtest_filter='Int8Gemm
   timeout 60 env LD_PRELOAD="$crash" build/bin/nxrt_unit_tests --gtest_filter="$t" 2>&1 |
     grep -E "^\[  (PASSED|FAILED|SKIPPED)|CRASH|  rip|  bt|Failure|Expected|Which|nxrt CPU EP" | head -24
 done
+
+step int8-gemm-bench
+timeout 60 env LD_PRELOAD="$crash" build/bin/nxrt_bench_int8_gemm --runs 10
 
 step unit-tests
 timeout "${UNIT_LIMIT:-150}" env LD_PRELOAD="$crash" build/bin/nxrt_unit_tests --gtest_brief=1 \
