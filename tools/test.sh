@@ -3,7 +3,8 @@
 #   1. unit tests (GoogleTest via CTest)
 #   2. ONNX backend node tests of the pinned onnx wheel, against tests/conformance/onnx_node_pass.txt
 #   3. Debian's onnx-1.12 node tests, against tests/conformance/debian_node_pass.txt
-#   4. real models (torchvision exports, BERT, LSTM+GRU, PaddleOCR, Silero VAD, Magika, ddddocr)
+#   4. real models (torchvision exports, BERT, LSTM+GRU, PaddleOCR, Silero VAD, Magika, ddddocr,
+#      float16 conversions of MobileNetV2 and BERT)
 #      compared with onnxruntime (and a zoo of 23 more architectures: classifiers, segmenters,
 #      detectors, video, optical flow, a YOLOv8-style detector, speech; none may run a oneDNN
 #      reference primitive), and their static types/shapes (nxrt info --values) compared
@@ -60,7 +61,8 @@ run_suite "debian onnx-1.12 pytorch-converted, pytorch-operator, simple tests" \
   --expect tests/conformance/debian_pytorch_simple_pass.txt
 models=""
 for m in resnet50 mobilenet_v2 mobilenet_v3_small efficientnet_b0 squeezenet1_1 vit_b_16 transformer_encoder bert4 \
-    lstm_gru ppocr_det ppocr_rec ppocr_cls silero_vad magika ddddocr_common bert4_fused; do
+    lstm_gru ppocr_det ppocr_rec ppocr_cls silero_vad magika ddddocr_common bert4_fused \
+    mobilenet_v2_fp16 bert4_fp16; do
   models+=" --only $m"
 done
 run_suite "SimDevice example EP (CLI, mixed placement vs numpy)" \

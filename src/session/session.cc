@@ -11,6 +11,7 @@
 #include "session/constant_folding.h"
 #include "session/env.h"
 #include "session/ep_selection.h"
+#include "session/float16_upcast.h"
 #include "session/graph_fusion.h"
 #include "session/qdq_folding.h"
 #include "session/saved_groups.h"
@@ -91,8 +92,10 @@ Session::Session(Env& env, std::shared_ptr<Model> model, const SessionOptions& o
     ResolveSavedGroups(*model_->graph, eps_, model_->metadata, options.fallback, logger_);
     // Before placement: the CPU EP claims float convolutions as blocked-layout groups, which
     // the folded quantized nodes replace.
-    if (!dry_run_ && options.optimization_level >= 1)
+    if (!dry_run_ && options.optimization_level >= 1) {
+      UpcastFloat16(*model_->graph, eps_, CpuEpIndex(), config_, logger_.logger);
       FoldQdq(*model_->graph, eps_, CpuEpIndex(), logger_.logger);
+    }
     profile_step.Next("partition");  // profiling
     AssignNodes();
     if (dry_run_) return;  // placement only: no kernels, nothing compiled

@@ -10,6 +10,10 @@ and benchmark harness:
                      activations quantized per run)
   resnet50_int8.onnx resnet50 through quantize_static (QDQ format, int8 per-channel weights,
                      calibrated on 8 deterministic images)
+  mobilenet_v2_fp16.onnx, bert4_fp16.onnx
+                     mobilenet_v2 and bert4 through onnxruntime.transformers' float16 converter
+                     (float16 weights, activations, inputs and outputs), as models exported for
+                     GPUs come
   bert4_qdq.onnx     bert4 through quantize_static (QDQ format, uint8 activations, int8
                      per-channel weights, every op type the quantizer takes), calibrated on 8
                      deterministic token sequences: the MatMuls become QLinearMatMul in nxrt
@@ -87,11 +91,18 @@ def quantize_bert_static(src, dst):
                     weight_type=QuantType.QInt8)
 
 
+def to_float16(src, dst):
+    from onnxruntime.transformers.float16 import convert_float_to_float16
+    onnx.save(convert_float_to_float16(onnx.load(src), keep_io_types=False), dst)
+
+
 DERIVED = {
     "bert4_fused": ("bert4", fuse_bert),
     "bert4_int8": ("bert4", quantize_bert),
     "resnet50_int8": ("resnet50", quantize_resnet),
     "bert4_qdq": ("bert4", quantize_bert_static),
+    "mobilenet_v2_fp16": ("mobilenet_v2", to_float16),
+    "bert4_fp16": ("bert4", to_float16),
 }
 
 

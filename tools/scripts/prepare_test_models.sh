@@ -57,7 +57,7 @@ done
 # --- 4. models onnxruntime's optimizer and quantizer make from those (derive_models.py) -------
 "$python" "$scripts/derive_models.py" "$out_dir" | grep -v '^  exists:' || true
 [[ -f "$out_dir/decoder_int4.onnx" ]] || "$python" "$scripts/make_decoder_model.py" "$out_dir/decoder_int4.onnx"
-for name in bert4_fused bert4_int8 resnet50_int8 bert4_qdq decoder_int4; do
+for name in bert4_fused bert4_int8 resnet50_int8 bert4_qdq mobilenet_v2_fp16 bert4_fp16 decoder_int4; do
     if [[ ! -f "$out_dir/$name.onnx" ]]; then
         echo "error: $out_dir/$name.onnx is missing" >&2
         exit 1

@@ -3,6 +3,7 @@
 // (ConvInteger / QLinearConv build rows of taps for the 8-bit GEMM instead: quantized_conv.cc.)
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -45,25 +46,30 @@ void Im2Col(const ConvGeometry& g, const T* x, int64_t channels, T* col) {
 template <class T>
 void Col2ImAdd(const ConvGeometry& g, const T* col, int64_t channels, T* y) {
   const int64_t out_size = g.out_size();
+  const int64_t s2 = g.stride[2];
   const T* src = col;
   for (int64_t c = 0; c < channels; ++c) {
     T* plane = y + c * out_size;
     for (int64_t k0 = 0; k0 < g.kernel[0]; ++k0)
       for (int64_t k1 = 0; k1 < g.kernel[1]; ++k1)
         for (int64_t k2 = 0; k2 < g.kernel[2]; ++k2) {
+          // The inputs i2 whose o2 = i2 * s2 + base lands in [0, out[2]): [lo, hi), found once
+          // per tap, so the row loops below carry no bounds checks (and stride 1 vectorises).
+          const int64_t base = k2 * g.dilation[2] - g.pad_begin[2];
+          const int64_t lo = base >= 0 ? 0 : (-base + s2 - 1) / s2;
+          const int64_t last = g.out[2] - 1 - base;  // o2 <= out[2] - 1
+          const int64_t hi = last < 0 ? 0 : std::min(g.in[2], last / s2 + 1);
           for (int64_t i0 = 0; i0 < g.in[0]; ++i0) {
             const int64_t o0 = i0 * g.stride[0] - g.pad_begin[0] + k0 * g.dilation[0];
             const bool ok0 = o0 >= 0 && o0 < g.out[0];
-            for (int64_t i1 = 0; i1 < g.in[1]; ++i1) {
+            for (int64_t i1 = 0; i1 < g.in[1]; ++i1, src += g.in[2]) {
               const int64_t o1 = i1 * g.stride[1] - g.pad_begin[1] + k1 * g.dilation[1];
-              if (!ok0 || o1 < 0 || o1 >= g.out[1]) {
-                src += g.in[2];
-                continue;
-              }
-              T* row = plane + (o0 * g.out[1] + o1) * g.out[2];
-              for (int64_t i2 = 0; i2 < g.in[2]; ++i2, ++src) {
-                const int64_t o2 = i2 * g.stride[2] - g.pad_begin[2] + k2 * g.dilation[2];
-                if (o2 >= 0 && o2 < g.out[2]) row[o2] = T(row[o2] + *src);
+              if (!ok0 || o1 < 0 || o1 >= g.out[1] || lo >= hi) continue;
+              T* row = plane + (o0 * g.out[1] + o1) * g.out[2] + base;
+              if (s2 == 1) {
+                for (int64_t i2 = lo; i2 < hi; ++i2) row[i2] = T(row[i2] + src[i2]);
+              } else {
+                for (int64_t i2 = lo; i2 < hi; ++i2) row[i2 * s2] = T(row[i2 * s2] + src[i2]);
               }
             }
           }

@@ -2,10 +2,14 @@
 // col2im scatters the columns into the output, which starts as the bias. This handles every
 // combination of strides, dilations, pads (including the negative "pads" output_shape can
 // imply), output_padding and groups with one code path.
+#include <algorithm>
 #include <nxrt/nxrt_ep.hpp>
 #include <optional>
+#include <span>
+#include <vector>
 
 #include "common/broadcast.h"
+#include "common/cpu_features.h"
 #include "common/dispatch.h"
 #include "common/parallel.h"
 #include "kernels/linalg/conv_geometry.h"
@@ -14,15 +18,17 @@
 #include "kernels/linalg/float_convert.h"
 #include "kernels/linalg/gemm_ref.h"
 #include "kernels/linalg/linalg_kernels.h"
+#include "kernels/linalg/pointwise_conv.h"
 #include "kernels/linalg/sgemm_warm_up.h"
 
 namespace nxrt::cpu::linalg {
 namespace {
 
-// y = conv_transpose(x, w) + bias for T = float (oneDNN GEMM) or double (portable GEMM).
-template <class T>
-void ConvTransposeImpl(const ConvGeometry& g, const T* x, const T* w, const T* bias, T* y,
-                       int threads) {
+// y = conv_transpose(x, w) + bias; `product(grp, xg, col)` writes group grp's columns
+// col = W_g^T * X_g ([ocg * ks, in_size]) for one image's input xg.
+template <class T, class Product>
+void ConvTransposeImpl(const ConvGeometry& g, const T* x, const T* bias, T* y, int threads,
+                       Product&& product) {
   const int64_t icg = g.in_channels_per_group(), ocg = g.out_channels_per_group();
   const int64_t ks = g.kernel_size(), in_size = g.in_size(), out_size = g.out_size();
   const int64_t rows = ocg * ks;  // rows of col: (output channel, kernel tap)
@@ -33,14 +39,7 @@ void ConvTransposeImpl(const ConvGeometry& g, const T* x, const T* w, const T* b
       std::fill(yn + c * out_size, yn + (c + 1) * out_size, bias ? bias[c] : T(0));
     }
     for (int64_t grp = 0; grp < g.group; ++grp) {
-      const T* xg = x + (n * g.in_channels + grp * icg) * in_size;
-      const T* wg = w + grp * icg * rows;  // [icg, ocg * ks] row-major
-      if constexpr (std::is_same_v<T, float>) {
-        Sgemm(true, false, rows, in_size, icg, 1.0f, wg, rows, xg, in_size, 0.0f, col, in_size);
-      } else {
-        GemmRef<T>(rows, in_size, icg, {wg, 1, rows}, {xg, in_size, 1}, col, in_size, false,
-                   threads);
-      }
+      product(grp, x + (n * g.in_channels + grp * icg) * in_size, col);
       // Output channels are independent planes, so the scatter splits across threads cleanly.
       T* yg = yn + grp * ocg * out_size;
       ParallelFor(threads, ocg, 1, [&](int64_t c0, int64_t c1) {
@@ -50,10 +49,66 @@ void ConvTransposeImpl(const ConvGeometry& g, const T* x, const T* w, const T* b
   }
 }
 
+// The column product through oneDNN's sgemm (float) or the portable GEMM (double), for weights
+// that are not constant (or of another shape than at creation); w [C, M / group, k...].
+template <class T>
+void ConvTransposeGemm(const ConvGeometry& g, const T* x, const T* w, const T* bias, T* y,
+                       int threads) {
+  const int64_t icg = g.in_channels_per_group(), in_size = g.in_size();
+  const int64_t rows = g.out_channels_per_group() * g.kernel_size();
+  ConvTransposeImpl<T>(g, x, bias, y, threads, [&](int64_t grp, const T* xg, T* col) {
+    const T* wg = w + grp * icg * rows;  // [icg, ocg * ks] row-major
+    if constexpr (std::is_same_v<T, float>) {
+      Sgemm(true, false, rows, in_size, icg, 1.0f, wg, rows, xg, in_size, 0.0f, col, in_size);
+    } else {
+      GemmRef<T>(rows, in_size, icg, {wg, 1, rows}, {xg, in_size, 1}, col, in_size, false, threads);
+    }
+  });
+}
+
+// A constant float weight packed per group as W_g^T [ocg * ks, icg] for the pointwise kernel
+// (pointwise_conv.h): a group's column product is then a 1x1 convolution of its input with
+// ocg * ks output channels. oneDNN's sgemm on the transposed weight ran 128 x 16384 x 128 (a
+// UNet's 2x2 stride-2 up-convolution) at about 18 GMAC/s on Zen 3 (docs/performance.md).
+struct PackedColumnWeights {
+  Isa isa = Isa::kAvx2;
+  Dims shape;             // the weight's shape at creation
+  int64_t per_group = 0;  // floats of one group's packing
+  std::vector<float> packed;
+
+  bool Matches(std::span<const int64_t> w_shape) const {
+    return !packed.empty() &&
+           std::equal(shape.begin(), shape.end(), w_shape.begin(), w_shape.end());
+  }
+};
+
+PackedColumnWeights PackColumnWeights(const ep::KernelInfo& info, int64_t group) {
+  PackedColumnWeights p;
+  const std::optional<ep::ConstTensor> w = info.constant_input(1);
+  if (!w || w->type() != NX_TYPE_FLOAT || w->rank() < 3 || group < 1 || w->dim(0) % group != 0)
+    return p;
+  const int64_t icg = w->dim(0) / group;
+  const int64_t rows = static_cast<int64_t>(w->size()) / std::max<int64_t>(w->dim(0), 1);
+  if (icg == 0 || rows == 0) return p;
+  p.isa = KernelIsa(info);
+  p.shape.assign(w->shape().begin(), w->shape().end());
+  p.per_group = PointwisePackedSize(p.isa, rows, icg);
+  p.packed.resize(static_cast<size_t>(p.per_group * group));
+  std::vector<float> transposed(static_cast<size_t>(rows * icg));
+  for (int64_t grp = 0; grp < group; ++grp) {
+    const float* wg = w->data<float>() + grp * icg * rows;
+    for (int64_t i = 0; i < icg; ++i)
+      for (int64_t r = 0; r < rows; ++r) transposed[r * icg + i] = wg[i * rows + r];
+    PackPointwiseWeights(p.isa, transposed.data(), rows, icg, p.packed.data() + grp * p.per_group);
+  }
+  return p;
+}
+
 class ConvTranspose : public ep::Kernel {
  public:
-  explicit ConvTranspose(const ep::KernelInfo& info) : attrs_(info) {
-    StartSgemmWarmUp();  // the column products run as sgemm calls
+  explicit ConvTranspose(const ep::KernelInfo& info)
+      : attrs_(info), packed_(PackColumnWeights(info, attrs_.group)) {
+    if (packed_.packed.empty()) StartSgemmWarmUp();  // the column products run as sgemm calls
   }
 
   void Compute(ep::KernelContext& ctx) override {
@@ -77,23 +132,48 @@ class ConvTranspose : public ep::Kernel {
     const int threads = ctx.threads();
     OmpThreadScope scope(threads);
     DispatchFloat(t, [&]<class T>() {
-      if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-        ConvTransposeImpl<T>(g, x.data<T>(), w.data<T>(), b ? b->data<T>() : nullptr, y.data<T>(),
-                             threads);
+      if constexpr (std::is_same_v<T, float>) {
+        if (packed_.Matches(w.shape())) {
+          RunPacked(g, x.data<float>(), b ? b->data<float>() : nullptr, y.data<float>(), threads);
+        } else {
+          ConvTransposeGemm<float>(g, x.data<float>(), w.data<float>(),
+                                   b ? b->data<float>() : nullptr, y.data<float>(), threads);
+        }
+      } else if constexpr (std::is_same_v<T, double>) {
+        ConvTransposeGemm<double>(g, x.data<double>(), w.data<double>(),
+                                  b ? b->data<double>() : nullptr, y.data<double>(), threads);
       } else {
         const float* xf = ToFloatScratch(x.data<T>(), x.size(), kScratchA);
         const float* wf = ToFloatScratch(w.data<T>(), w.size(), kScratchB);
         std::vector<float> bf;
         if (b) bf = ToFloatVector(b->data<T>(), b->size());
         float* yf = static_cast<float*>(ThreadScratch(kScratchC, y_count * sizeof(float)));
-        ConvTransposeImpl<float>(g, xf, wf, b ? bf.data() : nullptr, yf, threads);
+        ConvTransposeGemm<float>(g, xf, wf, b ? bf.data() : nullptr, yf, threads);
         FromFloat(yf, y_count, y.data<T>());
       }
     });
   }
 
  private:
+  // The column products on the pointwise kernel with the weights packed at creation.
+  void RunPacked(const ConvGeometry& g, const float* x, const float* bias, float* y,
+                 int threads) const {
+    const int64_t icg = g.in_channels_per_group(), in_size = g.in_size();
+    const int64_t rows = g.out_channels_per_group() * g.kernel_size();
+    ConvTransposeImpl<float>(g, x, bias, y, threads, [&](int64_t grp, const float* xg, float* col) {
+      PointwiseJob job;
+      job.out_channels = rows;
+      job.in_channels = icg;
+      job.pixels = in_size;
+      job.x = xg;
+      job.packed_w = packed_.packed.data() + grp * packed_.per_group;
+      job.y = col;
+      RunPointwise(packed_.isa, job, threads);
+    });
+  }
+
   ConvAttributes attrs_;
+  PackedColumnWeights packed_;  // a constant float weight (empty otherwise)
 };
 
 }  // namespace
