@@ -866,10 +866,17 @@ class Compiler {
           : grouped ? memory::desc({os / ocg, ocg, icg, kh, kw}, kF32, Tag::goihw)
                     : memory::desc({os, cw, kh, kw}, kF32, Tag::oihw);
       const float* w_slice = wdata + o0 * (g.group > 1 ? icg : cw) * kh * kw;
-      auto packed = std::make_shared<memory>(pd.weights_desc(), DnnlEngine());
-      memory w_user(w_plain, DnnlEngine(), const_cast<float*>(w_slice));
-      dnnl::reorder(w_user, *packed).execute(DnnlStream(), w_user, *packed);
-      DnnlStream().wait();
+      auto reorder = [&] {
+        auto packed = std::make_shared<memory>(pd.weights_desc(), DnnlEngine());
+        memory w_user(w_plain, DnnlEngine(), const_cast<float*>(w_slice));
+        dnnl::reorder(w_user, *packed).execute(DnnlStream(), w_user, *packed);
+        DnnlStream().wait();
+        return packed;
+      };
+      // Trimmed taps depend on the input size, so only whole kernels are shared.
+      const std::shared_ptr<memory> packed =
+          opt_.weights && !live.trims ? opt_.weights->Get(node, o0, o1, pd.weights_desc(), reorder)
+                                      : reorder();
       Call call;
       call.has_primitive = true;
       call.primitive = dnnl::convolution_forward(pd);
@@ -1438,6 +1445,16 @@ class Compiler {
 };
 
 }  // namespace
+
+std::shared_ptr<dnnl::memory> WeightCache::Get(
+    int node, int64_t o0, int64_t o1, const dnnl::memory::desc& desc,
+    const std::function<std::shared_ptr<dnnl::memory>()>& make) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const Entry& e : entries_)
+    if (e.node == node && e.o0 == o0 && e.o1 == o1 && e.desc == desc) return e.weights;
+  entries_.push_back({node, o0, o1, desc, make()});
+  return entries_.back().weights;
+}
 
 Program CompileProgram(const GroupDesc& group, const std::vector<std::vector<int64_t>>& input_dims,
                        const BlockedOptions& options) {

@@ -21,8 +21,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <nxrt/nxrt_ep.hpp>
+#include <oneapi/dnnl/dnnl.hpp>
 #include <string>
 #include <vector>
 
@@ -32,6 +35,30 @@
 
 namespace nxrt::cpu::blocked {
 
+// Convolution weights reordered for a group's programs. A group whose input shapes are known
+// only at run time compiles one program per set of input shapes (blocked_kernel.cc); their
+// primitives ask for the same weight layout whatever the spatial size, so the programs share
+// one reordered copy instead of each keeping its own (ResNet-50's 100 MB per input size).
+// Thread-safe.
+class WeightCache {
+ public:
+  // The weights of node `node`, output channels [o0, o1), in layout `desc`: made by `make` the
+  // first time.
+  std::shared_ptr<dnnl::memory> Get(int node, int64_t o0, int64_t o1,
+                                    const dnnl::memory::desc& desc,
+                                    const std::function<std::shared_ptr<dnnl::memory>()>& make);
+
+ private:
+  struct Entry {
+    int node;
+    int64_t o0, o1;
+    dnnl::memory::desc desc;
+    std::shared_ptr<dnnl::memory> weights;
+  };
+  std::mutex mu_;
+  std::vector<Entry> entries_;
+};
+
 struct BlockedOptions {
   int block = 8;         // channels per block: 8 (AVX2) or 16 (AVX-512)
   int threads = 1;       // the session's intra-op threads: how many slices a primitive is cut into
@@ -40,6 +67,8 @@ struct BlockedOptions {
   // program itself never keeps a reference implementation where nxrt has another formulation.
   std::shared_ptr<linalg::PrimitiveAudit> audit;
   std::string name;  // the fused node's name
+  // Shared by the programs of one group (BlockedKernel makes it); null: each program its own.
+  std::shared_ptr<WeightCache> weights;
 };
 
 // The kernel that runs `group` (a graph view from NxEp::CompileGroup whose nodes ClassifyNode

@@ -61,14 +61,22 @@ class Where : public ep::Kernel {
           };
           if (sc <= 1 && sx <= 1 && sy <= 1) {
             switch (sc * 4 + sx * 2 + sy) {
-              case 0: return run.template operator()<0, 0, 0>();
-              case 1: return run.template operator()<0, 0, 1>();
-              case 2: return run.template operator()<0, 1, 0>();
-              case 3: return run.template operator()<0, 1, 1>();
-              case 4: return run.template operator()<1, 0, 0>();
-              case 5: return run.template operator()<1, 0, 1>();
-              case 6: return run.template operator()<1, 1, 0>();
-              default: return run.template operator()<1, 1, 1>();
+              case 0:
+                return run.template operator()<0, 0, 0>();
+              case 1:
+                return run.template operator()<0, 0, 1>();
+              case 2:
+                return run.template operator()<0, 1, 0>();
+              case 3:
+                return run.template operator()<0, 1, 1>();
+              case 4:
+                return run.template operator()<1, 0, 0>();
+              case 5:
+                return run.template operator()<1, 0, 1>();
+              case 6:
+                return run.template operator()<1, 1, 0>();
+              default:
+                return run.template operator()<1, 1, 1>();
             }
           }
         }

@@ -419,6 +419,49 @@ TEST(BlockedGroup, ShapesKnownOnlyAtRunTimeCompilePerShape) {
   }
 }
 
+// A stream of inputs of 24 widths, twice over (an OCR recognizer's text lines): every program
+// is compiled once and kept (the session's oneDNN primitive count stops growing after the first
+// pass), with the weights reordered once for all of them, and each width's output equals the
+// node-by-node run's.
+TEST(BlockedGroup, ManyInputWidthsAreCompiledOnceEach) {
+  Builder b;
+  b.Input("x", {1, 8, 12, -1});
+  b.Conv("x", "c1", 8, 16, 3, 1);
+  b.Op("Relu", {"c1"}, "r1");
+  b.Conv("r1", "c2", 16, 16, 3, 1, 1, 16);
+  b.Conv("c2", "y", 16, 8, 1);
+  b.Output("y", {1, 8, 12, -1});
+  const std::string bytes = b.Bytes();
+  nxrt::Env env(NX_LOG_ERROR);
+  nxrt::SessionOptions blocked, plain;
+  blocked.SetIntraOpThreads(1);
+  plain.SetIntraOpThreads(1).SetConfig("ep.cpu.blocked_layout", "0");
+  nxrt::Session a(env, bytes.data(), bytes.size(), &blocked);
+  nxrt::Session ref(env, bytes.data(), bytes.size(), &plain);
+  ASSERT_LT(a.ep_node_count(0), ref.ep_node_count(0));
+  std::mt19937 rng(6);
+  std::normal_distribution<float> normal;
+  int64_t after_first_pass = 0;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (int64_t w = 8; w < 8 + 24; ++w) {
+      SCOPED_TRACE("pass " + std::to_string(pass) + ", width " + std::to_string(w));
+      const std::vector<int64_t> dims = {1, 8, 12, w};
+      nxrt::Value x = nxrt::Value::Tensor(NX_TYPE_FLOAT, dims);
+      for (size_t i = 0; i < x.size(); ++i) x.data<float>()[i] = normal(rng);
+      std::vector<nxrt::Value> got = a.Run({"x"}, {&x});
+      std::vector<nxrt::Value> want = ref.Run({"x"}, {&x});
+      ASSERT_EQ(got[0].shape(), want[0].shape());
+      for (size_t i = 0; i < want[0].size(); ++i) {
+        const float v = want[0].data<float>()[i];
+        ASSERT_NEAR(got[0].data<float>()[i], v, 1e-4f * std::max(1.0f, std::fabs(v))) << i;
+      }
+    }
+    if (pass == 0) after_first_pass = a.statistic("ep.CPU.primitives");
+  }
+  EXPECT_GT(after_first_pass, 0);
+  EXPECT_EQ(a.statistic("ep.CPU.primitives"), after_first_pass);
+}
+
 // Runs of one session from several threads at once (each takes an arena of its own; programs
 // for new shapes are compiled while other runs go on) equal serial runs.
 TEST(BlockedGroup, ConcurrentRunsOfOneSessionEqualSerialRuns) {
