@@ -476,8 +476,7 @@ std::shared_ptr<DnnlConv::Plan> DnnlConv::GetPlan(const ConvGeometry& g, int omp
   SmallVector<int64_t, 32> key = PlanKey(g, omp_threads, has_bias);
   key.push_back(parts);
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = plans_.find(key);
-  if (it != plans_.end()) return it->second;
+  if (std::shared_ptr<Plan> hit = plans_.Find(key)) return hit;
   std::shared_ptr<Plan> plan;
   auto build = [&](bool plain) {
     try {
@@ -504,7 +503,7 @@ std::shared_ptr<DnnlConv::Plan> DnnlConv::GetPlan(const ConvGeometry& g, int omp
   }
   for (const PlanPart& part : plan->parts) audit_.Record(part.pd, "convolution");
   for (const auto& rpd : plan->reorders) audit_.Record(rpd, "reorder");
-  plans_.emplace(key, plan);
+  plans_.Insert(key, plan);
   return plan;
 }
 

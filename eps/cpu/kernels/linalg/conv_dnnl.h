@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "common/cpu_features.h"
+#include "common/plan_cache.h"
 #include "common/small_vector.h"
 #include "kernels/linalg/conv_geometry.h"
 #include "kernels/linalg/dnnl_eltwise.h"
@@ -141,8 +142,8 @@ class DnnlConv {
 
   std::mutex mu_;
   // Keyed by geometry, thread count, bias and slices (PlanKey): inline, so a lookup per run
-  // allocates nothing.
-  std::map<SmallVector<int64_t, 32>, std::shared_ptr<Plan>> plans_;
+  // allocates nothing. The 64 most recently used are kept (common/plan_cache.h).
+  PlanCache<SmallVector<int64_t, 32>, Plan> plans_{64};
   // Constant weights in the layouts the plans want (reordered copies, or the borrowed plain
   // weights wrapped), shared by the plans that want the same layout of the same channels.
   struct PackedWeightsEntry {

@@ -81,8 +81,7 @@ std::shared_ptr<DnnlPackedMatMul::Plan> DnnlPackedMatMul::GetPlan(int64_t m, int
   if (cols < 0) cols = n_;
   std::lock_guard<std::mutex> lock(mu_);
   auto key = std::make_tuple(m, threads, cols);
-  auto it = plans_.find(key);
-  if (it != plans_.end()) return it->second;
+  if (std::shared_ptr<Plan> hit = plans_.Find(key)) return hit;
   auto plan = std::make_shared<Plan>();
   const auto f32 = memory::data_type::f32;
   plan->src_md = memory::desc({m, k_}, f32, memory::format_tag::ab);
@@ -112,7 +111,7 @@ std::shared_ptr<DnnlPackedMatMul::Plan> DnnlPackedMatMul::GetPlan(int64_t m, int
   } catch (const dnnl::error& e) {
     throw std::runtime_error(std::string("MatMul: oneDNN could not build the matmul: ") + e.what());
   }
-  plans_.emplace(key, plan);
+  plans_.Insert(key, plan);
   return plan;
 }
 

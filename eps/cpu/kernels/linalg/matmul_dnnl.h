@@ -22,8 +22,8 @@
 // nodes they read the product back, at two threads mostly from the other core's cache.
 //
 // The weight is borrowed (the kernel's pre-packed copy, possibly shared between sessions) and
-// must outlive this object. Primitives are cached per row count and thread count; Run may be
-// called concurrently.
+// must outlive this object. Primitives are cached per row count and thread count (the 64 most
+// recently used); Run may be called concurrently.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +35,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/plan_cache.h"
 #include "kernels/linalg/dnnl_eltwise.h"
 #include "kernels/linalg/primitive_audit.h"
 
@@ -103,7 +104,8 @@ class DnnlPackedMatMul {
   bool column_sliceable_;  // the plain [N, K] layout: a slice of columns is a run of its rows
   AuditTarget audit_;
   std::mutex mu_;
-  std::map<std::tuple<int64_t, int, int64_t>, std::shared_ptr<Plan>> plans_;
+  // Per row count, thread count and columns; the 64 most recently used are kept.
+  PlanCache<std::tuple<int64_t, int, int64_t>, Plan> plans_{64};
 };
 
 }  // namespace nxrt::cpu::linalg
