@@ -20,6 +20,8 @@ constexpr int64_t kDepthBlock = 256;
 // run in blocks of this many, each block of A read once from memory for all panels (instead of
 // once per panel) while the small B stays in cache.
 constexpr int64_t kRowBlock = 20 * kTileRows;
+// Bytes of A's rows one K block of the panels passes over at a time: half of a Zen core's L2.
+constexpr int64_t kL2RowBytes = 256 * 1024;
 
 struct Tile {
   const float* a;  // first row of the tile at the block's first column
@@ -46,10 +48,10 @@ void RunTile(const Tile& t) {
   const float* row[R];
 #pragma GCC unroll 6
   for (int r = 0; r < R; ++r) row[r] = t.a + r * t.lda;
-  // The tile's rows of C are read (a later K block) or written only after the K loop, a row of C
-  // apart: with a wide C (ViT's 197 x 3072) they are out of cache, and each tile stalled on them.
-  // Fetching them now hides that behind the loop: 197 x 768 x 3072 17.3 -> 12.1 ms (best of six)
-  // at 1 thread on Zen 3, onnxruntime 11.5-13.
+    // The tile's rows of C are read (a later K block) or written only after the K loop, a row of C
+    // apart: with a wide C (ViT's 197 x 3072) they are out of cache, and each tile stalled on them.
+    // Fetching them now hides that behind the loop: 197 x 768 x 3072 17.3 -> 12.1 ms (best of six)
+    // at 1 thread on Zen 3, onnxruntime 11.5-13.
 #pragma GCC unroll 6
   for (int r = 0; r < R; ++r) {
     _mm_prefetch(reinterpret_cast<const char*>(t.c + r * t.ldc), _MM_HINT_T0);
@@ -208,6 +210,22 @@ void PanelMatMul::RunBlock(const float* a, int64_t r0, int64_t r1, int64_t p0, i
 void PanelMatMul::RunPanels(const float* a, int64_t r0, int64_t r1, int64_t p0, int64_t p1,
                             float* c, const float* bias) const {
   if (r1 <= r0 || p1 <= p0) return;
+  // Each K block of every panel passes over all these rows; when their slice of A outgrows L2
+  // it came from L3 once per panel (a batch of 8 x 128 tokens: 1 MB per panel, 64 panels). So
+  // rows run in blocks whose slice stays in L2, each passing over every panel.
+  const int64_t depth = std::min(k_, kDepthBlock);
+  const int64_t block_rows = std::max<int64_t>(
+      kTileRows, kL2RowBytes / (depth * int64_t{sizeof(float)}) / kTileRows * kTileRows);
+  if (r1 - r0 > block_rows + block_rows / 2) {
+    for (int64_t b0 = r0; b0 < r1; b0 += block_rows)
+      RunPanelRows(a, b0, std::min(r1, b0 + block_rows), p0, p1, c, bias);
+    return;
+  }
+  RunPanelRows(a, r0, r1, p0, p1, c, bias);
+}
+
+void PanelMatMul::RunPanelRows(const float* a, int64_t r0, int64_t r1, int64_t p0, int64_t p1,
+                               float* c, const float* bias) const {
   const float* b = bias;
   if (k_ == 0) {  // no products: the bias (or zero), then the activations
     for (int64_t r = r0; r < r1; ++r) {

@@ -60,6 +60,9 @@ class PanelMatMul {
   bool RowsOuter(int64_t rows) const { return rows > n_; }
   void RunPanels(const float* a, int64_t r0, int64_t r1, int64_t p0, int64_t p1, float* c,
                  const float* bias) const;
+  // RunPanels for rows whose slice of A fits L2.
+  void RunPanelRows(const float* a, int64_t r0, int64_t r1, int64_t p0, int64_t p1, float* c,
+                    const float* bias) const;
 
   const float* panels_;
   int64_t k_, n_;

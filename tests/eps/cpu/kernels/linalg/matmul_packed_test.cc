@@ -2,10 +2,11 @@
 // oneDNN's preferred layout (blocked with AVX-512; plain [N, K] where oneDNN has no layout of its
 // own, and always with transA). Every row count must read the same packing right: 1 row, rows
 // around oneDNN's blocks, batched A folded into rows, K and N that are not multiples of any
-// block; transB, alpha; a second session that adopts the first one's packing; 1 to 3 threads
-// (rows split into slices on the pool, unevenly at 3); A with few static rows, which keeps the
-// plain layout. Gemm with a constant B and every broadcast form of C. ctest also runs this file
-// with oneDNN limited to AVX2 (tests/CMakeLists.txt), where the plain layout is taken.
+// block (700 rows: the AVX2 panels run row blocks that fit L2); transB, alpha; a second session
+// that adopts the first one's packing; 1 to 3 threads (rows split into slices on the pool, unevenly
+// at 3); A with few static rows, which keeps the plain layout. Gemm with a constant B and every
+// broadcast form of C. ctest also runs this file with oneDNN limited to AVX2
+// (tests/CMakeLists.txt), where the plain layout is taken.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -106,7 +107,7 @@ void ExpectCase(nxrt::Env& env, const MatMulCase& c, int threads) {
     nxrt::Session first(env, model.data(), model.size(), &options);
     nxrt::Session second(env, model.data(), model.size(), &options);
     EXPECT_EQ(second.statistic("prepack.shared_hits"), 1);
-    for (int64_t rows : {1, 5, 16, 64, 129, 300}) {
+    for (int64_t rows : {1, 5, 16, 64, 129, 300, 700}) {
       const int64_t batch = a_rank == 3 ? 2 : 1;
       std::vector<int64_t> a_dims = {rows, c.k};
       if (c.trans_a) a_dims = {c.k, rows};
