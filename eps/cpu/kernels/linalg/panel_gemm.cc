@@ -199,33 +199,25 @@ PanelMatMul::PanelMatMul(const float* panels, int64_t k, int64_t n, float alpha,
 
 void PanelMatMul::RunBlock(const float* a, int64_t r0, int64_t r1, int64_t p0, int64_t p1, float* c,
                            const float* bias) const {
-  if (RowsOuter(r1 - r0)) {
-    for (int64_t b0 = r0; b0 < r1; b0 += kRowBlock)
-      RunPanels(a, b0, std::min(r1, b0 + kRowBlock), p0, p1, c, bias);
-    return;
+  // Each K block of every panel passes over all the rows of one call of RunPanelRows. When A is
+  // the larger operand its blocks of kRowBlock rows are read once from memory for all panels
+  // while the small B stays in cache. Otherwise rows still run in blocks whose slice of A stays
+  // in L2: with all of them, a slice past L2 came from L3 once per panel (a batch of 8 x 128
+  // tokens: 1 MB per panel, 64 panels).
+  int64_t block_rows = kRowBlock;
+  if (!RowsOuter(r1 - r0)) {
+    const int64_t depth = std::min(k_, kDepthBlock);
+    block_rows = std::max<int64_t>(
+        kTileRows, kL2RowBytes / (depth * int64_t{sizeof(float)}) / kTileRows * kTileRows);
+    if (r1 - r0 <= block_rows + block_rows / 2) block_rows = r1 - r0;  // one block
   }
-  RunPanels(a, r0, r1, p0, p1, c, bias);
-}
-
-void PanelMatMul::RunPanels(const float* a, int64_t r0, int64_t r1, int64_t p0, int64_t p1,
-                            float* c, const float* bias) const {
-  if (r1 <= r0 || p1 <= p0) return;
-  // Each K block of every panel passes over all these rows; when their slice of A outgrows L2
-  // it came from L3 once per panel (a batch of 8 x 128 tokens: 1 MB per panel, 64 panels). So
-  // rows run in blocks whose slice stays in L2, each passing over every panel.
-  const int64_t depth = std::min(k_, kDepthBlock);
-  const int64_t block_rows = std::max<int64_t>(
-      kTileRows, kL2RowBytes / (depth * int64_t{sizeof(float)}) / kTileRows * kTileRows);
-  if (r1 - r0 > block_rows + block_rows / 2) {
-    for (int64_t b0 = r0; b0 < r1; b0 += block_rows)
-      RunPanelRows(a, b0, std::min(r1, b0 + block_rows), p0, p1, c, bias);
-    return;
-  }
-  RunPanelRows(a, r0, r1, p0, p1, c, bias);
+  for (int64_t b0 = r0; b0 < r1; b0 += block_rows)
+    RunPanelRows(a, b0, std::min(r1, b0 + block_rows), p0, p1, c, bias);
 }
 
 void PanelMatMul::RunPanelRows(const float* a, int64_t r0, int64_t r1, int64_t p0, int64_t p1,
                                float* c, const float* bias) const {
+  if (r1 <= r0 || p1 <= p0) return;
   const float* b = bias;
   if (k_ == 0) {  // no products: the bias (or zero), then the activations
     for (int64_t r = r0; r < r1; ++r) {

@@ -58,9 +58,7 @@ class PanelMatMul {
  private:
   // A (rows x K) larger than B: blocks of rows outermost, and threads split rows.
   bool RowsOuter(int64_t rows) const { return rows > n_; }
-  void RunPanels(const float* a, int64_t r0, int64_t r1, int64_t p0, int64_t p1, float* c,
-                 const float* bias) const;
-  // RunPanels for rows whose slice of A fits L2.
+  // Panels [p0, p1) for rows [r0, r1), one K block at a time (RunBlock cuts the rows).
   void RunPanelRows(const float* a, int64_t r0, int64_t r1, int64_t p0, int64_t p1, float* c,
                     const float* bias) const;
 

@@ -380,6 +380,16 @@ TEST(BlockedGroup, ConstantViewsReadOutsideTheGroupStayNodes) {
   ExpectSameAsNodeByNode(PerChannelConstantsModel(true), {"x"}, {{2, 5, 12, 10}});
 }
 
+// The first outputs of a blocked and a node-by-node run agree (shape, values to 1e-4).
+void ExpectSameFirstOutput(const std::vector<nxrt::Value>& got,
+                           const std::vector<nxrt::Value>& want) {
+  ASSERT_EQ(got[0].shape(), want[0].shape());
+  for (size_t i = 0; i < want[0].size(); ++i) {
+    const float w = want[0].data<float>()[i];
+    ASSERT_NEAR(got[0].data<float>()[i], w, 1e-4f * std::max(1.0f, std::fabs(w))) << i;
+  }
+}
+
 // Symbolic batch, height and width: the group is compiled on the first run of each input shape
 // and keeps every program; shapes come back in any order.
 TEST(BlockedGroup, ShapesKnownOnlyAtRunTimeCompilePerShape) {
@@ -409,13 +419,7 @@ TEST(BlockedGroup, ShapesKnownOnlyAtRunTimeCompilePerShape) {
     SCOPED_TRACE(::testing::PrintToString(dims));
     nxrt::Value x = nxrt::Value::Tensor(NX_TYPE_FLOAT, dims);
     for (size_t i = 0; i < x.size(); ++i) x.data<float>()[i] = normal(rng);
-    std::vector<nxrt::Value> got = a.Run({"x"}, {&x});
-    std::vector<nxrt::Value> want = ref.Run({"x"}, {&x});
-    ASSERT_EQ(got[0].shape(), want[0].shape());
-    for (size_t i = 0; i < want[0].size(); ++i) {
-      const float w = want[0].data<float>()[i];
-      ASSERT_NEAR(got[0].data<float>()[i], w, 1e-4f * std::max(1.0f, std::fabs(w))) << i;
-    }
+    ExpectSameFirstOutput(a.Run({"x"}, {&x}), ref.Run({"x"}, {&x}));
   }
 }
 
@@ -448,13 +452,7 @@ TEST(BlockedGroup, ManyInputWidthsAreCompiledOnceEach) {
       const std::vector<int64_t> dims = {1, 8, 12, w};
       nxrt::Value x = nxrt::Value::Tensor(NX_TYPE_FLOAT, dims);
       for (size_t i = 0; i < x.size(); ++i) x.data<float>()[i] = normal(rng);
-      std::vector<nxrt::Value> got = a.Run({"x"}, {&x});
-      std::vector<nxrt::Value> want = ref.Run({"x"}, {&x});
-      ASSERT_EQ(got[0].shape(), want[0].shape());
-      for (size_t i = 0; i < want[0].size(); ++i) {
-        const float v = want[0].data<float>()[i];
-        ASSERT_NEAR(got[0].data<float>()[i], v, 1e-4f * std::max(1.0f, std::fabs(v))) << i;
-      }
+      ExpectSameFirstOutput(a.Run({"x"}, {&x}), ref.Run({"x"}, {&x}));
     }
     if (pass == 0) after_first_pass = a.statistic("ep.CPU.primitives");
   }
