@@ -56,10 +56,13 @@ std::string StaticTypeText(const NxTypeInfo& t) {
 }
 
 // Static types as the runtime sees them after loading (what shape inference found), sorted by
-// name so runs compare line by line.
+// name so runs compare line by line. The model's own element types: a float16 model is not
+// retyped to the float32 it runs in (src/session/float16_upcast.h).
 void PrintValues(const std::string& path) {
   Env env(NX_LOG_ERROR);
-  Session session(env, path);
+  SessionOptions options;
+  options.SetConfig("session.float16_as_float32", "0");
+  Session session(env, path, &options);
   std::map<std::string, std::string> lines;
   for (size_t i = 0; i < session.value_count(); ++i)
     lines[session.value_name(i)] = StaticTypeText(session.value_type(i));
