@@ -105,6 +105,9 @@ int Retype(Graph& g) {
       if (makes_type && (a.name == "to" || a.name == "dtype") && a.i == NX_TYPE_FLOAT16)
         a.i = NX_TYPE_FLOAT;
       if (IsHalfTensor(a.tensor)) a.tensor = ToFloat(*a.tensor);  // Constant, ConstantOfShape
+      if (a.type_info.elem_type == NX_TYPE_FLOAT16) a.type_info.elem_type = NX_TYPE_FLOAT;
+      for (TypeInfo& t : a.type_infos)  // Optional's `type` and the like
+        if (t.elem_type == NX_TYPE_FLOAT16) t.elem_type = NX_TYPE_FLOAT;
       if (a.graph) retyped += Retype(*a.graph);
       for (auto& sub : a.graphs) retyped += Retype(*sub);
     }
