@@ -130,6 +130,7 @@ class Fuser {
       const Node& n = g_.nodes[i];
       if (pass == 2) {
         if (IsOnnx(n, "MatMul")) TryMatMul(n);
+        if (IsOnnx(n, "MatMulInteger")) TryMatMulIntegerToFloat(n);
         if (IsOnnx(n, "Softmax")) TryAttention(n);
       } else if (IsOnnx(n, "Conv")) {
         TryConv(n);
@@ -503,6 +504,81 @@ class Fuser {
         chain.push_back(next);
       }
     }
+    fused.outputs = {chain.back()->outputs[0]};
+    Commit(std::move(fused), chain);
+  }
+
+  // Whether value v is per tensor: a constant of one element, or DynamicQuantizeLinear's scale
+  // or zero point (scalars by definition).
+  bool PerTensor(int v) const {
+    if (v < 0) return false;
+    const ValueDef& d = g_.value(v);
+    if (d.initializer) return d.initializer->count == 1;
+    if (d.producer < 0) return false;
+    const Node& p = g_.nodes[static_cast<size_t>(d.producer)];
+    return IsOnnx(p, "DynamicQuantizeLinear") && p.outputs.size() == 3 && p.outputs[0] != v;
+  }
+
+  // quantize_dynamic's product: MatMulInteger(A, const 2-D B, a_zp, b_zp) -> Cast(float) ->
+  // Mul(., a_scale * b_scale) [-> Add(const bias of N)], the scales' product a Mul of A's
+  // per-tensor scale and B's constant one => com.microsoft MatMulIntegerToFloat, whose 8-bit
+  // GEMM scales and biases each finished tile instead of three passes over an int32 and a float
+  // copy of the product. The same float operations in the same order: float(sum) * (a_s * b_s)
+  // (+ bias).
+  void TryMatMulIntegerToFloat(const Node& mm) {
+    if (mm.inputs.size() < 2 || mm.outputs.size() != 1 || mm.inputs[0] < 0 || mm.inputs[1] < 0)
+      return;
+    const ValuePtr& b = g_.value(mm.inputs[1]).initializer;
+    if (!b || b->dims.size() != 2 || (b->type != NX_TYPE_INT8 && b->type != NX_TYPE_UINT8)) return;
+    const int64_t n = b->dims[1];
+    const int a_zp = mm.inputs.size() > 2 ? mm.inputs[2] : -1;
+    const int b_zp = mm.inputs.size() > 3 ? mm.inputs[3] : -1;
+    if (a_zp >= 0 && !PerTensor(a_zp)) return;
+    if (b_zp >= 0 && !g_.value(b_zp).initializer) return;
+    const Node* cast = SoleConsumer(g_, mm.outputs[0], dead_);
+    if (!cast || !IsOnnx(*cast, "Cast") || !SameEp(mm, *cast) || cast->outputs.size() != 1) return;
+    const Attribute* to = cast->FindAttribute("to");
+    if (!to || to->i != NX_TYPE_FLOAT) return;
+    const Node* mul = SoleConsumer(g_, cast->outputs[0], dead_);
+    if (!mul || !IsOnnx(*mul, "Mul") || !SameEp(mm, *mul) || mul->inputs.size() != 2 ||
+        mul->outputs.size() != 1)
+      return;
+    const int scales = mul->inputs[0] == cast->outputs[0] ? mul->inputs[1] : mul->inputs[0];
+    if (scales < 0 || scales == cast->outputs[0] || g_.value(scales).producer < 0) return;
+    const Node& product = g_.nodes[static_cast<size_t>(g_.value(scales).producer)];
+    if (!IsOnnx(product, "Mul") || product.inputs.size() != 2 || product.inputs[0] < 0 ||
+        product.inputs[1] < 0)
+      return;
+    // B's scale: a float constant of 1 or N elements; A's: per tensor (the other operand).
+    auto b_scale_of = [&](int v) {
+      const ValuePtr& c = g_.value(v).initializer;
+      return c && c->type == NX_TYPE_FLOAT && c->dims.size() <= 1 &&
+             (c->count == 1 || static_cast<int64_t>(c->count) == n);
+    };
+    int a_scale = product.inputs[0], b_scale = product.inputs[1];
+    if (!b_scale_of(b_scale) || !PerTensor(a_scale)) std::swap(a_scale, b_scale);
+    if (!b_scale_of(b_scale) || !PerTensor(a_scale)) return;
+    if (g_.value(a_scale).type.elem_type != NX_TYPE_FLOAT) return;
+
+    Node fused;
+    fused.name = mm.name.empty() ? "matmul_integer_to_float" : mm.name + "_to_float";
+    fused.domain = "com.microsoft";
+    fused.op_type = "MatMulIntegerToFloat";
+    fused.inputs = {mm.inputs[0], mm.inputs[1], a_scale, b_scale, a_zp, b_zp};
+    std::vector<const Node*> chain{&mm, cast, mul};
+    const Node* add = SoleConsumer(g_, mul->outputs[0], dead_);
+    if (add && IsOnnx(*add, "Add") && SameEp(mm, *add) && add->inputs.size() == 2 &&
+        add->outputs.size() == 1) {
+      const int bias = add->inputs[0] == mul->outputs[0] ? add->inputs[1] : add->inputs[0];
+      const ValuePtr& c =
+          bias >= 0 && bias != mul->outputs[0] ? g_.value(bias).initializer : ValuePtr{};
+      if (c && c->type == NX_TYPE_FLOAT && c->dims.size() == 1 &&
+          static_cast<int64_t>(c->count) == n) {
+        fused.inputs.push_back(bias);
+        chain.push_back(add);
+      }
+    }
+    while (!fused.inputs.empty() && fused.inputs.back() < 0) fused.inputs.pop_back();
     fused.outputs = {chain.back()->outputs[0]};
     Commit(std::move(fused), chain);
   }

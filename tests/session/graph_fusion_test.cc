@@ -789,3 +789,73 @@ TEST(GraphFusion, WrittenOutLayerNormBecomesOneNode) {
 }
 
 }  // namespace
+
+namespace {
+
+// quantize_dynamic's form: x -> DynamicQuantizeLinear -> MatMulInteger(int8 W [20, 9], its zero
+// point) -> Cast(float) -> Mul(., x_scale * w_scale) [-> Add(bias [9])].
+std::string DynamicQuantizedMatMulModel(bool per_column, bool bias) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  auto* g = m.mutable_graph();
+  g->set_name("dynamic_quantized_matmul");
+  AddFloatValue(g->add_input(), "x", {3, 20});
+  std::mt19937 rng(4);
+  std::uniform_int_distribution<int> weight(-127, 127);
+  auto int8_tensor = [&](const std::string& name, const std::vector<int64_t>& dims, bool zero) {
+    onnx::TensorProto t;
+    t.set_name(name);
+    t.set_data_type(onnx::TensorProto::INT8);
+    int64_t count = 1;
+    for (int64_t d : dims) {
+      t.add_dims(d);
+      count *= d;
+    }
+    std::string raw(static_cast<size_t>(count), '\0');
+    for (char& c : raw) c = static_cast<char>(zero ? weight(rng) / 16 : weight(rng));
+    t.set_raw_data(raw);
+    return t;
+  };
+  const std::vector<int64_t> per = per_column ? std::vector<int64_t>{9} : std::vector<int64_t>{};
+  *g->add_initializer() = int8_tensor("w", {20, 9}, false);
+  *g->add_initializer() = int8_tensor("w_zp", per, true);
+  std::vector<float> scales(per_column ? 9 : 1);
+  for (size_t i = 0; i < scales.size(); ++i) scales[i] = 0.01f + 0.003f * static_cast<float>(i);
+  *g->add_initializer() = nxrt::test::MakeFloatTensor("w_scale", per, scales);
+  *g->add_node() = MakeNode("DynamicQuantizeLinear", {"x"}, {"xq", "xs", "xz"}, "dql");
+  *g->add_node() = MakeNode("MatMulInteger", {"xq", "w", "xz", "w_zp"}, {"y32"}, "mmi");
+  auto cast = MakeNode("Cast", {"y32"}, {"yf"}, "cast");
+  AddIntAttribute(&cast, "to", onnx::TensorProto::FLOAT);
+  *g->add_node() = cast;
+  *g->add_node() = MakeNode("Mul", {"xs", "w_scale"}, {"scales"}, "scales");
+  *g->add_node() = MakeNode("Mul", {"yf", "scales"}, {"y"}, "scale");
+  if (bias) {
+    std::vector<float> b(9);
+    for (size_t i = 0; i < b.size(); ++i) b[i] = 0.1f * static_cast<float>(i) - 0.4f;
+    *g->add_initializer() = nxrt::test::MakeFloatTensor("bias", {9}, b);
+    *g->add_node() = MakeNode("Add", {"bias", "y"}, {"out"}, "bias_add");
+  }
+  AddFloatOutput(g, bias ? "out" : "y");
+  return m.SerializeAsString();
+}
+
+// MatMulInteger -> Cast -> Mul(scales) [-> Add(bias)] becomes one MatMulIntegerToFloat (the
+// DynamicQuantizeLinear and the scales' Mul stay), with the unfused graph's outputs.
+TEST(GraphFusion, DynamicQuantizedMatMulBecomesMatMulIntegerToFloat) {
+  const std::vector<int64_t> dims = {3, 20};
+  nxrt::Value x = nxrt::Value::Tensor(NX_TYPE_FLOAT, dims);
+  std::mt19937 rng(8);
+  std::normal_distribution<float> normal;
+  for (size_t i = 0; i < x.size(); ++i) x.data<float>()[i] = normal(rng);
+  for (bool per_column : {false, true}) {
+    for (bool bias : {false, true}) {
+      SCOPED_TRACE(std::string(per_column ? "per column" : "per tensor") + (bias ? ", bias" : ""));
+      const size_t unfused = bias ? 6 : 5;
+      ExpectFusionKeepsOutputs(DynamicQuantizedMatMulModel(per_column, bias), unfused, 3, {"x"},
+                               {&x});
+    }
+  }
+}
+
+}  // namespace
