@@ -45,9 +45,10 @@ U8S8_WEIGHTS = {  # op: [(weight input, zero point input, scale input for the zp
     "QLinearConv": [(3, 5, 4)],
     "QLinearMatMul": [(3, 5, 4)],
     "QGemm": [(3, 5, 4)],
+    "QAttention": [(1, 7, 4)],
 }
 ACTIVATION_ZERO_POINT = {"MatMulIntegerToFloat": 4, "MatMulInteger": 2, "ConvInteger": 2,
-                         "QLinearConv": 2, "QLinearMatMul": 2, "QGemm": 2}
+                         "QLinearConv": 2, "QLinearMatMul": 2, "QGemm": 2, "QAttention": 6}
 FLOAT_ACTIVATION_OPS = {"DynamicQuantizeLSTM", "DynamicQuantizeMatMul"}
 
 
@@ -642,6 +643,28 @@ def quantizer_cases(c, rng, work):
         ops = sorted({n.op_type for n in onnx.load(dst).graph.node})
         c.run(f"quantize_dynamic LSTM {direction} -> {ops}", dst,
               {"X": rng.standard_normal((S, N, I)).astype(np.float32)})
+
+    # onnxruntime's optimizer fuses BERT's attention into com.microsoft Attention, which
+    # quantize_dynamic turns into QAttention (8-bit input and weights, per-tensor or per-column
+    # weight scales), with a padding mask.
+    for wt, per_channel in ((QuantType.QInt8, False), (QuantType.QInt8, True),
+                            (QuantType.QUInt8, False)):
+        W = rng.standard_normal((16, 48)).astype(np.float32) * 0.3
+        Bq = rng.standard_normal(48).astype(np.float32) * 0.1
+        node = helper.make_node("Attention", ["X", "W", "B", "mask"], ["Y"],
+                                domain="com.microsoft", num_heads=2)
+        m = make_model([node], [vinfo("X", np.float32, [2, 5, 16]), vinfo("mask", np.int32, [2])],
+                       [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)],
+                       [tensor("W", W), tensor("B", Bq)])
+        src = os.path.join(work, "attention.onnx")
+        dst = os.path.join(work, f"attention_q_{wt.name}_{per_channel}.onnx")
+        onnx.save(m, src)
+        quantize_dynamic(src, dst, weight_type=wt, per_channel=per_channel,
+                         op_types_to_quantize=["Attention"])
+        ops = sorted({n.op_type for n in onnx.load(dst).graph.node})
+        c.run(f"quantize_dynamic Attention {wt.name} per_channel={per_channel} -> {ops}", dst,
+              {"X": rng.standard_normal((2, 5, 16)).astype(np.float32),
+               "mask": np.array([5, 3], np.int32)})
 
     for wt, per_channel in ((QuantType.QInt8, False), (QuantType.QUInt8, False),
                             (QuantType.QInt8, True)):
