@@ -30,8 +30,10 @@ RNG_SEED = 1234
 
 
 class Case:
-    def __init__(self, name, op, inputs, outputs, attrs=None, tol=1e-4, ort_nodes=None):
+    def __init__(self, name, op, inputs, outputs, attrs=None, tol=1e-4, ort_nodes=None,
+                 domain="com.microsoft"):
         self.name = name
+        self.domain = domain  # onnxruntime registers a few of its ops in the ONNX domain
         # onnxruntime has no CPU kernel for a few ops (BiasAdd): ort_nodes then gives an
         # equivalent standard-ONNX subgraph for onnxruntime to run instead.
         self.ort_nodes = ort_nodes
@@ -46,7 +48,7 @@ class Case:
         node_inputs = [n if a is not None else "" for n, a in self.inputs]
         while node_inputs and node_inputs[-1] == "":
             node_inputs.pop()
-        nodes = [helper.make_node(self.op, node_inputs, self.outputs, domain="com.microsoft",
+        nodes = [helper.make_node(self.op, node_inputs, self.outputs, domain=self.domain,
                                   **self.attrs)]
         if for_ort and self.ort_nodes is not None:
             nodes = self.ort_nodes
@@ -107,6 +109,15 @@ def skip_ln_cases(rng):
                           ["y", "", "inv_std", "sum"], {"epsilon": 1e-6}))
         cases.append(Case(f"SkipSimplifiedLN no bias {shape}", "SkipSimplifiedLayerNormalization",
                           [("x", x), ("skip", s), ("gamma", g)], ["y"]))
+    # SimplifiedLayerNormalization (RMS norm; onnxruntime registers it in the ONNX domain):
+    # the last axis, two axes, and the optional inv_std_var.
+    for shape, axis, with_inv in [((2, 3, 8), -1, True), ((3, 33, 768), -1, False),
+                                  ((4, 6, 10), 1, True)]:
+        norm_shape = shape[axis:]
+        cases.append(Case(f"SimplifiedLN {shape} axis={axis}", "SimplifiedLayerNormalization",
+                          [("x", rand(rng, *shape)), ("scale", rand(rng, *norm_shape))],
+                          ["y", "inv_std"] if with_inv else ["y"],
+                          {"axis": axis, "epsilon": 1e-6}, domain=""))
     x = rand(rng, 3, 5, 16)
     for sshape in [(1, 5, 16), (5, 16)]:
         cases.append(Case(f"SkipLN shared skip {sshape}", "SkipLayerNormalization",

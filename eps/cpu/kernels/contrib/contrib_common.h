@@ -14,6 +14,7 @@ using nn::DimsToString;
 
 void RegisterGeluVariantKernels(NxKernelRegistry* registry);          // gelu_variants.cc
 void RegisterSkipLayerNormKernels(NxKernelRegistry* registry);        // skip_layer_norm.cc
+void RegisterSimplifiedLayerNormKernels(NxKernelRegistry* registry);  // simplified_layer_norm.cc
 void RegisterEmbedLayerNormKernels(NxKernelRegistry* registry);       // embed_layer_norm.cc
 void RegisterAttentionContribKernels(NxKernelRegistry* registry);     // attention_contrib.cc
 void RegisterMultiHeadAttentionKernels(NxKernelRegistry* registry);   // multi_head_attention.cc

@@ -8,6 +8,7 @@ namespace nxrt::cpu {
 void RegisterContribTransformerKernels(NxKernelRegistry* registry) {
   contrib::RegisterGeluVariantKernels(registry);
   contrib::RegisterSkipLayerNormKernels(registry);
+  contrib::RegisterSimplifiedLayerNormKernels(registry);
   contrib::RegisterEmbedLayerNormKernels(registry);
   contrib::RegisterAttentionContribKernels(registry);
   contrib::RegisterMultiHeadAttentionKernels(registry);
