@@ -6,11 +6,14 @@
 // along the run) or one row of `inner` with its own value per element (blocked). Work is split
 // over element ranges that start on even indices so that packed 4-bit outputs never share a
 // byte between threads.
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <mutex>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "common/attr_types.h"
@@ -252,7 +255,24 @@ class QuantizeLinear : public ep::Kernel {
                           int64_t n, float lo, float hi) {
     if (stride == 0) {
       const float sv = s[0], zv = z[0];
-      for (int64_t i = 0; i < n; ++i) {
+      int64_t i = 0;
+      // 8 at a time with AVX2, the same operations as below: the quotient (a division, as in
+      // the scalar form), rounded half to even, plus the zero point, NaN to 0, clamped.
+      const __m256 vs = _mm256_set1_ps(sv), vz = _mm256_set1_ps(zv);
+      const __m256 vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi);
+      for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_div_ps(_mm256_loadu_ps(x + i), vs);
+        v = _mm256_add_ps(_mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), vz);
+        v = _mm256_and_ps(v, _mm256_cmp_ps(v, v, _CMP_ORD_Q));  // NaN -> 0
+        v = _mm256_min_ps(_mm256_max_ps(v, vlo), vhi);
+        const __m256i q = _mm256_cvtps_epi32(v);
+        const __m128i q16 =
+            _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+        const __m128i q8 =
+            std::is_signed_v<Q> ? _mm_packs_epi16(q16, q16) : _mm_packus_epi16(q16, q16);
+        _mm_storel_epi64(reinterpret_cast<__m128i*>(y + i), q8);
+      }
+      for (; i < n; ++i) {
         const float v = SaturateQuantized(std::nearbyint(x[i] / sv) + zv, lo, hi);
         y[i] = static_cast<Q>(static_cast<int32_t>(v));
       }
@@ -335,7 +355,15 @@ class DequantizeLinear : public ep::Kernel {
                             int64_t n) {
     if (stride == 0) {
       const float sv = s[0], zv = z[0];
-      for (int64_t i = 0; i < n; ++i) y[i] = (static_cast<float>(x[i]) - zv) * sv;
+      int64_t i = 0;
+      // 8 at a time with AVX2 (GCC left this loop scalar): the same subtraction and product.
+      const __m256 vs = _mm256_set1_ps(sv), vz = _mm256_set1_ps(zv);
+      for (; i + 8 <= n; i += 8) {
+        const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(x + i));
+        const __m256i w = std::is_signed_v<Q> ? _mm256_cvtepi8_epi32(b) : _mm256_cvtepu8_epi32(b);
+        _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_sub_ps(_mm256_cvtepi32_ps(w), vz), vs));
+      }
+      for (; i < n; ++i) y[i] = (static_cast<float>(x[i]) - zv) * sv;
     } else {
       for (int64_t i = 0; i < n; ++i) y[i] = (static_cast<float>(x[i]) - z[i]) * s[i];
     }
