@@ -106,6 +106,37 @@ class GridSample : public ep::Kernel {
     const int per_dim = mode_ == SampleMode::kNearest ? 1 : (mode_ == SampleMode::kLinear ? 2 : 4);
     int taps = 1;
     for (size_t i = 0; i < r; ++i) taps *= per_dim;
+    // Many small images (RAFT's correlation lookups: thousands of 1-channel planes sampled at
+    // 9 x 9 points): the images, not their few locations, are split over the threads, each with
+    // taps of its own.
+    if (N >= 2 * threads && C * locations < 4096) {
+      ParallelFor(threads, N, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, C * locations)),
+                  [&](int64_t n0, int64_t n1) {
+                    std::vector<int64_t> off(static_cast<size_t>(locations * taps));
+                    std::vector<A> wt(static_cast<size_t>(locations * taps));
+                    for (int64_t n = n0; n < n1; ++n) {
+                      const G* gn = grid + n * locations * static_cast<int64_t>(r);
+                      for (int64_t l = 0; l < locations; ++l) {
+                        BuildTaps<A, G>(gn + l * static_cast<int64_t>(r), dims, stride, per_dim,
+                                        off.data() + l * taps, wt.data() + l * taps);
+                      }
+                      for (int64_t c = 0; c < C; ++c) {
+                        const T* xc = x + (n * C + c) * in_plane;
+                        T* yc = y + (n * C + c) * locations;
+                        for (int64_t l = 0; l < locations; ++l) {
+                          const int64_t* o = off.data() + l * taps;
+                          const A* w = wt.data() + l * taps;
+                          A v = 0;
+                          for (int t = 0; t < taps; ++t) {
+                            if (o[t] >= 0) v += w[t] * static_cast<A>(xc[o[t]]);
+                          }
+                          yc[l] = static_cast<T>(v);
+                        }
+                      }
+                    }
+                  });
+      return;
+    }
     std::vector<int64_t> offset(locations * taps);
     std::vector<A> weight(locations * taps);
     for (int64_t n = 0; n < N; ++n) {
