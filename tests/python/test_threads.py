@@ -1,5 +1,6 @@
 """Python threads share one session: outputs equal serial runs, and the GIL is released while a
-model runs, so threads finish sooner than one thread doing the same runs."""
+model runs, so other Python threads go on meanwhile."""
+
 
 import threading
 import time
@@ -22,7 +23,7 @@ def mlp_model() -> bytes:
                        helper.make_node("MatMul", ["t", "w2"], ["y"])], [x], [y], [w1, w2])
 
 
-def test_eight_threads_match_serial_and_overlap():
+def test_eight_threads_match_serial():
     options = nxrt.SessionOptions()
     options.intra_op_num_threads = 1  # parallelism comes from the Python threads here
     s = nxrt.InferenceSession(mlp_model(), options)
@@ -30,42 +31,67 @@ def test_eight_threads_match_serial_and_overlap():
     inputs = [rng.standard_normal((64, 256)).astype(np.float32) for _ in range(8)]
     runs = 200
     serial = [s.run(None, {"x": x})[0] for x in inputs]
+    results = [[] for _ in range(8)]
 
-    def one_thread_time():
-        start = time.perf_counter()
-        for i in range(8 * runs // 4):  # a quarter of the work on one thread, for the speed check
-            s.run(None, {"x": inputs[i % 8]})
-        return 4 * (time.perf_counter() - start)  # the same work as the 8 threads' below
+    def worker(k):
+        for _ in range(runs):
+            results[k].append(s.run(None, {"x": inputs[k]})[0])
 
-    def eight_threads_time():
-        results = [[] for _ in range(8)]
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for k in range(8):
+        assert len(results[k]) == runs
+        for out in results[k]:
+            np.testing.assert_array_equal(out, serial[k])
 
-        def worker(k):
-            for _ in range(runs):
-                results[k].append(s.run(None, {"x": inputs[k]})[0])
 
-        threads = [threading.Thread(target=worker, args=(k,)) for k in range(8)]
-        start = time.perf_counter()
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        parallel = time.perf_counter() - start
-        for k in range(8):
-            assert len(results[k]) == runs
-            for out in results[k]:
-                np.testing.assert_array_equal(out, serial[k])
-        return parallel
+def chain_model(width: int, depth: int) -> bytes:
+    """depth square MatMuls in a row: one run long enough to watch another thread during it."""
+    rng = np.random.default_rng(5)
+    weights, nodes, previous = [], [], "x"
+    for i in range(depth):
+        w = (rng.standard_normal((width, width)) / np.sqrt(width)).astype(np.float32)
+        weights.append(numpy_helper.from_array(w, f"w{i}"))
+        out = "y" if i == depth - 1 else f"h{i}"
+        nodes.append(helper.make_node("MatMul", [previous, f"w{i}"], [out]))
+        previous = out
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [width, width])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [width, width])
+    return make_model(nodes, [x], [y], weights)
 
-    # Overlap shows as the threads finishing sooner than one thread doing their runs. A shared
-    # machine can take the second core away for a moment, so the timing gets three tries; a
-    # session that held the GIL while running would fail all of them.
-    for attempt in range(3):
-        one_thread = one_thread_time()
-        parallel = eight_threads_time()
-        print(f"try {attempt + 1}: 8 threads x {runs} runs: {parallel:.2f} s; one thread, the "
-              f"same runs: {one_thread:.2f} s")
-        if parallel < 0.9 * one_thread:
-            return
-    raise AssertionError(f"no overlap in three tries: {parallel:.2f} s with 8 threads against "
-                         f"{one_thread:.2f} s on one")
+
+def test_gil_is_released_while_a_model_runs():
+    # A thread that held the GIL through a run would stop this thread's loop for the whole run.
+    # Released, the loop goes on: on a second core, or on the same core in the scheduler's time
+    # slices (milliseconds), so the check holds however many cores the machine lends us.
+    options = nxrt.SessionOptions()
+    options.intra_op_num_threads = 1
+    s = nxrt.InferenceSession(chain_model(768, 8), options)
+    x = np.random.default_rng(6).standard_normal((768, 768)).astype(np.float32)
+    s.run(None, {"x": x})
+    start = time.perf_counter()
+    s.run(None, {"x": x})
+    run_time = time.perf_counter() - start
+
+    done = threading.Event()
+
+    def worker():
+        for _ in range(3):
+            s.run(None, {"x": x})
+        done.set()
+
+    t = threading.Thread(target=worker)
+    longest_gap, last = 0.0, time.perf_counter()
+    t.start()
+    while not done.is_set():
+        now = time.perf_counter()
+        longest_gap, last = max(longest_gap, now - last), now
+    t.join()
+    print(f"one run: {run_time * 1e3:.1f} ms; this thread's longest stop meanwhile: "
+          f"{longest_gap * 1e3:.1f} ms")
+    assert longest_gap < 0.5 * run_time, (
+        f"this thread stopped {longest_gap * 1e3:.1f} ms while a {run_time * 1e3:.1f} ms run "
+        "went on: the run held the GIL")
