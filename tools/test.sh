@@ -9,7 +9,8 @@
 #      detectors, video, optical flow, a YOLOv8-style detector, speech; none may run a oneDNN
 #      reference primitive), and their static types/shapes (nxrt info --values) compared
 #      with onnx's shape inference; onnxruntime's com.microsoft transformer and quantized ops,
-#      its quantizer's models and an int4 decoder against it
+#      its quantizer's models and an int4 decoder against it; Intel's OpenVINO EP, an onnxruntime
+#      plugin from PyPI, hosted by nxrt's ORT plugin adapter
 #   5. the Python package: a wheel built with pip, installed into a fresh virtualenv, pytest
 #   6. the unit tests and node tests again under AddressSanitizer + UBSan (skip: NXRT_SKIP_SANITIZE=1)
 #   7. the session fuzzer (clang, libFuzzer): regression corpus + 60 s smoke (skip: NXRT_SKIP_FUZZ=1)
@@ -98,6 +99,8 @@ run_suite "device check: model skeletons round trip (tools/device_check)" \
   python3 tests/tools/model_skeleton_check.py --build-dir build --models build/models
 run_suite "profile: ResNet-50 Chrome trace (schema, node durations vs run time)" \
   python3 tests/models/profile_check.py --build-dir build --model build/models/resnet50.onnx
+run_suite "onnxruntime plugin EPs: OpenVINO's plugin (PyPI) hosted, its EP devices vs onnxruntime's" bash -c \
+  "python3 tools/scripts/fetch_ort_plugins.py build/ort_plugins && python3 tests/ort_plugins/openvino_plugin_check.py --build-dir build --plugin-dir build/ort_plugins"
 
 # The Python package as a user gets it: a wheel built by pip from the repository (ccache makes
 # its second compile of the C++ cheap), installed into a fresh virtualenv, tested with pytest.

@@ -6,6 +6,8 @@
 
 #include "base/error.h"
 #include "base/memory_info.h"
+#include "ort_plugins/ort_abi.h"
+#include "ort_plugins/ort_plugin_library.h"
 #include "plugins/host_objects.h"
 
 namespace nxrt {
@@ -155,7 +157,8 @@ void TearDownMemory(EpFactory& f) {
 std::unique_ptr<EpLibrary> EpLibrary::Load(const std::string& path,
                                            const std::string& registration_name,
                                            const std::vector<const NxHardwareDevice*>& hardware,
-                                           const std::vector<VirtualDeviceRequest>& requests) {
+                                           const std::vector<VirtualDeviceRequest>& requests,
+                                           const Logger* logger) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) Throw(NX_NOT_FOUND, path + ": no such EP library");
   std::unique_ptr<EpLibrary> lib(new EpLibrary());
@@ -170,15 +173,24 @@ std::unique_ptr<EpLibrary> EpLibrary::Load(const std::string& path,
       reinterpret_cast<NxCreateEpFactoriesFn>(dlsym(lib->handle_, NXRT_EP_CREATE_FACTORIES_SYMBOL));
   lib->release_factory_ =
       reinterpret_cast<NxReleaseEpFactoryFn>(dlsym(lib->handle_, NXRT_EP_RELEASE_FACTORY_SYMBOL));
-  if (create == nullptr || lib->release_factory_ == nullptr) {
-    Throw(NX_INVALID_PLUGIN, path + ": not an nxrt EP library (it does not export " +
-                                 NXRT_EP_CREATE_FACTORIES_SYMBOL + " and " +
-                                 NXRT_EP_RELEASE_FACTORY_SYMBOL + ")");
-  }
   NxEpFactory* raw[kMaxFactories] = {};
   size_t count = 0;
-  NxStatus* status = create(GetHostApi(), registration_name.c_str(), raw, kMaxFactories, &count);
-  ThrowIfStatus(status, path + ": the EP library refused to register");
+  if (create != nullptr && lib->release_factory_ != nullptr) {
+    NxStatus* status = create(GetHostApi(), registration_name.c_str(), raw, kMaxFactories, &count);
+    ThrowIfStatus(status, path + ": the EP library refused to register");
+  } else if (ort::IsOrtPluginLibrary(lib->handle_)) {
+    // A library built for onnxruntime: its factories come wrapped as nxrt factories.
+    lib->release_factory_ = &ort::ReleaseWrappedFactory;
+    ort::CreateWrappedFactories(lib->handle_, path, registration_name,
+                                logger ? *logger : Logger(NX_LOG_WARNING, Logger::StderrSink()),
+                                raw, kMaxFactories, &count);
+  } else {
+    Throw(NX_INVALID_PLUGIN, path + ": not an EP library (it exports neither nxrt's " +
+                                 NXRT_EP_CREATE_FACTORIES_SYMBOL + " and " +
+                                 NXRT_EP_RELEASE_FACTORY_SYMBOL + " nor onnxruntime's " +
+                                 NXRT_ORT_CREATE_FACTORIES_SYMBOL + " and " +
+                                 NXRT_ORT_RELEASE_FACTORY_SYMBOL + ")");
+  }
   if (count > kMaxFactories) {
     Throw(NX_INVALID_PLUGIN, path + ": reported " + std::to_string(count) + " factories, at most " +
                                  std::to_string(kMaxFactories) + " fit");

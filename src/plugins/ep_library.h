@@ -50,11 +50,13 @@ class EpLibrary {
   // Loads `path`, creates its factories, asks them for the virtual devices in `requests` and
   // for the EP devices they support among `hardware` (plus their own virtual devices). Throws
   // NX_NOT_FOUND (missing file), NX_INVALID_PLUGIN (no entry point, newer ABI, broken factory)
-  // or the library's own error.
+  // or the library's own error. `logger` (default: warnings to stderr) gets what the host says
+  // about the library later, e.g. an onnxruntime plugin calling what nxrt does not implement.
   static std::unique_ptr<EpLibrary> Load(const std::string& path,
                                          const std::string& registration_name,
                                          const std::vector<const NxHardwareDevice*>& hardware,
-                                         const std::vector<VirtualDeviceRequest>& requests = {});
+                                         const std::vector<VirtualDeviceRequest>& requests = {},
+                                         const Logger* logger = nullptr);
   ~EpLibrary();  // releases the factories, then unloads the library, then frees its devices
 
   EpLibrary(const EpLibrary&) = delete;

@@ -127,7 +127,7 @@ void Env::RegisterLibrary(const std::string& name, const std::string& path,
     NXRT_CHECK(libraries_.find(name) == libraries_.end(), NX_INVALID_ARGUMENT,
                "an EP library is already registered as '" + name + "'");
   }
-  auto lib = EpLibrary::Load(path, name, hardware_, requests);  // unlocked: plugin code runs
+  auto lib = EpLibrary::Load(path, name, hardware_, requests, &logger_);  // unlocked: plugin code runs
   std::lock_guard<std::mutex> lock(mutex_);
   NXRT_CHECK(libraries_.find(name) == libraries_.end(), NX_INVALID_ARGUMENT,
              "an EP library is already registered as '" + name + "'");

@@ -23,7 +23,7 @@ void ExpectRegisterError(Env& env, const std::string& path, NxStatusCode code, c
 TEST(EpLibrary, BrokenLibrariesGiveClearErrorsAndLeaveTheEnvUsable) {
   Env env(Logger(NX_LOG_ERROR, nullptr));
   ExpectRegisterError(env, Lib("does_not_exist"), NX_NOT_FOUND, "no such EP library");
-  ExpectRegisterError(env, Lib("nxrt_test_no_entry_ep"), NX_INVALID_PLUGIN, "not an nxrt EP library");
+  ExpectRegisterError(env, Lib("nxrt_test_no_entry_ep"), NX_INVALID_PLUGIN, "not an EP library (it exports neither");
   ExpectRegisterError(env, Lib("nxrt_test_newer_abi_ep"), NX_INVALID_PLUGIN, "newer than this runtime");
   ExpectRegisterError(env, Lib("nxrt_test_failing_factory_ep"), NX_FAIL, "refused on purpose");
   // The name "broken" was never taken, and a good library still registers.

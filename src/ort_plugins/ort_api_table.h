@@ -1,0 +1,56 @@
+// The tables nxrt hands to onnxruntime plugin EP libraries: OrtApiBase, OrtApi and OrtEpApi at
+// NXRT_ORT_API_LEVEL. Every slot holds a function: the implemented ones, or a stub that returns
+// an ORT_NOT_IMPLEMENTED status naming the slot (a value-returning slot returns 0 or NULL, a
+// void one does nothing). Stub calls are counted per library and warned about once per slot.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "base/logger.h"
+#include "ort_plugins/ort_abi.h"
+
+namespace nxrt::ort {
+
+const OrtApiBase* HostApiBase();
+const OrtApi* HostApi();
+const OrtEpApi* HostEpApi();
+
+// The name of slot `index` of OrtApi (table 0) or OrtEpApi (table 1), or null past the end.
+const char* SlotName(int table, size_t index);
+size_t SlotCount(int table);
+
+// Calls one library made to slots nxrt does not implement, by "OrtApi::Name".
+class UnimplementedCalls {
+ public:
+  UnimplementedCalls(std::string library, Logger logger)
+      : library_(std::move(library)), logger_(std::move(logger)) {}
+  void Record(const std::string& slot);
+  std::map<std::string, uint64_t> Counts() const;
+
+ private:
+  std::string library_;
+  Logger logger_;
+  mutable std::mutex mutex_;
+  std::map<std::string, uint64_t> counts_;
+};
+
+// While alive, calls into the ORT tables on this thread are counted against `calls` (the host
+// opens one around every call into a plugin; a plugin's own threads count as unattributed).
+class LibraryScope {
+ public:
+  explicit LibraryScope(UnimplementedCalls* calls);
+  ~LibraryScope();
+  LibraryScope(const LibraryScope&) = delete;
+  LibraryScope& operator=(const LibraryScope&) = delete;
+
+ private:
+  UnimplementedCalls* previous_;
+};
+
+// Stub calls no scope was open for.
+UnimplementedCalls& UnattributedCalls();
+
+}  // namespace nxrt::ort

@@ -1,0 +1,224 @@
+#include "ort_plugins/ort_plugin_library.h"
+
+#include <dlfcn.h>
+
+#include <memory>
+#include <set>
+#include <vector>
+
+#include "base/error.h"
+#include "ort_plugins/ort_api_table.h"
+#include "ort_plugins/ort_host_objects.h"
+#include "plugins/host_objects.h"
+
+namespace nxrt::ort {
+namespace {
+
+// onnxruntime offers room for this many factories and EP devices per factory.
+constexpr size_t kMaxOrtFactories = 4;
+constexpr size_t kMaxEpDevices = 32;
+
+// One onnxruntime factory seen as an NxEpFactory. What nxrt calls goes through the functions
+// below, each inside a LibraryScope so stub calls are counted against this library, and none
+// lets an exception cross back into plugin code or out to the host's C callers.
+struct WrappedFactory : NxEpFactory {
+  OrtEpFactory* ort = nullptr;
+  OrtReleaseEpFactoryFn release = nullptr;
+  std::string path;
+  std::string name;
+  std::string vendor;
+  std::string version;
+  uint32_t vendor_id = 0;
+  std::shared_ptr<UnimplementedCalls> calls;
+  std::shared_ptr<OrtLogger> logger;  // the default logger CreateEpFactories received
+  // EP devices the factory returned; the host owns them until the factory is released.
+  std::vector<std::unique_ptr<OrtEpDevice>> ep_devices;
+
+  std::string Context(const char* what) const { return path + ": EP '" + name + "' " + what; }
+};
+
+WrappedFactory* Wrapped(NxEpFactory* f) { return static_cast<WrappedFactory*>(f); }
+const WrappedFactory* Wrapped(const NxEpFactory* f) {
+  return static_cast<const WrappedFactory*>(f);
+}
+
+const char* WrappedName(const NxEpFactory* self) { return Wrapped(self)->name.c_str(); }
+const char* WrappedVendor(const NxEpFactory* self) { return Wrapped(self)->vendor.c_str(); }
+const char* WrappedVersion(const NxEpFactory* self) { return Wrapped(self)->version.c_str(); }
+uint32_t WrappedVendorId(const NxEpFactory* self) { return Wrapped(self)->vendor_id; }
+
+NxStatus* WrappedCreateEp(NxEpFactory* self, const NxEpCreateArgs*, NxEp** ep) {
+  if (ep) *ep = nullptr;
+  return MakeStatus(NX_NOT_IMPLEMENTED,
+                    Wrapped(self)->Context("comes from an onnxruntime plugin library: nxrt lists "
+                                           "its devices, but running sessions on it is not "
+                                           "implemented yet"));
+}
+
+void WrappedReleaseEp(NxEpFactory*, NxEp*) {}
+
+// onnxruntime offers devices NPU first, then GPU, then CPU; plugins may rely on that order.
+std::vector<const OrtHardwareDevice*> OfferOrder(const NxHardwareDevice* const* devices,
+                                                 size_t count) {
+  std::vector<const OrtHardwareDevice*> out;
+  for (NxDeviceType type : {NX_DEVICE_NPU, NX_DEVICE_GPU, NX_DEVICE_CPU}) {
+    for (size_t i = 0; i < count; ++i)
+      if (devices[i] != nullptr && devices[i]->type == type) out.push_back(AsOrt(devices[i]));
+  }
+  return out;
+}
+
+NxStatus* WrappedGetSupportedDevices(NxEpFactory* self, const NxHardwareDevice* const* devices,
+                                     size_t num_devices, NxEpDeviceList* supported) {
+  WrappedFactory* w = Wrapped(self);
+  return CatchAsStatus([&] {
+    const std::vector<const OrtHardwareDevice*> offered = OfferOrder(devices, num_devices);
+    OrtEpDevice* out[kMaxEpDevices] = {};
+    size_t count = 0;
+    OrtStatus* status = nullptr;
+    {
+      LibraryScope scope(w->calls.get());
+      status = w->ort->GetSupportedDevices(w->ort, offered.data(), offered.size(), out,
+                                           kMaxEpDevices, &count);
+    }
+    // Whatever the factory created is the host's now, even when it also reports an error.
+    const size_t returned = count < kMaxEpDevices ? count : kMaxEpDevices;
+    std::vector<std::unique_ptr<OrtEpDevice>> owned;
+    for (size_t i = 0; i < returned; ++i) {
+      NXRT_CHECK(IsHostEpDevice(out[i]), NX_INVALID_PLUGIN,
+                 w->Context("GetSupportedDevices returned an EP device the host did not create "
+                            "(null, garbage or released)"));
+      ForgetEpDevice(out[i]);
+      owned.emplace_back(out[i]);
+    }
+    ThrowIfOrtStatus(status, w->Context("GetSupportedDevices failed"));
+    NXRT_CHECK(count <= kMaxEpDevices, NX_INVALID_PLUGIN,
+               w->Context("GetSupportedDevices reported more EP devices than fit"));
+    std::set<const NxHardwareDevice*> seen;
+    for (auto& d : owned) {
+      bool offered_device = false;
+      for (const OrtHardwareDevice* o : offered) offered_device |= AsNx(o) == d->device;
+      NXRT_CHECK(offered_device, NX_INVALID_PLUGIN,
+                 w->Context("GetSupportedDevices returned an EP device on a hardware device it "
+                            "was not offered"));
+      NXRT_CHECK(d->factory == w->ort, NX_INVALID_PLUGIN,
+                 w->Context("GetSupportedDevices returned another factory's EP device"));
+      NXRT_CHECK(seen.insert(d->device).second, NX_INVALID_PLUGIN,
+                 w->Context("GetSupportedDevices returned two EP devices on one hardware device"));
+      supported->added.push_back({d->device, d->metadata.ToKeyValues(), d->options.ToKeyValues()});
+    }
+    for (auto& d : owned) w->ep_devices.push_back(std::move(d));
+  });
+}
+
+const char* CopyString(const char* s) { return s ? s : ""; }
+
+std::unique_ptr<WrappedFactory> Wrap(OrtEpFactory* ort, OrtReleaseEpFactoryFn release,
+                                     const std::string& path,
+                                     const std::shared_ptr<UnimplementedCalls>& calls,
+                                     const std::shared_ptr<OrtLogger>& logger) {
+  auto w = std::make_unique<WrappedFactory>();
+  w->ort = ort;
+  w->release = release;
+  w->path = path;
+  w->calls = calls;
+  w->logger = logger;
+  NXRT_CHECK(ort != nullptr, NX_INVALID_PLUGIN, path + ": returned a null factory");
+  NXRT_CHECK(ort->ort_version_supported >= 22, NX_INVALID_PLUGIN,
+             path + ": factory built for onnxruntime API version " +
+                 std::to_string(ort->ort_version_supported) + ", older than plugin EPs (22)");
+  NXRT_CHECK(
+      ort->GetName && ort->GetVendor && ort->GetSupportedDevices && ort->CreateEp && ort->ReleaseEp,
+      NX_INVALID_PLUGIN, path + ": factory leaves a required function empty");
+  LibraryScope scope(calls.get());
+  w->name = CopyString(ort->GetName(ort));
+  NXRT_CHECK(!w->name.empty(), NX_INVALID_PLUGIN, path + ": factory has no name");
+  w->vendor = CopyString(ort->GetVendor(ort));
+  if (ort->ort_version_supported >= 23) {
+    w->vendor_id = ort->GetVendorId ? ort->GetVendorId(ort) : 0;
+    w->version = ort->GetVersion ? CopyString(ort->GetVersion(ort)) : "";
+  }
+  if (w->version.empty()) w->version = "0.0.0";
+  NxEpFactory& nx = *w;
+  nx = NxEpFactory{};
+  nx.version = 3;
+  nx.GetName = &WrappedName;
+  nx.GetVendor = &WrappedVendor;
+  nx.GetVersion = &WrappedVersion;
+  nx.GetVendorId = &WrappedVendorId;
+  nx.CreateEp = &WrappedCreateEp;
+  nx.ReleaseEp = &WrappedReleaseEp;
+  nx.GetSupportedDevices = &WrappedGetSupportedDevices;
+  return w;
+}
+
+}  // namespace
+
+bool IsOrtPluginLibrary(void* handle) {
+  return dlsym(handle, NXRT_ORT_CREATE_FACTORIES_SYMBOL) != nullptr &&
+         dlsym(handle, NXRT_ORT_RELEASE_FACTORY_SYMBOL) != nullptr;
+}
+
+void CreateWrappedFactories(void* handle, const std::string& path,
+                            const std::string& registration_name, const Logger& logger,
+                            NxEpFactory** factories, size_t max_factories, size_t* count) {
+  *count = 0;
+  auto create =
+      reinterpret_cast<OrtCreateEpFactoriesFn>(dlsym(handle, NXRT_ORT_CREATE_FACTORIES_SYMBOL));
+  auto release =
+      reinterpret_cast<OrtReleaseEpFactoryFn>(dlsym(handle, NXRT_ORT_RELEASE_FACTORY_SYMBOL));
+  NXRT_CHECK(create && release, NX_INVALID_PLUGIN, path + ": not an onnxruntime plugin EP library");
+  auto calls = std::make_shared<UnimplementedCalls>(path, logger);
+  auto ort_logger = std::make_shared<OrtLogger>(OrtLogger{logger});
+  OrtEpFactory* raw[kMaxOrtFactories] = {};
+  size_t created = 0;
+  OrtStatus* status = nullptr;
+  {
+    LibraryScope scope(calls.get());
+    status = create(registration_name.c_str(), HostApiBase(), ort_logger.get(), raw,
+                    kMaxOrtFactories, &created);
+  }
+  ThrowIfOrtStatus(status, path + ": the onnxruntime plugin library refused to register");
+  NXRT_CHECK(created <= kMaxOrtFactories && created <= max_factories, NX_INVALID_PLUGIN,
+             path + ": reported " + std::to_string(created) + " factories, at most " +
+                 std::to_string(kMaxOrtFactories) + " fit");
+  NXRT_CHECK(created > 0, NX_INVALID_PLUGIN, path + ": the EP library created no factory");
+  std::vector<std::unique_ptr<WrappedFactory>> wrapped;
+  try {
+    for (size_t i = 0; i < created; ++i)
+      wrapped.push_back(Wrap(raw[i], release, path, calls, ort_logger));
+  } catch (...) {
+    LibraryScope scope(calls.get());
+    for (size_t i = 0; i < created; ++i) {
+      if (raw[i] != nullptr) FreeOrtStatus(release(raw[i]));
+    }
+    throw;
+  }
+  for (size_t i = 0; i < created; ++i) factories[i] = wrapped[i].release();
+  *count = created;
+}
+
+void ReleaseWrappedFactory(NxEpFactory* factory) {
+  if (factory == nullptr) return;
+  std::unique_ptr<WrappedFactory> w(Wrapped(factory));
+  w->ep_devices.clear();
+  LibraryScope scope(w->calls.get());
+  OrtStatus* status = w->release(w->ort);
+  if (status != nullptr) {
+    OrtErrorCode code;
+    std::string message;
+    if (!TakeOrtStatus(status, code, message)) message = "a status the host did not create";
+    w->logger->logger.Log(NX_LOG_WARNING, w->Context("ReleaseEpFactory failed: ") + message);
+  }
+}
+
+bool IsWrappedFactory(const NxEpFactory* factory) {
+  return factory != nullptr && factory->GetName == &WrappedName;
+}
+
+std::map<std::string, uint64_t> UnimplementedCallCounts(const NxEpFactory* factory) {
+  if (!IsWrappedFactory(factory)) return {};
+  return Wrapped(factory)->calls->Counts();
+}
+
+}  // namespace nxrt::ort

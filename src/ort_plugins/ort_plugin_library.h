@@ -1,0 +1,35 @@
+// Hosting a plugin EP library built for onnxruntime (it exports CreateEpFactories and
+// ReleaseEpFactory): its factories are created through nxrt's ORT tables and each is wrapped in
+// an NxEpFactory, so the rest of nxrt (devices, selection, sessions) uses it like a native one.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "base/logger.h"
+#include "nxrt/nxrt_ep_api.h"
+
+namespace nxrt::ort {
+
+// Whether the dlopen'ed library exports onnxruntime's plugin EP entry points.
+bool IsOrtPluginLibrary(void* handle);
+
+// Calls the library's CreateEpFactories and fills `factories` with wrappers (at most
+// `max_factories`, *count set). Throws NX_INVALID_PLUGIN or the library's own error.
+// `logger` gets the library's log messages and the host's warnings about it.
+void CreateWrappedFactories(void* handle, const std::string& path,
+                            const std::string& registration_name, const Logger& logger,
+                            NxEpFactory** factories, size_t max_factories, size_t* count);
+
+// Releases a wrapper and, through the library's ReleaseEpFactory, the factory inside it.
+void ReleaseWrappedFactory(NxEpFactory* factory);
+
+// Calls the wrapped factory's library made to slots nxrt does not implement ("OrtApi::Name" ->
+// count); empty for a native factory.
+std::map<std::string, uint64_t> UnimplementedCallCounts(const NxEpFactory* factory);
+
+// Whether `factory` wraps an onnxruntime plugin factory.
+bool IsWrappedFactory(const NxEpFactory* factory);
+
+}  // namespace nxrt::ort
