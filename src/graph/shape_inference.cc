@@ -1396,9 +1396,12 @@ void InferIfOutputs(const Graph& then_g, const Graph& else_g, std::vector<Inferr
     if (a.kind != b.kind || a.elem_type != b.elem_type) continue;
     out[o].kind = a.kind;
     out[o].type = a.elem_type;
-    if (a.kind == NX_VALUE_TENSOR && a.has_shape && b.has_shape && a.dims == b.dims) {
+    // As onnx merges the branches: the same rank keeps the rank, and each dimension both
+    // branches agree on.
+    if (a.kind == NX_VALUE_TENSOR && a.has_shape && b.has_shape && a.dims.size() == b.dims.size()) {
       Shape s;
-      for (int64_t d : a.dims) s.push_back(d >= 0 ? Known(d) : Unknown());
+      for (size_t i = 0; i < a.dims.size(); ++i)
+        s.push_back(a.dims[i] >= 0 && a.dims[i] == b.dims[i] ? Known(a.dims[i]) : Unknown());
       out[o].shape = s;
     }
   }

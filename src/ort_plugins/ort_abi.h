@@ -24,8 +24,8 @@
 extern "C" {
 #endif
 
-#define NXRT_ORT_API_LEVEL 23
-#define NXRT_ORT_VERSION_STRING "1.23.0"
+#define NXRT_ORT_API_LEVEL 24
+#define NXRT_ORT_VERSION_STRING "1.24.0"
 
 /* ---- Enums (values are the interface's) ---------------------------------------------------- */
 
@@ -120,6 +120,15 @@ typedef struct OrtNodeComputeContext OrtNodeComputeContext;
 typedef struct OrtKernelContext OrtKernelContext;
 typedef struct OrtSyncStream OrtSyncStream;
 typedef struct OrtSyncStreamImpl OrtSyncStreamImpl;
+typedef struct OrtModelMetadata OrtModelMetadata;
+typedef struct OrtKernelRegistry OrtKernelRegistry;
+typedef struct OrtDeviceEpIncompatibilityDetails OrtDeviceEpIncompatibilityDetails;
+typedef struct OrtExternalResourceImporterImpl OrtExternalResourceImporterImpl;
+typedef struct OrtCustomOpDomain OrtCustomOpDomain;
+typedef struct OrtTypeInfo OrtTypeInfo;
+typedef struct OrtTensorTypeAndShapeInfo OrtTensorTypeAndShapeInfo;
+typedef struct OrtOpAttr OrtOpAttr;
+typedef struct OrtExternalInitializerInfo OrtExternalInitializerInfo;
 
 /* ---- The tables the host hands out --------------------------------------------------------- */
 
@@ -203,6 +212,9 @@ typedef struct OrtEp {
   OrtStatus* (*CreateSyncStreamForDevice)(struct OrtEp* self, const OrtMemoryDevice* device,
                                           OrtSyncStreamImpl** stream);
   const char* (*GetCompiledModelCompatibilityInfo)(struct OrtEp* self, const OrtGraph* graph);
+  /* level 24 */
+  OrtStatus* (*GetKernelRegistry)(struct OrtEp* self, const OrtKernelRegistry** registry);
+  OrtStatus* (*IsConcurrentRunSupported)(struct OrtEp* self, bool* supported);
 } OrtEp;
 
 typedef struct OrtEpFactory {
@@ -236,6 +248,16 @@ typedef struct OrtEpFactory {
   OrtStatus* (*CreateSyncStreamForDevice)(struct OrtEpFactory* self, const OrtMemoryDevice* device,
                                           const OrtKeyValuePairs* options,
                                           OrtSyncStreamImpl** stream);
+  /* level 24 */
+  OrtStatus* (*GetHardwareDeviceIncompatibilityDetails)(struct OrtEpFactory* self,
+                                                        const OrtHardwareDevice* device,
+                                                        OrtDeviceEpIncompatibilityDetails* details);
+  OrtStatus* (*CreateExternalResourceImporterForDevice)(struct OrtEpFactory* self,
+                                                        const OrtEpDevice* device,
+                                                        OrtExternalResourceImporterImpl** importer);
+  OrtStatus* (*GetNumCustomOpDomains)(struct OrtEpFactory* self, size_t* count);
+  OrtStatus* (*GetCustomOpDomains)(struct OrtEpFactory* self, OrtCustomOpDomain** domains,
+                                   size_t count);
 } OrtEpFactory;
 
 /* ---- The library's entry points -------------------------------------------------------------- */

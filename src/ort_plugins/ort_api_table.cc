@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "base/error.h"
+#include "ort_plugins/ort_ep_adapter.h"
 #include "ort_plugins/ort_host_objects.h"
 
 namespace nxrt::ort {
@@ -398,6 +399,13 @@ uint32_t MemoryDeviceGetDeviceId(const OrtMemoryDevice* d) {
   return d ? static_cast<uint32_t>(d->device_id) : 0;
 }
 
+// Level 24: the env's configuration entries for EP libraries. nxrt's env has none to give yet.
+OrtStatus* GetEnvConfigEntries(OrtKeyValuePairs** out) {
+  if (out == nullptr) return InvalidArgument("GetEnvConfigEntries", "null argument");
+  *out = new (std::nothrow) OrtKeyValuePairs();
+  return *out ? nullptr : NewOrtStatus(ORT_FAIL, "GetEnvConfigEntries: out of memory");
+}
+
 // ---- The tables ---------------------------------------------------------------------------------
 
 OrtApi BuildApi() {
@@ -440,6 +448,7 @@ OrtApi BuildApi() {
   api.EpDevice_Device = Slot(&EpDeviceDevice);
   api.EpDevice_MemoryInfo = Slot(&EpDeviceMemoryInfo);
   api.GetEpApi = Slot(&GetEpApi);
+  InstallGraphApi(api);
   return api;
 }
 
@@ -456,6 +465,7 @@ OrtEpApi BuildEpApi() {
   api.MemoryDevice_GetMemoryType = Slot(&MemoryDeviceGetMemoryType);
   api.MemoryDevice_GetVendorId = Slot(&MemoryDeviceGetVendorId);
   api.MemoryDevice_GetDeviceId = Slot(&MemoryDeviceGetDeviceId);
+  api.GetEnvConfigEntries = Slot(&GetEnvConfigEntries);
   return api;
 }
 
@@ -469,15 +479,41 @@ const char* GetVersionString() { return NXRT_ORT_VERSION_STRING; }
 
 }  // namespace
 
-const OrtApi* HostApi() {
-  static const OrtApi api = BuildApi();
-  return &api;
+namespace {
+struct Tables {
+  OrtApi api;
+  OrtEpApi ep_api;
+};
+const Tables& TheTables() {
+  static const Tables tables = [] {
+    Tables t{BuildApi(), BuildEpApi()};
+    InstallValueApi(t.api, t.ep_api);
+    InstallEpAdapterApi(t.api, t.ep_api);
+    return t;
+  }();
+  return tables;
 }
+}  // namespace
 
-const OrtEpApi* HostEpApi() {
-  static const OrtEpApi api = BuildEpApi();
-  return &api;
+const OrtApi* HostApi() { return &TheTables().api; }
+
+bool IsImplemented(int table, size_t index) {
+  static const Tables stubs_only = [] {
+    Tables t{};
+    FillStubs<0>(reinterpret_cast<OrtApiSlot*>(&t.api), kApiSlots,
+                 std::make_index_sequence<kApiSlotCount>());
+    FillStubs<1>(reinterpret_cast<OrtApiSlot*>(&t.ep_api), kEpApiSlots,
+                 std::make_index_sequence<kEpApiSlotCount>());
+    return t;
+  }();
+  if (index >= SlotCount(table)) return false;
+  const auto* live = table == 0 ? reinterpret_cast<const OrtApiSlot*>(&TheTables().api)
+                                : reinterpret_cast<const OrtApiSlot*>(&TheTables().ep_api);
+  const auto* stub = table == 0 ? reinterpret_cast<const OrtApiSlot*>(&stubs_only.api)
+                                : reinterpret_cast<const OrtApiSlot*>(&stubs_only.ep_api);
+  return live[index] != stub[index];
 }
+const OrtEpApi* HostEpApi() { return &TheTables().ep_api; }
 
 const OrtApiBase* HostApiBase() {
   static const OrtApiBase base{&GetApi, &GetVersionString};

@@ -21,6 +21,8 @@ const OrtEpApi* HostEpApi();
 // The name of slot `index` of OrtApi (table 0) or OrtEpApi (table 1), or null past the end.
 const char* SlotName(int table, size_t index);
 size_t SlotCount(int table);
+// Whether nxrt implements slot `index` (false: the slot holds its stub).
+bool IsImplemented(int table, size_t index);
 
 // Calls one library made to slots nxrt does not implement, by "OrtApi::Name".
 class UnimplementedCalls {

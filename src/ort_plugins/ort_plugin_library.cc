@@ -8,7 +8,9 @@
 
 #include "base/error.h"
 #include "ort_plugins/ort_api_table.h"
+#include "ort_plugins/ort_ep_adapter.h"
 #include "ort_plugins/ort_host_objects.h"
+#include "ort_plugins/ort_wrapped_factory.h"
 #include "plugins/host_objects.h"
 
 namespace nxrt::ort {
@@ -17,25 +19,6 @@ namespace {
 // onnxruntime offers room for this many factories and EP devices per factory.
 constexpr size_t kMaxOrtFactories = 4;
 constexpr size_t kMaxEpDevices = 32;
-
-// One onnxruntime factory seen as an NxEpFactory. What nxrt calls goes through the functions
-// below, each inside a LibraryScope so stub calls are counted against this library, and none
-// lets an exception cross back into plugin code or out to the host's C callers.
-struct WrappedFactory : NxEpFactory {
-  OrtEpFactory* ort = nullptr;
-  OrtReleaseEpFactoryFn release = nullptr;
-  std::string path;
-  std::string name;
-  std::string vendor;
-  std::string version;
-  uint32_t vendor_id = 0;
-  std::shared_ptr<UnimplementedCalls> calls;
-  std::shared_ptr<OrtLogger> logger;  // the default logger CreateEpFactories received
-  // EP devices the factory returned; the host owns them until the factory is released.
-  std::vector<std::unique_ptr<OrtEpDevice>> ep_devices;
-
-  std::string Context(const char* what) const { return path + ": EP '" + name + "' " + what; }
-};
 
 WrappedFactory* Wrapped(NxEpFactory* f) { return static_cast<WrappedFactory*>(f); }
 const WrappedFactory* Wrapped(const NxEpFactory* f) {
@@ -47,15 +30,13 @@ const char* WrappedVendor(const NxEpFactory* self) { return Wrapped(self)->vendo
 const char* WrappedVersion(const NxEpFactory* self) { return Wrapped(self)->version.c_str(); }
 uint32_t WrappedVendorId(const NxEpFactory* self) { return Wrapped(self)->vendor_id; }
 
-NxStatus* WrappedCreateEp(NxEpFactory* self, const NxEpCreateArgs*, NxEp** ep) {
-  if (ep) *ep = nullptr;
-  return MakeStatus(NX_NOT_IMPLEMENTED,
-                    Wrapped(self)->Context("comes from an onnxruntime plugin library: nxrt lists "
-                                           "its devices, but running sessions on it is not "
-                                           "implemented yet"));
+NxStatus* WrappedCreateEp(NxEpFactory* self, const NxEpCreateArgs* args, NxEp** ep) {
+  if (ep == nullptr || args == nullptr)
+    return MakeStatus(NX_INVALID_ARGUMENT, "CreateEp: null argument");
+  return CreateWrappedEp(*Wrapped(self), args, ep);
 }
 
-void WrappedReleaseEp(NxEpFactory*, NxEp*) {}
+void WrappedReleaseEp(NxEpFactory* self, NxEp* ep) { ReleaseWrappedEp(*Wrapped(self), ep); }
 
 // onnxruntime offers devices NPU first, then GPU, then CPU; plugins may rely on that order.
 std::vector<const OrtHardwareDevice*> OfferOrder(const NxHardwareDevice* const* devices,

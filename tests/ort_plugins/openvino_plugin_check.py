@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
 """Intel's OpenVINO EP, the onnxruntime plugin of PyPI's onnxruntime-ep-openvino, hosted by nxrt:
 the EP devices nxrt lists for it (`nxrt devices --json --ep-library`) are the ones onnxruntime
-lists after register_execution_provider_library, with the same metadata and options.
+lists after register_execution_provider_library, with the same metadata and options; and real
+models run on it through nxrt (`nxrt run --ep OpenVINOExecutionProvider`) give onnxruntime's
+outputs (its CPU EP's, and where onnxruntime can use the plugin, the plugin's under onnxruntime).
 
     openvino_plugin_check.py --build-dir build [--plugin-dir build/ort_plugins]
+                             [--models build/models]
 
 The plugin offers only devices whose PCI vendor id is Intel's. On another CPU both runtimes list
 none; nxrt can present the CPU to onnxruntime plugins as Intel's (NXRT_ORT_PLUGIN_CPU_VENDOR_ID),
@@ -15,8 +18,13 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 
+import numpy as np
 import onnxruntime as ort
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "models"))
+import model_inputs  # noqa: E402
 
 EP = "OpenVINOExecutionProvider"
 LIBRARY = "onnxruntime_ep_openvino/libonnxruntime_providers_openvino_plugin.so"
@@ -55,6 +63,71 @@ def nxrt_devices(nxrt, library, env=None):
     return out, listing["hardware_devices"]
 
 
+# Models and whether every node must run on the plugin (Silero VAD has nodes it declines: those
+# fall back to nxrt's CPU EP).
+MODELS = [("resnet50", True), ("mobilenet_v2", True), ("bert4", True), ("ppocr_det", True),
+          ("ppocr_rec", True), ("vit_b_16", True), ("silero_vad", False)]
+
+
+def run_models(nxrt, library, models_dir, env, onnxruntime_has_plugin, work):
+    failures = []
+    for name, whole in MODELS:
+        path = os.path.join(models_dir, name + ".onnx")
+        if not os.path.exists(path):
+            failures.append(f"{path} is missing (tools/scripts/prepare_test_models.sh)")
+            continue
+        cpu = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+        feeds = model_inputs.build_inputs(path, cpu.get_inputs())
+        names = [o.name for o in cpu.get_outputs()]
+        references = {"onnxruntime CPU EP": cpu.run(None, feeds)}
+        if onnxruntime_has_plugin:
+            options = ort.SessionOptions()
+            devices = [d for d in ort.get_ep_devices() if d.ep_name == EP]
+            options.add_provider_for_devices(devices, {})
+            references["onnxruntime + plugin"] = ort.InferenceSession(
+                path, sess_options=options).run(None, feeds)
+        out_dir = os.path.join(work, name)
+        paths = model_inputs.save_inputs(feeds, os.path.join(out_dir, "inputs"))
+        cmd = [nxrt, "run", path, "--ep-library", library, "--ep", EP,
+               "--fallback", "forbid" if whole else "allow", "--output-dir", out_dir,
+               "--repeat", "3"]
+        for input_name, input_path in paths.items():
+            cmd += ["--input", f"{input_name}={input_path}"]
+        run = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
+        if run.returncode != 0:
+            failures.append(f"{name}: nxrt run failed ({run.returncode}): {run.stderr[-2000:]}")
+            continue
+        eps = next((line for line in run.stdout.splitlines() if line.startswith("eps:")), "")
+        timing = next((line for line in run.stdout.splitlines() if line.startswith("time:")), "")
+        if "OpenVINOExecutionProvider" not in eps:
+            failures.append(f"{name}: nothing ran on the plugin ({eps})")
+        if whole and "CPU=" in eps:
+            failures.append(f"{name}: nodes fell back to the CPU EP ({eps})")
+        if not whole and "CPU=" not in eps:
+            failures.append(f"{name}: expected some nodes on nxrt's CPU EP ({eps})")
+        worst = []
+        for label, reference in references.items():
+            for output_name, expected in zip(names, reference):
+                got = np.load(os.path.join(out_dir, model_inputs.sanitise_name(output_name) +
+                                           ".npy"))
+                expected = np.asarray(expected)
+                if got.shape != expected.shape:
+                    failures.append(f"{name} {output_name}: shape {got.shape}, {label} "
+                                    f"{expected.shape}")
+                    continue
+                diff = float(np.max(np.abs(got.astype(np.float64) - expected))) if got.size else 0
+                scale = max(1.0, float(np.max(np.abs(expected)))) if expected.size else 1.0
+                # OpenVINO's float32 kernels round differently from onnxruntime's.
+                tolerance = 2e-3 * scale
+                worst.append(f"{label} {diff:.2e}")
+                if not diff <= tolerance:
+                    failures.append(f"{name} {output_name}: max |diff| {diff:.3g} vs {label} "
+                                    f"(tolerance {tolerance:.3g})")
+        print(f"  {name:13s} {eps[5:].strip():55s} max|diff| {', '.join(worst)}; "
+              f"{timing[6:].split(' first_ms')[0]}")
+    return failures
+
+
 def key(d):
     return (d["ep"], d["type"])
 
@@ -63,6 +136,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--build-dir", default="build")
     parser.add_argument("--plugin-dir", default=None)
+    parser.add_argument("--models", default=None, help="folder of the real models "
+                        "(default: BUILD_DIR/models)")
     args = parser.parse_args()
     nxrt = os.path.join(args.build_dir, "bin", "nxrt")
     library = os.path.realpath(os.path.join(args.plugin_dir or os.path.join(args.build_dir,
@@ -98,6 +173,15 @@ def main():
         for d in presented:
             if d["metadata"].get("ov_device") != "CPU":
                 failures.append(f"{d['ep']}: ov_device {d['metadata'].get('ov_device')}, not CPU")
+
+    # Models: where onnxruntime lists no device for the plugin, nxrt presents the CPU as Intel's.
+    env = dict(os.environ)
+    if not expected:
+        env["NXRT_ORT_PLUGIN_CPU_VENDOR_ID"] = "0x8086"
+    with tempfile.TemporaryDirectory(prefix="nxrt-ov-plugin-") as work:
+        print(f"models on {EP} through nxrt, against onnxruntime:")
+        failures += run_models(nxrt, library, args.models or os.path.join(args.build_dir, "models"),
+                               env, bool(expected), work)
 
     for f in failures:
         print("FAIL:", f)

@@ -1,11 +1,13 @@
 // The ORT plugin host's tables are laid out exactly like onnxruntime's: every slot name at its
 // index (an order hash, taken from onnxruntime's header when the slot lists were written, plus
-// anchors by name), the sizes of the structs plugins fill, and what unimplemented slots do.
+// anchors by name), the sizes of the structs plugins fill (at API level 24), and what
+// unimplemented slots do.
 #include "ort_plugins/ort_abi.h"
 
 #include <gtest/gtest.h>
 
 #include <cstddef>
+#include <cstdio>
 #include <string>
 
 #include "ort_plugins/ort_api_table.h"
@@ -29,9 +31,9 @@ uint64_t NameOrderHash(int table) {
   EXPECT_EQ(offsetof(type, name), size_t{index} * sizeof(OrtApiSlot)) << #name
 
 TEST(OrtAbi, EverySlotOfOrtApiHasItsNameAndIndex) {
-  ASSERT_EQ(SlotCount(0), 390u);  // onnxruntime 1.23's OrtApi
-  EXPECT_EQ(sizeof(OrtApi), 390 * sizeof(OrtApiSlot));
-  EXPECT_EQ(NameOrderHash(0), 0xe9b43354f00b38f9ull);
+  ASSERT_EQ(SlotCount(0), 415u);  // onnxruntime 1.24's OrtApi
+  EXPECT_EQ(sizeof(OrtApi), 415 * sizeof(OrtApiSlot));
+  EXPECT_EQ(NameOrderHash(0), 0x494834e8a9bd1768ull);
   EXPECT_SLOT(OrtApi, CreateStatus, 0);
   EXPECT_SLOT(OrtApi, Run, 9);
   EXPECT_SLOT(OrtApi, CreateSessionOptions, 10);
@@ -51,37 +53,60 @@ TEST(OrtAbi, EverySlotOfOrtApiHasItsNameAndIndex) {
   EXPECT_SLOT(OrtApi, Graph_GetName, 333);
   EXPECT_SLOT(OrtApi, Node_GetOperatorType, 350);
   EXPECT_SLOT(OrtApi, EpDevice_MemoryInfo, 374);
-  EXPECT_SLOT(OrtApi, CreateExternalInitializerInfo, 389);
+  EXPECT_SLOT(OrtApi, CreateExternalInitializerInfo, 389);  // the last of level 23
+  EXPECT_SLOT(OrtApi, TensorTypeAndShape_HasShape, 390);
+  EXPECT_SLOT(OrtApi, GetInteropApi, 395);
+  EXPECT_SLOT(OrtApi, CreateEnvWithOptions, 406);
+  EXPECT_SLOT(OrtApi, GetTensorElementTypeAndShapeDataReference, 414);
 }
 
 TEST(OrtAbi, EverySlotOfOrtEpApiHasItsNameAndIndex) {
-  ASSERT_EQ(SlotCount(1), 16u);
-  EXPECT_EQ(sizeof(OrtEpApi), 16 * sizeof(OrtApiSlot));
-  EXPECT_EQ(NameOrderHash(1), 0xb6a05a812271fce8ull);
+  ASSERT_EQ(SlotCount(1), 50u);
+  EXPECT_EQ(sizeof(OrtEpApi), 50 * sizeof(OrtApiSlot));
+  EXPECT_EQ(NameOrderHash(1), 0xc9752638b8ef0436ull);
   EXPECT_SLOT(OrtEpApi, CreateEpDevice, 0);
   EXPECT_SLOT(OrtEpApi, EpGraphSupportInfo_AddNodesToFuse, 2);
   EXPECT_SLOT(OrtEpApi, EpDevice_AddAllocatorInfo, 5);
-  EXPECT_SLOT(OrtEpApi, GetSyncIdForLastWaitOnSyncStream, 15);
+  EXPECT_SLOT(OrtEpApi, GetSyncIdForLastWaitOnSyncStream, 15);  // the last of level 23
+  EXPECT_SLOT(OrtEpApi, CreateHardwareDevice, 16);
+  EXPECT_SLOT(OrtEpApi, KernelRegistry_AddKernel, 20);
+  EXPECT_SLOT(OrtEpApi, CreateIfKernel, 45);
+  EXPECT_SLOT(OrtEpApi, GetEnvConfigEntries, 49);
 }
 
 TEST(OrtAbi, StructsPluginsFillHaveOnnxruntimesLayout) {
   constexpr size_t p = sizeof(void*);
   EXPECT_EQ(sizeof(OrtApiBase), 2 * p);
-  EXPECT_EQ(sizeof(OrtEpFactory), p + 13 * p);  // version (padded) + 13 functions at level 23
+  EXPECT_EQ(sizeof(OrtEpFactory), p + 17 * p);  // version (padded) + 17 functions at level 24
   EXPECT_EQ(offsetof(OrtEpFactory, GetVendorId), 6 * p);
   EXPECT_EQ(offsetof(OrtEpFactory, CreateSyncStreamForDevice), 13 * p);
-  EXPECT_EQ(sizeof(OrtEp), p + 12 * p);
+  EXPECT_EQ(offsetof(OrtEpFactory, GetCustomOpDomains), 17 * p);
+  EXPECT_EQ(sizeof(OrtEp), p + 14 * p);
   EXPECT_EQ(offsetof(OrtEp, GetCapability), 2 * p);
   EXPECT_EQ(offsetof(OrtEp, GetCompiledModelCompatibilityInfo), 12 * p);
+  EXPECT_EQ(offsetof(OrtEp, IsConcurrentRunSupported), 14 * p);
   EXPECT_EQ(sizeof(OrtNodeComputeInfo), 4 * p);
   EXPECT_EQ(sizeof(OrtDataTransferImpl), 4 * p);
   EXPECT_EQ(sizeof(OrtAllocator), 7 * p);
   EXPECT_EQ(offsetof(OrtNodeFusionOptions, drop_constant_initializers), 4u);
 }
 
+TEST(OrtAbi, ImplementedSlotsAreTold) {
+  size_t implemented[2] = {0, 0};
+  for (int table = 0; table < 2; ++table)
+    for (size_t i = 0; i < SlotCount(table); ++i) implemented[table] += IsImplemented(table, i);
+  EXPECT_TRUE(IsImplemented(0, offsetof(OrtApi, GetEpApi) / sizeof(OrtApiSlot)));
+  EXPECT_FALSE(IsImplemented(0, offsetof(OrtApi, CreateEnv) / sizeof(OrtApiSlot)));
+  // docs/ort-plugins.md gives these counts.
+  std::printf("implemented: OrtApi %zu of %zu, OrtEpApi %zu of %zu\n", implemented[0], SlotCount(0),
+              implemented[1], SlotCount(1));
+  EXPECT_GE(implemented[0], 100u);
+  EXPECT_GE(implemented[1], 10u);
+}
+
 TEST(OrtAbi, LibrariesNegotiateTheHostsLevel) {
   const OrtApiBase* base = HostApiBase();
-  EXPECT_STREQ(base->GetVersionString(), "1.23.0");
+  EXPECT_STREQ(base->GetVersionString(), "1.24.0");
   EXPECT_EQ(base->GetApi(NXRT_ORT_API_LEVEL), HostApi());
   EXPECT_EQ(base->GetApi(1), HostApi());  // older levels are prefixes of ours
   EXPECT_EQ(base->GetApi(NXRT_ORT_API_LEVEL + 1), nullptr);
@@ -109,19 +134,19 @@ TEST(OrtAbi, UnimplementedSlotsAnswerAndAreCounted) {
     reinterpret_cast<void (*)(void*)>(HostApi()->ReleaseSession)(nullptr);
     reinterpret_cast<void (*)(void*)>(HostApi()->ReleaseSession)(nullptr);
     // An OrtEpApi slot nxrt does not implement yet.
-    using AddSingleNodeFn = OrtStatus* (*)(OrtEpGraphSupportInfo*, const OrtNode*);
-    OrtStatus* e = reinterpret_cast<AddSingleNodeFn>(HostEpApi()->EpGraphSupportInfo_AddSingleNode)(
-        nullptr, nullptr);
+    using CreateKernelRegistryFn = OrtStatus* (*)(OrtKernelRegistry**);
+    OrtKernelRegistry* registry = nullptr;
+    OrtStatus* e =
+        reinterpret_cast<CreateKernelRegistryFn>(HostEpApi()->CreateKernelRegistry)(&registry);
     ASSERT_NE(e, nullptr);
-    EXPECT_NE(std::string(e->message).find("OrtEpApi::EpGraphSupportInfo_AddSingleNode"),
-              std::string::npos);
+    EXPECT_NE(std::string(e->message).find("OrtEpApi::CreateKernelRegistry"), std::string::npos);
     FreeOrtStatus(e);
   }
   auto counts = calls.Counts();
   EXPECT_EQ(counts["OrtApi::CreateEnv"], 1u);
   EXPECT_EQ(counts["OrtApi::GetTrainingApi"], 1u);
   EXPECT_EQ(counts["OrtApi::ReleaseSession"], 2u);
-  EXPECT_EQ(counts["OrtEpApi::EpGraphSupportInfo_AddSingleNode"], 1u);
+  EXPECT_EQ(counts["OrtEpApi::CreateKernelRegistry"], 1u);
   EXPECT_EQ(counts.count("OrtApi::CreateStatus"), 0u);  // implemented slots are not counted
 }
 

@@ -14,7 +14,13 @@
  *   "ort_test.garbage_device"    GetSupportedDevices returns a pointer that is no EP device
  *   "ort_test.unoffered_device"  GetSupportedDevices returns an EP device on a device it was not
  *                                offered
- *   "ort_test.failing_devices"   GetSupportedDevices creates a device, then fails */
+ *   "ort_test.failing_devices"   GetSupportedDevices creates a device, then fails
+ *   "ort_test.failing_compile"   Compile fails: the nodes fall back to the next EP
+ *   "ort_test.failing_compute"   Compute fails: runs report the plugin's message
+ *   "ort_test.drop_initializers" claims nodes with drop_constant_initializers set
+ *
+ * Its EP (OrtTestEp) claims float Add, Sub, Mul and Relu nodes, each as a group of one, and
+ * computes them (Add/Sub/Mul on equal shapes, or with a one-element second input). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +50,25 @@ typedef OrtStatus* (*CreateEpDeviceFn)(OrtEpFactory*, const OrtHardwareDevice*,
                                        const OrtKeyValuePairs*, const OrtKeyValuePairs*,
                                        OrtEpDevice**);
 typedef OrtStatus* (*AddAllocatorInfoFn)(OrtEpDevice*, const OrtMemoryInfo*);
+typedef OrtStatus* (*GetCountFn)(const void*, size_t*);
+typedef OrtStatus* (*GetNodesFn)(const OrtGraph*, const OrtNode**, size_t);
+typedef OrtStatus* (*GetStringFn)(const void*, const char**);
+typedef OrtStatus* (*GetValueInfosFn)(const OrtNode*, const OrtValueInfo**, size_t);
+typedef OrtStatus* (*GetTypeInfoFn)(const OrtValueInfo*, const void**);
+typedef OrtStatus* (*CastTensorInfoFn)(const void*, const void**);
+typedef OrtStatus* (*GetElementTypeFn)(const void*, int*);
+typedef OrtStatus* (*AddNodesToFuseFn)(OrtEpGraphSupportInfo*, const OrtNode* const*, size_t,
+                                       const OrtNodeFusionOptions*);
+typedef OrtStatus* (*CtxGetInputFn)(const OrtKernelContext*, size_t, const OrtValue**);
+typedef OrtStatus* (*CtxGetOutputFn)(OrtKernelContext*, size_t, const int64_t*, size_t, OrtValue**);
+typedef OrtStatus* (*GetTypeAndShapeFn)(const OrtValue*, void**);
+typedef OrtStatus* (*GetDimsFn)(const void*, int64_t*, size_t);
+typedef void (*ReleaseInfoFn)(void*);
+typedef OrtStatus* (*GetDataFn)(const OrtValue*, const void**);
+typedef OrtStatus* (*GetMutableDataFn)(OrtValue*, void**);
+typedef OrtStatus* (*IsConstantFn)(const OrtValueInfo*, bool*);
+typedef OrtStatus* (*GetInitializerFn)(const OrtValueInfo*, const OrtValue**);
+typedef OrtStatus* (*GetConfigEntryFn)(const OrtSessionOptions*, const char*, char*, size_t*);
 
 #define CALL(table, type, slot) ((type)(table)->slot)
 
@@ -134,16 +159,245 @@ static OrtStatus* GetSupportedDevices(OrtEpFactory* self, const OrtHardwareDevic
   return NULL;
 }
 
+/* ---- The EP ---------------------------------------------------------------------------- */
+
+enum Op { OP_ADD, OP_SUB, OP_MUL, OP_RELU, OP_NONE };
+
+static enum Op OpOf(const char* op_type) {
+  if (strcmp(op_type, "Add") == 0) return OP_ADD;
+  if (strcmp(op_type, "Sub") == 0) return OP_SUB;
+  if (strcmp(op_type, "Mul") == 0) return OP_MUL;
+  if (strcmp(op_type, "Relu") == 0) return OP_RELU;
+  return OP_NONE;
+}
+
+typedef struct TestEp {
+  OrtEp base;
+  float scale; /* EP option "scale" (session config "ep.orttestep.scale"), multiplies outputs */
+} TestEp;
+
+typedef struct TestCompute {
+  OrtNodeComputeInfo base;
+  enum Op op;
+  float scale;
+  /* With drop_constant_initializers: the second input when it is an initializer, copied at
+   * Compile (the host no longer passes it). */
+  float* constant;
+  size_t constant_count;
+} TestCompute;
+
+#define RETURN_IF(expr)                  \
+  do {                                   \
+    OrtStatus* status_ = (expr);         \
+    if (status_ != NULL) return status_; \
+  } while (0)
+
+static const char* EpName(const OrtEp* self) {
+  (void)self;
+  return "OrtTestEp";
+}
+
+/* Element type of a node's first output (0 when unknown). */
+static OrtStatus* OutputType(const OrtNode* node, int* type) {
+  *type = 0;
+  size_t n = 0;
+  RETURN_IF(CALL(api, GetCountFn, Node_GetNumOutputs)(node, &n));
+  if (n == 0) return NULL;
+  const OrtValueInfo* outputs[8];
+  if (n > 8) return NULL;
+  RETURN_IF(CALL(api, GetValueInfosFn, Node_GetOutputs)(node, outputs, n));
+  const void* type_info = NULL;
+  const void* tensor = NULL;
+  RETURN_IF(CALL(api, GetTypeInfoFn, GetValueInfoTypeInfo)(outputs[0], &type_info));
+  RETURN_IF(CALL(api, CastTensorInfoFn, CastTypeInfoToTensorInfo)(type_info, &tensor));
+  if (tensor == NULL) return NULL;
+  return CALL(api, GetElementTypeFn, GetTensorElementType)(tensor, type);
+}
+
+static OrtStatus* GetCapability(OrtEp* self, const OrtGraph* graph,
+                                OrtEpGraphSupportInfo* support) {
+  (void)self;
+  size_t n = 0;
+  RETURN_IF(CALL(api, GetCountFn, Graph_GetNumNodes)(graph, &n));
+  const OrtNode** nodes = calloc(n ? n : 1, sizeof *nodes);
+  if (nodes == NULL) return Error("out of memory");
+  OrtStatus* status = CALL(api, GetNodesFn, Graph_GetNodes)(graph, nodes, n);
+  OrtNodeFusionOptions options = {NXRT_ORT_API_LEVEL, Mode("drop_initializers")};
+  for (size_t i = 0; status == NULL && i < n; ++i) {
+    const char* op_type = NULL;
+    const char* domain = NULL;
+    int type = 0;
+    status = CALL(api, GetStringFn, Node_GetOperatorType)(nodes[i], &op_type);
+    if (status == NULL) status = CALL(api, GetStringFn, Node_GetDomain)(nodes[i], &domain);
+    if (status == NULL) status = OutputType(nodes[i], &type);
+    if (status == NULL && OpOf(op_type) != OP_NONE && domain[0] == '\0' && type == 1)
+      status = CALL(ep_api, AddNodesToFuseFn, EpGraphSupportInfo_AddNodesToFuse)(support, &nodes[i],
+                                                                                 1, &options);
+  }
+  free(nodes);
+  return status;
+}
+
+static OrtStatus* CreateState(OrtNodeComputeInfo* self, OrtNodeComputeContext* context,
+                              void** state) {
+  (void)context;
+  *state = self;
+  return NULL;
+}
+
+static void ReleaseState(OrtNodeComputeInfo* self, void* state) { (void)self, (void)state; }
+
+/* Shape and data of input `index`. */
+static OrtStatus* Input(OrtKernelContext* ctx, size_t index, int64_t* dims, size_t* rank,
+                        size_t* count, const float** data) {
+  const OrtValue* value = NULL;
+  RETURN_IF(CALL(api, CtxGetInputFn, KernelContext_GetInput)(ctx, index, &value));
+  if (value == NULL) return Error("missing input");
+  void* info = NULL;
+  RETURN_IF(CALL(api, GetTypeAndShapeFn, GetTensorTypeAndShape)(value, &info));
+  OrtStatus* status = CALL(api, GetCountFn, GetDimensionsCount)(info, rank);
+  if (status == NULL && *rank > 8) status = Error("rank above 8");
+  if (status == NULL) status = CALL(api, GetDimsFn, GetDimensions)(info, dims, *rank);
+  if (status == NULL) status = CALL(api, GetCountFn, GetTensorShapeElementCount)(info, count);
+  CALL(api, ReleaseInfoFn, ReleaseTensorTypeAndShapeInfo)(info);
+  if (status != NULL) return status;
+  return CALL(api, GetDataFn, GetTensorData)(value, (const void**)data);
+}
+
+static OrtStatus* Compute(OrtNodeComputeInfo* self, void* state, OrtKernelContext* ctx) {
+  (void)state;
+  const TestCompute* c = (const TestCompute*)self;
+  if (Mode("failing_compute")) return Error("OrtTestEp compute failed on purpose");
+  int64_t a_dims[8], b_dims[8];
+  size_t a_rank = 0, b_rank = 0, a_count = 0, b_count = 0;
+  const float* a = NULL;
+  const float* b = NULL;
+  RETURN_IF(Input(ctx, 0, a_dims, &a_rank, &a_count, &a));
+  if (c->constant != NULL) {
+    size_t inputs = 0;
+    RETURN_IF(CALL(api, GetCountFn, KernelContext_GetInputCount)(ctx, &inputs));
+    if (inputs != 1) return Error("OrtTestEp: a dropped initializer was passed as an input");
+    b = c->constant;
+    b_count = c->constant_count;
+  } else if (c->op != OP_RELU) {
+    RETURN_IF(Input(ctx, 1, b_dims, &b_rank, &b_count, &b));
+    if (b_count != a_count && b_count != 1) return Error("OrtTestEp: shapes differ");
+  }
+  OrtValue* out = NULL;
+  RETURN_IF(CALL(api, CtxGetOutputFn, KernelContext_GetOutput)(ctx, 0, a_dims, a_rank, &out));
+  float* y = NULL;
+  RETURN_IF(CALL(api, GetMutableDataFn, GetTensorMutableData)(out, (void**)&y));
+  for (size_t i = 0; i < a_count; ++i) {
+    const float bi = b ? b[b_count == 1 ? 0 : i] : 0.0f;
+    float v = 0;
+    switch (c->op) {
+      case OP_ADD:
+        v = a[i] + bi;
+        break;
+      case OP_SUB:
+        v = a[i] - bi;
+        break;
+      case OP_MUL:
+        v = a[i] * bi;
+        break;
+      default:
+        v = a[i] > 0 ? a[i] : 0;
+        break;
+    }
+    y[i] = v * c->scale;
+  }
+  return NULL;
+}
+
+/* Copies the node's second input when it is a constant initializer. */
+static OrtStatus* KeepConstant(const OrtNode* node, TestCompute* c) {
+  const OrtValueInfo* inputs[2];
+  size_t n = 0;
+  RETURN_IF(CALL(api, GetCountFn, Node_GetNumInputs)(node, &n));
+  if (n != 2) return Error("OrtTestEp: a binary op without two inputs");
+  RETURN_IF(CALL(api, GetValueInfosFn, Node_GetInputs)(node, inputs, 2));
+  bool constant = false;
+  RETURN_IF(CALL(api, IsConstantFn, ValueInfo_IsConstantInitializer)(inputs[1], &constant));
+  if (!constant) return NULL;
+  const OrtValue* value = NULL;
+  RETURN_IF(CALL(api, GetInitializerFn, ValueInfo_GetInitializerValue)(inputs[1], &value));
+  void* info = NULL;
+  RETURN_IF(CALL(api, GetTypeAndShapeFn, GetTensorTypeAndShape)(value, &info));
+  OrtStatus* status = CALL(api, GetCountFn, GetTensorShapeElementCount)(info, &c->constant_count);
+  CALL(api, ReleaseInfoFn, ReleaseTensorTypeAndShapeInfo)(info);
+  if (status != NULL) return status;
+  const float* data = NULL;
+  RETURN_IF(CALL(api, GetDataFn, GetTensorData)(value, (const void**)&data));
+  c->constant = malloc((c->constant_count ? c->constant_count : 1) * sizeof(float));
+  if (c->constant == NULL) return Error("out of memory");
+  memcpy(c->constant, data, c->constant_count * sizeof(float));
+  return NULL;
+}
+
+static OrtStatus* Compile(OrtEp* self, const OrtGraph** graphs, const OrtNode** fused_nodes,
+                          size_t count, OrtNodeComputeInfo** infos, OrtNode** context_nodes) {
+  (void)fused_nodes, (void)context_nodes;
+  if (Mode("failing_compile")) return Error("OrtTestEp compile failed on purpose");
+  for (size_t i = 0; i < count; ++i) {
+    size_t n = 0;
+    const OrtNode* node = NULL;
+    const char* op_type = NULL;
+    RETURN_IF(CALL(api, GetCountFn, Graph_GetNumNodes)(graphs[i], &n));
+    if (n != 1) return Error("OrtTestEp compiles groups of one node");
+    RETURN_IF(CALL(api, GetNodesFn, Graph_GetNodes)(graphs[i], &node, 1));
+    RETURN_IF(CALL(api, GetStringFn, Node_GetOperatorType)(node, &op_type));
+    TestCompute* c = calloc(1, sizeof *c);
+    if (c == NULL) return Error("out of memory");
+    c->base.ort_version_supported = NXRT_ORT_API_LEVEL;
+    c->base.CreateState = CreateState;
+    c->base.Compute = Compute;
+    c->base.ReleaseState = ReleaseState;
+    c->op = OpOf(op_type);
+    c->scale = ((TestEp*)self)->scale;
+    infos[i] = &c->base;
+    if (Mode("drop_initializers") && c->op != OP_RELU) RETURN_IF(KeepConstant(node, c));
+  }
+  return NULL;
+}
+
+static void ReleaseNodeComputeInfos(OrtEp* self, OrtNodeComputeInfo** infos, size_t count) {
+  (void)self;
+  for (size_t i = 0; i < count; ++i) {
+    free(((TestCompute*)infos[i])->constant);
+    free(infos[i]);
+  }
+}
+
 static OrtStatus* CreateEp(OrtEpFactory* self, const OrtHardwareDevice* const* devices,
                            const OrtKeyValuePairs* const* metadata, size_t num_devices,
                            const OrtSessionOptions* options, const OrtLogger* logger, OrtEp** ep) {
-  (void)self, (void)devices, (void)metadata, (void)num_devices, (void)options, (void)logger;
+  (void)self, (void)devices, (void)metadata, (void)logger;
   *ep = NULL;
-  return CALL(api, CreateStatusFn, CreateStatus)(ORT_NOT_IMPLEMENTED,
-                                                 "OrtTestEp cannot create EPs yet");
+  if (num_devices == 0) return Error("CreateEp: no device");
+  TestEp* e = calloc(1, sizeof *e);
+  if (e == NULL) return Error("out of memory");
+  e->scale = 1.0f;
+  char value[32];
+  size_t size = sizeof value;
+  OrtStatus* status = CALL(api, GetConfigEntryFn, GetSessionConfigEntry)(
+      options, "ep.orttestep.scale", value, &size);
+  if (status == NULL)
+    e->scale = strtof(value, NULL);
+  else
+    CALL(api, ReleaseStatusFn, ReleaseStatus)(status); /* absent: keep 1 */
+  e->base.ort_version_supported = NXRT_ORT_API_LEVEL;
+  e->base.GetName = EpName;
+  e->base.GetCapability = GetCapability;
+  e->base.Compile = Compile;
+  e->base.ReleaseNodeComputeInfos = ReleaseNodeComputeInfos;
+  *ep = &e->base;
+  return NULL;
 }
 
-static void ReleaseEp(OrtEpFactory* self, OrtEp* ep) { (void)self, (void)ep; }
+static void ReleaseEp(OrtEpFactory* self, OrtEp* ep) {
+  (void)self;
+  free(ep);
+}
 
 static OrtEpFactory factory;
 

@@ -1,0 +1,59 @@
+// An onnxruntime plugin's OrtEp seen as an NxEp: GetCapability over a graph view, fused groups
+// compiled by OrtEp::Compile into kernels that run the plugin's OrtNodeComputeInfo. Also what
+// stands behind the handles those calls pass: session options, graph support info, compute
+// contexts and kernel contexts.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "base/config.h"
+#include "nxrt/nxrt_ep_api.h"
+#include "ort_plugins/ort_abi.h"
+#include "ort_plugins/ort_graph_view.h"
+
+struct OrtSessionOptions {
+  nxrt::Config config;  // a copy: the plugin may keep the pointer for the EP's lifetime
+};
+
+struct OrtRunOptions {
+  nxrt::Config config;
+};
+
+namespace nxrt::ort {
+struct WrappedEp;
+struct CompiledKernel;
+}  // namespace nxrt::ort
+
+// What GetCapability fills: the groups and nodes the plugin claims in one graph view.
+struct OrtEpGraphSupportInfo {
+  nxrt::ort::WrappedEp* ep = nullptr;
+  const OrtGraph* view = nullptr;
+  NxCapability* capability = nullptr;
+};
+
+struct OrtNodeComputeContext {
+  std::string node_name;
+};
+
+struct OrtKernelContext {
+  NxKernelContext* nx = nullptr;
+  const nxrt::ort::CompiledKernel* kernel = nullptr;
+};
+
+namespace nxrt::ort {
+
+struct WrappedFactory;
+
+// OrtEpFactory::CreateEp for an nxrt session; the result is released with ReleaseWrappedEp.
+NxStatus* CreateWrappedEp(WrappedFactory& factory, const NxEpCreateArgs* args, NxEp** ep);
+void ReleaseWrappedEp(WrappedFactory& factory, NxEp* ep);
+
+// Fills the OrtApi / OrtEpApi slots of sessions: session options, support info, compute and
+// kernel contexts.
+void InstallEpAdapterApi(OrtApi& api, OrtEpApi& ep_api);
+// Graph views (ort_graph_api.cc) and values, types and allocators (ort_value_api.cc).
+void InstallGraphApi(OrtApi& api);
+void InstallValueApi(OrtApi& api, OrtEpApi& ep_api);
+
+}  // namespace nxrt::ort

@@ -1,0 +1,34 @@
+// The wrapper that makes an onnxruntime plugin's OrtEpFactory an NxEpFactory (shared by the
+// library loader and the EP adapter).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "nxrt/nxrt_ep_api.h"
+#include "ort_plugins/ort_api_table.h"
+#include "ort_plugins/ort_host_objects.h"
+
+namespace nxrt::ort {
+
+// One onnxruntime factory seen as an NxEpFactory. Every call nxrt makes into the plugin (here and
+// in ort_ep_adapter.cc) runs inside a LibraryScope, so stub calls are counted against this
+// library, and no exception crosses into plugin code or out to the host's C callers.
+struct WrappedFactory : NxEpFactory {
+  OrtEpFactory* ort = nullptr;
+  OrtReleaseEpFactoryFn release = nullptr;
+  std::string path;
+  std::string name;
+  std::string vendor;
+  std::string version;
+  uint32_t vendor_id = 0;
+  std::shared_ptr<UnimplementedCalls> calls;
+  std::shared_ptr<OrtLogger> logger;  // the default logger CreateEpFactories received
+  // EP devices the factory returned; the host owns them until the factory is released.
+  std::vector<std::unique_ptr<OrtEpDevice>> ep_devices;
+
+  std::string Context(const char* what) const { return path + ": EP '" + name + "' " + what; }
+};
+
+}  // namespace nxrt::ort

@@ -1,0 +1,133 @@
+// Sessions on an EP from a library built for onnxruntime's plugin interface (tests'
+// ort_test_ep.c): its GetCapability sees nxrt's graph through the ORT graph view, its Compile
+// gets the groups, its compute infos run them, EP options reach it as session config entries,
+// and a plugin whose Compile or Compute fails gives clear errors.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <nxrt/nxrt.hpp>
+
+#include "test_util.h"
+
+namespace {
+
+using nxrt::test::MakeModel;
+using nxrt::test::MakeNode;
+
+std::string OrtTestLib() { return std::string(NXRT_TEST_EP_DIR) + "/libnxrt_test_ort_ep.so"; }
+
+template <class Fn>
+std::string ErrorOf(Fn&& fn) {
+  try {
+    fn();
+  } catch (const nxrt::Exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// y = Relu(x + b) * w, then Exp (which the plugin does not claim: it stays on the CPU EP);
+// b and w are initializers.
+std::string ModelBytes() {
+  onnx::ModelProto m =
+      MakeModel({MakeNode("Add", {"x", "b"}, {"s"}, "add"), MakeNode("Relu", {"s"}, {"r"}, "relu"),
+                 MakeNode("Mul", {"r", "w"}, {"m"}, "mul"), MakeNode("Exp", {"m"}, {"y"}, "exp")},
+                {"x"}, {"y"}, {2, 3});
+  *m.mutable_graph()->add_initializer() =
+      nxrt::test::MakeFloatTensor("b", {2, 3}, {1, -1, 0.5f, -2, 3, -0.25f});
+  *m.mutable_graph()->add_initializer() = nxrt::test::MakeFloatTensor("w", {1}, {0.5f});
+  return nxrt::test::Serialize(m);
+}
+
+std::vector<float> Expected(const float* x, float scale) {
+  const float b[6] = {1, -1, 0.5f, -2, 3, -0.25f};
+  std::vector<float> y(6);
+  for (int i = 0; i < 6; ++i) {
+    float s = (x[i] + b[i]) * scale;
+    float r = (s > 0 ? s : 0) * scale;
+    y[i] = std::exp(r * 0.5f * scale);
+  }
+  return y;
+}
+
+std::vector<float> RunModel(nxrt::Session& session, float* x) {
+  std::vector<int64_t> dims = {2, 3};
+  nxrt::Value in = nxrt::Value::WrapTensor(NX_TYPE_FLOAT, dims, x, 6 * sizeof(float));
+  auto outs = session.Run({"x"}, {&in});
+  const float* y = outs.at(0).data<float>();
+  return std::vector<float>(y, y + 6);
+}
+
+void RunsOnThePlugin(const std::string& registration, const std::string& scale) {
+  nxrt::Env env(NX_LOG_ERROR);
+  env.RegisterEpLibrary(registration, OrtTestLib());
+  nxrt::SessionOptions options;
+  if (scale.empty())
+    options.AppendEp("OrtTestEp");
+  else
+    options.AppendEp("OrtTestEp", {{"scale", scale}});
+  std::string bytes = ModelBytes();
+  nxrt::Session session(env, bytes.data(), bytes.size(), &options);
+  nxrt::AssignmentReport report = session.assignment_report();
+  size_t fused = 0, on_cpu = 0;
+  for (const auto& sg : report.subgraphs) {
+    if (sg.ep_name == "OrtTestEp") {
+      EXPECT_EQ(sg.kind, "fused");
+      fused += sg.nodes.size();
+    } else {
+      on_cpu += sg.nodes.size();
+    }
+  }
+  EXPECT_EQ(fused, 3u);   // Add, Relu, Mul
+  EXPECT_EQ(on_cpu, 1u);  // Exp
+  float x[6] = {0.5f, 2, -1, 3, -4, 0.25f};
+  const float s = scale.empty() ? 1.0f : std::stof(scale);
+  std::vector<float> want = Expected(x, s);
+  for (int run = 0; run < 2; ++run) {
+    std::vector<float> got = RunModel(session, x);
+    for (int i = 0; i < 6; ++i) EXPECT_NEAR(got[i], want[i], 1e-5f * want[i]) << i;
+  }
+}
+
+TEST(OrtEpAdapter, GroupsCompileAndRunOnThePlugin) { RunsOnThePlugin("ort_test", ""); }
+
+TEST(OrtEpAdapter, EpOptionsReachThePluginAsSessionConfigEntries) {
+  RunsOnThePlugin("ort_test", "2");
+}
+
+TEST(OrtEpAdapter, DroppedInitializersAreNotKernelInputs) {
+  RunsOnThePlugin("ort_test.drop_initializers", "");
+}
+
+TEST(OrtEpAdapter, FailingCompileFallsBackToTheCpuEp) {
+  nxrt::Env env(NX_LOG_ERROR);
+  env.RegisterEpLibrary("ort_test.failing_compile", OrtTestLib());
+  nxrt::SessionOptions options;
+  options.AppendEp("OrtTestEp");
+  std::string bytes = ModelBytes();
+  nxrt::Session session(env, bytes.data(), bytes.size(), &options);
+  nxrt::AssignmentReport report = session.assignment_report();
+  bool named = false;
+  for (const auto& f : report.fallbacks)
+    named |= f.detail.find("OrtTestEp compile failed on purpose") != std::string::npos;
+  EXPECT_TRUE(named) << "the report names the plugin's reason";
+  for (const auto& sg : report.subgraphs) EXPECT_NE(sg.ep_name, "OrtTestEp");
+  float x[6] = {0.5f, 2, -1, 3, -4, 0.25f};
+  std::vector<float> want = Expected(x, 1.0f), got = RunModel(session, x);
+  for (int i = 0; i < 6; ++i) EXPECT_NEAR(got[i], want[i], 1e-5f * want[i]) << i;
+}
+
+TEST(OrtEpAdapter, FailingComputeReportsThePluginsMessage) {
+  nxrt::Env env(NX_LOG_ERROR);
+  env.RegisterEpLibrary("ort_test.failing_compute", OrtTestLib());
+  nxrt::SessionOptions options;
+  options.AppendEp("OrtTestEp");
+  std::string bytes = ModelBytes();
+  nxrt::Session session(env, bytes.data(), bytes.size(), &options);
+  float x[6] = {};
+  std::string err = ErrorOf([&] { RunModel(session, x); });
+  EXPECT_NE(err.find("OrtTestEp compute failed on purpose"), std::string::npos) << err;
+  EXPECT_NE(ErrorOf([&] { RunModel(session, x); }), "");  // and again: the session stays usable
+}
+
+}  // namespace
