@@ -114,6 +114,7 @@ python_package() {
   "$venv/bin/python" -m pip install -q --disable-pip-version-check "$dist"/nxrt-*.whl \
     -r tools/scripts/requirements.txt || return 1
   (cd tests/python && NXRT_MODELS_DIR="$PWD/../../build/models" \
+    NXRT_ORT_PLUGINS_DIR="$PWD/../../build/ort_plugins" \
     "../../$venv/bin/python" -m pytest -q -p no:cacheprovider .)
 }
 run_suite "python package: wheel in a fresh virtualenv, pytest (tests/python)" python_package

@@ -1,0 +1,57 @@
+"""onnxruntime plugin EP libraries through the package, with unchanged onnxruntime code: Intel's
+OpenVINO plugin (PyPI onnxruntime-ep-openvino, fetched by tools/scripts/fetch_ort_plugins.py into
+NXRT_ORT_PLUGINS_DIR, default build/ort_plugins) registered, its EP devices listed, a session
+made with add_provider_for_devices, outputs compared with onnxruntime's CPU EP."""
+
+import os
+import pathlib
+
+import numpy as np
+import onnxruntime as real_onnxruntime
+import pytest
+from conftest import REPO, real_model
+
+import nxrt as onnxruntime  # the code below is onnxruntime's
+
+PLUGIN = "onnxruntime_ep_openvino/libonnxruntime_providers_openvino_plugin.so"
+EP = "OpenVINOExecutionProvider"
+
+
+@pytest.fixture
+def openvino_library(monkeypatch):
+    root = pathlib.Path(os.environ.get("NXRT_ORT_PLUGINS_DIR", REPO / "build" / "ort_plugins"))
+    path = root / PLUGIN
+    if not path.exists():
+        pytest.fail(f"{path} is missing: run tools/scripts/fetch_ort_plugins.py")
+    # The plugin offers only Intel devices; nxrt can present any CPU to plugins as Intel's
+    # (docs/ort-plugins.md). Read once per process, before the first plugin asks.
+    monkeypatch.setenv("NXRT_ORT_PLUGIN_CPU_VENDOR_ID", "0x8086")
+    onnxruntime.register_execution_provider_library("openvino", str(path))
+    yield str(path)
+    onnxruntime.unregister_execution_provider_library("openvino")
+
+
+def test_openvino_plugin_runs_with_onnxruntime_code(openvino_library):
+    devices = [d for d in onnxruntime.get_ep_devices() if d.ep_name == EP]
+    assert len(devices) == 1
+    assert devices[0].ep_vendor == "Intel"
+    assert devices[0].ep_metadata["ov_device"] == "CPU"
+    assert devices[0].device.type == onnxruntime.OrtHardwareDeviceType.CPU
+
+    options = onnxruntime.SessionOptions()
+    options.add_provider_for_devices(devices, {})
+    model = real_model("mobilenet_v2")
+    session = onnxruntime.InferenceSession(model, sess_options=options)
+    x = np.random.default_rng(0).standard_normal((1, 3, 224, 224)).astype(np.float32)
+    name = session.get_inputs()[0].name
+    got = session.run(None, {name: x})[0]
+    want = real_onnxruntime.InferenceSession(
+        model, providers=["CPUExecutionProvider"]).run(None, {name: x})[0]
+    np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-4)
+    del session
+
+
+def test_unregistered_plugin_is_gone(openvino_library):
+    onnxruntime.unregister_execution_provider_library("openvino")
+    assert not [d for d in onnxruntime.get_ep_devices() if d.ep_name == EP]
+    onnxruntime.register_execution_provider_library("openvino", openvino_library)  # for teardown
