@@ -70,7 +70,7 @@ run_suite "SimDevice example EP (CLI, mixed placement vs numpy)" \
   python3 eps/examples/sim_device/demo_model.py --build-dir build
 run_suite "nxrt compile: ahead of time for a virtual NPU, loaded in new processes" \
   python3 tests/tools/aot_compile_check.py --build-dir build
-run_suite "nxrt certify: conformance kit on SimDevice, ExampleCompiler, ExampleNpu (+ failing EPs)" \
+run_suite "nxrt certify: conformance kit on SimDevice, ExampleCompiler, ExampleNpu (+ failing EPs, an onnxruntime plugin)" \
   python3 tests/tools/certify_check.py --build-dir build
 run_suite "real models vs onnxruntime, nxrt at 1, 2 and 8 threads" bash -c \
   "tools/scripts/prepare_test_models.sh build/models && python3 tests/models/run_model_comparison.py --models build/models --nxrt build/bin/nxrt --nxrt-threads 1 2 8 $models"

@@ -540,6 +540,10 @@ NXRT_EXPORT const NxMemoryInfo* NxValue_GetMemoryInfo(const NxValue* value);
  *   "ep.<EP>.abi_version"     the plugin ABI version the EP's factory was built against
  *   "ep.<EP>.device_blocks_alive"  blocks of the EP's device memory held outside its arena
  *                             (live tensors; 0 once every value there is released)
+ *   "ep.<EP>.ort_api_level"   for an EP from an onnxruntime plugin library: the onnxruntime API
+ *                             level it was built for (docs/ort-plugins.md)
+ *   "ep.<EP>.ort_unimplemented_calls"  calls that library made to onnxruntime API slots nxrt
+ *                             does not implement (each slot is named once in a warning)
  * NX_NOT_FOUND for an unknown name or EP. */
 NXRT_EXPORT NxStatus* NxEnv_GetStatistic(const NxEnv* env, const char* key, int64_t* value);
 

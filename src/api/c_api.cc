@@ -7,6 +7,7 @@
 #include <cstring>
 #include <new>
 
+#include "ort_plugins/ort_plugin_library.h"
 #include "base/element_type.h"
 #include "base/error.h"
 #include "base/memory_info.h"
@@ -854,7 +855,14 @@ NxStatus* NxEnv_GetStatistic(const NxEnv* env, const char* key, int64_t* value) 
       *value = static_cast<int64_t>(f->raw->version);
     else if (counter == "device_blocks_alive")
       *value = static_cast<int64_t>(f->live_device_blocks());
-    else
+    else if (counter == "ort_api_level" && nxrt::ort::IsWrappedFactory(f->raw))
+      *value = static_cast<int64_t>(nxrt::ort::OrtApiLevelOf(f->raw));
+    else if (counter == "ort_unimplemented_calls" && nxrt::ort::IsWrappedFactory(f->raw)) {
+      int64_t total = 0;
+      for (const auto& [slot, n] : nxrt::ort::UnimplementedCallCounts(f->raw))
+        total += static_cast<int64_t>(n);
+      *value = total;
+    } else
       return MakeStatus(NX_NOT_FOUND, "unknown env statistic '" + k + "'");
   } else
     return MakeStatus(NX_NOT_FOUND, "unknown env statistic '" + k + "'");

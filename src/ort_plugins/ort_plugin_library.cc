@@ -197,6 +197,10 @@ bool IsWrappedFactory(const NxEpFactory* factory) {
   return factory != nullptr && factory->GetName == &WrappedName;
 }
 
+uint32_t OrtApiLevelOf(const NxEpFactory* factory) {
+  return IsWrappedFactory(factory) ? Wrapped(factory)->ort->ort_version_supported : 0;
+}
+
 std::map<std::string, uint64_t> UnimplementedCallCounts(const NxEpFactory* factory) {
   if (!IsWrappedFactory(factory)) return {};
   return Wrapped(factory)->calls->Counts();

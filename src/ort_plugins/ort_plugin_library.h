@@ -29,6 +29,9 @@ void ReleaseWrappedFactory(NxEpFactory* factory);
 // count); empty for a native factory.
 std::map<std::string, uint64_t> UnimplementedCallCounts(const NxEpFactory* factory);
 
+// The onnxruntime API level a wrapped factory was built for (its ort_version_supported).
+uint32_t OrtApiLevelOf(const NxEpFactory* factory);
+
 // Whether `factory` wraps an onnxruntime plugin factory.
 bool IsWrappedFactory(const NxEpFactory* factory);
 

@@ -4,7 +4,7 @@ memory and loop/scan helpers, ExampleCompiler compiling for a virtual NPU, Examp
 area that applies to them actually exercised, writes JSON and HTML reports that agree with the
 printed table, and fails (exit status 1) an EP whose kernels misbehave, a library that does not
 load, and a library whose EP claims nodes it cannot run (the frozen version-1 EP: no
-broadcasting)."""
+broadcasting); an onnxruntime plugin EP library goes through the ORT adapter."""
 
 import argparse
 import json
@@ -117,6 +117,18 @@ def main() -> int:
         rc, out, err = certify(nxrt, "--ep-library", lib / "libnxrt_ep_frozen_abi_v1.so")
         c.expect(rc == 1 and "FAIL [ops] test_add_bcast" in out,
                  "an EP claiming nodes it cannot run fails the ops area", out + err)
+
+        # An onnxruntime plugin EP library (tests' C plugin) certified through nxrt's ORT
+        # adapter: the abi area names the interface and counts the slot calls nxrt lacks (the
+        # plugin calls OrtApi::CreateEnv on purpose); its ops run (no broadcasting: some fail).
+        rc, out, err = certify(nxrt, "--ep-library", lib / "libnxrt_test_ort_ep.so", "--verbose")
+        c.expect("PASS [abi] onnxruntime plugin interface" in out and "API level 24" in out,
+                 "an onnxruntime plugin is certified through the adapter", out + err)
+        c.expect("FAIL [abi] onnxruntime API slots nxrt lacks: 1 calls" in out,
+                 "calls to slots nxrt does not implement are counted", out + err)
+        c.expect(re.search(r"^PASS \[ops\] test_add\b(?!_)", out, re.M) is not None and
+                 "FAIL [ops] test_add_bcast" in out,
+                 "the plugin's nodes run through the adapter", out + err)
 
         # A library that does not exist, and a bad command line.
         rc, out, err = certify(nxrt, "--ep-library", tmp / "missing.so")

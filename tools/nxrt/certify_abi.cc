@@ -163,10 +163,23 @@ void CheckAbi(Context& ctx) {
     return;
   }
   ctx.report.abi_version = abi;
-  const bool abi_ok = abi >= 1 && abi <= NXRT_EP_API_VERSION;
-  ctx.Add(kArea, "plugin ABI version", abi_ok ? CheckStatus::kPassed : CheckStatus::kFailed,
-          "built against version " + std::to_string(abi) + "; this host reads versions 1 to " +
-              std::to_string(NXRT_EP_API_VERSION));
+  int64_t ort_level = 0;
+  try {
+    ort_level = ctx.env->statistic("ep." + ctx.ep + ".ort_api_level");
+  } catch (const std::exception&) {
+    ort_level = 0;  // an nxrt EP library
+  }
+  if (ort_level > 0) {
+    ctx.ort_plugin = true;
+    ctx.Add(kArea, "onnxruntime plugin interface", CheckStatus::kPassed,
+            "an onnxruntime plugin EP library built for API level " + std::to_string(ort_level) +
+                ", hosted through nxrt's ORT plugin adapter (docs/ort-plugins.md)");
+  } else {
+    const bool abi_ok = abi >= 1 && abi <= NXRT_EP_API_VERSION;
+    ctx.Add(kArea, "plugin ABI version", abi_ok ? CheckStatus::kPassed : CheckStatus::kFailed,
+            "built against version " + std::to_string(abi) + "; this host reads versions 1 to " +
+                std::to_string(NXRT_EP_API_VERSION));
+  }
 
   std::vector<EpDevice> devices;
   for (const EpDevice& d : library_devices)
@@ -184,6 +197,19 @@ void CheckRelease(Context& ctx) {
   if (!ctx.loaded) {
     ctx.Add(area, "release", CheckStatus::kSkipped, "the library did not load");
     return;
+  }
+  if (ctx.ort_plugin) {
+    // After every check ran: what the plugin needed that nxrt's ORT host lacks.
+    try {
+      const int64_t calls = ctx.env->statistic("ep." + ctx.ep + ".ort_unimplemented_calls");
+      ctx.Add("abi", "onnxruntime API slots nxrt lacks",
+              calls == 0 ? CheckStatus::kPassed : CheckStatus::kFailed,
+              calls == 0 ? "the plugin called only slots nxrt implements"
+                         : std::to_string(calls) +
+                               " calls to slots nxrt does not implement (a warning names each)");
+    } catch (const std::exception& e) {
+      ctx.Add("abi", "onnxruntime API slots nxrt lacks", CheckStatus::kFailed, e.what());
+    }
   }
   if (ctx.device_memory) {
     try {

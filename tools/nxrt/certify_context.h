@@ -42,6 +42,7 @@ struct Context {
   const NxMemoryInfo* memory = nullptr;             // the EP's memory
   bool device_memory = false;                       // not host memory
   bool loaded = false;                              // the library registered and the EP was found
+  bool ort_plugin = false;  // the EP comes from an onnxruntime plugin library (ORT adapter)
   std::vector<std::string> chain_ops;               // elementwise ops it claims (certify_models.h)
   std::vector<std::filesystem::path> passed_cases;  // node tests run wholly on the EP, passed
 
