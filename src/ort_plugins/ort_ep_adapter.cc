@@ -238,7 +238,7 @@ OrtStatus* AddNodesToFuse(OrtEpGraphSupportInfo* info, const OrtNode* const* nod
   std::vector<const NxNode*> nx_nodes;
   std::vector<const Node*> ir_nodes;
   for (size_t i = 0; i < count; ++i) {
-    if (nodes[i] == nullptr || nodes[i]->graph != info->view || nodes[i]->ir == nullptr)
+    if (!info->view->HasNode(nodes[i]) || nodes[i]->ir == nullptr)
       return NewOrtStatus(ORT_INVALID_ARGUMENT,
                           "EpGraphSupportInfo_AddNodesToFuse: a node is not a node of the graph "
                           "passed to GetCapability");

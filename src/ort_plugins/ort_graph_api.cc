@@ -239,7 +239,7 @@ OrtStatus* GraphGetGraphView(const OrtGraph* g, const OrtNode** nodes, size_t co
   return Guard("Graph_GetGraphView", [&]() -> OrtStatus* {
     std::vector<int> group;
     for (size_t i = 0; i < count; ++i) {
-      if (nodes[i] == nullptr || nodes[i]->graph != g || nodes[i]->ir == nullptr)
+      if (!g->HasNode(nodes[i]) || nodes[i]->ir == nullptr)
         return NewOrtStatus(ORT_INVALID_ARGUMENT,
                             "Graph_GetGraphView: a node is not a node of this graph");
       group.push_back(nodes[i]->ir->index);

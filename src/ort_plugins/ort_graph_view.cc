@@ -82,6 +82,7 @@ class ViewBuilder {
       for (const auto& sub : a.graphs) add_subgraph(sub);
     }
     view_.node_list.push_back(node.get());
+    view_.node_set.insert(node.get());
     view_.nodes.push_back(std::move(node));
   }
 

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "graph/graph.h"
@@ -107,6 +108,10 @@ struct OrtGraph {
   std::vector<std::unique_ptr<OrtGraph>> subgraphs;  // of this graph's nodes
   // A view a plugin asked for (Graph_GetGraphView) keeps its IR here.
   std::unique_ptr<nxrt::Graph> owned_ir;
+  // The nodes above as a set: a node pointer a plugin hands back is checked against it before
+  // it is read (a wild pointer is an error, not a crash).
+  std::unordered_set<const OrtNode*> node_set;
+  bool HasNode(const OrtNode* n) const { return n != nullptr && node_set.count(n) != 0; }
 
   const OrtValueInfo* Value(int index) const {
     return index >= 0 && static_cast<size_t>(index) < values.size() ? values[index].get() : nullptr;

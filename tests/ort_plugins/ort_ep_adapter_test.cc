@@ -130,4 +130,48 @@ TEST(OrtEpAdapter, FailingComputeReportsThePluginsMessage) {
   EXPECT_NE(ErrorOf([&] { RunModel(session, x); }), "");  // and again: the session stays usable
 }
 
+TEST(OrtEpAdapter, GarbageFromThePluginIsAnErrorNotACrash) {
+  nxrt::Env env(NX_LOG_ERROR);
+  std::string bytes = ModelBytes();
+  float x[6] = {0.5f, 2, -1, 3, -4, 0.25f};
+  const std::vector<float> want = Expected(x, 1.0f);
+  auto session_for = [&](const std::string& registration, NxFallbackMode fallback) {
+    env.RegisterEpLibrary(registration, OrtTestLib());
+    nxrt::SessionOptions options;
+    options.AppendEp("OrtTestEp");
+    options.SetFallback(fallback);
+    return nxrt::Session(env, bytes.data(), bytes.size(), &options);
+  };
+  {
+    // Compute returns a status pointer the host never made.
+    nxrt::Session s = session_for("ort_test.garbage_compute", NX_FALLBACK_ALLOW);
+    std::string err = ErrorOf([&] { RunModel(s, x); });
+    EXPECT_NE(err.find("status pointer the host did not create"), std::string::npos) << err;
+  }
+  env.UnregisterEpLibrary("ort_test.garbage_compute");
+  {
+    // Compile fills no compute info: the groups fall back, naming why.
+    nxrt::Session s = session_for("ort_test.null_compute_info", NX_FALLBACK_ALLOW);
+    bool named = false;
+    for (const auto& f : s.assignment_report().fallbacks)
+      named |= f.detail.find("Compile returned no compute info") != std::string::npos;
+    EXPECT_TRUE(named);
+    std::vector<float> got = RunModel(s, x);
+    for (int i = 0; i < 6; ++i) EXPECT_NEAR(got[i], want[i], 1e-5f * want[i]) << i;
+  }
+  env.UnregisterEpLibrary("ort_test.null_compute_info");
+  {
+    // GetCapability claims a pointer that is no node: it claims nothing, the CPU EP runs all.
+    nxrt::Session s = session_for("ort_test.foreign_node", NX_FALLBACK_ALLOW);
+    for (const auto& sg : s.assignment_report().subgraphs) EXPECT_NE(sg.ep_name, "OrtTestEp");
+    std::vector<float> got = RunModel(s, x);
+    for (int i = 0; i < 6; ++i) EXPECT_NEAR(got[i], want[i], 1e-5f * want[i]) << i;
+  }
+  env.UnregisterEpLibrary("ort_test.foreign_node");
+  // CreateEp returns success and no EP.
+  std::string err =
+      ErrorOf([&] { nxrt::Session s = session_for("ort_test.null_ep", NX_FALLBACK_ALLOW); });
+  EXPECT_NE(err.find("CreateEp returned no EP"), std::string::npos) << err;
+}
+
 }  // namespace

@@ -18,6 +18,10 @@
  *   "ort_test.failing_compile"   Compile fails: the nodes fall back to the next EP
  *   "ort_test.failing_compute"   Compute fails: runs report the plugin's message
  *   "ort_test.drop_initializers" claims nodes with drop_constant_initializers set
+ *   "ort_test.garbage_compute"   Compute returns a status pointer the host never made
+ *   "ort_test.null_compute_info" Compile succeeds without filling its compute info
+ *   "ort_test.foreign_node"      GetCapability claims a pointer that is no node of the graph
+ *   "ort_test.null_ep"           CreateEp succeeds without returning an EP
  *
  * Its EP (OrtTestEp) claims float Add, Sub, Mul and Relu nodes, each as a group of one, and
  * computes them (Add/Sub/Mul on equal shapes, or with a one-element second input). */
@@ -223,6 +227,13 @@ static OrtStatus* GetCapability(OrtEp* self, const OrtGraph* graph,
   if (nodes == NULL) return Error("out of memory");
   OrtStatus* status = CALL(api, GetNodesFn, Graph_GetNodes)(graph, nodes, n);
   OrtNodeFusionOptions options = {NXRT_ORT_API_LEVEL, Mode("drop_initializers")};
+  if (Mode("foreign_node") && n > 0) {
+    static char not_a_node[64];
+    const OrtNode* foreign = (const OrtNode*)not_a_node;
+    free(nodes);
+    return CALL(ep_api, AddNodesToFuseFn, EpGraphSupportInfo_AddNodesToFuse)(support, &foreign, 1,
+                                                                             &options);
+  }
   for (size_t i = 0; status == NULL && i < n; ++i) {
     const char* op_type = NULL;
     const char* domain = NULL;
@@ -268,6 +279,10 @@ static OrtStatus* Compute(OrtNodeComputeInfo* self, void* state, OrtKernelContex
   (void)state;
   const TestCompute* c = (const TestCompute*)self;
   if (Mode("failing_compute")) return Error("OrtTestEp compute failed on purpose");
+  if (Mode("garbage_compute")) {
+    static char not_a_status[32];
+    return (OrtStatus*)not_a_status;
+  }
   int64_t a_dims[8], b_dims[8];
   size_t a_rank = 0, b_rank = 0, a_count = 0, b_count = 0;
   const float* a = NULL;
@@ -338,6 +353,7 @@ static OrtStatus* Compile(OrtEp* self, const OrtGraph** graphs, const OrtNode** 
                           size_t count, OrtNodeComputeInfo** infos, OrtNode** context_nodes) {
   (void)fused_nodes, (void)context_nodes;
   if (Mode("failing_compile")) return Error("OrtTestEp compile failed on purpose");
+  if (Mode("null_compute_info")) return NULL;
   for (size_t i = 0; i < count; ++i) {
     size_t n = 0;
     const OrtNode* node = NULL;
@@ -374,6 +390,7 @@ static OrtStatus* CreateEp(OrtEpFactory* self, const OrtHardwareDevice* const* d
   (void)self, (void)devices, (void)metadata, (void)logger;
   *ep = NULL;
   if (num_devices == 0) return Error("CreateEp: no device");
+  if (Mode("null_ep")) return NULL;
   TestEp* e = calloc(1, sizeof *e);
   if (e == NULL) return Error("out of memory");
   e->scale = 1.0f;
