@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "base/error.h"
+#include "ort_plugins/ort_api_helpers.h"
 #include "ort_plugins/ort_ep_adapter.h"
 #include "ort_plugins/ort_host_objects.h"
 
@@ -70,25 +71,8 @@ void FillStubs(OrtApiSlot* slots, const SlotInfo* info, std::index_sequence<I...
    ...);
 }
 
-template <class Fn>
-OrtApiSlot Slot(Fn* fn) {
-  return reinterpret_cast<OrtApiSlot>(fn);
-}
-
 OrtStatus* InvalidArgument(const char* fn, const char* what) {
   return NewOrtStatus(ORT_INVALID_ARGUMENT, std::string(fn) + ": " + what);
-}
-
-// Runs `fn`, turning exceptions into a status (nothing may unwind into plugin code).
-template <class Fn>
-OrtStatus* Guard(const char* name, Fn&& fn) noexcept {
-  try {
-    return fn();
-  } catch (const std::exception& e) {
-    return NewOrtStatus(ORT_FAIL, std::string(name) + ": " + e.what());
-  } catch (...) {
-    return NewOrtStatus(ORT_FAIL, std::string(name) + ": unknown error");
-  }
 }
 
 // ---- Status -----------------------------------------------------------------------------------

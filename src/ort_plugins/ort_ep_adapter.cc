@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "graph/graph.h"
+#include "ort_plugins/ort_api_helpers.h"
 #include "ort_plugins/ort_api_table.h"
 #include "ort_plugins/ort_host_objects.h"
 #include "ort_plugins/ort_wrapped_factory.h"
@@ -188,13 +189,9 @@ NxStatus* WrappedCompileGroup(NxEp* self, const NxGraph* group, const char* fuse
 
 // ---- Session options and run options ----------------------------------------------------------
 
-OrtStatus* Null(const char* fn) {
-  return NewOrtStatus(ORT_INVALID_ARGUMENT, std::string(fn) + ": null argument");
-}
-
 OrtStatus* GetSessionConfigEntry(const OrtSessionOptions* o, const char* key, char* value,
                                  size_t* size) {
-  if (!o || !key || !size) return Null("GetSessionConfigEntry");
+  if (!o || !key || !size) return NullArgument("GetSessionConfigEntry");
   const std::string* v = o->config.Find(key);
   if (v == nullptr)
     return NewOrtStatus(ORT_INVALID_ARGUMENT,
@@ -213,12 +210,12 @@ OrtStatus* GetSessionConfigEntry(const OrtSessionOptions* o, const char* key, ch
   return nullptr;
 }
 OrtStatus* HasSessionConfigEntry(const OrtSessionOptions* o, const char* key, int* out) {
-  if (!o || !key || !out) return Null("HasSessionConfigEntry");
+  if (!o || !key || !out) return NullArgument("HasSessionConfigEntry");
   *out = o->config.Find(key) != nullptr;
   return nullptr;
 }
 OrtStatus* GetSessionOptionsConfigEntries(const OrtSessionOptions* o, OrtKeyValuePairs** out) {
-  if (!o || !out) return Null("GetSessionOptionsConfigEntries");
+  if (!o || !out) return NullArgument("GetSessionOptionsConfigEntries");
   auto kv = std::make_unique<OrtKeyValuePairs>();
   for (const auto& [k, v] : o->config.entries) kv->Set(k, v);
   *out = kv.release();
@@ -234,7 +231,7 @@ const char* GetRunConfigEntry(const OrtRunOptions* o, const char* key) {
 
 OrtStatus* AddNodesToFuse(OrtEpGraphSupportInfo* info, const OrtNode* const* nodes, size_t count,
                           const OrtNodeFusionOptions* options) {
-  if (!info || !nodes || count == 0) return Null("EpGraphSupportInfo_AddNodesToFuse");
+  if (!info || !nodes || count == 0) return NullArgument("EpGraphSupportInfo_AddNodesToFuse");
   std::vector<const NxNode*> nx_nodes;
   std::vector<const Node*> ir_nodes;
   for (size_t i = 0; i < count; ++i) {
@@ -280,17 +277,17 @@ const char* NodeComputeContextNodeName(const OrtNodeComputeContext* context) {
 // ---- Kernel contexts ----------------------------------------------------------------------------
 
 OrtStatus* KernelContextGetInputCount(const OrtKernelContext* c, size_t* out) {
-  if (!c || !out) return Null("KernelContext_GetInputCount");
+  if (!c || !out) return NullArgument("KernelContext_GetInputCount");
   *out = c->kernel->input_map.size();
   return nullptr;
 }
 OrtStatus* KernelContextGetOutputCount(const OrtKernelContext* c, size_t* out) {
-  if (!c || !out) return Null("KernelContext_GetOutputCount");
+  if (!c || !out) return NullArgument("KernelContext_GetOutputCount");
   *out = c->nx->num_outputs;
   return nullptr;
 }
 OrtStatus* KernelContextGetInput(const OrtKernelContext* c, size_t index, const OrtValue** out) {
-  if (!c || !out) return Null("KernelContext_GetInput");
+  if (!c || !out) return NullArgument("KernelContext_GetInput");
   if (index >= c->kernel->input_map.size())
     return NewOrtStatus(ORT_INVALID_ARGUMENT, "KernelContext_GetInput: index out of range");
   const size_t i = c->kernel->input_map[index];
@@ -299,7 +296,7 @@ OrtStatus* KernelContextGetInput(const OrtKernelContext* c, size_t index, const 
 }
 OrtStatus* KernelContextGetOutput(OrtKernelContext* c, size_t index, const int64_t* dims,
                                   size_t rank, OrtValue** out) {
-  if (!c || !out || (rank > 0 && !dims)) return Null("KernelContext_GetOutput");
+  if (!c || !out || (rank > 0 && !dims)) return NullArgument("KernelContext_GetOutput");
   *out = nullptr;
   if (index >= c->nx->num_outputs)
     return NewOrtStatus(ORT_INVALID_ARGUMENT, "KernelContext_GetOutput: index out of range");
@@ -321,19 +318,14 @@ OrtStatus* KernelContextGetOutput(OrtKernelContext* c, size_t index, const int64
   return nullptr;
 }
 OrtStatus* KernelContextGetLogger(const OrtKernelContext* c, const OrtLogger** out) {
-  if (!c || !out) return Null("KernelContext_GetLogger");
+  if (!c || !out) return NullArgument("KernelContext_GetLogger");
   *out = c->kernel->ep->logger.get();
   return nullptr;
 }
 OrtStatus* KernelContextGetGPUComputeStream(const OrtKernelContext* c, void** out) {
-  if (!c || !out) return Null("KernelContext_GetGPUComputeStream");
+  if (!c || !out) return NullArgument("KernelContext_GetGPUComputeStream");
   *out = nullptr;
   return nullptr;
-}
-
-template <class Fn>
-OrtApiSlot Slot(Fn* fn) {
-  return reinterpret_cast<OrtApiSlot>(fn);
 }
 
 }  // namespace

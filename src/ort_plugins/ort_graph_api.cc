@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "base/error.h"
+#include "ort_plugins/ort_api_helpers.h"
 #include "ort_plugins/ort_ep_adapter.h"
 #include "ort_plugins/ort_graph_view.h"
 #include "ort_plugins/ort_host_objects.h"
@@ -15,19 +16,10 @@
 namespace nxrt::ort {
 namespace {
 
-template <class Fn>
-OrtApiSlot Slot(Fn* fn) {
-  return reinterpret_cast<OrtApiSlot>(fn);
-}
-
-OrtStatus* Null(const char* fn) {
-  return NewOrtStatus(ORT_INVALID_ARGUMENT, std::string(fn) + ": null argument");
-}
-
 // Copies `items` into a caller's array of `capacity` entries.
 template <class T>
 OrtStatus* CopyOut(const char* fn, const std::vector<T>& items, T* out, size_t capacity) {
-  if (out == nullptr && !items.empty()) return Null(fn);
+  if (out == nullptr && !items.empty()) return NullArgument(fn);
   if (capacity < items.size()) {
     return NewOrtStatus(ORT_INVALID_ARGUMENT, std::string(fn) + ": room for " +
                                                   std::to_string(capacity) + " entries, " +
@@ -35,17 +27,6 @@ OrtStatus* CopyOut(const char* fn, const std::vector<T>& items, T* out, size_t c
   }
   for (size_t i = 0; i < items.size(); ++i) out[i] = items[i];
   return nullptr;
-}
-
-template <class Fn>
-OrtStatus* Guard(const char* name, Fn&& fn) noexcept {
-  try {
-    return fn();
-  } catch (const std::exception& e) {
-    return NewOrtStatus(ORT_FAIL, std::string(name) + ": " + e.what());
-  } catch (...) {
-    return NewOrtStatus(ORT_FAIL, std::string(name) + ": unknown error");
-  }
 }
 
 // Views a plugin made with Graph_GetGraphView, released with ReleaseGraph; the host's own views
@@ -62,12 +43,12 @@ OwnedGraphs& PluginGraphs() {
 // ---- Value infos --------------------------------------------------------------------------------
 
 OrtStatus* GetValueInfoName(const OrtValueInfo* v, const char** out) {
-  if (!v || !out) return Null("GetValueInfoName");
+  if (!v || !out) return NullArgument("GetValueInfoName");
   *out = v->name.c_str();
   return nullptr;
 }
 OrtStatus* GetValueInfoTypeInfo(const OrtValueInfo* v, const OrtTypeInfo** out) {
-  if (!v || !out) return Null("GetValueInfoTypeInfo");
+  if (!v || !out) return NullArgument("GetValueInfoTypeInfo");
   *out = &v->type;
   return nullptr;
 }
@@ -76,7 +57,7 @@ const Graph& Ir(const OrtValueInfo* v) { return *v->graph->ir; }
 
 OrtStatus* ValueInfoGetValueProducer(const OrtValueInfo* v, const OrtNode** node,
                                      size_t* output_index) {
-  if (!v || !node) return Null("ValueInfo_GetValueProducer");
+  if (!v || !node) return NullArgument("ValueInfo_GetValueProducer");
   *node = nullptr;
   if (output_index) *output_index = 0;
   const int p = Ir(v).value(v->index).producer;
@@ -108,7 +89,7 @@ std::vector<std::pair<const OrtNode*, int64_t>> Uses(const OrtValueInfo* v) {
 }
 
 OrtStatus* ValueInfoGetValueNumConsumers(const OrtValueInfo* v, size_t* out) {
-  if (!v || !out) return Null("ValueInfo_GetValueNumConsumers");
+  if (!v || !out) return NullArgument("ValueInfo_GetValueNumConsumers");
   return Guard("ValueInfo_GetValueNumConsumers", [&]() -> OrtStatus* {
     *out = Uses(v).size();
     return nullptr;
@@ -116,7 +97,7 @@ OrtStatus* ValueInfoGetValueNumConsumers(const OrtValueInfo* v, size_t* out) {
 }
 OrtStatus* ValueInfoGetValueConsumers(const OrtValueInfo* v, const OrtNode** nodes,
                                       int64_t* input_indices, size_t count) {
-  if (!v) return Null("ValueInfo_GetValueConsumers");
+  if (!v) return NullArgument("ValueInfo_GetValueConsumers");
   return Guard("ValueInfo_GetValueConsumers", [&]() -> OrtStatus* {
     auto uses = Uses(v);
     if (count < uses.size() || (!uses.empty() && (!nodes || !input_indices)))
@@ -129,38 +110,38 @@ OrtStatus* ValueInfoGetValueConsumers(const OrtValueInfo* v, const OrtNode** nod
   });
 }
 OrtStatus* ValueInfoGetInitializerValue(const OrtValueInfo* v, const OrtValue** out) {
-  if (!v || !out) return Null("ValueInfo_GetInitializerValue");
+  if (!v || !out) return NullArgument("ValueInfo_GetInitializerValue");
   *out = reinterpret_cast<const OrtValue*>(v->initializer);
   return nullptr;
 }
 // nxrt reads external data into memory at load time: no initializer is external here.
 OrtStatus* ValueInfoGetExternalInitializerInfo(const OrtValueInfo* v, void** out) {
-  if (!v || !out) return Null("ValueInfo_GetExternalInitializerInfo");
+  if (!v || !out) return NullArgument("ValueInfo_GetExternalInitializerInfo");
   *out = nullptr;
   return nullptr;
 }
 OrtStatus* ValueInfoIsRequiredGraphInput(const OrtValueInfo* v, bool* out) {
-  if (!v || !out) return Null("ValueInfo_IsRequiredGraphInput");
+  if (!v || !out) return NullArgument("ValueInfo_IsRequiredGraphInput");
   *out = v->required_input;
   return nullptr;
 }
 OrtStatus* ValueInfoIsOptionalGraphInput(const OrtValueInfo* v, bool* out) {
-  if (!v || !out) return Null("ValueInfo_IsOptionalGraphInput");
+  if (!v || !out) return NullArgument("ValueInfo_IsOptionalGraphInput");
   *out = false;  // nxrt treats an input with an initializer as the initializer
   return nullptr;
 }
 OrtStatus* ValueInfoIsGraphOutput(const OrtValueInfo* v, bool* out) {
-  if (!v || !out) return Null("ValueInfo_IsGraphOutput");
+  if (!v || !out) return NullArgument("ValueInfo_IsGraphOutput");
   *out = v->graph_output;
   return nullptr;
 }
 OrtStatus* ValueInfoIsConstantInitializer(const OrtValueInfo* v, bool* out) {
-  if (!v || !out) return Null("ValueInfo_IsConstantInitializer");
+  if (!v || !out) return NullArgument("ValueInfo_IsConstantInitializer");
   *out = v->initializer != nullptr;
   return nullptr;
 }
 OrtStatus* ValueInfoIsFromOuterScope(const OrtValueInfo* v, bool* out) {
-  if (!v || !out) return Null("ValueInfo_IsFromOuterScope");
+  if (!v || !out) return NullArgument("ValueInfo_IsFromOuterScope");
   *out = v->outer_scope;
   return nullptr;
 }
@@ -168,29 +149,29 @@ OrtStatus* ValueInfoIsFromOuterScope(const OrtValueInfo* v, bool* out) {
 // ---- Graphs -------------------------------------------------------------------------------------
 
 OrtStatus* GraphGetName(const OrtGraph* g, const char** out) {
-  if (!g || !out) return Null("Graph_GetName");
+  if (!g || !out) return NullArgument("Graph_GetName");
   *out = g->name.c_str();
   return nullptr;
 }
 OrtStatus* GraphGetModelPath(const OrtGraph* g, const char** out) {
-  if (!g || !out) return Null("Graph_GetModelPath");
+  if (!g || !out) return NullArgument("Graph_GetModelPath");
   *out = g->model_path.c_str();
   return nullptr;
 }
 OrtStatus* GraphGetOnnxIRVersion(const OrtGraph* g, int64_t* out) {
-  if (!g || !out) return Null("Graph_GetOnnxIRVersion");
+  if (!g || !out) return NullArgument("Graph_GetOnnxIRVersion");
   *out = g->ir_version;
   return nullptr;
 }
 OrtStatus* GraphGetNumOperatorSets(const OrtGraph* g, size_t* out) {
-  if (!g || !out) return Null("Graph_GetNumOperatorSets");
+  if (!g || !out) return NullArgument("Graph_GetNumOperatorSets");
   *out = g->opset_domains.size();
   return nullptr;
 }
 OrtStatus* GraphGetOperatorSets(const OrtGraph* g, const char** domains, int64_t* versions,
                                 size_t count) {
   if (!g || ((!domains || !versions) && !g->opset_domains.empty()))
-    return Null("Graph_GetOperatorSets");
+    return NullArgument("Graph_GetOperatorSets");
   if (count < g->opset_domains.size())
     return NewOrtStatus(ORT_INVALID_ARGUMENT, "Graph_GetOperatorSets: arrays too small");
   for (size_t i = 0; i < g->opset_domains.size(); ++i) {
@@ -202,12 +183,12 @@ OrtStatus* GraphGetOperatorSets(const OrtGraph* g, const char** domains, int64_t
 
 #define NXRT_ORT_GRAPH_LIST(Name, member)                                                \
   OrtStatus* GraphGetNum##Name(const OrtGraph* g, size_t* out) {                         \
-    if (!g || !out) return Null("Graph_GetNum" #Name);                                   \
+    if (!g || !out) return NullArgument("Graph_GetNum" #Name);                           \
     *out = g->member.size();                                                             \
     return nullptr;                                                                      \
   }                                                                                      \
   OrtStatus* GraphGet##Name(const OrtGraph* g, const OrtValueInfo** out, size_t count) { \
-    if (!g) return Null("Graph_Get" #Name);                                              \
+    if (!g) return NullArgument("Graph_Get" #Name);                                      \
     return CopyOut("Graph_Get" #Name, g->member, out, count);                            \
   }
 NXRT_ORT_GRAPH_LIST(Inputs, inputs)
@@ -216,16 +197,16 @@ NXRT_ORT_GRAPH_LIST(Initializers, initializers)
 #undef NXRT_ORT_GRAPH_LIST
 
 OrtStatus* GraphGetNumNodes(const OrtGraph* g, size_t* out) {
-  if (!g || !out) return Null("Graph_GetNumNodes");
+  if (!g || !out) return NullArgument("Graph_GetNumNodes");
   *out = g->node_list.size();
   return nullptr;
 }
 OrtStatus* GraphGetNodes(const OrtGraph* g, const OrtNode** out, size_t count) {
-  if (!g) return Null("Graph_GetNodes");
+  if (!g) return NullArgument("Graph_GetNodes");
   return CopyOut("Graph_GetNodes", g->node_list, out, count);
 }
 OrtStatus* GraphGetParentNode(const OrtGraph* g, const OrtNode** out) {
-  if (!g || !out) return Null("Graph_GetParentNode");
+  if (!g || !out) return NullArgument("Graph_GetParentNode");
   *out = g->parent_node;
   return nullptr;
 }
@@ -234,7 +215,7 @@ OrtStatus* GraphGetParentNode(const OrtGraph* g, const OrtNode** out) {
 // initializers), values used after them or returned by the model its outputs.
 OrtStatus* GraphGetGraphView(const OrtGraph* g, const OrtNode** nodes, size_t count,
                              OrtGraph** out) {
-  if (!g || !out || (count > 0 && !nodes)) return Null("Graph_GetGraphView");
+  if (!g || !out || (count > 0 && !nodes)) return NullArgument("Graph_GetGraphView");
   *out = nullptr;
   return Guard("Graph_GetGraphView", [&]() -> OrtStatus* {
     std::vector<int> group;
@@ -271,39 +252,39 @@ void ReleaseGraph(OrtGraph* g) {
 // ---- Nodes --------------------------------------------------------------------------------------
 
 OrtStatus* NodeGetId(const OrtNode* n, size_t* out) {
-  if (!n || !out) return Null("Node_GetId");
+  if (!n || !out) return NullArgument("Node_GetId");
   *out = n->id;
   return nullptr;
 }
 OrtStatus* NodeGetName(const OrtNode* n, const char** out) {
-  if (!n || !out) return Null("Node_GetName");
+  if (!n || !out) return NullArgument("Node_GetName");
   *out = n->name.c_str();
   return nullptr;
 }
 OrtStatus* NodeGetOperatorType(const OrtNode* n, const char** out) {
-  if (!n || !out) return Null("Node_GetOperatorType");
+  if (!n || !out) return NullArgument("Node_GetOperatorType");
   *out = n->op_type.c_str();
   return nullptr;
 }
 OrtStatus* NodeGetDomain(const OrtNode* n, const char** out) {
-  if (!n || !out) return Null("Node_GetDomain");
+  if (!n || !out) return NullArgument("Node_GetDomain");
   *out = n->domain.c_str();
   return nullptr;
 }
 OrtStatus* NodeGetSinceVersion(const OrtNode* n, int* out) {
-  if (!n || !out) return Null("Node_GetSinceVersion");
+  if (!n || !out) return NullArgument("Node_GetSinceVersion");
   *out = n->since_version;
   return nullptr;
 }
 
 #define NXRT_ORT_NODE_LIST(Name, member)                                               \
   OrtStatus* NodeGetNum##Name(const OrtNode* n, size_t* out) {                         \
-    if (!n || !out) return Null("Node_GetNum" #Name);                                  \
+    if (!n || !out) return NullArgument("Node_GetNum" #Name);                          \
     *out = n->member.size();                                                           \
     return nullptr;                                                                    \
   }                                                                                    \
   OrtStatus* NodeGet##Name(const OrtNode* n, const OrtValueInfo** out, size_t count) { \
-    if (!n) return Null("Node_Get" #Name);                                             \
+    if (!n) return NullArgument("Node_Get" #Name);                                     \
     return CopyOut("Node_Get" #Name, n->member, out, count);                           \
   }
 NXRT_ORT_NODE_LIST(Inputs, inputs)
@@ -312,18 +293,18 @@ NXRT_ORT_NODE_LIST(ImplicitInputs, implicit_inputs)
 #undef NXRT_ORT_NODE_LIST
 
 OrtStatus* NodeGetNumAttributes(const OrtNode* n, size_t* out) {
-  if (!n || !out) return Null("Node_GetNumAttributes");
+  if (!n || !out) return NullArgument("Node_GetNumAttributes");
   *out = n->attributes.size();
   return nullptr;
 }
 OrtStatus* NodeGetAttributes(const OrtNode* n, const OrtOpAttr** out, size_t count) {
-  if (!n) return Null("Node_GetAttributes");
+  if (!n) return NullArgument("Node_GetAttributes");
   std::vector<const OrtOpAttr*> attrs;
   for (const auto& a : n->attributes) attrs.push_back(a.get());
   return CopyOut("Node_GetAttributes", attrs, out, count);
 }
 OrtStatus* NodeGetAttributeByName(const OrtNode* n, const char* name, const OrtOpAttr** out) {
-  if (!n || !name || !out) return Null("Node_GetAttributeByName");
+  if (!n || !name || !out) return NullArgument("Node_GetAttributeByName");
   *out = nullptr;
   for (const auto& a : n->attributes) {
     if (a->name == name) {
@@ -336,13 +317,13 @@ OrtStatus* NodeGetAttributeByName(const OrtNode* n, const char* name, const OrtO
   return nullptr;
 }
 OrtStatus* NodeGetNumSubgraphs(const OrtNode* n, size_t* out) {
-  if (!n || !out) return Null("Node_GetNumSubgraphs");
+  if (!n || !out) return NullArgument("Node_GetNumSubgraphs");
   *out = n->subgraphs.size();
   return nullptr;
 }
 OrtStatus* NodeGetSubgraphs(const OrtNode* n, const OrtGraph** graphs, size_t count,
                             const char** attribute_names) {
-  if (!n) return Null("Node_GetSubgraphs");
+  if (!n) return NullArgument("Node_GetSubgraphs");
   if (OrtStatus* s = CopyOut("Node_GetSubgraphs", n->subgraphs, graphs, count)) return s;
   if (attribute_names != nullptr)
     for (size_t i = 0; i < n->subgraphs.size(); ++i)
@@ -350,12 +331,12 @@ OrtStatus* NodeGetSubgraphs(const OrtNode* n, const OrtGraph** graphs, size_t co
   return nullptr;
 }
 OrtStatus* NodeGetGraph(const OrtNode* n, const OrtGraph** out) {
-  if (!n || !out) return Null("Node_GetGraph");
+  if (!n || !out) return NullArgument("Node_GetGraph");
   *out = n->graph;
   return nullptr;
 }
 OrtStatus* NodeGetEpName(const OrtNode* n, const char** out) {
-  if (!n || !out) return Null("Node_GetEpName");
+  if (!n || !out) return NullArgument("Node_GetEpName");
   *out = n->ep_name.c_str();
   return nullptr;
 }
@@ -363,12 +344,12 @@ OrtStatus* NodeGetEpName(const OrtNode* n, const char** out) {
 // ---- Attributes ---------------------------------------------------------------------------------
 
 OrtStatus* OpAttrGetType(const OrtOpAttr* a, OrtOpAttrType* out) {
-  if (!a || !out) return Null("OpAttr_GetType");
+  if (!a || !out) return NullArgument("OpAttr_GetType");
   *out = a->type;
   return nullptr;
 }
 OrtStatus* OpAttrGetName(const OrtOpAttr* a, const char** out) {
-  if (!a || !out) return Null("OpAttr_GetName");
+  if (!a || !out) return NullArgument("OpAttr_GetName");
   *out = a->name.c_str();
   return nullptr;
 }
@@ -412,7 +393,7 @@ AttrView View(const OrtOpAttr& a) {
 // too little room is an error that still reports the size. Strings are written without a
 // terminator; a string list as each string followed by a NUL.
 OrtStatus* ReadOpAttr(const OrtOpAttr* a, OrtOpAttrType type, void* data, size_t len, size_t* out) {
-  if (!a || !out) return Null("ReadOpAttr");
+  if (!a || !out) return NullArgument("ReadOpAttr");
   const AttrView v = View(*a);
   auto fits = [&](size_t need, const char* what) -> OrtStatus* {
     *out = need;
@@ -472,7 +453,7 @@ OrtStatus* ReadOpAttr(const OrtOpAttr* a, OrtOpAttrType type, void* data, size_t
 // Attributes a plugin makes (for the EPContext nodes it returns from Compile).
 OrtStatus* CreateOpAttr(const char* name, const void* data, int len, OrtOpAttrType type,
                         OrtOpAttr** out) {
-  if (!name || !out || len < 0 || (len > 0 && !data)) return Null("CreateOpAttr");
+  if (!name || !out || len < 0 || (len > 0 && !data)) return NullArgument("CreateOpAttr");
   return Guard("CreateOpAttr", [&]() -> OrtStatus* {
     auto a = std::make_unique<OrtOpAttr>();
     a->name = name;
@@ -527,7 +508,7 @@ namespace nxrt::ort {
 namespace {
 
 OrtStatus* GraphGetModelMetadata(const OrtGraph* g, OrtModelMetadata** out) {
-  if (!g || !out) return Null("Graph_GetModelMetadata");
+  if (!g || !out) return NullArgument("Graph_GetModelMetadata");
   return Guard("Graph_GetModelMetadata", [&]() -> OrtStatus* {
     auto m = std::make_unique<OrtModelMetadata>();
     m->graph_name = g->name;
@@ -539,7 +520,7 @@ void ReleaseModelMetadata(OrtModelMetadata* m) { delete m; }
 
 // A copy of `s` in memory from `allocator`, as the metadata getters return strings.
 OrtStatus* AllocatedString(OrtAllocator* allocator, const std::string& s, char** out) {
-  if (!allocator || !allocator->Alloc || !out) return Null("ModelMetadata");
+  if (!allocator || !allocator->Alloc || !out) return NullArgument("ModelMetadata");
   auto* p = static_cast<char*>(allocator->Alloc(allocator, s.size() + 1));
   if (p == nullptr) return NewOrtStatus(ORT_FAIL, "ModelMetadata: out of memory");
   std::memcpy(p, s.c_str(), s.size() + 1);
@@ -549,7 +530,7 @@ OrtStatus* AllocatedString(OrtAllocator* allocator, const std::string& s, char**
 
 #define NXRT_ORT_METADATA_STRING(Name, expr)                                                  \
   OrtStatus* ModelMetadataGet##Name(const OrtModelMetadata* m, OrtAllocator* a, char** out) { \
-    if (!m) return Null("ModelMetadataGet" #Name);                                            \
+    if (!m) return NullArgument("ModelMetadataGet" #Name);                                    \
     return AllocatedString(a, expr, out);                                                     \
   }
 NXRT_ORT_METADATA_STRING(ProducerName, std::string())
@@ -561,7 +542,7 @@ NXRT_ORT_METADATA_STRING(GraphDescription, std::string())
 
 OrtStatus* ModelMetadataLookupCustomMetadataMap(const OrtModelMetadata* m, OrtAllocator* a,
                                                 const char* key, char** out) {
-  if (!m || !key || !out) return Null("ModelMetadataLookupCustomMetadataMap");
+  if (!m || !key || !out) return NullArgument("ModelMetadataLookupCustomMetadataMap");
   auto it = m->custom.find(key);
   if (it == m->custom.end()) {
     *out = nullptr;
@@ -571,11 +552,11 @@ OrtStatus* ModelMetadataLookupCustomMetadataMap(const OrtModelMetadata* m, OrtAl
 }
 OrtStatus* ModelMetadataGetCustomMetadataMapKeys(const OrtModelMetadata* m, OrtAllocator* a,
                                                  char*** keys, int64_t* count) {
-  if (!m || !keys || !count) return Null("ModelMetadataGetCustomMetadataMapKeys");
+  if (!m || !keys || !count) return NullArgument("ModelMetadataGetCustomMetadataMapKeys");
   *keys = nullptr;
   *count = 0;
   if (m->custom.empty()) return nullptr;
-  if (!a || !a->Alloc) return Null("ModelMetadataGetCustomMetadataMapKeys");
+  if (!a || !a->Alloc) return NullArgument("ModelMetadataGetCustomMetadataMapKeys");
   auto** array = static_cast<char**>(a->Alloc(a, m->custom.size() * sizeof(char*)));
   if (array == nullptr) return NewOrtStatus(ORT_FAIL, "ModelMetadata: out of memory");
   size_t i = 0;
@@ -588,7 +569,7 @@ OrtStatus* ModelMetadataGetCustomMetadataMapKeys(const OrtModelMetadata* m, OrtA
   return nullptr;
 }
 OrtStatus* ModelMetadataGetVersion(const OrtModelMetadata* m, int64_t* out) {
-  if (!m || !out) return Null("ModelMetadataGetVersion");
+  if (!m || !out) return NullArgument("ModelMetadataGetVersion");
   *out = 0;
   return nullptr;
 }
@@ -600,42 +581,42 @@ void ReleaseExternalInitializerInfo(void*) {}
 // ---- Type infos ---------------------------------------------------------------------------------
 
 OrtStatus* CastTypeInfoToTensorInfo(const OrtTypeInfo* t, const OrtTensorTypeAndShapeInfo** out) {
-  if (!t || !out) return Null("CastTypeInfoToTensorInfo");
+  if (!t || !out) return NullArgument("CastTypeInfoToTensorInfo");
   *out = t->type == ONNX_TYPE_TENSOR ? &t->tensor : nullptr;
   return nullptr;
 }
 OrtStatus* GetOnnxTypeFromTypeInfo(const OrtTypeInfo* t, ONNXType* out) {
-  if (!t || !out) return Null("GetOnnxTypeFromTypeInfo");
+  if (!t || !out) return NullArgument("GetOnnxTypeFromTypeInfo");
   *out = t->type;
   return nullptr;
 }
 void ReleaseTypeInfo(OrtTypeInfo* t) { delete t; }
 
 OrtStatus* GetTensorElementType(const OrtTensorTypeAndShapeInfo* t, int* out) {
-  if (!t || !out) return Null("GetTensorElementType");
+  if (!t || !out) return NullArgument("GetTensorElementType");
   *out = t->element_type;
   return nullptr;
 }
 OrtStatus* GetDimensionsCount(const OrtTensorTypeAndShapeInfo* t, size_t* out) {
-  if (!t || !out) return Null("GetDimensionsCount");
+  if (!t || !out) return NullArgument("GetDimensionsCount");
   *out = t->dims.size();
   return nullptr;
 }
 OrtStatus* GetDimensions(const OrtTensorTypeAndShapeInfo* t, int64_t* out, size_t count) {
-  if (!t || (!out && count > 0)) return Null("GetDimensions");
+  if (!t || (!out && count > 0)) return NullArgument("GetDimensions");
   for (size_t i = 0; i < count && i < t->dims.size(); ++i) out[i] = t->dims[i];
   return nullptr;
 }
 OrtStatus* GetSymbolicDimensions(const OrtTensorTypeAndShapeInfo* t, const char** out,
                                  size_t count) {
-  if (!t || (!out && count > 0)) return Null("GetSymbolicDimensions");
+  if (!t || (!out && count > 0)) return NullArgument("GetSymbolicDimensions");
   for (size_t i = 0; i < count && i < t->dim_param_ptrs.size(); ++i) out[i] = t->dim_param_ptrs[i];
   return nullptr;
 }
 // The element count; a dimension that is not known makes it unknown (SIZE_MAX here, as -1 in
 // onnxruntime's signed reading).
 OrtStatus* GetTensorShapeElementCount(const OrtTensorTypeAndShapeInfo* t, size_t* out) {
-  if (!t || !out) return Null("GetTensorShapeElementCount");
+  if (!t || !out) return NullArgument("GetTensorShapeElementCount");
   size_t count = 1;
   for (int64_t d : t->dims) {
     if (d < 0) {

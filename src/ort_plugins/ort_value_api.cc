@@ -7,32 +7,13 @@
 
 #include "base/error.h"
 #include "base/memory_info.h"
+#include "ort_plugins/ort_api_helpers.h"
 #include "ort_plugins/ort_ep_adapter.h"
 #include "ort_plugins/ort_graph_view.h"
 #include "ort_plugins/ort_host_objects.h"
 
 namespace nxrt::ort {
 namespace {
-
-template <class Fn>
-OrtApiSlot Slot(Fn* fn) {
-  return reinterpret_cast<OrtApiSlot>(fn);
-}
-
-OrtStatus* Null(const char* fn) {
-  return NewOrtStatus(ORT_INVALID_ARGUMENT, std::string(fn) + ": null argument");
-}
-
-template <class Fn>
-OrtStatus* Guard(const char* name, Fn&& fn) noexcept {
-  try {
-    return fn();
-  } catch (const std::exception& e) {
-    return NewOrtStatus(ORT_FAIL, std::string(name) + ": " + e.what());
-  } catch (...) {
-    return NewOrtStatus(ORT_FAIL, std::string(name) + ": unknown error");
-  }
-}
 
 const Value* V(const OrtValue* v) { return reinterpret_cast<const Value*>(v); }
 Value* V(OrtValue* v) { return reinterpret_cast<Value*>(v); }
@@ -94,22 +75,22 @@ OrtAllocator* CpuAllocator() {
 }
 
 OrtStatus* GetAllocatorWithDefaultOptions(OrtAllocator** out) {
-  if (!out) return Null("GetAllocatorWithDefaultOptions");
+  if (!out) return NullArgument("GetAllocatorWithDefaultOptions");
   *out = CpuAllocator();
   return nullptr;
 }
 OrtStatus* AllocatorAlloc(OrtAllocator* a, size_t size, void** out) {
-  if (!a || !out || !a->Alloc) return Null("AllocatorAlloc");
+  if (!a || !out || !a->Alloc) return NullArgument("AllocatorAlloc");
   *out = a->Alloc(a, size);
   return *out ? nullptr : NewOrtStatus(ORT_FAIL, "AllocatorAlloc: out of memory");
 }
 OrtStatus* AllocatorFree(OrtAllocator* a, void* block) {
-  if (!a || !a->Free) return Null("AllocatorFree");
+  if (!a || !a->Free) return NullArgument("AllocatorFree");
   a->Free(a, block);
   return nullptr;
 }
 OrtStatus* AllocatorGetInfo(const OrtAllocator* a, const OrtMemoryInfo** out) {
-  if (!a || !out || !a->Info) return Null("AllocatorGetInfo");
+  if (!a || !out || !a->Info) return NullArgument("AllocatorGetInfo");
   *out = a->Info(a);
   return nullptr;
 }
@@ -120,7 +101,7 @@ bool KnownElementType(int t) { return t >= NX_TYPE_FLOAT && t <= 23 && t != NX_T
 
 OrtStatus* CreateTensorAsOrtValue(OrtAllocator* allocator, const int64_t* shape, size_t rank,
                                   int type, OrtValue** out) {
-  if (!allocator || !out || (rank > 0 && !shape)) return Null("CreateTensorAsOrtValue");
+  if (!allocator || !out || (rank > 0 && !shape)) return NullArgument("CreateTensorAsOrtValue");
   if (!KnownElementType(type))
     return NewOrtStatus(ORT_INVALID_ARGUMENT, "CreateTensorAsOrtValue: unsupported element type");
   return Guard("CreateTensorAsOrtValue", [&]() -> OrtStatus* {
@@ -142,7 +123,7 @@ OrtStatus* CreateTensorAsOrtValue(OrtAllocator* allocator, const int64_t* shape,
 OrtStatus* CreateTensorWithDataAsOrtValue(const OrtMemoryInfo* info, void* data, size_t bytes,
                                           const int64_t* shape, size_t rank, int type,
                                           OrtValue** out) {
-  if (!info || !out || (rank > 0 && !shape)) return Null("CreateTensorWithDataAsOrtValue");
+  if (!info || !out || (rank > 0 && !shape)) return NullArgument("CreateTensorWithDataAsOrtValue");
   if (!KnownElementType(type))
     return NewOrtStatus(ORT_INVALID_ARGUMENT,
                         "CreateTensorWithDataAsOrtValue: unsupported element type");
@@ -154,7 +135,7 @@ OrtStatus* CreateTensorWithDataAsOrtValue(const OrtMemoryInfo* info, void* data,
     if (TensorBytes(*v) > bytes)
       return NewOrtStatus(ORT_INVALID_ARGUMENT,
                           "CreateTensorWithDataAsOrtValue: the buffer is smaller than the shape");
-    if (v->count > 0 && data == nullptr) return Null("CreateTensorWithDataAsOrtValue");
+    if (v->count > 0 && data == nullptr) return NullArgument("CreateTensorWithDataAsOrtValue");
     v->data = data;  // borrowed
     const NxMemoryInfo m = ToNxMemoryInfo(*info);
     v->memory = m.kind == NX_MEMORY_HOST_ACCESSIBLE && m.device_type == NX_DEVICE_CPU
@@ -166,17 +147,17 @@ OrtStatus* CreateTensorWithDataAsOrtValue(const OrtMemoryInfo* info, void* data,
 }
 
 OrtStatus* IsTensor(const OrtValue* v, int* out) {
-  if (!v || !out) return Null("IsTensor");
+  if (!v || !out) return NullArgument("IsTensor");
   *out = V(v)->kind == NX_VALUE_TENSOR;
   return nullptr;
 }
 OrtStatus* HasValue(const OrtValue* v, int* out) {
-  if (!v || !out) return Null("HasValue");
+  if (!v || !out) return NullArgument("HasValue");
   *out = V(v)->kind != NX_VALUE_OPTIONAL || V(v)->contained != nullptr;
   return nullptr;
 }
 OrtStatus* GetValueType(const OrtValue* v, ONNXType* out) {
-  if (!v || !out) return Null("GetValueType");
+  if (!v || !out) return NullArgument("GetValueType");
   switch (V(v)->kind) {
     case NX_VALUE_SEQUENCE:
       *out = ONNX_TYPE_SEQUENCE;
@@ -190,7 +171,7 @@ OrtStatus* GetValueType(const OrtValue* v, ONNXType* out) {
   return nullptr;
 }
 OrtStatus* GetTensorTypeAndShape(const OrtValue* v, OrtTensorTypeAndShapeInfo** out) {
-  if (!v || !out) return Null("GetTensorTypeAndShape");
+  if (!v || !out) return NullArgument("GetTensorTypeAndShape");
   if (V(v)->kind != NX_VALUE_TENSOR)
     return NewOrtStatus(ORT_INVALID_ARGUMENT, "GetTensorTypeAndShape: not a tensor");
   return Guard("GetTensorTypeAndShape", [&]() -> OrtStatus* {
@@ -199,7 +180,7 @@ OrtStatus* GetTensorTypeAndShape(const OrtValue* v, OrtTensorTypeAndShapeInfo** 
   });
 }
 OrtStatus* GetTypeInfo(const OrtValue* v, OrtTypeInfo** out) {
-  if (!v || !out) return Null("GetTypeInfo");
+  if (!v || !out) return NullArgument("GetTypeInfo");
   return Guard("GetTypeInfo", [&]() -> OrtStatus* {
     auto t = std::make_unique<OrtTypeInfo>();
     if (V(v)->kind == NX_VALUE_TENSOR) {
@@ -213,21 +194,21 @@ OrtStatus* GetTypeInfo(const OrtValue* v, OrtTypeInfo** out) {
   });
 }
 OrtStatus* GetTensorMutableData(OrtValue* v, void** out) {
-  if (!v || !out) return Null("GetTensorMutableData");
+  if (!v || !out) return NullArgument("GetTensorMutableData");
   if (V(v)->kind != NX_VALUE_TENSOR || V(v)->type == NX_TYPE_STRING)
     return NewOrtStatus(ORT_INVALID_ARGUMENT, "GetTensorMutableData: not a numeric tensor");
   *out = V(v)->data;
   return nullptr;
 }
 OrtStatus* GetTensorData(const OrtValue* v, const void** out) {
-  if (!v || !out) return Null("GetTensorData");
+  if (!v || !out) return NullArgument("GetTensorData");
   if (V(v)->kind != NX_VALUE_TENSOR || V(v)->type == NX_TYPE_STRING)
     return NewOrtStatus(ORT_INVALID_ARGUMENT, "GetTensorData: not a numeric tensor");
   *out = V(v)->data;
   return nullptr;
 }
 OrtStatus* GetTensorSizeInBytes(const OrtValue* v, size_t* out) {
-  if (!v || !out) return Null("GetTensorSizeInBytes");
+  if (!v || !out) return NullArgument("GetTensorSizeInBytes");
   if (V(v)->kind != NX_VALUE_TENSOR || V(v)->type == NX_TYPE_STRING)
     return NewOrtStatus(ORT_INVALID_ARGUMENT, "GetTensorSizeInBytes: not a numeric tensor");
   *out = TensorBytes(*V(v));
@@ -257,7 +238,7 @@ const OrtMemoryInfo* MemoryInfoOf(const Value& v) {
 }
 
 OrtStatus* GetTensorMemoryInfo(const OrtValue* v, const OrtMemoryInfo** out) {
-  if (!v || !out) return Null("GetTensorMemoryInfo");
+  if (!v || !out) return NullArgument("GetTensorMemoryInfo");
   *out = MemoryInfoOf(*V(v));
   return nullptr;
 }
@@ -267,7 +248,7 @@ const OrtMemoryDevice* ValueGetMemoryDevice(const OrtValue* v) {
 
 // A tensor attribute as a value the plugin owns (it shares the model's data, read-only).
 OrtStatus* OpAttrGetTensorAttributeAsOrtValue(const OrtOpAttr* a, OrtValue** out) {
-  if (!a || !out) return Null("OpAttr_GetTensorAttributeAsOrtValue");
+  if (!a || !out) return NullArgument("OpAttr_GetTensorAttributeAsOrtValue");
   if (a->ir == nullptr || a->ir->tensor == nullptr)
     return NewOrtStatus(ORT_INVALID_ARGUMENT,
                         "OpAttr_GetTensorAttributeAsOrtValue: not a tensor attribute");
