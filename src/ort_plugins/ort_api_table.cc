@@ -63,12 +63,19 @@ void VoidStub() {
   RecordStubCall(Table, Index);
 }
 
+template <int Table, size_t Index>
+OrtApiSlot StubFor(char kind) {
+  return kind == 'S'   ? reinterpret_cast<OrtApiSlot>(&StatusStub<Table, Index>)
+         : kind == 'V' ? reinterpret_cast<OrtApiSlot>(&VoidStub<Table, Index>)
+                       : reinterpret_cast<OrtApiSlot>(&ValueStub<Table, Index>);
+}
+
+// A pack expanded in a list, not a fold: compilers cap the nesting of fold expressions (clang
+// at 256) below the table's 415 slots.
 template <int Table, size_t... I>
 void FillStubs(OrtApiSlot* slots, const SlotInfo* info, std::index_sequence<I...>) {
-  ((slots[I] = info[I].kind == 'S'   ? reinterpret_cast<OrtApiSlot>(&StatusStub<Table, I>)
-               : info[I].kind == 'V' ? reinterpret_cast<OrtApiSlot>(&VoidStub<Table, I>)
-                                     : reinterpret_cast<OrtApiSlot>(&ValueStub<Table, I>)),
-   ...);
+  const OrtApiSlot stubs[] = {StubFor<Table, I>(info[I].kind)...};
+  for (size_t i = 0; i < sizeof...(I); ++i) slots[i] = stubs[i];
 }
 
 OrtStatus* InvalidArgument(const char* fn, const char* what) {
