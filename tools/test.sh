@@ -13,7 +13,8 @@
 #      plugin from PyPI, hosted by nxrt's ORT plugin adapter
 #   5. the Python package: a wheel built with pip, installed into a fresh virtualenv, pytest
 #   6. the unit tests and node tests again under AddressSanitizer + UBSan (skip: NXRT_SKIP_SANITIZE=1)
-#   7. the session fuzzer (clang, libFuzzer): regression corpus + 60 s smoke (skip: NXRT_SKIP_FUZZ=1)
+#   7. the session fuzzer (libFuzzer): regression corpus + 60 s smoke (skip: NXRT_SKIP_FUZZ=1)
+#   6 and 7 share one clang build with both instrumentations (tools/build_sanitized.sh).
 # Exits non-zero if any suite fails. The last line sums up the suites.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -119,15 +120,14 @@ python_package() {
 }
 run_suite "python package: wheel in a fresh virtualenv, pytest (tests/python)" python_package
 
+# One instrumented tree (clang: ASan + UBSan + libFuzzer coverage, tools/build_sanitized.sh) serves
+# the sanitizer suites and the fuzz smoke.
+sanitized_dir=build-sanitize
 if [[ "${NXRT_SKIP_SANITIZE:-0}" != 1 ]]; then
   echo
-  echo "=============== sanitizer build (ASan + UBSan) ==============="
+  echo "=============== sanitizer build (clang: ASan + UBSan + fuzzer coverage) ==============="
   build_started=$SECONDS
-  # -O1 and minimal debug info (line tables, function names), as the fuzz build: instrumented
-  # code compiles about twice as fast as at -O2 -g, and reports still carry file:line frames.
-  if NXRT_BUILD_DIR=build-asan NXRT_BUILD_TYPE=RelWithDebInfo tools/build.sh -DNXRT_SANITIZE=ON \
-    -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
-    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG"; then
+  if tools/build_sanitized.sh "$sanitized_dir"; then
     echo "sanitizer build: $((SECONDS - build_started)) s"
     # intercept_tls_get_addr=0: the sanitizer runtimes of GCC 12 and clang 14 guess a dynamic TLS
     # block's bounds from a pre-2.25 glibc header whenever its address is 16 bytes past a page;
@@ -143,21 +143,22 @@ if [[ "${NXRT_SKIP_SANITIZE:-0}" != 1 ]]; then
     # their reorders even when a kernel runs on one thread). One OpenMP thread keeps leak
     # checking reliable; the threaded paths run in the Release suites above.
     export OMP_NUM_THREADS=1
-    run_suite "unit tests (sanitizers)" ctest --test-dir build-asan --output-on-failure -j 2
+    run_suite "unit tests (sanitizers)" ctest --test-dir "$sanitized_dir" --output-on-failure -j 2
     # Memory errors abort the run (non-zero exit); pass counts are checked by the Release run.
-    run_suite "onnx node tests (sanitizers)" build-asan/bin/nxrt conformance "$node_dir"
+    run_suite "onnx node tests (sanitizers)" "$sanitized_dir/bin/nxrt" conformance "$node_dir"
     # An EP that keeps a host handle past its lifetime, or a host that hands out a freed one,
     # is a use-after-free here (every certify area touches set-up, runs and release).
-    run_suite "nxrt certify SimDevice (sanitizers)" build-asan/bin/nxrt certify \
-      --ep-library build-asan/lib/libnxrt_ep_sim_device.so --ep SimDevice --node-tests "$node_dir"
+    run_suite "nxrt certify SimDevice (sanitizers)" "$sanitized_dir/bin/nxrt" certify \
+      --ep-library "$sanitized_dir/lib/libnxrt_ep_sim_device.so" --ep SimDevice --node-tests "$node_dir"
   else
     failed_suites+=("sanitizer build")
   fi
 fi
 
 if [[ "${NXRT_SKIP_FUZZ:-0}" != 1 ]]; then
-  # Builds into build-fuzz with clang; sets its own sanitizer options (docs/fuzzing.md).
-  run_suite "fuzz: regression corpus + 60 s smoke" tests/fuzz/run_fuzz_smoke.sh build-fuzz
+  # Builds only the fuzzer when the sanitizer suites were skipped; sets its own sanitizer
+  # options (docs/fuzzing.md).
+  run_suite "fuzz: regression corpus + 60 s smoke" tests/fuzz/run_fuzz_smoke.sh "$sanitized_dir"
 fi
 
 echo

@@ -16,6 +16,11 @@
 #include "nxrt_c_api.h"
 
 namespace nxrt {
+// Everything lives in an inline namespace (still nxrt::Env, nxrt::Session, ... to users): the
+// runtime has internal types of the same names in namespace nxrt, and in a program linking both
+// (the unit tests) the linker would merge their inline member functions (constructors,
+// destructors, std::vector instantiations), one silently replacing the other.
+inline namespace cxx_api {
 
 class Exception : public std::runtime_error {
  public:
@@ -371,13 +376,7 @@ class RunOptions : public detail::Handle<NxRunOptions, NxRunOptions_Release> {
   explicit RunOptions(NxRunOptions* o) : Handle(o) {}
 };
 
-// The placement report's types live in an inline namespace (still nxrt::AssignmentReport etc.
-// to users): the runtime has internal types of the same names in namespace nxrt, and a program
-// linking both (the unit tests) must not have their inline member functions (destructors)
-// merged by the linker.
-inline namespace cxx_api {
 struct AssignmentReport;
-}  // namespace cxx_api
 
 class Session : public detail::Handle<NxSession, NxSession_Release> {
  public:
@@ -534,7 +533,6 @@ class Session : public detail::Handle<NxSession, NxSession_Release> {
 };
 
 // ---- Placement report (a copy of NxAssignmentReport's contents) ----
-inline namespace cxx_api {
 struct AssignedNode {
   std::string name, domain, op_type;
   std::vector<std::string> inputs, outputs;  // value names ("" = an omitted optional one)
@@ -607,8 +605,6 @@ struct AssignmentReport {
   }
 };
 
-}  // namespace cxx_api
-
 inline AssignmentReport Session::assignment_report() const {
   return AssignmentReport::From(NxSession_GetAssignmentReport(get()));
 }
@@ -660,6 +656,7 @@ inline void Value::CopyTo(Env& env, Value& dst) const {
   Check(NxEnv_CopyTensors(env.get(), &src, &d, 1));
 }
 
+}  // namespace cxx_api
 }  // namespace nxrt
 
 #endif  // NXRT_HPP_

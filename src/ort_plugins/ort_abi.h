@@ -25,7 +25,7 @@ extern "C" {
 #endif
 
 #define NXRT_ORT_API_LEVEL 24
-#define NXRT_ORT_VERSION_STRING "1.24.0"
+#define NXRT_ORT_VERSION_STRING "1.24.4"
 
 /* ---- Enums (values are the interface's) ---------------------------------------------------- */
 
@@ -132,7 +132,8 @@ typedef struct OrtExternalInitializerInfo OrtExternalInitializerInfo;
 
 /* ---- The tables the host hands out --------------------------------------------------------- */
 
-/* Every slot of OrtApi / OrtEpApi has this type here; callers cast to the real signature. */
+/* Every slot of OrtApi / OrtEpApi / OrtModelEditorApi has this type here; callers cast to the real
+ * signature. */
 typedef void (*OrtApiSlot)(void);
 
 #define NXRT_ORT_SLOT(name, since, kind) OrtApiSlot name;
@@ -143,6 +144,10 @@ typedef struct OrtApi {
 typedef struct OrtEpApi {
 #include "ort_plugins/ort_ep_api_slots.inc"
 } OrtEpApi;
+
+typedef struct OrtModelEditorApi {
+#include "ort_plugins/ort_model_editor_api_slots.inc"
+} OrtModelEditorApi;
 #undef NXRT_ORT_SLOT
 
 typedef struct OrtApiBase {

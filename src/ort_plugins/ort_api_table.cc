@@ -10,6 +10,7 @@
 #include "ort_plugins/ort_api_helpers.h"
 #include "ort_plugins/ort_ep_adapter.h"
 #include "ort_plugins/ort_host_objects.h"
+#include "ort_plugins/ort_model_editor.h"
 
 namespace nxrt::ort {
 namespace {
@@ -27,17 +28,24 @@ constexpr SlotInfo kApiSlots[] = {
 constexpr SlotInfo kEpApiSlots[] = {
 #include "ort_plugins/ort_ep_api_slots.inc"
 };
+constexpr SlotInfo kEditorApiSlots[] = {
+#include "ort_plugins/ort_model_editor_api_slots.inc"
+};
 #undef NXRT_ORT_SLOT
 
 constexpr size_t kApiSlotCount = sizeof(kApiSlots) / sizeof(kApiSlots[0]);
 constexpr size_t kEpApiSlotCount = sizeof(kEpApiSlots) / sizeof(kEpApiSlots[0]);
+constexpr size_t kEditorApiSlotCount = sizeof(kEditorApiSlots) / sizeof(kEditorApiSlots[0]);
 static_assert(sizeof(OrtApi) == kApiSlotCount * sizeof(OrtApiSlot));
 static_assert(sizeof(OrtEpApi) == kEpApiSlotCount * sizeof(OrtApiSlot));
+static_assert(sizeof(OrtModelEditorApi) == kEditorApiSlotCount * sizeof(OrtApiSlot));
+
+constexpr const char* kTableNames[] = {"OrtApi", "OrtEpApi", "OrtModelEditorApi"};
 
 thread_local UnimplementedCalls* current_calls = nullptr;
 
 std::string QualifiedName(int table, size_t index) {
-  return std::string(table == 0 ? "OrtApi::" : "OrtEpApi::") + SlotName(table, index);
+  return std::string(kTableNames[table]) + "::" + SlotName(table, index);
 }
 
 void RecordStubCall(int table, size_t index) {
@@ -324,6 +332,7 @@ const OrtMemoryInfo* EpDeviceMemoryInfo(const OrtEpDevice* d, OrtDeviceMemoryTyp
 }
 
 const OrtEpApi* GetEpApi() { return HostEpApi(); }
+const OrtModelEditorApi* GetModelEditorApi() { return HostModelEditorApi(); }
 
 // ---- OrtEpApi -----------------------------------------------------------------------------------
 
@@ -439,6 +448,7 @@ OrtApi BuildApi() {
   api.EpDevice_Device = Slot(&EpDeviceDevice);
   api.EpDevice_MemoryInfo = Slot(&EpDeviceMemoryInfo);
   api.GetEpApi = Slot(&GetEpApi);
+  api.GetModelEditorApi = Slot(&GetModelEditorApi);
   InstallGraphApi(api);
   return api;
 }
@@ -460,6 +470,13 @@ OrtEpApi BuildEpApi() {
   return api;
 }
 
+OrtModelEditorApi BuildEditorApi() {
+  OrtModelEditorApi api{};
+  FillStubs<2>(reinterpret_cast<OrtApiSlot*>(&api), kEditorApiSlots,
+               std::make_index_sequence<kEditorApiSlotCount>());
+  return api;
+}
+
 const OrtApi* GetApi(uint32_t version) {
   // Each level's table extends the one before, so ours serves every level up to it; above it
   // the table would be too short, and NULL tells the library to ask for less.
@@ -474,12 +491,20 @@ namespace {
 struct Tables {
   OrtApi api;
   OrtEpApi ep_api;
+  OrtModelEditorApi editor_api;
+
+  const OrtApiSlot* Slots(int table) const {
+    return table == 0   ? reinterpret_cast<const OrtApiSlot*>(&api)
+           : table == 1 ? reinterpret_cast<const OrtApiSlot*>(&ep_api)
+                        : reinterpret_cast<const OrtApiSlot*>(&editor_api);
+  }
 };
 const Tables& TheTables() {
   static const Tables tables = [] {
-    Tables t{BuildApi(), BuildEpApi()};
+    Tables t{BuildApi(), BuildEpApi(), BuildEditorApi()};
     InstallValueApi(t.api, t.ep_api);
     InstallEpAdapterApi(t.api, t.ep_api);
+    InstallModelEditorApi(t.api, t.editor_api);
     return t;
   }();
   return tables;
@@ -495,16 +520,15 @@ bool IsImplemented(int table, size_t index) {
                  std::make_index_sequence<kApiSlotCount>());
     FillStubs<1>(reinterpret_cast<OrtApiSlot*>(&t.ep_api), kEpApiSlots,
                  std::make_index_sequence<kEpApiSlotCount>());
+    FillStubs<2>(reinterpret_cast<OrtApiSlot*>(&t.editor_api), kEditorApiSlots,
+                 std::make_index_sequence<kEditorApiSlotCount>());
     return t;
   }();
   if (index >= SlotCount(table)) return false;
-  const auto* live = table == 0 ? reinterpret_cast<const OrtApiSlot*>(&TheTables().api)
-                                : reinterpret_cast<const OrtApiSlot*>(&TheTables().ep_api);
-  const auto* stub = table == 0 ? reinterpret_cast<const OrtApiSlot*>(&stubs_only.api)
-                                : reinterpret_cast<const OrtApiSlot*>(&stubs_only.ep_api);
-  return live[index] != stub[index];
+  return TheTables().Slots(table)[index] != stubs_only.Slots(table)[index];
 }
 const OrtEpApi* HostEpApi() { return &TheTables().ep_api; }
+const OrtModelEditorApi* HostModelEditorApi() { return &TheTables().editor_api; }
 
 const OrtApiBase* HostApiBase() {
   static const OrtApiBase base{&GetApi, &GetVersionString};
@@ -513,10 +537,17 @@ const OrtApiBase* HostApiBase() {
 
 const char* SlotName(int table, size_t index) {
   if (table == 0) return index < kApiSlotCount ? kApiSlots[index].name : nullptr;
-  return index < kEpApiSlotCount ? kEpApiSlots[index].name : nullptr;
+  if (table == 1) return index < kEpApiSlotCount ? kEpApiSlots[index].name : nullptr;
+  if (table == 2) return index < kEditorApiSlotCount ? kEditorApiSlots[index].name : nullptr;
+  return nullptr;
 }
 
-size_t SlotCount(int table) { return table == 0 ? kApiSlotCount : kEpApiSlotCount; }
+size_t SlotCount(int table) {
+  return table == 0   ? kApiSlotCount
+         : table == 1 ? kEpApiSlotCount
+         : table == 2 ? kEditorApiSlotCount
+                      : 0;
+}
 
 void UnimplementedCalls::Record(const std::string& slot) {
   bool first = false;

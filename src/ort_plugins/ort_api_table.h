@@ -1,7 +1,8 @@
-// The tables nxrt hands to onnxruntime plugin EP libraries: OrtApiBase, OrtApi and OrtEpApi at
-// NXRT_ORT_API_LEVEL. Every slot holds a function: the implemented ones, or a stub that returns
-// an ORT_NOT_IMPLEMENTED status naming the slot (a value-returning slot returns 0 or NULL, a
-// void one does nothing). Stub calls are counted per library and warned about once per slot.
+// The tables nxrt hands to onnxruntime plugin EP libraries: OrtApiBase, OrtApi, OrtEpApi and
+// OrtModelEditorApi at NXRT_ORT_API_LEVEL. Every slot holds a function: the implemented ones, or
+// a stub that returns an ORT_NOT_IMPLEMENTED status naming the slot (a value-returning slot
+// returns 0 or NULL, a void one does nothing). Stub calls are counted per library and warned about
+// once per slot.
 #pragma once
 
 #include <cstdint>
@@ -17,8 +18,11 @@ namespace nxrt::ort {
 const OrtApiBase* HostApiBase();
 const OrtApi* HostApi();
 const OrtEpApi* HostEpApi();
+const OrtModelEditorApi* HostModelEditorApi();
 
-// The name of slot `index` of OrtApi (table 0) or OrtEpApi (table 1), or null past the end.
+// Tables by number: OrtApi (0), OrtEpApi (1), OrtModelEditorApi (2).
+constexpr int kOrtTableCount = 3;
+// The name of slot `index` of table `table`, or null past the end.
 const char* SlotName(int table, size_t index);
 size_t SlotCount(int table);
 // Whether nxrt implements slot `index` (false: the slot holds its stub).

@@ -11,6 +11,7 @@
 #include "ort_plugins/ort_api_helpers.h"
 #include "ort_plugins/ort_api_table.h"
 #include "ort_plugins/ort_host_objects.h"
+#include "ort_plugins/ort_model_editor.h"
 #include "ort_plugins/ort_wrapped_factory.h"
 #include "plugins/host_objects.h"
 
@@ -30,6 +31,8 @@ struct WrappedEp : NxEp {
   std::map<std::string, bool> drop_initializers;
   // Every compute info Compile returned; handed back in one call when the EP is released.
   std::vector<OrtNodeComputeInfo*> compute_infos;
+  // The session writes a compiled model: Compile's EPContext nodes are kept.
+  bool writes_context = false;
 
   std::string Context(const std::string& what) const {
     return factory->path + ": EP '" + name + "' " + what;
@@ -49,6 +52,8 @@ struct CompiledKernel : NxKernel {
   // The group's view and fused node, alive as long as the kernel (plugins may keep pointers).
   std::unique_ptr<OrtGraph> view;
   std::unique_ptr<OrtNode> fused;
+  // The EPContext node Compile returned, while the session writes a compiled model.
+  std::optional<ExportedContext> context;
 };
 
 namespace {
@@ -165,7 +170,22 @@ NxStatus* WrappedCompileGroup(NxEp* self, const NxGraph* group, const char* fuse
       std::lock_guard<std::mutex> lock(ep->mutex);
       ep->compute_infos.push_back(infos[0]);  // the plugin's to release, at EP release
     }
+    // The host owns an EPContext node once Compile returns it, whatever the status says.
+    std::unique_ptr<OrtNode> context_node = TakePluginNode(context_nodes[0]);
     ThrowIfOrtStatus(status, ep->Context("Compile failed"));
+    NXRT_CHECK(context_nodes[0] == nullptr || context_node != nullptr, NX_INVALID_PLUGIN,
+               ep->Context("Compile returned an EPContext node that OrtModelEditorApi::CreateNode "
+                           "did not make (or that was released)"));
+    if (context_node != nullptr && ep->writes_context) {
+      ExportedContext exported;
+      exported.node = std::make_shared<onnx::NodeProto>(ToNodeProto(*context_node));
+      if (ep->ort->GetCompiledModelCompatibilityInfo != nullptr) {
+        LibraryScope scope(ep->factory->calls.get());
+        const char* info = ep->ort->GetCompiledModelCompatibilityInfo(ep->ort, k->view.get());
+        if (info != nullptr) exported.compatibility = info;
+      }
+      k->context = std::move(exported);
+    }
     OrtNodeComputeInfo* info = infos[0];
     NXRT_CHECK(info != nullptr, NX_INVALID_PLUGIN, ep->Context("Compile returned no compute info"));
     NXRT_CHECK(info->CreateState && info->Compute && info->ReleaseState, NX_INVALID_PLUGIN,
@@ -330,6 +350,16 @@ OrtStatus* KernelContextGetGPUComputeStream(const OrtKernelContext* c, void** ou
 
 }  // namespace
 
+std::optional<ExportedContext> TakeExportedContext(const NxEp* ep, const NxKernel* kernel) {
+  if (ep == nullptr || kernel == nullptr || ep->GetName != &WrappedEpName ||
+      kernel->Compute != &ComputeCompiledKernel)
+    return std::nullopt;
+  auto* k = const_cast<CompiledKernel*>(static_cast<const CompiledKernel*>(kernel));
+  std::optional<ExportedContext> out = std::move(k->context);
+  k->context.reset();
+  return out;
+}
+
 NxStatus* CreateWrappedEp(WrappedFactory& factory, const NxEpCreateArgs* args, NxEp** out) {
   *out = nullptr;
   return CatchAsStatus([&] {
@@ -338,6 +368,7 @@ NxStatus* CreateWrappedEp(WrappedFactory& factory, const NxEpCreateArgs* args, N
     ep->name = factory.name;
     if (args->session_config != nullptr)
       ep->options.config = *static_cast<const Config*>(args->session_config);
+    ep->writes_context = ep->options.config.Get("ep.context_enable", "0") == "1";
     const Logger* session_logger = args->logger ? &args->logger->logger : nullptr;
     ep->logger = std::make_unique<OrtLogger>(
         OrtLogger{session_logger ? *session_logger : factory.logger->logger});

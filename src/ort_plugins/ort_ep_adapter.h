@@ -4,6 +4,8 @@
 // contexts and kernel contexts.
 #pragma once
 
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,6 +13,10 @@
 #include "nxrt/nxrt_ep_api.h"
 #include "ort_plugins/ort_abi.h"
 #include "ort_plugins/ort_graph_view.h"
+
+namespace onnx {
+class NodeProto;
+}
 
 struct OrtSessionOptions {
   nxrt::Config config;  // a copy: the plugin may keep the pointer for the EP's lifetime
@@ -44,6 +50,17 @@ struct OrtKernelContext {
 namespace nxrt::ort {
 
 struct WrappedFactory;
+
+// What a session that writes a compiled model (session option "ep.context_enable" = "1", set by
+// NxEnv_CompileModel) keeps of a group the plugin compiled: the EPContext node its Compile
+// returned and its OrtEp::GetCompiledModelCompatibilityInfo string.
+struct ExportedContext {
+  std::shared_ptr<const onnx::NodeProto> node;
+  std::string compatibility;
+};
+// Hands that over once for a kernel of a wrapped EP; nullopt for any other EP or kernel, and
+// for a group the plugin returned no EPContext node for.
+std::optional<ExportedContext> TakeExportedContext(const NxEp* ep, const NxKernel* kernel);
 
 // OrtEpFactory::CreateEp for an nxrt session; the result is released with ReleaseWrappedEp.
 NxStatus* CreateWrappedEp(WrappedFactory& factory, const NxEpCreateArgs* args, NxEp** ep);

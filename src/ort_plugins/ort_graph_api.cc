@@ -354,47 +354,12 @@ OrtStatus* OpAttrGetName(const OrtOpAttr* a, const char** out) {
   return nullptr;
 }
 
-// The attribute's contents, from the model or from the plugin (CreateOpAttr).
-struct AttrView {
-  bool has_i = false, has_f = false;
-  int64_t i = 0;
-  float f = 0;
-  const std::string* s = nullptr;
-  const std::vector<int64_t>* ints = nullptr;
-  const std::vector<float>* floats = nullptr;
-  const std::vector<std::string>* strings = nullptr;
-};
-
-AttrView View(const OrtOpAttr& a) {
-  AttrView v;
-  if (a.ir != nullptr) {
-    v.has_i = a.ir->type == NX_ATTR_INT;
-    v.has_f = a.ir->type == NX_ATTR_FLOAT;
-    v.i = a.ir->i;
-    v.f = a.ir->f;
-    v.s = &a.ir->s;
-    v.ints = &a.ir->ints;
-    v.floats = &a.ir->floats;
-    v.strings = &a.ir->strings;
-  } else {
-    v.has_i = a.type == ORT_OP_ATTR_INT;
-    v.has_f = a.type == ORT_OP_ATTR_FLOAT;
-    v.i = a.i;
-    v.f = a.f;
-    v.s = &a.s;
-    v.ints = &a.ints;
-    v.floats = &a.floats;
-    v.strings = &a.strings;
-  }
-  return v;
-}
-
 // Writes the attribute as `type` into `data` (`len` bytes) and sets *out to the bytes it takes;
 // too little room is an error that still reports the size. Strings are written without a
 // terminator; a string list as each string followed by a NUL.
 OrtStatus* ReadOpAttr(const OrtOpAttr* a, OrtOpAttrType type, void* data, size_t len, size_t* out) {
   if (!a || !out) return NullArgument("ReadOpAttr");
-  const AttrView v = View(*a);
+  const AttrView v = ViewOf(*a);
   auto fits = [&](size_t need, const char* what) -> OrtStatus* {
     *out = need;
     if (len < need || (need > 0 && data == nullptr))

@@ -167,4 +167,28 @@ std::unique_ptr<OrtNode> MakeFusedNode(const OrtGraph& group_view, const std::st
   return node;
 }
 
+AttrView ViewOf(const OrtOpAttr& a) {
+  AttrView v;
+  if (a.ir != nullptr) {
+    v.has_i = a.ir->type == NX_ATTR_INT;
+    v.has_f = a.ir->type == NX_ATTR_FLOAT;
+    v.i = a.ir->i;
+    v.f = a.ir->f;
+    v.s = &a.ir->s;
+    v.ints = &a.ir->ints;
+    v.floats = &a.ir->floats;
+    v.strings = &a.ir->strings;
+  } else {
+    v.has_i = a.type == ORT_OP_ATTR_INT;
+    v.has_f = a.type == ORT_OP_ATTR_FLOAT;
+    v.i = a.i;
+    v.f = a.f;
+    v.s = &a.s;
+    v.ints = &a.ints;
+    v.floats = &a.floats;
+    v.strings = &a.strings;
+  }
+  return v;
+}
+
 }  // namespace nxrt::ort

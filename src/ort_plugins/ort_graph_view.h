@@ -75,7 +75,7 @@ struct OrtOpAttr {
 
 struct OrtNode {
   const OrtGraph* graph = nullptr;
-  const nxrt::Node* ir = nullptr;  // null for a fused node
+  const nxrt::Node* ir = nullptr;  // null for a fused node and a node a plugin made
   size_t id = 0;
   std::string name;
   std::string op_type;
@@ -88,6 +88,10 @@ struct OrtNode {
   std::vector<std::unique_ptr<OrtOpAttr>> attributes;
   std::vector<const OrtGraph*> subgraphs;
   std::vector<const char*> subgraph_attribute_names;
+  // A node a plugin made (OrtModelEditorApi::CreateNode): no graph, values named only.
+  bool plugin_made = false;
+  std::vector<std::string> input_names;
+  std::vector<std::string> output_names;
 };
 
 struct OrtGraph {
@@ -131,6 +135,18 @@ std::unique_ptr<OrtNode> MakeFusedNode(const OrtGraph& group_view, const std::st
                                        const std::string& ep_name,
                                        const std::vector<const OrtValueInfo*>& inputs,
                                        const std::vector<const OrtValueInfo*>& outputs);
+
+// An attribute's contents, whether it is the model's (ir) or a plugin's (CreateOpAttr).
+struct AttrView {
+  bool has_i = false, has_f = false;
+  int64_t i = 0;
+  float f = 0;
+  const std::string* s = nullptr;
+  const std::vector<int64_t>* ints = nullptr;
+  const std::vector<float>* floats = nullptr;
+  const std::vector<std::string>* strings = nullptr;
+};
+AttrView ViewOf(const OrtOpAttr& a);
 
 // The type info of a value as nxrt knows it statically.
 OrtTypeInfo MakeTypeInfo(const TypeInfo& type);

@@ -92,6 +92,49 @@ NxStatus* WrappedGetSupportedDevices(NxEpFactory* self, const NxHardwareDevice* 
   });
 }
 
+// OrtEpFactory::ValidateCompiledModelCompatibilityInfo, for NxEnv_GetModelCompatibility and
+// `nxrt certify`. onnxruntime's "supported, prefer recompilation" is nxrt's "supported but
+// suboptimal": the payload runs.
+NxStatus* WrappedCheckCompatibility(NxEpFactory* self, const NxHardwareDevice* const* devices,
+                                    size_t num_devices, const char* compatibility,
+                                    NxCompatibility* result) {
+  WrappedFactory* w = Wrapped(self);
+  return CatchAsStatus([&] {
+    *result = NX_COMPATIBILITY_OPTIMAL;  // what the host assumes when a factory cannot say
+    if (w->ort->ort_version_supported < 23 ||
+        w->ort->ValidateCompiledModelCompatibilityInfo == nullptr)
+      return;
+    std::vector<const OrtHardwareDevice*> offered;
+    for (size_t i = 0; i < num_devices; ++i) offered.push_back(AsOrt(devices[i]));
+    OrtCompiledModelCompatibility answer = OrtCompiledModelCompatibility_EP_NOT_APPLICABLE;
+    OrtStatus* status = nullptr;
+    {
+      LibraryScope scope(w->calls.get());
+      status = w->ort->ValidateCompiledModelCompatibilityInfo(
+          w->ort, offered.data(), offered.size(), compatibility, &answer);
+    }
+    ThrowIfOrtStatus(status, w->Context("ValidateCompiledModelCompatibilityInfo failed"));
+    switch (RawEnum(answer)) {
+      case OrtCompiledModelCompatibility_EP_NOT_APPLICABLE:
+        *result = NX_COMPATIBILITY_NOT_APPLICABLE;
+        break;
+      case OrtCompiledModelCompatibility_EP_SUPPORTED_OPTIMAL:
+        *result = NX_COMPATIBILITY_OPTIMAL;
+        break;
+      case OrtCompiledModelCompatibility_EP_SUPPORTED_PREFER_RECOMPILATION:
+        *result = NX_COMPATIBILITY_SUPPORTED_SUBOPTIMAL;
+        break;
+      case OrtCompiledModelCompatibility_EP_UNSUPPORTED:
+        *result = NX_COMPATIBILITY_UNSUPPORTED;
+        break;
+      default:
+        Throw(NX_INVALID_PLUGIN,
+              w->Context("ValidateCompiledModelCompatibilityInfo gave an unknown answer") + " " +
+                  std::to_string(RawEnum(answer)));
+    }
+  });
+}
+
 const char* CopyString(const char* s) { return s ? s : ""; }
 
 std::unique_ptr<WrappedFactory> Wrap(OrtEpFactory* ort, OrtReleaseEpFactoryFn release,
@@ -122,7 +165,7 @@ std::unique_ptr<WrappedFactory> Wrap(OrtEpFactory* ort, OrtReleaseEpFactoryFn re
   if (w->version.empty()) w->version = "0.0.0";
   NxEpFactory& nx = *w;
   nx = NxEpFactory{};
-  nx.version = 3;
+  nx.version = 9;
   nx.GetName = &WrappedName;
   nx.GetVendor = &WrappedVendor;
   nx.GetVersion = &WrappedVersion;
@@ -130,6 +173,7 @@ std::unique_ptr<WrappedFactory> Wrap(OrtEpFactory* ort, OrtReleaseEpFactoryFn re
   nx.CreateEp = &WrappedCreateEp;
   nx.ReleaseEp = &WrappedReleaseEp;
   nx.GetSupportedDevices = &WrappedGetSupportedDevices;
+  nx.CheckCompatibility = &WrappedCheckCompatibility;
   return w;
 }
 

@@ -115,6 +115,69 @@ void WriteFile(const std::filesystem::path& path, const std::string& bytes) {
   NXRT_CHECK(out.good(), NX_INVALID_ARGUMENT, path.string() + ": writing the file failed");
 }
 
+// Declares the type of every value an EPContext node reads or writes that the model does not
+// declare yet, as the session knew it: loaded again, the node's op says nothing about its outputs
+// (onnxruntime plugins, for one, compile a group only for inputs of known shape).
+void DeclareBoundaryTypes(onnx::GraphProto& g, const Graph& session_graph,
+                          const std::set<std::string>& names) {
+  std::set<std::string> declared;
+  for (const auto& v : g.input()) declared.insert(v.name());
+  for (const auto& v : g.output()) declared.insert(v.name());
+  for (const auto& v : g.value_info()) declared.insert(v.name());
+  for (const auto& t : g.initializer()) declared.insert(t.name());
+  for (const std::string& name : names) {
+    if (declared.count(name)) continue;
+    const int index = session_graph.FindValue(name);
+    if (index < 0) continue;
+    const TypeInfo& t = session_graph.value(index).type;
+    if (t.kind != NX_VALUE_TENSOR || t.elem_type == NX_TYPE_UNDEFINED) continue;
+    onnx::ValueInfoProto* vi = g.add_value_info();
+    vi->set_name(name);
+    onnx::TypeProto_Tensor* tensor = vi->mutable_type()->mutable_tensor_type();
+    tensor->set_elem_type(static_cast<int>(t.elem_type));  // ONNX's numbering
+    if (!t.has_shape) continue;
+    onnx::TensorShapeProto* shape = tensor->mutable_shape();
+    for (size_t d = 0; d < t.dims.size(); ++d) {
+      onnx::TensorShapeProto_Dimension* dim = shape->add_dim();
+      if (d < t.dim_params.size() && !t.dim_params[d].empty())
+        dim->set_dim_param(t.dim_params[d]);
+      else if (t.dims[d] >= 0)
+        dim->set_dim_value(t.dims[d]);
+    }
+  }
+}
+
+// Drops what no node, subgraph or graph output reads any more: weights a compiled group took into
+// its payload (an EP that dropped constant initializers from its inputs), whether they are
+// initializers or Constant nodes. A value the graph lists as an input stays.
+void DropUnread(onnx::GraphProto& g) {
+  std::set<std::string> keep;
+  for (const auto& o : g.output()) keep.insert(o.name());
+  for (const auto& in : g.input()) keep.insert(in.name());
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    std::set<std::string> read = keep;
+    SubgraphReads(g, read);
+    auto* nodes = g.mutable_node();
+    for (int i = nodes->size() - 1; i >= 0; --i) {
+      const onnx::NodeProto& n = nodes->Get(i);
+      if (n.op_type() != "Constant" || !n.domain().empty()) continue;
+      bool used = false;
+      for (const auto& o : n.output()) used = used || read.count(o);
+      if (used) continue;
+      nodes->DeleteSubrange(i, 1);
+      changed = true;
+    }
+    auto* inits = g.mutable_initializer();
+    for (int i = inits->size() - 1; i >= 0; --i) {
+      if (read.count(inits->Get(i).name())) continue;
+      inits->DeleteSubrange(i, 1);
+      changed = true;
+    }
+  }
+}
+
 }  // namespace
 
 size_t CompileModelToFile(Env& env, const CompileModelRequest& request, SessionOptions options,
@@ -139,6 +202,12 @@ size_t CompileModelToFile(Env& env, const CompileModelRequest& request, SessionO
 
   // The written model keeps the input's nodes: no fusion or folding before placement.
   options.optimization_level = 0;
+  // onnxruntime's names for the same request, read by its plugin EPs (their Compile returns
+  // EPContext nodes and writes their files next to the output model). The caller's own entries
+  // win.
+  options.config.entries.emplace("ep.context_enable", "1");
+  options.config.entries.emplace("ep.context_file_path", request.output_path);
+  options.config.entries.emplace("ep.context_embed_mode", request.external_payloads ? "0" : "1");
   options.export_compiled = true;
   options.profile_file.clear();
   std::shared_ptr<Model> model = from_file
@@ -180,26 +249,41 @@ size_t CompileModelToFile(Env& env, const CompileModelRequest& request, SessionO
                "EP '" + e.ep + "' gave two compatibility strings for one model ('" + known->second +
                    "' and '" + e.compatibility + "')");
     onnx::NodeProto ctx;
-    ctx.set_name(e.name);
-    ctx.set_op_type("EPContext");
-    ctx.set_domain(kContextDomain);
-    for (const std::string& in : e.inputs) ctx.add_input(in);
-    for (const std::string& out : e.outputs) ctx.add_output(out);
-    AddAttribute(ctx, "main_context", int64_t{1});
-    AddAttribute(ctx, "source", e.ep);
-    AddAttribute(ctx, "ep_sdk_version", e.ep_version);
-    AddAttribute(ctx, "partition_name", e.name);
     std::string where;
-    if (request.external_payloads) {
-      const std::string file = FileSafe(out_path.stem().string() + "_" + e.name) + ".ctx";
-      WriteFile(out_dir / file, e.payload);
-      AddAttribute(ctx, "embed_mode", int64_t{0});
-      AddAttribute(ctx, "ep_cache_context", file);
-      where = "in " + file;
+    if (e.context_node) {
+      // An onnxruntime plugin wrote the whole node (and any files it refers to) itself.
+      ctx = *e.context_node;
+      NXRT_CHECK(ctx.op_type() == "EPContext" && ctx.domain() == kContextDomain, NX_INVALID_PLUGIN,
+                 "EP '" + e.ep + "' returned a node of type '" + ctx.domain() + ":" +
+                     ctx.op_type() + "' for group " + e.name + ", not an EPContext node");
+      const std::set<std::string> produced(ctx.output().begin(), ctx.output().end());
+      for (const std::string& out : e.outputs)
+        NXRT_CHECK(produced.count(out), NX_INVALID_PLUGIN,
+                   "the EPContext node EP '" + e.ep + "' returned for group " + e.name +
+                       " does not produce '" + out + "'");
+      if (ctx.name().empty()) ctx.set_name(e.name);
+      where = "as the EP wrote it";
     } else {
-      AddAttribute(ctx, "embed_mode", int64_t{1});
-      AddAttribute(ctx, "ep_cache_context", e.payload);
-      where = "embedded";
+      ctx.set_name(e.name);
+      ctx.set_op_type("EPContext");
+      ctx.set_domain(kContextDomain);
+      for (const std::string& in : e.inputs) ctx.add_input(in);
+      for (const std::string& out : e.outputs) ctx.add_output(out);
+      AddAttribute(ctx, "main_context", int64_t{1});
+      AddAttribute(ctx, "source", e.ep);
+      AddAttribute(ctx, "ep_sdk_version", e.ep_version);
+      AddAttribute(ctx, "partition_name", e.name);
+      if (request.external_payloads) {
+        const std::string file = FileSafe(out_path.stem().string() + "_" + e.name) + ".ctx";
+        WriteFile(out_dir / file, e.payload);
+        AddAttribute(ctx, "embed_mode", int64_t{0});
+        AddAttribute(ctx, "ep_cache_context", file);
+        where = "in " + file;
+      } else {
+        AddAttribute(ctx, "embed_mode", int64_t{1});
+        AddAttribute(ctx, "ep_cache_context", e.payload);
+        where = "embedded";
+      }
     }
     std::string names;
     for (int i : nodes) {
@@ -207,7 +291,7 @@ size_t CompileModelToFile(Env& env, const CompileModelRequest& request, SessionO
       names += (names.empty() ? "" : ", ") + (n.empty() ? "#" + std::to_string(i) : n);
       removed[static_cast<size_t>(i)] = 1;
     }
-    AddAttribute(ctx, "notes", "replaces nodes: " + names);
+    if (!e.context_node) AddAttribute(ctx, "notes", "replaces nodes: " + names);
     if (request.keep_original_nodes) {
       auto* a = ctx.add_attribute();
       a->set_name(kOriginalNodesAttribute);
@@ -228,8 +312,10 @@ size_t CompileModelToFile(Env& env, const CompileModelRequest& request, SessionO
     ++saved;
     if (progress)
       progress("group " + e.name + " on " + e.ep + ": " + std::to_string(nodes.size()) +
-               " nodes -> EPContext, payload " + std::to_string(e.payload.size()) + " bytes " +
-               where);
+               " nodes -> EPContext" +
+               (e.context_node
+                    ? " " + where
+                    : ", payload " + std::to_string(e.payload.size()) + " bytes " + where));
   }
 
   std::vector<onnx::NodeProto> kept;
@@ -241,6 +327,16 @@ size_t CompileModelToFile(Env& env, const CompileModelRequest& request, SessionO
   kept = SortNodes(std::move(kept));
   g.clear_node();
   for (auto& n : kept) *g.add_node() = std::move(n);
+  if (saved > 0) {
+    std::set<std::string> boundary;
+    for (const ExportedGroup& e : compiled->exported()) {
+      if (e.graph != &session.graph()) continue;
+      boundary.insert(e.inputs.begin(), e.inputs.end());
+      boundary.insert(e.outputs.begin(), e.outputs.end());
+    }
+    DeclareBoundaryTypes(g, session.graph(), boundary);
+    DropUnread(g);
+  }
 
   if (saved > 0) {
     bool imported = false;

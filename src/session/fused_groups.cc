@@ -2,6 +2,7 @@
 
 #include "base/error.h"
 #include "model/external_data.h"
+#include "ort_plugins/ort_ep_adapter.h"
 #include "plugins/host_objects.h"
 #include "session/profiler.h"
 
@@ -101,11 +102,16 @@ void CompiledGroups::Export(const Graph& g, const FusedGroup& group, EpInstance&
                             NxKernel* kernel, const std::string& name,
                             const std::vector<int>& inputs, const std::vector<int>& outputs) {
   NxEp* raw = ep.raw();
-  if (raw->version < 9 || raw->ExportCompiledGroup == nullptr) return;
+  std::optional<ort::ExportedContext> ort_context = ort::TakeExportedContext(raw, kernel);
+  if (!ort_context && (raw->version < 9 || raw->ExportCompiledGroup == nullptr)) return;
   NxCompiledGroupExport out{};
   out.version = NXRT_EP_API_VERSION;
-  ThrowIfStatus(raw->ExportCompiledGroup(raw, kernel, &out),
-                "EP '" + ep.name() + "' ExportCompiledGroup");
+  if (ort_context) {
+    out.compatibility = ort_context->compatibility.c_str();
+  } else {
+    ThrowIfStatus(raw->ExportCompiledGroup(raw, kernel, &out),
+                  "EP '" + ep.name() + "' ExportCompiledGroup");
+  }
   NXRT_CHECK(out.payload != nullptr || out.payload_size == 0, NX_INVALID_PLUGIN,
              "EP '" + ep.name() + "' ExportCompiledGroup: a payload size without bytes");
   ExportedGroup e;
@@ -121,8 +127,10 @@ void CompiledGroups::Export(const Graph& g, const FusedGroup& group, EpInstance&
   }
   for (int v : inputs) e.inputs.push_back(g.value(v).name);
   for (int v : outputs) e.outputs.push_back(g.value(v).name);
-  e.payload.assign(static_cast<const char*>(out.payload), out.payload_size);
+  if (out.payload_size > 0)
+    e.payload.assign(static_cast<const char*>(out.payload), out.payload_size);
   e.compatibility = out.compatibility != nullptr ? out.compatibility : "";
+  if (ort_context) e.context_node = std::move(ort_context->node);
   NXRT_CHECK(e.compatibility.size() <= 4096, NX_INVALID_PLUGIN,
              "EP '" + ep.name() + "' ExportCompiledGroup: compatibility string over 4 KiB");
   for (char c : e.compatibility)

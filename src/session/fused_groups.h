@@ -16,6 +16,10 @@
 #include "session/ep_instance.h"
 #include "session/placement.h"
 
+namespace onnx {
+class NodeProto;
+}
+
 namespace nxrt {
 
 // The domain of fused nodes in a session's graph (never in a model).
@@ -36,6 +40,9 @@ struct ExportedGroup {
   std::vector<std::string> inputs;        // in the order CompileGroup saw them
   std::vector<std::string> outputs;       // likewise
   std::string payload, compatibility;
+  // The whole EPContext node, when the EP wrote it itself (onnxruntime plugin EPs return one
+  // from OrtEp::Compile): written as it is, `payload` unused.
+  std::shared_ptr<const onnx::NodeProto> context_node;
 };
 
 // Whether a payload saved with `compatibility` suits these devices of `factory`

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # CI smoke for nxrt_session_fuzzer (docs/fuzzing.md):
-#   1. configures and builds the fuzz build (clang, NXRT_FUZZ=ON: ASan + UBSan + libFuzzer
-#      coverage, RelWithDebInfo, no unit tests) into BUILD_DIR;
+#   1. configures and builds the fuzz build (tools/build_sanitized.sh: clang, NXRT_FUZZ=ON, so
+#      ASan + UBSan + libFuzzer coverage) into BUILD_DIR;
 #   2. replays every file of tests/fuzz/regressions once: none may crash;
 #   3. fuzzes for FUZZ_SECONDS (default 60) from the ONNX node-test seed corpus.
 # A crash, sanitizer report or leak fails the script. A timeout or out-of-memory fails it only
@@ -14,20 +14,9 @@ cd "$(dirname "$0")/../.."
 build_dir="${1:?usage: run_fuzz_smoke.sh BUILD_DIR}"
 seconds="${FUZZ_SECONDS:-60}"
 
-# -O1 and line tables only (OSS-Fuzz's choice): sanitizer-instrumented templates compile about
-# twice as fast as with -O2 -g, and reports still carry file:line frames.
-launcher=()
-if command -v ccache >/dev/null; then  # as tools/build.sh: CI's fresh clone hits the cache
-  export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}"
-  export CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-1}"  # debug info: see tools/build.sh
-  launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-fi
-cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" \
-  -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG" \
-  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG" \
-  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DNXRT_FUZZ=ON -DNXRT_BUILD_TESTS=OFF \
-  ${CMAKE_ARGS:-} >/dev/null
-cmake --build "$build_dir" -j "$(nproc)" --target nxrt_session_fuzzer
+# The instrumented tree CI shares with its sanitizer suites; only the fuzzer and what it loads are
+# built here (nothing, when tools/test.sh built the tree already).
+tools/build_sanitized.sh "$build_dir" nxrt_session_fuzzer
 fuzzer="$build_dir/bin/nxrt_session_fuzzer"
 
 # OpenMP workers and LeakSanitizer's ptrace do not mix in sandboxes (as for tools/test.sh's

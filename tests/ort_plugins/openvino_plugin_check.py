@@ -3,7 +3,10 @@
 the EP devices nxrt lists for it (`nxrt devices --json --ep-library`) are the ones onnxruntime
 lists after register_execution_provider_library, with the same metadata and options; and real
 models run on it through nxrt (`nxrt run --ep OpenVINOExecutionProvider`) give onnxruntime's
-outputs (its CPU EP's, and where onnxruntime can use the plugin, the plugin's under onnxruntime).
+outputs (its CPU EP's, and where onnxruntime can use the plugin, the plugin's under onnxruntime);
+and `nxrt compile --ep OpenVINOExecutionProvider` writes the plugin's own EPContext model, which
+runs in a new nxrt process with the same outputs (and, where onnxruntime can use the plugin, in
+onnxruntime too, as onnxruntime's compiled model runs in nxrt).
 
     openvino_plugin_check.py --build-dir build [--plugin-dir build/ort_plugins]
                              [--models build/models]
@@ -128,6 +131,115 @@ def run_models(nxrt, library, models_dir, env, onnxruntime_has_plugin, work):
     return failures
 
 
+# Compiled ahead of time through the plugin's own EPContext path (embedded and external blobs).
+COMPILED = [("mobilenet_v2", "--embed"), ("ppocr_rec", "--external")]
+
+
+def nxrt_run(nxrt, path, library, env, feeds, out_dir, fallback="forbid"):
+    """Runs `path` on the plugin in a new nxrt process; returns (outputs by name, eps line)."""
+    paths = model_inputs.save_inputs(feeds, os.path.join(out_dir, "inputs"))
+    cmd = [nxrt, "run", path, "--ep-library", library, "--ep", EP, "--fallback", fallback,
+           "--output-dir", out_dir]
+    for input_name, input_path in paths.items():
+        cmd += ["--input", f"{input_name}={input_path}"]
+    run = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
+    if run.returncode != 0:
+        raise RuntimeError(f"nxrt run {os.path.basename(path)} failed ({run.returncode}): "
+                           f"{run.stderr[-2000:]}")
+    eps = next((line for line in run.stdout.splitlines() if line.startswith("eps:")), "")
+    return eps
+
+
+def compare(label, names, got_dir, expected_outputs, failures, tolerance_scale=2e-3):
+    worst = 0.0
+    for output_name, expected in zip(names, expected_outputs):
+        got = np.load(os.path.join(got_dir, model_inputs.sanitise_name(output_name) + ".npy"))
+        expected = np.asarray(expected)
+        if got.shape != expected.shape:
+            failures.append(f"{label} {output_name}: shape {got.shape}, expected {expected.shape}")
+            continue
+        diff = float(np.max(np.abs(got.astype(np.float64) - expected))) if got.size else 0.0
+        scale = max(1.0, float(np.max(np.abs(expected)))) if expected.size else 1.0
+        worst = max(worst, diff)
+        if not diff <= tolerance_scale * scale:
+            failures.append(f"{label} {output_name}: max |diff| {diff:.3g}")
+    return worst
+
+
+def compile_models(nxrt, library, models_dir, env, onnxruntime_has_plugin, work):
+    failures = []
+    for name, mode in COMPILED:
+        path = os.path.join(models_dir, name + ".onnx")
+        if not os.path.exists(path):
+            failures.append(f"{path} is missing (tools/scripts/prepare_test_models.sh)")
+            continue
+        out_dir = os.path.join(work, "compiled_" + name)
+        os.makedirs(out_dir, exist_ok=True)
+        compiled = os.path.join(out_dir, name + "_ctx.onnx")
+        run = subprocess.run([nxrt, "compile", path, "-o", compiled, "--ep-library", library,
+                              "--ep", EP, "--fallback", "forbid", mode],
+                             capture_output=True, text=True, env=env, timeout=900)
+        if run.returncode != 0:
+            failures.append(f"{name}: nxrt compile failed ({run.returncode}): "
+                            f"{run.stderr[-2000:]}")
+            continue
+        import onnx  # noqa: PLC0415 (only this check needs it)
+        model = onnx.load(compiled, load_external_data=False)
+        contexts = [n for n in model.graph.node if n.op_type == "EPContext"]
+        sources = {onnx.helper.get_attribute_value(a).decode()
+                   for n in contexts for a in n.attribute if a.name == "source"}
+        files = sorted(f for f in os.listdir(out_dir) if f != os.path.basename(compiled))
+        print(f"  {name:13s} compiled {mode}: {len(contexts)} EPContext node(s) of {sorted(sources)}"
+              f", {len(model.graph.node) - len(contexts)} other node(s); files beside: {files}")
+        if not contexts or len(model.graph.node) != len(contexts):
+            failures.append(f"{name}: expected only EPContext nodes, got "
+                            f"{[n.op_type for n in model.graph.node]}")
+        cpu = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+        feeds = model_inputs.build_inputs(path, cpu.get_inputs())
+        names = [o.name for o in cpu.get_outputs()]
+        expected = cpu.run(None, feeds)
+        try:
+            eps = nxrt_run(nxrt, compiled, library, env, feeds, os.path.join(out_dir, "nxrt"))
+        except RuntimeError as e:
+            failures.append(f"{name}: the compiled model: {e}")
+            continue
+        if "CPU=" in eps or EP not in eps:
+            failures.append(f"{name}: the compiled model did not run on the plugin alone ({eps})")
+        diff = compare(f"{name} compiled, run in nxrt", names, os.path.join(out_dir, "nxrt"),
+                       expected, failures)
+        line = f"    run in a new nxrt process: {eps[5:].strip()}, max|diff| vs CPU EP {diff:.2e}"
+        if onnxruntime_has_plugin:
+            options = ort.SessionOptions()
+            options.add_provider_for_devices(
+                [d for d in ort.get_ep_devices() if d.ep_name == EP], {})
+            ort_out = ort.InferenceSession(compiled, sess_options=options).run(None, feeds)
+            worst = max(float(np.max(np.abs(np.asarray(a, np.float64) - b)))
+                        for a, b in zip(ort_out, expected))
+            line += f"; in onnxruntime + plugin: max|diff| {worst:.2e}"
+            if worst > 2e-3 * max(1.0, max(float(np.max(np.abs(b))) for b in expected)):
+                failures.append(f"{name}: nxrt's compiled model in onnxruntime differs by {worst}")
+            # onnxruntime's own compiled model, run in nxrt.
+            ort_compiled = os.path.join(out_dir, name + "_ort_ctx.onnx")
+            options = ort.SessionOptions()
+            options.add_provider_for_devices(
+                [d for d in ort.get_ep_devices() if d.ep_name == EP], {})
+            options.add_session_config_entry("ep.context_enable", "1")
+            options.add_session_config_entry("ep.context_file_path", ort_compiled)
+            options.add_session_config_entry("ep.context_embed_mode",
+                                             "1" if mode == "--embed" else "0")
+            ort.InferenceSession(path, sess_options=options)
+            try:
+                eps = nxrt_run(nxrt, ort_compiled, library, env, feeds,
+                               os.path.join(out_dir, "from_ort"))
+                diff = compare(f"{name} compiled by onnxruntime, run in nxrt", names,
+                               os.path.join(out_dir, "from_ort"), expected, failures)
+                line += f"; onnxruntime's compiled model in nxrt: {eps[5:].strip()}, {diff:.2e}"
+            except RuntimeError as e:
+                failures.append(f"{name}: onnxruntime's compiled model: {e}")
+        print(line)
+    return failures
+
+
 def key(d):
     return (d["ep"], d["type"])
 
@@ -182,8 +294,10 @@ def main():
         env["NXRT_ORT_PLUGIN_CPU_VENDOR_ID"] = "0x8086"
     with tempfile.TemporaryDirectory(prefix="nxrt-ov-plugin-") as work:
         print(f"models on {EP} through nxrt, against onnxruntime:")
-        failures += run_models(nxrt, library, args.models or os.path.join(args.build_dir, "models"),
-                               env, bool(expected), work)
+        models = args.models or os.path.join(args.build_dir, "models")
+        failures += run_models(nxrt, library, models, env, bool(expected), work)
+        print(f"compiled ahead of time by {EP} (nxrt compile), run again:")
+        failures += compile_models(nxrt, library, models, env, bool(expected), work)
 
     for f in failures:
         print("FAIL:", f)

@@ -74,6 +74,16 @@ TEST(OrtAbi, EverySlotOfOrtEpApiHasItsNameAndIndex) {
   EXPECT_SLOT(OrtEpApi, GetEnvConfigEntries, 49);
 }
 
+TEST(OrtAbi, EverySlotOfOrtModelEditorApiHasItsNameAndIndex) {
+  ASSERT_EQ(SlotCount(2), 20u);
+  EXPECT_EQ(sizeof(OrtModelEditorApi), 20 * sizeof(OrtApiSlot));
+  EXPECT_EQ(NameOrderHash(2), 0x83415f76dbca205cull);
+  EXPECT_SLOT(OrtModelEditorApi, CreateTensorTypeInfo, 0);
+  EXPECT_SLOT(OrtModelEditorApi, CreateValueInfo, 5);
+  EXPECT_SLOT(OrtModelEditorApi, CreateNode, 6);
+  EXPECT_SLOT(OrtModelEditorApi, FinalizeModelEditorSession, 19);
+}
+
 TEST(OrtAbi, StructsPluginsFillHaveOnnxruntimesLayout) {
   constexpr size_t p = sizeof(void*);
   EXPECT_EQ(sizeof(OrtApiBase), 2 * p);
@@ -92,21 +102,23 @@ TEST(OrtAbi, StructsPluginsFillHaveOnnxruntimesLayout) {
 }
 
 TEST(OrtAbi, ImplementedSlotsAreTold) {
-  size_t implemented[2] = {0, 0};
-  for (int table = 0; table < 2; ++table)
+  size_t implemented[kOrtTableCount] = {0, 0, 0};
+  for (int table = 0; table < kOrtTableCount; ++table)
     for (size_t i = 0; i < SlotCount(table); ++i) implemented[table] += IsImplemented(table, i);
   EXPECT_TRUE(IsImplemented(0, offsetof(OrtApi, GetEpApi) / sizeof(OrtApiSlot)));
   EXPECT_FALSE(IsImplemented(0, offsetof(OrtApi, CreateEnv) / sizeof(OrtApiSlot)));
   // docs/ort-plugins.md gives these counts.
-  std::printf("implemented: OrtApi %zu of %zu, OrtEpApi %zu of %zu\n", implemented[0], SlotCount(0),
-              implemented[1], SlotCount(1));
+  std::printf("implemented: OrtApi %zu of %zu, OrtEpApi %zu of %zu, OrtModelEditorApi %zu of %zu\n",
+              implemented[0], SlotCount(0), implemented[1], SlotCount(1), implemented[2],
+              SlotCount(2));
+  EXPECT_TRUE(IsImplemented(2, offsetof(OrtModelEditorApi, CreateNode) / sizeof(OrtApiSlot)));
   EXPECT_GE(implemented[0], 100u);
   EXPECT_GE(implemented[1], 10u);
 }
 
 TEST(OrtAbi, LibrariesNegotiateTheHostsLevel) {
   const OrtApiBase* base = HostApiBase();
-  EXPECT_STREQ(base->GetVersionString(), "1.24.0");
+  EXPECT_STREQ(base->GetVersionString(), "1.24.4");
   EXPECT_EQ(base->GetApi(NXRT_ORT_API_LEVEL), HostApi());
   EXPECT_EQ(base->GetApi(1), HostApi());  // older levels are prefixes of ours
   EXPECT_EQ(base->GetApi(NXRT_ORT_API_LEVEL + 1), nullptr);

@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
 #include <nxrt/nxrt.hpp>
 
 #include "test_util.h"
@@ -172,6 +175,124 @@ TEST(OrtEpAdapter, GarbageFromThePluginIsAnErrorNotACrash) {
   std::string err =
       ErrorOf([&] { nxrt::Session s = session_for("ort_test.null_ep", NX_FALLBACK_ALLOW); });
   EXPECT_NE(err.find("CreateEp returned no EP"), std::string::npos) << err;
+}
+
+// `nxrt compile` with an onnxruntime plugin: the session asks it for EPContext nodes (session
+// options "ep.context_enable", "ep.context_file_path", "ep.context_embed_mode", as onnxruntime
+// does), its Compile returns them made with OrtModelEditorApi::CreateNode (and writes its own
+// files for embed mode 0), the host writes them as they are, and a new session runs the compiled
+// model on the plugin: the scale option it was compiled with is baked into the program.
+class OrtCompile : public ::testing::TestWithParam<uint32_t> {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::path(nxrt::test::TempDir()) /
+           ("ort_compile_" + std::to_string(GetParam()));
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    model_ = (dir_ / "model.onnx").string();
+    const std::string bytes = ModelBytes();
+    std::ofstream(model_, std::ios::binary).write(bytes.data(), static_cast<long>(bytes.size()));
+  }
+  onnx::ModelProto Read(const std::string& path) {
+    onnx::ModelProto m;
+    std::ifstream in(path, std::ios::binary);
+    EXPECT_TRUE(m.ParseFromIstream(&in)) << path;
+    return m;
+  }
+  std::filesystem::path dir_;
+  std::string model_;
+};
+
+TEST_P(OrtCompile, ThePluginsEpContextNodesAreWrittenAndRunInANewSession) {
+  const bool external = GetParam() == NX_COMPILE_EXTERNAL_PAYLOADS;
+  const std::string out = (dir_ / "compiled.onnx").string();
+  {
+    nxrt::Env env(NX_LOG_ERROR);
+    env.RegisterEpLibrary("ort_test", OrtTestLib());
+    nxrt::SessionOptions options;
+    options.AppendEp("OrtTestEp", {{"scale", "2"}});
+    std::vector<std::string> lines;
+    const size_t saved = env.CompileModel(model_, &options, out, GetParam(),
+                                          [&](const std::string& l) { lines.push_back(l); });
+    EXPECT_EQ(saved, 3u);
+    for (const std::string& l : lines)
+      EXPECT_NE(l.find("as the EP wrote it"), std::string::npos) << l;
+  }
+  const onnx::ModelProto m = Read(out);
+  size_t contexts = 0;
+  for (const onnx::NodeProto& n : m.graph().node()) {
+    if (n.op_type() != "EPContext") {
+      EXPECT_EQ(n.op_type(), "Exp");
+      continue;
+    }
+    ++contexts;
+    EXPECT_EQ(n.domain(), "com.microsoft");
+    std::map<std::string, const onnx::AttributeProto*> attrs;
+    for (const auto& a : n.attribute()) attrs[a.name()] = &a;
+    ASSERT_TRUE(attrs.count("source") && attrs.count("embed_mode") &&
+                attrs.count("ep_cache_context"));
+    EXPECT_EQ(attrs["source"]->s(), "OrtTestEp");
+    EXPECT_EQ(attrs["embed_mode"]->i(), external ? 0 : 1);
+    EXPECT_EQ(attrs.count("notes"), 0u) << "the plugin's node is written as it made it";
+    if (external) {
+      EXPECT_TRUE(std::filesystem::exists(dir_ / attrs["ep_cache_context"]->s()))
+          << attrs["ep_cache_context"]->s();
+    }
+  }
+  EXPECT_EQ(contexts, 3u);
+  bool compatibility = false;
+  for (const auto& p : m.metadata_props())
+    compatibility |=
+        p.key() == "ep_compatibility_info.OrtTestEp" && p.value() == "orttestep;program-v1";
+  EXPECT_TRUE(compatibility) << "OrtEp::GetCompiledModelCompatibilityInfo lands in the metadata";
+
+  nxrt::Env env(NX_LOG_ERROR);
+  env.RegisterEpLibrary("ort_test", OrtTestLib());
+  // OrtEpFactory::ValidateCompiledModelCompatibilityInfo answers NxEnv_GetModelCompatibility.
+  for (const nxrt::EpDevice& d : env.ep_devices()) {
+    if (d.ep_name() != "OrtTestEp") continue;
+    EXPECT_EQ(env.model_compatibility(out, d), NX_COMPATIBILITY_OPTIMAL);
+  }
+  nxrt::SessionOptions options;
+  options.AppendEp("OrtTestEp");  // no scale: the compiled programs carry 2
+  options.SetFallback(NX_FALLBACK_WARN);
+  nxrt::Session session(env, out, &options);
+  size_t on_plugin = 0;
+  for (const auto& sg : session.assignment_report().subgraphs)
+    if (sg.ep_name == "OrtTestEp") on_plugin += sg.nodes.size();
+  EXPECT_EQ(on_plugin, 3u);
+  float x[6] = {0.5f, 2, -1, 3, -4, 0.25f};
+  std::vector<float> want = Expected(x, 2.0f), got = RunModel(session, x);
+  for (int i = 0; i < 6; ++i) EXPECT_NEAR(got[i], want[i], 1e-5f * want[i]) << i;
+}
+
+INSTANTIATE_TEST_SUITE_P(EmbeddedAndExternal, OrtCompile,
+                         ::testing::Values(NX_COMPILE_EMBED_PAYLOADS,
+                                           NX_COMPILE_EXTERNAL_PAYLOADS));
+
+TEST(OrtEpAdapter, ABadEpContextNodeFailsTheCompileWithItsReason) {
+  const std::filesystem::path dir = std::filesystem::path(nxrt::test::TempDir()) / "ort_bad_ctx";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string model = (dir / "model.onnx").string();
+  // Only nodes the plugin claims, so that fallback can be forbidden.
+  onnx::ModelProto m =
+      MakeModel({MakeNode("Add", {"x", "x"}, {"s"}, "add"), MakeNode("Relu", {"s"}, {"y"}, "relu")},
+                {"x"}, {"y"}, {2, 3});
+  const std::string bytes = nxrt::test::Serialize(m);
+  std::ofstream(model, std::ios::binary).write(bytes.data(), static_cast<long>(bytes.size()));
+  for (const auto& [mode, reason] : std::vector<std::pair<std::string, std::string>>{
+           {"garbage_context", "OrtModelEditorApi::CreateNode did not make"},
+           {"context_not_epcontext", "not an EPContext node"}}) {
+    nxrt::Env env(NX_LOG_ERROR);
+    env.RegisterEpLibrary("ort_test." + mode, OrtTestLib());
+    nxrt::SessionOptions options;
+    options.AppendEp("OrtTestEp");
+    options.SetFallback(NX_FALLBACK_FORBID);
+    const std::string error =
+        ErrorOf([&] { env.CompileModel(model, &options, (dir / "out.onnx").string()); });
+    EXPECT_NE(error.find(reason), std::string::npos) << mode << ": " << error;
+  }
 }
 
 }  // namespace

@@ -28,11 +28,14 @@ struct Json {
   double number = 0;
   std::string string;
   std::vector<Json> array;
-  std::vector<std::pair<std::string, Json>> object;
+  // Members in order: keys[i] names values[i] (two vectors, not a vector of pairs: a pair of an
+  // incomplete type is not allowed, and clang's library checks).
+  std::vector<std::string> keys;
+  std::vector<Json> values;
 
   const Json* Find(const std::string& key) const {
-    for (const auto& [k, v] : object)
-      if (k == key) return &v;
+    for (size_t i = 0; i < keys.size(); ++i)
+      if (keys[i] == key) return &values[i];
     return nullptr;
   }
   // The string member `key` ("" when absent or not a string).
@@ -88,7 +91,8 @@ class JsonParser {
         Space();
         std::string key = String();
         Expect(':');
-        v.object.emplace_back(std::move(key), Value());
+        v.keys.push_back(std::move(key));
+        v.values.push_back(Value());
       } while (Eat(','));
       Expect('}');
     } else if (c == '[') {
@@ -305,7 +309,8 @@ void LoadTrace(const std::string& path, Trace& t) {
     const Json* args = e.Find("args");
     ASSERT_NE(args, nullptr);
     ASSERT_EQ(args->kind, Json::kObject);
-    for (const auto& [k, v] : args->object) ASSERT_EQ(v.kind, Json::kString) << k;
+    for (size_t i = 0; i < args->keys.size(); ++i)
+      ASSERT_EQ(args->values[i].kind, Json::kString) << args->keys[i];
     if (ph == "M") {
       t.metadata.push_back(&e);
       continue;

@@ -22,9 +22,18 @@
  *   "ort_test.null_compute_info" Compile succeeds without filling its compute info
  *   "ort_test.foreign_node"      GetCapability claims a pointer that is no node of the graph
  *   "ort_test.null_ep"           CreateEp succeeds without returning an EP
+ *   "ort_test.garbage_context"   Compile returns an EPContext "node" it did not make
+ *   "ort_test.context_not_epcontext"  Compile returns a Relu node as its EPContext node
  *
  * Its EP (OrtTestEp) claims float Add, Sub, Mul and Relu nodes, each as a group of one, and
- * computes them (Add/Sub/Mul on equal shapes, or with a one-element second input). */
+ * computes them (Add/Sub/Mul on equal shapes, or with a one-element second input).
+ *
+ * Compiled models, as onnxruntime plugins write them: when the session option
+ * "ep.context_enable" is "1", Compile returns one EPContext node per group (made with
+ * OrtModelEditorApi::CreateNode) whose "ep_cache_context" holds the group's "program" (its op
+ * and scale as text): inside the node ("ep.context_embed_mode" "1") or in a file next to
+ * "ep.context_file_path" that the plugin writes itself ("0"). Its GetCapability claims the
+ * EPContext nodes whose "source" is OrtTestEp, and Compile rebuilds a group from one. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,11 +82,22 @@ typedef OrtStatus* (*GetMutableDataFn)(OrtValue*, void**);
 typedef OrtStatus* (*IsConstantFn)(const OrtValueInfo*, bool*);
 typedef OrtStatus* (*GetInitializerFn)(const OrtValueInfo*, const OrtValue**);
 typedef OrtStatus* (*GetConfigEntryFn)(const OrtSessionOptions*, const char*, char*, size_t*);
+/* Attribute types are OrtOpAttrType values (INT 1, STRING 5). */
+typedef OrtStatus* (*CreateOpAttrFn)(const char*, const void*, int, int, OrtOpAttr**);
+typedef void (*ReleaseOpAttrFn)(OrtOpAttr*);
+typedef OrtStatus* (*GetAttributeByNameFn)(const OrtNode*, const char*, const OrtOpAttr**);
+typedef OrtStatus* (*ReadOpAttrFn)(const OrtOpAttr*, int, void*, size_t, size_t*);
+typedef const OrtModelEditorApi* (*GetModelEditorApiFn)(void);
+typedef OrtStatus* (*CreateNodeFn)(const char*, const char*, const char*, const char* const*,
+                                   size_t, const char* const*, size_t, OrtOpAttr**, size_t,
+                                   OrtNode**);
+enum { ATTR_INT = 1, ATTR_STRING = 5 };
 
 #define CALL(table, type, slot) ((type)(table)->slot)
 
 static const OrtApi* api;
 static const OrtEpApi* ep_api;
+static const OrtModelEditorApi* editor_api;
 static char mode[64];
 /* What the plugin saw when it called a slot nxrt does not implement, reported as metadata. */
 static char stub_check[256] = "not run";
@@ -178,6 +198,9 @@ static enum Op OpOf(const char* op_type) {
 typedef struct TestEp {
   OrtEp base;
   float scale; /* EP option "scale" (session config "ep.orttestep.scale"), multiplies outputs */
+  int write_context;       /* "ep.context_enable" = "1" */
+  int embed_mode;          /* "ep.context_embed_mode" (default 1) */
+  char context_path[1024]; /* "ep.context_file_path": the compiled model being written */
 } TestEp;
 
 typedef struct TestCompute {
@@ -218,6 +241,31 @@ static OrtStatus* OutputType(const OrtNode* node, int* type) {
   return CALL(api, GetElementTypeFn, GetTensorElementType)(tensor, type);
 }
 
+/* A string attribute into `buf` (NUL-terminated); 0 when absent or too long. */
+static int StringAttr(const OrtNode* node, const char* name, char* buf, size_t size) {
+  const OrtOpAttr* attr = NULL;
+  OrtStatus* status = CALL(api, GetAttributeByNameFn, Node_GetAttributeByName)(node, name, &attr);
+  if (status != NULL) {
+    CALL(api, ReleaseStatusFn, ReleaseStatus)(status);
+    return 0;
+  }
+  if (attr == NULL) return 0;
+  size_t len = 0;
+  status = CALL(api, ReadOpAttrFn, ReadOpAttr)(attr, ATTR_STRING, buf, size - 1, &len);
+  if (status != NULL) {
+    CALL(api, ReleaseStatusFn, ReleaseStatus)(status);
+    return 0;
+  }
+  buf[len] = '\0';
+  return 1;
+}
+
+static int IsOurContextNode(const OrtNode* node, const char* op_type, const char* domain) {
+  char source[64];
+  return strcmp(op_type, "EPContext") == 0 && strcmp(domain, "com.microsoft") == 0 &&
+         StringAttr(node, "source", source, sizeof source) && strcmp(source, "OrtTestEp") == 0;
+}
+
 static OrtStatus* GetCapability(OrtEp* self, const OrtGraph* graph,
                                 OrtEpGraphSupportInfo* support) {
   (void)self;
@@ -241,7 +289,9 @@ static OrtStatus* GetCapability(OrtEp* self, const OrtGraph* graph,
     status = CALL(api, GetStringFn, Node_GetOperatorType)(nodes[i], &op_type);
     if (status == NULL) status = CALL(api, GetStringFn, Node_GetDomain)(nodes[i], &domain);
     if (status == NULL) status = OutputType(nodes[i], &type);
-    if (status == NULL && OpOf(op_type) != OP_NONE && domain[0] == '\0' && type == 1)
+    int claim = status == NULL && OpOf(op_type) != OP_NONE && domain[0] == '\0' && type == 1;
+    if (status == NULL && IsOurContextNode(nodes[i], op_type, domain)) claim = 1;
+    if (claim)
       status = CALL(ep_api, AddNodesToFuseFn, EpGraphSupportInfo_AddNodesToFuse)(support, &nodes[i],
                                                                                  1, &options);
   }
@@ -349,31 +399,161 @@ static OrtStatus* KeepConstant(const OrtNode* node, TestCompute* c) {
   return NULL;
 }
 
+/* The file an EPContext node names, next to the model that holds it (or next to the model being
+ * written). */
+static void SiblingPath(const char* model_path, const char* file, char* out, size_t size) {
+  const char* slash = model_path ? strrchr(model_path, '/') : NULL;
+  if (slash == NULL)
+    snprintf(out, size, "%s", file);
+  else
+    snprintf(out, size, "%.*s/%s", (int)(slash - model_path), model_path, file);
+}
+
+/* Rebuilds a group from one of our EPContext nodes. */
+static OrtStatus* LoadContext(const OrtGraph* graph, const OrtNode* node, TestCompute* c) {
+  char program[256];
+  if (!StringAttr(node, "ep_cache_context", program, sizeof program))
+    return Error("OrtTestEp: EPContext node without ep_cache_context");
+  int64_t embed_mode = 1;
+  const OrtOpAttr* attr = NULL;
+  OrtStatus* status =
+      CALL(api, GetAttributeByNameFn, Node_GetAttributeByName)(node, "embed_mode", &attr);
+  if (status != NULL) CALL(api, ReleaseStatusFn, ReleaseStatus)(status);
+  if (status == NULL && attr != NULL) {
+    size_t len = 0;
+    RETURN_IF(
+        CALL(api, ReadOpAttrFn, ReadOpAttr)(attr, ATTR_INT, &embed_mode, sizeof embed_mode, &len));
+  }
+  if (embed_mode == 0) {
+    const char* model_path = NULL;
+    RETURN_IF(CALL(api, GetStringFn, Graph_GetModelPath)(graph, &model_path));
+    char path[1400];
+    SiblingPath(model_path, program, path, sizeof path);
+    FILE* f = fopen(path, "rb");
+    if (f == NULL) return Error("OrtTestEp: cannot open the EPContext file");
+    size_t n = fread(program, 1, sizeof program - 1, f);
+    fclose(f);
+    program[n] = '\0';
+  }
+  char op[16];
+  float scale = 0;
+  if (sscanf(program, "%15s %f", op, &scale) != 2 || OpOf(op) == OP_NONE)
+    return Error("OrtTestEp: EPContext program unreadable");
+  c->op = OpOf(op);
+  c->scale = scale;
+  return NULL;
+}
+
+/* The names of a node's inputs or outputs (at most 8). */
+static OrtStatus* ValueNames(const OrtNode* node, int outputs, const char** names, size_t* n) {
+  const OrtValueInfo* infos[8];
+  RETURN_IF(outputs ? CALL(api, GetCountFn, Node_GetNumOutputs)(node, n)
+                    : CALL(api, GetCountFn, Node_GetNumInputs)(node, n));
+  if (*n > 8) return Error("OrtTestEp: more than 8 values");
+  RETURN_IF(outputs ? CALL(api, GetValueInfosFn, Node_GetOutputs)(node, infos, *n)
+                    : CALL(api, GetValueInfosFn, Node_GetInputs)(node, infos, *n));
+  for (size_t i = 0; i < *n; ++i)
+    RETURN_IF(CALL(api, GetStringFn, GetValueInfoName)(infos[i], &names[i]));
+  return NULL;
+}
+
+/* The EPContext node of a compiled group, as onnxruntime plugins return it from Compile. */
+static OrtStatus* MakeContextNode(const TestEp* e, const OrtNode* fused, const TestCompute* c,
+                                  OrtNode** out) {
+  if (Mode("garbage_context")) {
+    static char not_a_node[64];
+    *out = (OrtNode*)not_a_node;
+    return NULL;
+  }
+  static const char* op_names[] = {"Add", "Sub", "Mul", "Relu"};
+  const char* name = NULL;
+  RETURN_IF(CALL(api, GetStringFn, Node_GetName)(fused, &name));
+  char program[64];
+  snprintf(program, sizeof program, "%s %.9g", op_names[c->op], c->scale);
+  char cache[512];
+  snprintf(cache, sizeof cache, "%s", program);
+  if (e->embed_mode == 0) {
+    /* "<model stem>_<group>.orttest" next to the model being written. */
+    const char* base = strrchr(e->context_path, '/');
+    base = base ? base + 1 : e->context_path;
+    const char* dot = strrchr(base, '.');
+    snprintf(cache, sizeof cache, "%.*s_%s.orttest", (int)(dot ? dot - base : (long)strlen(base)),
+             base, name);
+    char path[1600];
+    SiblingPath(e->context_path, cache, path, sizeof path);
+    FILE* f = fopen(path, "wb");
+    if (f == NULL) return Error("OrtTestEp: cannot write the EPContext file");
+    fputs(program, f);
+    fclose(f);
+  }
+  const char* inputs[8];
+  const char* outputs[8];
+  size_t num_inputs = 0, num_outputs = 0;
+  RETURN_IF(ValueNames(fused, 0, inputs, &num_inputs));
+  RETURN_IF(ValueNames(fused, 1, outputs, &num_outputs));
+  const int64_t one = 1, embed = e->embed_mode;
+  OrtOpAttr* attrs[4] = {NULL, NULL, NULL, NULL};
+  CreateOpAttrFn create_attr = CALL(api, CreateOpAttrFn, CreateOpAttr);
+  OrtStatus* status = create_attr("main_context", &one, 1, ATTR_INT, &attrs[0]);
+  if (status == NULL) status = create_attr("embed_mode", &embed, 1, ATTR_INT, &attrs[1]);
+  if (status == NULL)
+    status = create_attr("ep_cache_context", cache, (int)strlen(cache), ATTR_STRING, &attrs[2]);
+  if (status == NULL) status = create_attr("source", "OrtTestEp", 9, ATTR_STRING, &attrs[3]);
+  const int wrong = Mode("context_not_epcontext");
+  if (status == NULL)
+    status = CALL(editor_api, CreateNodeFn, CreateNode)(
+        wrong ? "Relu" : "EPContext", wrong ? "" : "com.microsoft", name, inputs, num_inputs,
+        outputs, num_outputs, attrs, 4, out);
+  for (int i = 0; i < 4; ++i) CALL(api, ReleaseOpAttrFn, ReleaseOpAttr)(attrs[i]); /* copied */
+  return status;
+}
+
 static OrtStatus* Compile(OrtEp* self, const OrtGraph** graphs, const OrtNode** fused_nodes,
                           size_t count, OrtNodeComputeInfo** infos, OrtNode** context_nodes) {
-  (void)fused_nodes, (void)context_nodes;
+  const TestEp* e = (const TestEp*)self;
   if (Mode("failing_compile")) return Error("OrtTestEp compile failed on purpose");
   if (Mode("null_compute_info")) return NULL;
   for (size_t i = 0; i < count; ++i) {
     size_t n = 0;
     const OrtNode* node = NULL;
     const char* op_type = NULL;
+    const char* domain = NULL;
     RETURN_IF(CALL(api, GetCountFn, Graph_GetNumNodes)(graphs[i], &n));
     if (n != 1) return Error("OrtTestEp compiles groups of one node");
     RETURN_IF(CALL(api, GetNodesFn, Graph_GetNodes)(graphs[i], &node, 1));
     RETURN_IF(CALL(api, GetStringFn, Node_GetOperatorType)(node, &op_type));
+    RETURN_IF(CALL(api, GetStringFn, Node_GetDomain)(node, &domain));
     TestCompute* c = calloc(1, sizeof *c);
     if (c == NULL) return Error("out of memory");
     c->base.ort_version_supported = NXRT_ORT_API_LEVEL;
     c->base.CreateState = CreateState;
     c->base.Compute = Compute;
     c->base.ReleaseState = ReleaseState;
-    c->op = OpOf(op_type);
-    c->scale = ((TestEp*)self)->scale;
     infos[i] = &c->base;
+    if (IsOurContextNode(node, op_type, domain)) {
+      RETURN_IF(LoadContext(graphs[i], node, c));
+      continue;
+    }
+    c->op = OpOf(op_type);
+    c->scale = e->scale;
     if (Mode("drop_initializers") && c->op != OP_RELU) RETURN_IF(KeepConstant(node, c));
+    if (e->write_context && context_nodes != NULL)
+      RETURN_IF(MakeContextNode(e, fused_nodes[i], c, &context_nodes[i]));
   }
   return NULL;
+}
+
+static const char* CompatibilityInfo(OrtEp* self, const OrtGraph* graph) {
+  (void)self, (void)graph;
+  return "orttestep;program-v1";
+}
+
+/* A session config entry into `buf`; 0 when absent. */
+static int ConfigEntry(const OrtSessionOptions* options, const char* key, char* buf, size_t size) {
+  OrtStatus* status = CALL(api, GetConfigEntryFn, GetSessionConfigEntry)(options, key, buf, &size);
+  if (status == NULL) return 1;
+  CALL(api, ReleaseStatusFn, ReleaseStatus)(status);
+  return 0;
 }
 
 static void ReleaseNodeComputeInfos(OrtEp* self, OrtNodeComputeInfo** infos, size_t count) {
@@ -395,18 +575,21 @@ static OrtStatus* CreateEp(OrtEpFactory* self, const OrtHardwareDevice* const* d
   if (e == NULL) return Error("out of memory");
   e->scale = 1.0f;
   char value[32];
-  size_t size = sizeof value;
-  OrtStatus* status = CALL(api, GetConfigEntryFn, GetSessionConfigEntry)(
-      options, "ep.orttestep.scale", value, &size);
-  if (status == NULL)
+  if (ConfigEntry(options, "ep.orttestep.scale", value, sizeof value))
     e->scale = strtof(value, NULL);
-  else
-    CALL(api, ReleaseStatusFn, ReleaseStatus)(status); /* absent: keep 1 */
+  e->write_context =
+      ConfigEntry(options, "ep.context_enable", value, sizeof value) && strcmp(value, "1") == 0;
+  e->embed_mode = 1;
+  if (ConfigEntry(options, "ep.context_embed_mode", value, sizeof value))
+    e->embed_mode = atoi(value);
+  if (!ConfigEntry(options, "ep.context_file_path", e->context_path, sizeof e->context_path))
+    e->context_path[0] = '\0';
   e->base.ort_version_supported = NXRT_ORT_API_LEVEL;
   e->base.GetName = EpName;
   e->base.GetCapability = GetCapability;
   e->base.Compile = Compile;
   e->base.ReleaseNodeComputeInfos = ReleaseNodeComputeInfos;
+  e->base.GetCompiledModelCompatibilityInfo = CompatibilityInfo;
   *ep = &e->base;
   return NULL;
 }
@@ -414,6 +597,19 @@ static OrtStatus* CreateEp(OrtEpFactory* self, const OrtHardwareDevice* const* d
 static void ReleaseEp(OrtEpFactory* self, OrtEp* ep) {
   (void)self;
   free(ep);
+}
+
+/* Our own programs run anywhere; anything else is not ours to judge. */
+static OrtStatus* ValidateCompatibility(OrtEpFactory* self, const OrtHardwareDevice* const* devices,
+                                        size_t num_devices, const char* info,
+                                        OrtCompiledModelCompatibility* result) {
+  (void)self, (void)devices, (void)num_devices;
+  if (info == NULL || result == NULL) return Error("ValidateCompatibility: null argument");
+  *result =
+      strcmp(info, "orttestep;program-v1") == 0 ? OrtCompiledModelCompatibility_EP_SUPPORTED_OPTIMAL
+      : strncmp(info, "orttestep;", 10) == 0    ? OrtCompiledModelCompatibility_EP_UNSUPPORTED
+                                                : OrtCompiledModelCompatibility_EP_NOT_APPLICABLE;
+  return NULL;
 }
 
 static OrtEpFactory factory;
@@ -444,6 +640,7 @@ EXPORT OrtStatus* CreateEpFactories(const char* registration_name, const OrtApiB
   api = base->GetApi(NXRT_ORT_API_LEVEL);
   if (api == NULL) return NULL; /* cannot even make a status: register nothing */
   ep_api = CALL(api, GetEpApiFn, GetEpApi)();
+  editor_api = CALL(api, GetModelEditorApiFn, GetModelEditorApi)();
   const char* dot = strchr(registration_name, '.');
   snprintf(mode, sizeof mode, "%s", dot ? dot + 1 : "");
   if (Mode("refuse")) return Error("registration refused on purpose");
@@ -462,6 +659,7 @@ EXPORT OrtStatus* CreateEpFactories(const char* registration_name, const OrtApiB
   factory.ReleaseEp = ReleaseEp;
   factory.GetVendorId = FactoryVendorId;
   factory.GetVersion = FactoryVersion;
+  factory.ValidateCompiledModelCompatibilityInfo = ValidateCompatibility;
   factories[0] = &factory;
   *num_factories = Mode("too_many") ? max_factories + 5 : 1;
   return NULL;
