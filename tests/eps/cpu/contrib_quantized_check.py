@@ -175,6 +175,29 @@ class Checker:
         except Exception as e:  # one broken case must not stop the others
             self.report(name, False, str(e).splitlines()[0][:300] if str(e) else repr(e))
 
+    def expect_error(self, name, model, feeds, needles):
+        """Runs `model` in nxrt, which must fail cleanly with every string of `needles` in its
+        message."""
+        self.count += 1
+        case_dir = os.path.join(self.work, f"case{self.count}")
+        os.makedirs(case_dir)
+        path = os.path.join(case_dir, "model.onnx")
+        onnx.save(model, path)
+        cmd = [self.nxrt, "run", path]
+        for k, v in feeds.items():
+            f = os.path.join(case_dir, f"in_{len(cmd)}.npy")
+            np.save(f, v)
+            cmd += ["--input", f"{k}={f}"]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        message = (r.stderr + r.stdout).strip()
+        missing = [n for n in needles if n not in message]
+        ok = r.returncode == 1 and not missing
+        errors = [line for line in message.splitlines() if "error" in line]
+        detail = (errors or message.splitlines() or [f"exit {r.returncode}"])[-1][:300]
+        if missing:
+            detail = f"exit {r.returncode}, message lacks {missing}: {detail}"
+        self.report(name, ok, detail)
+
     def report(self, name, ok, detail):
         if ok:
             self.passed += 1
@@ -570,6 +593,59 @@ def qgemm_cases(c, rng):
               {"A": qweight(rng, at, a_shape)}, int_tol=1)
 
 
+def weight_operand_cases(c, rng):
+    """The 8-bit weight operand (int8_weights.h) packed per run when it is no constant, and
+    broken ones refused with the op and the input named, whether constant or fed."""
+    M, K, N = 5, 40, 12
+    # uint8 weights: a fed int8 B can't be re-expressed for the reference (uint8_weight_reference)
+    at, bt = np.uint8, np.uint8
+    B = qweight(rng, bt, (N, K))
+    b_scale = rng.uniform(0.01, 0.05, (N,)).astype(np.float32)
+    b_zp = qweight(rng, bt, (N,)) // 4
+    ia, na = qparams(rng, at, "a")
+    node = helper.make_node("QGemm", ["A", *na, "B", "b_scale", "b_zp"], ["Y"],
+                            domain="com.microsoft", transB=1)
+    fed = [vinfo("A", at, [M, K]), vinfo("B", bt, [N, K]), vinfo("b_scale", np.float32, [N]),
+           vinfo("b_zp", bt, [N])]
+    m = make_model([node], fed, [vinfo("Y", np.float32, None)], ia)
+    feeds = {"A": qweight(rng, at, (M, K)), "B": B, "b_scale": b_scale, "b_zp": b_zp}
+    c.run("QGemm transB=1 with B, b_scale and b_zp fed at run time", m, feeds, int_tol=1)
+
+    node = helper.make_node("DynamicQuantizeMatMul", ["A", "B", "b_scale", "b_zp"], ["Y"],
+                            domain="com.microsoft")
+    m = make_model([node], [vinfo("A", np.float32, [3, K]), vinfo("B", bt, [K, N]),
+                            vinfo("b_scale", np.float32, [N]), vinfo("b_zp", bt, [N])],
+                   [vinfo("Y", np.float32, None)], [])
+    feeds = {"A": rng.standard_normal((3, K)).astype(np.float32), "B": B.T.copy(),
+             "b_scale": b_scale, "b_zp": b_zp}
+    c.run("DynamicQuantizeMatMul with B, b_scale and b_zp fed at run time", m, feeds)
+
+    # A scale of N + 1 values: refused at the run, constant (packing deferred) or fed.
+    bad_scale = rng.uniform(0.01, 0.05, (N + 1,)).astype(np.float32)
+    node = helper.make_node("QGemm", ["A", *na, "B", "b_scale", "b_zp"], ["Y"],
+                            domain="com.microsoft", transB=1)
+    m = make_model([node], [vinfo("A", at, [M, K])], [vinfo("Y", np.float32, None)],
+                   ia + [tensor("B", B), tensor("b_scale", bad_scale), tensor("b_zp", b_zp)])
+    c.expect_error("QGemm with a constant b_scale of N + 1 values", m,
+                   {"A": qweight(rng, at, (M, K))}, ["QGemm", "b_scale", f"{N} elements"])
+    node = helper.make_node("MatMulIntegerToFloat", ["A", "B", "a_scale", "b_scale"], ["Y"],
+                            domain="com.microsoft")
+    m = make_model([node], [vinfo("A", at, [M, K]), vinfo("B", bt, [K, N]),
+                            vinfo("b_scale", np.float32, [N + 1])],
+                   [vinfo("Y", np.float32, None)], [tensor("a_scale", np.float32(0.02))])
+    c.expect_error("MatMulIntegerToFloat with a fed b_scale of N + 1 values", m,
+                   {"A": qweight(rng, at, (M, K)), "B": B.T.copy(), "b_scale": bad_scale},
+                   ["MatMulIntegerToFloat", "b_scale", f"{N} elements"])
+    # A 3-D B where the op takes a matrix.
+    node = helper.make_node("MatMulIntegerToFloat", ["A", "B", "a_scale", "b_scale"], ["Y"],
+                            domain="com.microsoft")
+    m = make_model([node], [vinfo("A", at, [M, K])], [vinfo("Y", np.float32, None)],
+                   [tensor("a_scale", np.float32(0.02)), tensor("B", qweight(rng, bt, (2, K, N))),
+                    tensor("b_scale", b_scale)])
+    c.expect_error("MatMulIntegerToFloat with a 3-D B", m, {"A": qweight(rng, at, (M, K))},
+                   ["MatMulIntegerToFloat", "B must be 2-D"])
+
+
 def qavgpool_cases(c, rng):
     for dt, shape, attrs in [
         (np.uint8, [1, 3, 8, 8], dict(kernel_shape=[2, 2], strides=[2, 2])),
@@ -868,6 +944,7 @@ def main():
         nbits_cases(c, rng)
         qlinear_cases(c, rng)
         qgemm_cases(c, rng)
+        weight_operand_cases(c, rng)
         qavgpool_cases(c, rng)
         qsoftmax_cases(c, rng)
         quantizer_cases(c, rng, work)

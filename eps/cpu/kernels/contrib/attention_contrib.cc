@@ -23,6 +23,7 @@
 #include "kernels/linalg/dnnl_util.h"
 #include "kernels/linalg/quantized_common.h"
 #include "kernels/quantized/int8_gemm_core.h"
+#include "kernels/quantized/int8_weights.h"
 
 namespace nxrt::cpu::contrib {
 namespace {
@@ -186,22 +187,9 @@ class AttentionContrib : public ep::Kernel {
 class QAttention : public AttentionContrib {
  public:
   explicit QAttention(const ep::KernelInfo& info)
-      : AttentionContrib(info, "QAttention"), path_(quantized::KernelInt8GemmPath(info)) {
-    auto w = info.constant_input(1), ws = info.constant_input(4);
-    std::optional<ep::ConstTensor> wz;
-    bool zero_ok = true;
-    if (info.input_count() > 7 && info.input(7).present()) {
-      wz = info.constant_input(7);
-      zero_ok = wz.has_value();
-    }
-    if (w && ws && zero_ok && w->rank() == 2) {
-      try {
-        packed_ = Pack(*w, *ws, wz);
-      } catch (const std::exception&) {
-        packed_.reset();  // the run reports the error, with the node's name
-      }
-    }
-  }
+      : AttentionContrib(info, "QAttention"),
+        path_(quantized::KernelInt8GemmPath(info)),
+        packed_(quantized::PackConstantInt8Weights(info, path_, kWeights, op_)) {}
 
   void Compute(ep::KernelContext& ctx) override {
     ep::ConstTensor x = ctx.input(0), w = ctx.input(1);
@@ -216,10 +204,8 @@ class QAttention : public AttentionContrib {
         linalg::ReadZeroPoint(ctx.input_count() > 6 ? ctx.optional_input(6) : std::nullopt,
                               x.type(), 1, op_ + ": input_zero_point");
     std::optional<quantized::PackedInt8B> local;
-    if (!packed_) {
-      local = Pack(w, ctx.input(4), ctx.input_count() > 7 ? ctx.optional_input(7) : std::nullopt);
-    }
-    const quantized::PackedInt8B& pw = packed_ ? *packed_ : *local;
+    const quantized::PackedInt8B& pw =
+        quantized::RunInt8Weights(ctx, path_, kWeights, packed_, local, op_);
     const float* bias = ChannelVector(ctx.input(2), pr.ld, op_.c_str(), "bias");
 
     std::vector<float> qkv(static_cast<size_t>(tokens * pr.ld));
@@ -237,17 +223,12 @@ class QAttention : public AttentionContrib {
   }
 
  private:
-  quantized::PackedInt8B Pack(const ep::ConstTensor& w, const ep::ConstTensor& scale,
-                              const std::optional<ep::ConstTensor>& zero) const {
-    NXRT_EP_ENFORCE(linalg::IsInt8Type(w.type()) && w.rank() == 2,
-                    op_ + ": weights must be a 2-D int8 or uint8 tensor");
-    NXRT_EP_ENFORCE(scale.type() == NX_TYPE_FLOAT, op_ + ": weight_scale must be float");
-    const int64_t k = w.dim(0), n = w.dim(1);
-    const std::vector<float> s = linalg::ReadScale(scale, n, op_ + ": weight_scale");
-    const std::vector<int32_t> z =
-        linalg::ReadZeroPoint(zero, w.type(), n, op_ + ": weight_zero_point");
-    return quantized::PackInt8B(path_, w.raw(), w.type(), k, n, z, s);
-  }
+  static constexpr quantized::Int8WeightSlots kWeights{.b = 1,
+                                                       .scale = 4,
+                                                       .zero = 7,
+                                                       .b_name = "weights",
+                                                       .scale_name = "weight_scale",
+                                                       .zero_name = "weight_zero_point"};
 
   quantized::Int8GemmPath path_;
   std::optional<quantized::PackedInt8B> packed_;  // constant weights

@@ -58,9 +58,10 @@ class PanelMatMul {
  private:
   // A (rows x K) larger than B: blocks of rows outermost, and threads split rows.
   bool RowsOuter(int64_t rows) const { return rows > n_; }
-  // Panels [p0, p1) for rows [r0, r1), one K block at a time (RunBlock cuts the rows).
+  // Panels [p0, p1) for rows [r0, r1), one K block at a time (RunBlock cuts the rows);
+  // `fetch_next`: bring each next panel's block into L2 while the current one runs.
   void RunPanelRows(const float* a, int64_t r0, int64_t r1, int64_t p0, int64_t p1, float* c,
-                    const float* bias) const;
+                    const float* bias, bool fetch_next) const;
 
   const float* panels_;
   int64_t k_, n_;

@@ -15,6 +15,7 @@
 #include "kernels/linalg/matmul_core.h"
 #include "kernels/linalg/quantized_common.h"
 #include "kernels/quantized/int8_gemm_core.h"
+#include "kernels/quantized/int8_weights.h"
 
 namespace nxrt::cpu::linalg {
 namespace {
@@ -44,29 +45,14 @@ int32_t* IntegerProduct(const ep::ConstTensor& a, const ep::ConstTensor& b,
   return acc;
 }
 
-// B packed once at kernel creation: a constant B of int8 or uint8 whose batch dimensions are
-// all 1, with a constant (or absent) zero point of valid size. Empty otherwise (packed per run;
-// the run also reports any error in B or its zero point).
+// B packed once at kernel creation: a constant B whose batch dimensions are all 1, with a
+// constant (or absent) zero point; the scales stay out of the packing (QLinearMatMul applies
+// them in its epilogue). Empty otherwise: packed per run, which reports any error.
 std::optional<quantized::PackedInt8B> PackConstantB(const ep::KernelInfo& info, size_t b_index,
                                                     size_t zp_index, quantized::Int8GemmPath path,
                                                     const std::string& op) {
-  auto b = info.constant_input(b_index);
-  if (!b || b->rank() < 2 || !IsInt8Type(b->type())) return std::nullopt;
-  if (static_cast<int64_t>(b->size()) != b->dim(b->rank() - 2) * b->dim(b->rank() - 1)) {
-    return std::nullopt;
-  }
-  std::optional<ep::ConstTensor> zp;
-  if (info.input_count() > zp_index && info.input(zp_index).present()) {
-    zp = info.constant_input(zp_index);
-    if (!zp) return std::nullopt;
-  }
-  const int64_t k = b->dim(b->rank() - 2), n = b->dim(b->rank() - 1);
-  try {
-    const std::vector<int32_t> b_zp = ReadZeroPoint(zp, b->type(), n, op + ": b_zero_point");
-    return quantized::PackInt8B(path, b->raw(), b->type(), k, n, b_zp, {});
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
+  const quantized::Int8WeightSlots slots{.b = b_index, .zero = zp_index, .leading_ones = true};
+  return quantized::PackConstantInt8Weights(info, path, slots, op);
 }
 
 // (A - a_zp)(B - b_zp) on the blocked 8-bit GEMM (int8_gemm_core.h) for a per-tensor A zero

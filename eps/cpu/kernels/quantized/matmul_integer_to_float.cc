@@ -11,28 +11,19 @@
 #include "common/cpu_features.h"
 #include "kernels/linalg/quantized_common.h"
 #include "kernels/quantized/int8_gemm_core.h"
+#include "kernels/quantized/int8_weights.h"
 #include "kernels/quantized/quantized_kernels.h"
 
 namespace nxrt::cpu::quantized {
 namespace {
 
-// The input positions of B, its scale, zero point and the bias in each op.
+// The input positions of B, its scale and zero point, and of the bias, in each op.
 struct Slots {
-  size_t b, b_scale, b_zero, bias;
+  Int8WeightSlots weights;
+  size_t bias;
 };
-constexpr Slots kIntegerToFloatSlots{1, 3, 5, 6};
-constexpr Slots kDynamicSlots{1, 2, 3, 4};
-
-PackedInt8B PackB(Int8GemmPath path, const ep::ConstTensor& b, const ep::ConstTensor& scale,
-                  const std::optional<ep::ConstTensor>& zero, const std::string& op) {
-  NXRT_EP_ENFORCE(linalg::IsInt8Type(b.type()), op + ": B must be int8 or uint8");
-  NXRT_EP_ENFORCE(b.rank() == 2, op + ": only a 2-D B is supported");
-  NXRT_EP_ENFORCE(scale.type() == NX_TYPE_FLOAT, op + ": scales must be float");
-  const int64_t k = b.dim(0), n = b.dim(1);
-  std::vector<float> s = linalg::ReadScale(scale, n, op + ": b_scale");
-  std::vector<int32_t> z = linalg::ReadZeroPoint(zero, b.type(), n, op + ": b_zero_point");
-  return PackInt8B(path, b.raw(), b.type(), k, n, z, s);
-}
+constexpr Slots kIntegerToFloatSlots{{.b = 1, .scale = 3, .zero = 5}, 6};
+constexpr Slots kDynamicSlots{{.b = 1, .scale = 2, .zero = 3}, 4};
 
 // The rows of A: every dimension but the last (K may be 0).
 int64_t RowsOf(std::span<const int64_t> a_shape) {
@@ -43,17 +34,10 @@ int64_t RowsOf(std::span<const int64_t> a_shape) {
 class QuantizedProductBase : public ep::Kernel {
  protected:
   QuantizedProductBase(const ep::KernelInfo& info, Slots slots)
-      : op_(info.describe()), slots_(slots), path_(KernelInt8GemmPath(info)) {
-    auto b = info.constant_input(slots.b);
-    auto s = info.constant_input(slots.b_scale);
-    std::optional<ep::ConstTensor> z;
-    bool zero_ok = true;
-    if (slots.b_zero < info.input_count() && info.input(slots.b_zero).present()) {
-      z = info.constant_input(slots.b_zero);
-      zero_ok = z.has_value();
-    }
-    if (b && s && zero_ok) packed_ = PackB(path_, *b, *s, z, op_);
-  }
+      : op_(info.describe()),
+        slots_(slots),
+        path_(KernelInt8GemmPath(info)),
+        packed_(PackConstantInt8Weights(info, path_, slots.weights, op_)) {}
 
   // Runs the product for A of shape a_shape whose rows are prepared in `a`.
   void Finish(ep::KernelContext& ctx, std::span<const int64_t> a_shape, const PreparedInt8A& a,
@@ -78,11 +62,8 @@ class QuantizedProductBase : public ep::Kernel {
     Int8Gemm(a, w, o, ctx.threads());
   }
 
-  const PackedInt8B& Weights(ep::KernelContext& ctx, PackedInt8B& local) const {
-    if (packed_) return *packed_;
-    local = PackB(path_, ctx.input(slots_.b), ctx.input(slots_.b_scale),
-                  ctx.optional_input(slots_.b_zero), op_);
-    return local;
+  const PackedInt8B& Weights(ep::KernelContext& ctx, std::optional<PackedInt8B>& local) const {
+    return RunInt8Weights(ctx, path_, slots_.weights, packed_, local, op_);
   }
 
   void CheckA(std::span<const int64_t> a_shape, const PackedInt8B& w) const {
@@ -105,7 +86,7 @@ class MatMulIntegerToFloat : public QuantizedProductBase {
   void Compute(ep::KernelContext& ctx) override {
     ep::ConstTensor a = ctx.input(0);
     NXRT_EP_ENFORCE(linalg::IsInt8Type(a.type()), op_ + ": A must be int8 or uint8");
-    PackedInt8B local;
+    std::optional<PackedInt8B> local;
     const PackedInt8B& w = Weights(ctx, local);
     CheckA(a.shape(), w);
     ep::ConstTensor as = ctx.input(2);
@@ -128,7 +109,7 @@ class DynamicQuantizeMatMul : public QuantizedProductBase {
   void Compute(ep::KernelContext& ctx) override {
     ep::ConstTensor a = ctx.input(0);
     NXRT_EP_ENFORCE(a.type() == NX_TYPE_FLOAT, op_ + ": A must be float");
-    PackedInt8B local;
+    std::optional<PackedInt8B> local;
     const PackedInt8B& w = Weights(ctx, local);
     CheckA(a.shape(), w);
     // One range over the whole of A, as onnxruntime's DynamicQuantizeLinear.

@@ -11,6 +11,7 @@
 
 #include "common/cpu_features.h"
 #include "kernels/quantized/int8_gemm_core.h"
+#include "kernels/quantized/int8_weights.h"
 #include "kernels/quantized/qlinear_common.h"
 #include "kernels/quantized/quantized_kernels.h"
 
@@ -27,7 +28,8 @@ class QGemm : public ep::Kernel {
     alpha_ = info.attr_float("alpha", 1.f);
     trans_a_ = info.attr_int("transA", 0) != 0;
     trans_b_ = info.attr_int("transB", 0) != 0;
-    packed_b_ = PackConstantB(info);
+    weights_.transposed = trans_b_;
+    packed_b_ = PackConstantInt8Weights(info, path_, weights_, op_);
   }
 
   void Compute(ep::KernelContext& ctx) override {
@@ -39,14 +41,8 @@ class QGemm : public ep::Kernel {
     const int64_t kb = trans_b_ ? b.dim(1) : b.dim(0), n = trans_b_ ? b.dim(0) : b.dim(1);
     NXRT_EP_ENFORCE(k == kb, op_ + ": inner dimensions of A and B differ");
     const QParams qa = ReadQParams(ctx, kAScale, kAZero, a.type(), op_ + ": A");
-    ep::ConstTensor bs = ctx.input(kBScale);
-    NXRT_EP_ENFORCE(bs.type() == NX_TYPE_FLOAT, op_ + ": b_scale must be float");
-    const std::vector<float> b_scale = linalg::ReadScale(bs, n, op_ + ": b_scale");
-    const std::vector<int32_t> b_zero =
-        linalg::ReadZeroPoint(ctx.optional_input(kBZero), b.type(), n, op_ + ": b_zero_point");
     std::optional<PackedInt8B> local;
-    if (!packed_b_) local = PackInt8B(path_, b.raw(), b.type(), k, n, b_zero, b_scale, trans_b_);
-    const PackedInt8B& w = packed_b_ ? *packed_b_ : *local;
+    const PackedInt8B& w = RunInt8Weights(ctx, path_, weights_, packed_b_, local, op_);
 
     // A as [M, K] rows for the blocked product (int8_gemm_core.h); a transposed A is gathered.
     const void* a_rows = a.raw();
@@ -112,33 +108,12 @@ class QGemm : public ep::Kernel {
   }
 
  private:
-  // B with its scale and zero point packed once, when all three are constants of valid types
-  // and shapes; empty otherwise (packed per run, where the run reports any error).
-  std::optional<PackedInt8B> PackConstantB(const ep::KernelInfo& info) const {
-    auto b = info.constant_input(kB), bs = info.constant_input(kBScale);
-    std::optional<ep::ConstTensor> bz;
-    if (info.has_input(kBZero)) {
-      bz = info.constant_input(kBZero);
-      if (!bz) return std::nullopt;
-    }
-    if (!b || !bs || b->rank() != 2 || !linalg::IsInt8Type(b->type()) ||
-        bs->type() != NX_TYPE_FLOAT)
-      return std::nullopt;
-    const int64_t k = trans_b_ ? b->dim(1) : b->dim(0), n = trans_b_ ? b->dim(0) : b->dim(1);
-    try {
-      const std::vector<float> scale = linalg::ReadScale(*bs, n, op_ + ": b_scale");
-      const std::vector<int32_t> zero = linalg::ReadZeroPoint(bz, b->type(), n, op_ + ": b_zero");
-      return PackInt8B(path_, b->raw(), b->type(), k, n, zero, scale, trans_b_);
-    } catch (const std::exception&) {
-      return std::nullopt;
-    }
-  }
-
   std::string op_;
   float alpha_ = 1.f;
   bool trans_a_ = false, trans_b_ = false;
   Int8GemmPath path_;
-  std::optional<PackedInt8B> packed_b_;  // a constant B (PackConstantB)
+  Int8WeightSlots weights_{.b = kB, .scale = kBScale, .zero = kBZero};
+  std::optional<PackedInt8B> packed_b_;  // a constant B, its scale and zero point
 };
 
 }  // namespace
