@@ -33,15 +33,24 @@ bool HoldsDeviceTensor(const Value& v) {
   return v.contained && HoldsDeviceTensor(*v.contained);
 }
 
-// A copy of a sequence or optional whose tensors all live in host memory.
-ValuePtr HostCopy(Env& env, const Value& v) {
-  if (v.kind == NX_VALUE_TENSOR)
-    return IsHostReadable(v) ? std::make_shared<Value>(v) : env.CopyToMemory(v, HostMemory());
-  auto out = std::make_shared<Value>(v);
+// Whether tensor `t` may be used where `memory` is wanted: the host reads any host-readable
+// tensor; other memories take only their own.
+bool ReadableIn(const Value& t, const NxMemoryInfo* memory) {
+  return SameMemory(memory, HostMemory()) ? IsHostReadable(t) : SameMemory(MemoryOf(t), memory);
+}
+
+// A copy of `v` whose tensors all live in `memory`: how sequences and optionals cross memories,
+// element by element through the EPs' data transfers. Tensors already there are shared.
+ValuePtr CopyInto(Env& env, const ValuePtr& v, const NxMemoryInfo* memory) {
+  if (v->kind == NX_VALUE_TENSOR) return ReadableIn(*v, memory) ? v : env.CopyToMemory(*v, memory);
+  auto out = std::make_shared<Value>(*v);
   for (auto& e : out->elements)
-    if (e) e = HostCopy(env, *e);
-  if (out->contained) out->contained = HostCopy(env, *out->contained);
+    if (e) e = CopyInto(env, e, memory);
+  if (out->contained) out->contained = CopyInto(env, out->contained, memory);
   return out;
+}
+ValuePtr CopyInto(Env& env, const Value& v, const NxMemoryInfo* memory) {
+  return CopyInto(env, std::make_shared<Value>(v), memory);
 }
 
 // ---- profiling (session/profiler.h) ----
@@ -310,14 +319,16 @@ void Session::Execute(std::span<const Value* const> feeds, std::span<const int> 
         slots[static_cast<size_t>(c.dst_slot)] =
             src;  // already there (an input given in that memory)
       } else {
-        NXRT_CHECK(src->kind == NX_VALUE_TENSOR, NX_NOT_IMPLEMENTED,
-                   "value '" + g.value(c.src_slot).name +
-                       "' is a sequence or optional; only tensors move between memories");
         const uint64_t t0 = prof ? Profiler::NowNs() : 0;  // profiling
-        ValuePtr dst = src->type == NX_TYPE_STRING
-                           ? MakeTensor(src->type, src->dims)
-                           : MakeTensorFromPool(src->type, src->dims, ArenaFor(c.dst_memory));
-        env_.CopyTensor(*src, *dst);
+        ValuePtr dst;
+        if (src->kind != NX_VALUE_TENSOR) {
+          dst = CopyInto(env_, *src, c.dst_memory);  // a sequence or optional: its tensors
+        } else {
+          dst = src->type == NX_TYPE_STRING
+                    ? MakeTensor(src->type, src->dims)
+                    : MakeTensorFromPool(src->type, src->dims, ArenaFor(c.dst_memory));
+          env_.CopyTensor(*src, *dst);
+        }
         if (prof) RecordCopy(*prof, g.value(c.src_slot).name, *src, c.dst_memory, t0);
         owned[static_cast<size_t>(c.dst_slot)] = std::move(dst);
         slots[static_cast<size_t>(c.dst_slot)] = owned[static_cast<size_t>(c.dst_slot)].get();
@@ -489,7 +500,7 @@ void Session::Execute(std::span<const Value* const> feeds, std::span<const int> 
       else
         results[i] = env_.CopyToMemory(*value, MemoryOf(*value));
     } else if (host_outputs && value->kind != NX_VALUE_TENSOR && HoldsDeviceTensor(*value)) {
-      results[i] = HostCopy(env_, *value);  // a sequence of device tensors: its tensors to host
+      results[i] = CopyInto(env_, *value, HostMemory());  // a sequence of device tensors: to host
     } else if (owned[static_cast<size_t>(v)]) {
       results[i] = owned[static_cast<size_t>(v)];  // shared if asked twice: fine, read-only
     } else {

@@ -311,3 +311,72 @@ TEST_F(DeviceControlFlow, SequenceOfDeviceTensorsIsDeliveredInHostMemory) {
     EXPECT_EQ(std::vector<float>(p, p + want[i].size()), want[i]);
   }
 }
+
+// A Loop on SimDevice carrying a sequence: the sequence starts on the host (SequenceEmpty on the
+// CPU EP), crosses into the Loop's device memory and back element by element, and each
+// iteration appends a tensor made on the device (Add) by a SequenceInsert on the CPU EP.
+TEST_F(DeviceControlFlow, LoopCarriesASequenceOfDeviceTensors) {
+  auto seq_info = [](const std::string& name) {
+    onnx::ValueInfoProto v;
+    v.set_name(name);
+    v.mutable_type()
+        ->mutable_sequence_type()
+        ->mutable_elem_type()
+        ->mutable_tensor_type()
+        ->set_elem_type(F);
+    return v;
+  };
+  auto body = Graph("body",
+                    {MakeNode("Identity", {"c_in"}, {"c_out"}), MakeNode("Add", {"x", "x"}, {"y"}),
+                     MakeNode("SequenceInsert", {"s_in", "y"}, {"s_out"})},
+                    {Info("i", I64, {}), Info("c_in", B, {}), seq_info("s_in")},
+                    {Info("c_out", B, {}), seq_info("s_out")});
+  auto empty = MakeNode("SequenceEmpty", {}, {"s0"});
+  nxrt::test::AddIntAttribute(&empty, "dtype", F);
+  const std::string bytes = Model(
+      Graph("seq_loop", {empty, WithGraph(MakeNode("Loop", {"n", "", "s0"}, {"s"}), "body", body)},
+            {Info("n", I64, {}), Info("x", F, {3})}, {seq_info("s")}));
+  auto run = [&](bool sim) {
+    nxrt::SessionOptions o;
+    o.SetIntraOpThreads(1);
+    if (sim) o.AppendEp("SimDevice");
+    nxrt::Session s(*env_, bytes.data(), bytes.size(), &o);
+    if (sim) {
+      bool loop_on_sim = false;
+      for (const auto& sub : s.assignment_report().subgraphs)
+        for (const auto& node : sub.nodes)
+          if (sub.graph.empty() && sub.ep_name == "SimDevice" && node.op_type == "Loop")
+            loop_on_sim = true;
+      std::string why;
+      for (const auto& f : s.assignment_report().fallbacks)
+        why += f.node.op_type + ": " + f.detail + "\n";
+      EXPECT_TRUE(loop_on_sim) << why;
+      bool sequence_copied = false;  // s0, from the host into the Loop's device memory
+      for (const auto& c : s.assignment_report().copies)
+        if (c.graph.empty() && c.value == "s0" && c.to_ep == "SimDevice") sequence_copied = true;
+      EXPECT_TRUE(sequence_copied);
+    }
+    auto trips = Scalar64(3);
+    auto x = Floats({3}, {1, 2, 3});
+    const size_t copies_before = Copies();
+    auto out = s.Run({"n", "x"}, {&trips, &x});
+    // Each iteration's y crosses from the device to SequenceInsert on the host, and the
+    // sequence (growing to 3 tensors) back into the Loop's memory.
+    if (sim) {
+      EXPECT_GE(Copies() - copies_before, 3u + 1u + 2u);
+    }
+    EXPECT_EQ(NxValue_GetKind(out[0].get()), NX_VALUE_SEQUENCE);
+    std::vector<std::vector<float>> got;
+    for (size_t i = 0; i < NxValue_GetSequenceLength(out[0].get()); ++i) {
+      const NxValue* e = NxValue_GetSequenceElement(out[0].get(), i);
+      const NxMemoryInfo* where = NxValue_GetMemoryInfo(e);
+      EXPECT_TRUE(where == nullptr || where->kind != NX_MEMORY_DEVICE) << "element " << i;
+      const float* p = static_cast<const float*>(NxValue_GetConstData(e));
+      got.emplace_back(p, p + 3);
+    }
+    return got;
+  };
+  const std::vector<std::vector<float>> want(3, std::vector<float>{2, 4, 6});
+  EXPECT_EQ(run(false), want);
+  EXPECT_EQ(run(true), want);
+}

@@ -9,7 +9,8 @@
 // Kernels (float32): Add, Sub, Mul (numpy broadcasting), Relu, MatMul (A x 2-D B; a constant B
 // is pre-packed), Reshape (shape read on the host; the output aliases the input), Identity.
 // Control flow (any fixed-size element type): the host's If, Loop and Scan, with the device
-// helpers they need (stacking, slicing and transposing tensors in SimDevice memory).
+// helpers they need (stacking, slicing and transposing tensors in SimDevice memory); Loop also
+// carries sequences and optionals (the host copies their tensors in and out element by element).
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -430,6 +431,7 @@ void RegisterKernels(NxKernelRegistry* registry) {
       .Constraint("I", {NX_TYPE_INT64}, {0})
       .Constraint("B", {NX_TYPE_BOOL}, {1})
       .Constraint("V", any, {}, {-1})
+      .ValueKinds(NX_KIND_TENSOR | NX_KIND_SEQUENCE | NX_KIND_OPTIONAL)
       .HostInput(0)
       .HostInput(1)
       .BuildRaw(registry, &CreateLoop, nullptr);
