@@ -67,6 +67,8 @@ for m in resnet50 mobilenet_v2 mobilenet_v3_small efficientnet_b0 squeezenet1_1 
     mobilenet_v2_fp16 bert4_fp16; do
   models+=" --only $m"
 done
+run_suite "plugin ABI history: each frozen header version (tests/plugins/abi_vN) only appends" \
+  python3 tests/plugins/abi_history_check.py
 run_suite "SimDevice example EP (CLI, mixed placement vs numpy)" \
   python3 eps/examples/sim_device/demo_model.py --build-dir build
 run_suite "nxrt compile: ahead of time for a virtual NPU, loaded in new processes" \

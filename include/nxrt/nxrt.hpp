@@ -558,6 +558,7 @@ struct ReportCopy {
   std::string value;
   std::string from_ep;  // "" = a graph input, initializer or outer-scope value (host memory)
   std::string to_ep;    // "" = a graph output (delivered to the host)
+  std::string from_memory, to_memory;  // "SimDevice (npu 1, device memory)"
 };
 struct AssignmentReport {
   std::vector<AssignedSubgraph> subgraphs;
@@ -599,7 +600,9 @@ struct AssignmentReport {
     for (size_t i = 0; i < NxAssignmentReport_GetCopyCount(r); ++i) {
       const char *graph = nullptr, *value = nullptr, *from = nullptr, *to = nullptr;
       Check(NxAssignmentReport_GetCopy(r, i, &graph, &value, &from, &to));
-      out.copies.push_back({graph, value, from, to});
+      const char *from_memory = nullptr, *to_memory = nullptr;
+      Check(NxAssignmentReport_GetCopyMemories(r, i, &from_memory, &to_memory));
+      out.copies.push_back({graph, value, from, to, from_memory, to_memory});
     }
     return out;
   }

@@ -479,6 +479,13 @@ NXRT_EXPORT size_t NxAssignmentReport_GetCopyCount(const NxAssignmentReport* rep
 NXRT_EXPORT NxStatus* NxAssignmentReport_GetCopy(const NxAssignmentReport* report, size_t index,
                                                  const char** graph, const char** value,
                                                  const char** from_ep, const char** to_ep);
+/* The two memories of copy `index`, described like "SimDevice (npu 1, device memory)": where
+ * the value is and where it is read. Tells apart copies between two devices of one EP (whose
+ * `from_ep` and `to_ep` are the same). Borrowed from the report; NX_INVALID_ARGUMENT when out of
+ * range. */
+NXRT_EXPORT NxStatus* NxAssignmentReport_GetCopyMemories(const NxAssignmentReport* report,
+                                                         size_t index, const char** from_memory,
+                                                         const char** to_memory);
 
 /* ---- Ahead-of-time compilation (version 5) ------------------------------------------------ */
 /* Where NxEnv_CompileModel puts each compiled group's payload. */

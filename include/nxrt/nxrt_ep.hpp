@@ -71,8 +71,8 @@ class Error : public std::runtime_error {
 }
 
 // NXRT_EP_ENFORCE(cond, "message " + std::to_string(x)): invalid-argument error unless cond.
-#define NXRT_EP_ENFORCE(cond, message)                                         \
-  do {                                                                         \
+#define NXRT_EP_ENFORCE(cond, message)                                        \
+  do {                                                                        \
     if (!(cond)) ::nxrt::ep::Fail(NX_INVALID_ARGUMENT, std::string(message)); \
   } while (0)
 
@@ -88,10 +88,14 @@ inline void RequireHostVersion(uint32_t version, const char* what) {
 
 inline const char* ValueKindName(NxValueKind kind) {
   switch (kind) {
-    case NX_VALUE_TENSOR: return "tensor";
-    case NX_VALUE_SEQUENCE: return "sequence";
-    case NX_VALUE_OPTIONAL: return "optional";
-    default: return "unknown value";
+    case NX_VALUE_TENSOR:
+      return "tensor";
+    case NX_VALUE_SEQUENCE:
+      return "sequence";
+    case NX_VALUE_OPTIONAL:
+      return "optional";
+    default:
+      return "unknown value";
   }
 }
 
@@ -125,49 +129,100 @@ inline void ThrowIfError(NxStatus* status) {
 
 inline const char* ElementTypeName(NxElementType type) {
   switch (type) {
-    case NX_TYPE_FLOAT: return "float";
-    case NX_TYPE_UINT8: return "uint8";
-    case NX_TYPE_INT8: return "int8";
-    case NX_TYPE_UINT16: return "uint16";
-    case NX_TYPE_INT16: return "int16";
-    case NX_TYPE_INT32: return "int32";
-    case NX_TYPE_INT64: return "int64";
-    case NX_TYPE_STRING: return "string";
-    case NX_TYPE_BOOL: return "bool";
-    case NX_TYPE_FLOAT16: return "float16";
-    case NX_TYPE_DOUBLE: return "double";
-    case NX_TYPE_UINT32: return "uint32";
-    case NX_TYPE_UINT64: return "uint64";
-    case NX_TYPE_COMPLEX64: return "complex64";
-    case NX_TYPE_COMPLEX128: return "complex128";
-    case NX_TYPE_BFLOAT16: return "bfloat16";
-    case NX_TYPE_FLOAT8E4M3FN: return "float8e4m3fn";
-    case NX_TYPE_FLOAT8E4M3FNUZ: return "float8e4m3fnuz";
-    case NX_TYPE_FLOAT8E5M2: return "float8e5m2";
-    case NX_TYPE_FLOAT8E5M2FNUZ: return "float8e5m2fnuz";
-    case NX_TYPE_UINT4: return "uint4";
-    case NX_TYPE_INT4: return "int4";
-    case NX_TYPE_FLOAT4E2M1: return "float4e2m1";
-    case NX_TYPE_FLOAT8E8M0: return "float8e8m0";
-    case NX_TYPE_UINT2: return "uint2";
-    case NX_TYPE_INT2: return "int2";
-    default: return "undefined";
+    case NX_TYPE_FLOAT:
+      return "float";
+    case NX_TYPE_UINT8:
+      return "uint8";
+    case NX_TYPE_INT8:
+      return "int8";
+    case NX_TYPE_UINT16:
+      return "uint16";
+    case NX_TYPE_INT16:
+      return "int16";
+    case NX_TYPE_INT32:
+      return "int32";
+    case NX_TYPE_INT64:
+      return "int64";
+    case NX_TYPE_STRING:
+      return "string";
+    case NX_TYPE_BOOL:
+      return "bool";
+    case NX_TYPE_FLOAT16:
+      return "float16";
+    case NX_TYPE_DOUBLE:
+      return "double";
+    case NX_TYPE_UINT32:
+      return "uint32";
+    case NX_TYPE_UINT64:
+      return "uint64";
+    case NX_TYPE_COMPLEX64:
+      return "complex64";
+    case NX_TYPE_COMPLEX128:
+      return "complex128";
+    case NX_TYPE_BFLOAT16:
+      return "bfloat16";
+    case NX_TYPE_FLOAT8E4M3FN:
+      return "float8e4m3fn";
+    case NX_TYPE_FLOAT8E4M3FNUZ:
+      return "float8e4m3fnuz";
+    case NX_TYPE_FLOAT8E5M2:
+      return "float8e5m2";
+    case NX_TYPE_FLOAT8E5M2FNUZ:
+      return "float8e5m2fnuz";
+    case NX_TYPE_UINT4:
+      return "uint4";
+    case NX_TYPE_INT4:
+      return "int4";
+    case NX_TYPE_FLOAT4E2M1:
+      return "float4e2m1";
+    case NX_TYPE_FLOAT8E8M0:
+      return "float8e8m0";
+    case NX_TYPE_UINT2:
+      return "uint2";
+    case NX_TYPE_INT2:
+      return "int2";
+    default:
+      return "undefined";
   }
 }
 
 // Bytes of `count` elements of `type` (sub-byte types round up; 0 for strings).
 inline size_t ElementBytes(NxElementType type, size_t count) {
   switch (type) {
-    case NX_TYPE_FLOAT: case NX_TYPE_INT32: case NX_TYPE_UINT32: return 4 * count;
-    case NX_TYPE_UINT8: case NX_TYPE_INT8: case NX_TYPE_BOOL: case NX_TYPE_FLOAT8E4M3FN:
-    case NX_TYPE_FLOAT8E4M3FNUZ: case NX_TYPE_FLOAT8E5M2: case NX_TYPE_FLOAT8E5M2FNUZ:
-    case NX_TYPE_FLOAT8E8M0: return count;
-    case NX_TYPE_UINT16: case NX_TYPE_INT16: case NX_TYPE_FLOAT16: case NX_TYPE_BFLOAT16: return 2 * count;
-    case NX_TYPE_INT64: case NX_TYPE_UINT64: case NX_TYPE_DOUBLE: case NX_TYPE_COMPLEX64: return 8 * count;
-    case NX_TYPE_COMPLEX128: return 16 * count;
-    case NX_TYPE_UINT4: case NX_TYPE_INT4: case NX_TYPE_FLOAT4E2M1: return (count + 1) / 2;
-    case NX_TYPE_UINT2: case NX_TYPE_INT2: return (count + 3) / 4;
-    default: return 0;
+    case NX_TYPE_FLOAT:
+    case NX_TYPE_INT32:
+    case NX_TYPE_UINT32:
+      return 4 * count;
+    case NX_TYPE_UINT8:
+    case NX_TYPE_INT8:
+    case NX_TYPE_BOOL:
+    case NX_TYPE_FLOAT8E4M3FN:
+    case NX_TYPE_FLOAT8E4M3FNUZ:
+    case NX_TYPE_FLOAT8E5M2:
+    case NX_TYPE_FLOAT8E5M2FNUZ:
+    case NX_TYPE_FLOAT8E8M0:
+      return count;
+    case NX_TYPE_UINT16:
+    case NX_TYPE_INT16:
+    case NX_TYPE_FLOAT16:
+    case NX_TYPE_BFLOAT16:
+      return 2 * count;
+    case NX_TYPE_INT64:
+    case NX_TYPE_UINT64:
+    case NX_TYPE_DOUBLE:
+    case NX_TYPE_COMPLEX64:
+      return 8 * count;
+    case NX_TYPE_COMPLEX128:
+      return 16 * count;
+    case NX_TYPE_UINT4:
+    case NX_TYPE_INT4:
+    case NX_TYPE_FLOAT4E2M1:
+      return (count + 1) / 2;
+    case NX_TYPE_UINT2:
+    case NX_TYPE_INT2:
+      return (count + 3) / 4;
+    default:
+      return 0;
   }
 }
 
@@ -463,7 +518,8 @@ class NodeView {
     std::vector<const NxGraph*> out;
     const NxAttribute* a = attr(name);
     if (!a) return out;
-    for (size_t i = 0, n = Host().Attribute_GetGraphCount(a); i < n; ++i) out.push_back(Host().Attribute_GetGraphAt(a, i));
+    for (size_t i = 0, n = Host().Attribute_GetGraphCount(a); i < n; ++i)
+      out.push_back(Host().Attribute_GetGraphAt(a, i));
     return out;
   }
 
@@ -491,8 +547,13 @@ class KernelInfo : public NodeView {
   }
   // The EP this kernel belongs to (cast to the plugin's own EP type).
   NxEp* ep() const { return Host().KernelInfo_GetEp(info_); }
-  // The memory the kernel's inputs and outputs live in by default.
+  // The memory the kernel's inputs and outputs live in by default (its device's memory).
   const NxMemoryInfo* memory() const { return Host().KernelInfo_GetMemoryInfo(info_); }
+  // The hardware device the node runs on (ABI 12; null before, or for an EP without EP
+  // devices).
+  const NxHardwareDevice* hardware_device() const {
+    return Host().version >= 12 ? Host().KernelInfo_GetHardwareDevice(info_) : nullptr;
+  }
   const NxKernelInfo* handle() const { return info_; }
 
  private:
@@ -526,7 +587,8 @@ class KernelContext {
   // inputs) or not a tensor (a sequence or optional: use input_value).
   ConstTensor input(size_t i) const {
     const NxValue* v = i < input_count() ? Host().KernelContext_GetInput(ctx_, i) : nullptr;
-    if (v == nullptr) Fail(NX_INVALID_ARGUMENT, "required input " + std::to_string(i) + " is missing");
+    if (v == nullptr)
+      Fail(NX_INVALID_ARGUMENT, "required input " + std::to_string(i) + " is missing");
     return ConstTensor(ExpectTensor(v, i));
   }
   std::optional<ConstTensor> optional_input(size_t i) const {
@@ -665,7 +727,8 @@ class Allocator {
   const NxMemoryInfo* memory() const { return a_->GetMemoryInfo(a_); }
   void* Alloc(size_t bytes) const {
     void* p = a_->Alloc(a_, bytes);
-    if (p == nullptr && bytes > 0) Fail(NX_OUT_OF_MEMORY, "cannot allocate " + std::to_string(bytes) + " bytes");
+    if (p == nullptr && bytes > 0)
+      Fail(NX_OUT_OF_MEMORY, "cannot allocate " + std::to_string(bytes) + " bytes");
     return p;
   }
   void Free(void* p) const { a_->Free(a_, p); }
@@ -678,7 +741,8 @@ class Allocator {
 class Block {
  public:
   Block() = default;
-  Block(Allocator alloc, size_t bytes) : alloc_(alloc.handle()), p_(alloc.Alloc(bytes)), bytes_(bytes) {}
+  Block(Allocator alloc, size_t bytes)
+      : alloc_(alloc.handle()), p_(alloc.Alloc(bytes)), bytes_(bytes) {}
   Block(Block&& o) noexcept : alloc_(o.alloc_), p_(o.p_), bytes_(o.bytes_) { o.p_ = nullptr; }
   Block& operator=(Block&& o) noexcept {
     if (this != &o) {
@@ -693,7 +757,9 @@ class Block {
   ~Block() { reset(); }
   void* get() const { return p_; }
   template <class T>
-  T* as() const { return static_cast<T*>(p_); }
+  T* as() const {
+    return static_cast<T*>(p_);
+  }
   size_t size() const { return bytes_; }
   void* release() {
     void* p = p_;
@@ -781,8 +847,9 @@ inline NxStatus* BoxPrePack(NxKernel* self, const NxValue* weight, size_t input_
                             NxAllocator* allocator, NxPrePackCache* cache, bool* packed) {
   auto* box = reinterpret_cast<KernelBox*>(self);
   return Guard([&] {
-    *packed = static_cast<PrePackingKernel*>(box->impl.get())
-                  ->PrePack(ConstTensor(weight), input_index, Allocator(allocator), PrePackCache(cache));
+    *packed =
+        static_cast<PrePackingKernel*>(box->impl.get())
+            ->PrePack(ConstTensor(weight), input_index, Allocator(allocator), PrePackCache(cache));
   });
 }
 inline NxStatus* BoxUseShared(NxKernel* self, size_t input_index, const void* const* buffers,
@@ -842,6 +909,21 @@ inline void AddFusedGroup(NxCapability* capability, std::span<const NxNode* cons
   ThrowIfError(Host().Capability_AddFusedGroup(capability, nodes.data(), nodes.size(), &options));
 }
 
+// From GetCapability: claim one node for the EP's kernel on `device` (one of the EP's hardware
+// devices; null for its first). Before ABI 12 only the first device exists for kernel nodes.
+inline void AddNode(NxCapability* capability, const NxNode* node,
+                    const NxHardwareDevice* device = nullptr) {
+  if (device == nullptr) {
+    ThrowIfError(Host().Capability_AddNode(capability, node));
+    return;
+  }
+  RequireHostVersion(12, "a device per kernel node");
+  NxNodeOptions options{};
+  options.version = NXRT_EP_API_VERSION;
+  options.hardware_device = device;
+  ThrowIfError(Host().Capability_AddNodeWithOptions(capability, node, &options));
+}
+
 // Builds one NxKernelDef and adds it to a registry.
 class KernelDefBuilder {
  public:
@@ -857,7 +939,8 @@ class KernelDefBuilder {
   // Constrain inputs/outputs (indices; -1 = all) to the given element types.
   KernelDefBuilder& Constraint(std::string name, std::vector<NxElementType> types,
                                std::vector<int32_t> inputs, std::vector<int32_t> outputs = {}) {
-    constraints_.push_back({std::move(name), std::move(types), std::move(inputs), std::move(outputs)});
+    constraints_.push_back(
+        {std::move(name), std::move(types), std::move(inputs), std::move(outputs)});
     return *this;
   }
 

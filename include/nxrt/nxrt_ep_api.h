@@ -1,4 +1,4 @@
-/* nxrt_ep_api.h: the plugin execution-provider (EP) ABI, version 11.
+/* nxrt_ep_api.h: the plugin execution-provider (EP) ABI, version 12.
  *
  * An EP is a shared library that exports two C symbols (see "Library" below). The host hands it
  * a table of host services (NxHostApi); the library hands back factories (NxEpFactory), and each
@@ -67,7 +67,13 @@
  * EP statistics (version 11). An EP may keep counters about its session (NxEp::GetStatistic);
  * applications read them as session statistics named "ep.<EP name>.<key>".
  *
- * Versioning. Every struct that either side fills starts with `uint32_t version`, set to the
+ * A device per node (version 12). An EP spanning several devices places each kernel node on one
+ * of them (Capability_AddNodeWithOptions; groups already could, NxFusionOptions), a kernel learns
+ * its device (KernelInfo_GetHardwareDevice), and a factory may name a memory per device
+ * (NxEpFactory::GetDeviceMemoryInfo): the host then keeps an allocator and arena per memory and
+ * copies values between the devices' memories with the factory's data transfer.
+ *
+ * Versioning. Every table that either side fills starts with `uint32_t version`, set to the
  * NXRT_EP_API_VERSION the filler was compiled with. Tables only grow at the end; a reader reads a
  * member only when the writer's version says the member exists, and optional members may be
  * NULL. A plugin built against an older header keeps loading in a newer host. The host refuses a
@@ -89,7 +95,7 @@
 extern "C" {
 #endif
 
-#define NXRT_EP_API_VERSION 11
+#define NXRT_EP_API_VERSION 12
 
 /* ============================================================================================
  * Opaque host objects an EP sees. All are owned by the host.
@@ -139,10 +145,12 @@ typedef enum NxAttributeType {
  * Kernels: definitions (what a kernel accepts) and instances (what it does).
  * ========================================================================================== */
 
-/* A type constraint binds a set of allowed element types to inputs and outputs of a node. A
- * node matches when, for every constraint, the type of each named input/output that is present
- * is in `allowed_types` (all bound values must also share one type when `same_type` is true).
- * An index of -1 means "every input" (or "every output"), for variadic operators. */
+/* A type constraint binds a set of allowed element types to inputs and outputs of a node, like
+ * a type variable of an ONNX schema. A node matches when, for every constraint, the type of
+ * each named input/output that is present and known is in `allowed_types`, and all of them have
+ * the same type (a float input and an int64 input under one "T" do not match). Bind inputs that
+ * may differ to separate constraints. An index of -1 means "every input" (or "every output"),
+ * for variadic operators. This struct has no `version` member: it cannot grow (docs/abi.md). */
 typedef struct NxTypeConstraint {
   const char* name;                   /* "T", "T1", ... for messages */
   const NxElementType* allowed_types; /* borrowed for the duration of KernelRegistry_Add */
@@ -157,7 +165,7 @@ typedef struct NxTypeConstraint {
  * `info` is borrowed for the duration of the call. On success store a kernel in *out. */
 typedef NxStatus* (*NxKernelCreateFn)(void* state, const NxKernelInfo* info, NxKernel** out);
 
-/* An (input index, output index) pair of one node. */
+/* An (input index, output index) pair of one node. No `version` member: it cannot grow. */
 typedef struct NxIoPair {
   int32_t input;
   int32_t output;
@@ -338,7 +346,8 @@ struct NxEp {
    * Claim nodes of `graph` (borrowed for the call) with Capability_AddNode. A failing status is
    * logged and treated as "claims nothing". */
   NxStatus* (*GetCapability)(NxEp* self, const NxGraph* graph, NxCapability* capability);
-  /* The EP's kernels. The registry stays owned by the EP (or its factory) and must outlive the
+  /* (optional, may be NULL: an EP that only compiles groups has no kernels)
+   * The EP's kernels. The registry stays owned by the EP (or its factory) and must outlive the
    * EP instance. */
   NxStatus* (*GetKernelRegistry)(NxEp* self, const NxKernelRegistry** registry);
 
@@ -403,9 +412,20 @@ typedef struct NxFusionOptions {
   uint32_t version; /* NXRT_EP_API_VERSION */
   /* The hardware device that runs the group (one of the EP's devices, from
    * EpDevice_GetHardwareDevice), for EPs spanning several devices; NULL = the EP's first
-   * device. Only reported (assignment report, profile); memory is still the EP's. */
+   * device. Reported (assignment report, profile), and the group's kernel works in that
+   * device's memory (NxEpFactory::GetDeviceMemoryInfo; the EP's memory when it has none). */
   const NxHardwareDevice* hardware_device;
 } NxFusionOptions;
+
+/* Filled by the EP for Capability_AddNodeWithOptions (version 12); read member by member up to
+ * `version`. */
+typedef struct NxNodeOptions {
+  uint32_t version; /* NXRT_EP_API_VERSION */
+  /* The hardware device whose kernel runs the node (one of the EP's devices, from
+   * EpDevice_GetHardwareDevice); NULL = the EP's first device. The kernel works in that
+   * device's memory (NxEpFactory::GetDeviceMemoryInfo; the EP's memory when it has none). */
+  const NxHardwareDevice* hardware_device;
+} NxNodeOptions;
 
 /* What a factory receives when it creates an EP for a session. */
 typedef struct NxEpCreateArgs {
@@ -500,6 +520,16 @@ struct NxEpFactory {
   NxStatus* (*CheckCompatibility)(NxEpFactory* self, const NxHardwareDevice* const* devices,
                                   size_t num_devices, const char* compatibility,
                                   NxCompatibility* result);
+
+  /* ---- version 12 (optional, may be NULL) --------------------------------------------------
+   * The memory the factory's kernels work in on `device` (the hardware device of one of its EP
+   * devices), for an EP spanning devices with memories of their own; borrowed for the factory's
+   * lifetime. NULL (or a NULL member) means GetMemoryInfo's memory. The host asks once per EP
+   * device at registration, creates one allocator (CreateAllocator) and arena per distinct
+   * memory, and moves values between them with the factory's data transfer, which must then
+   * copy between any two of the factory's memories (and host memory). */
+  const NxMemoryInfo* (*GetDeviceMemoryInfo)(const NxEpFactory* self,
+                                             const NxHardwareDevice* device);
 };
 
 /* ============================================================================================
@@ -792,6 +822,17 @@ typedef struct NxHostApi {
    * groups should leave such nodes out, since the host drops them from a group and rejects the
    * group whole when what remains is not convex. */
   bool (*Capability_IsNodeTaken)(const NxCapability* capability, const NxNode* node);
+
+  /* ---- Version 12: a device per kernel node -------------------------------------------- */
+  /* From GetCapability: claim `node` like Capability_AddNode, to run on the device `options`
+   * names (`options` may be NULL: the EP's first device). Errors as Capability_AddNode, and a
+   * device that is not one of the EP's devices in this session. */
+  NxStatus* (*Capability_AddNodeWithOptions)(NxCapability* capability, const NxNode* node,
+                                             const NxNodeOptions* options);
+  /* The hardware device the kernel's node runs on (as claimed, else the EP's first device);
+   * NULL for an EP the session created without EP devices. KernelInfo_GetMemoryInfo is that
+   * device's memory. */
+  const NxHardwareDevice* (*KernelInfo_GetHardwareDevice)(const NxKernelInfo* info);
 } NxHostApi;
 
 /* ============================================================================================

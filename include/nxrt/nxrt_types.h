@@ -147,7 +147,8 @@ typedef struct NxHardwareDevice NxHardwareDevice;
  * by the runtime from registration of its library to unregistration. */
 typedef struct NxEpDevice NxEpDevice;
 
-/* One key/value pair (metadata, options). Both strings are NUL-terminated. */
+/* One key/value pair (metadata, options). Both strings are NUL-terminated. No `version`
+ * member: it cannot grow. */
 typedef struct NxKeyValue {
   const char* key;
   const char* value;

@@ -356,6 +356,8 @@ nb::dict ReportToDict(const nxrt::AssignmentReport& r) {
     d["value"] = c.value;
     d["from_ep"] = c.from_ep;
     d["to_ep"] = c.to_ep;
+    d["from_memory"] = c.from_memory;
+    d["to_memory"] = c.to_memory;
     copies.append(d);
   }
   nb::dict out;

@@ -7,13 +7,13 @@
 #include <cstring>
 #include <new>
 
-#include "ort_plugins/ort_plugin_library.h"
 #include "base/element_type.h"
 #include "base/error.h"
 #include "base/memory_info.h"
 #include "devices/hardware_device.h"
 #include "model/tensor_proto.h"
 #include "nxrt/nxrt_c_api.h"
+#include "ort_plugins/ort_plugin_library.h"
 #include "session/compile_model.h"
 #include "session/env.h"
 #include "session/ep_selection.h"
@@ -788,6 +788,16 @@ NxStatus* NxAssignmentReport_GetCopy(const NxAssignmentReport* r, size_t i, cons
   if (value) *value = c.value.c_str();
   if (from_ep) *from_ep = c.from_ep.c_str();
   if (to_ep) *to_ep = c.to_ep.c_str();
+  return nullptr;
+}
+NxStatus* NxAssignmentReport_GetCopyMemories(const NxAssignmentReport* r, size_t i,
+                                             const char** from_memory, const char** to_memory) {
+  const nxrt::AssignmentReport* report = ReportOf(r);
+  if (report == nullptr || i >= report->copies.size())
+    return MakeStatus(NX_INVALID_ARGUMENT, "NxAssignmentReport_GetCopyMemories: out of range");
+  const nxrt::ReportCopy& c = report->copies[i];
+  if (from_memory) *from_memory = c.from_memory.c_str();
+  if (to_memory) *to_memory = c.to_memory.c_str();
   return nullptr;
 }
 

@@ -67,6 +67,8 @@ struct Node {
   std::vector<int> implicit_inputs;
   std::vector<Attribute> attributes;
   int assigned_ep = -1;  // placement: index of the session's EP that runs it (-1 = none yet)
+  // placement: the hardware device of that EP it runs on (ABI 12), null = the EP's first device
+  const NxHardwareDevice* assigned_device = nullptr;
 
   const Attribute* FindAttribute(const std::string& attr_name) const;
   // "Conv node 'conv1'" (or "Conv node #3" when unnamed) for messages.

@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "base/error.h"
@@ -145,7 +146,53 @@ std::vector<std::unique_ptr<NxEpDevice>> CreateEpDevices(
   return out;
 }
 
+// ABI 12: the memory of each EP device's hardware device (NxEpFactory::GetDeviceMemoryInfo), an
+// allocator and arena for each that is not the factory's own memory.
+void SetUpDeviceMemories(EpFactory& f, const std::string& path) {
+  NxEpFactory* raw = f.raw;
+  if (raw->version < 12 || raw->GetDeviceMemoryInfo == nullptr) return;
+  for (const NxEpDevice* d : f.devices) {
+    const NxMemoryInfo* m = raw->GetDeviceMemoryInfo(raw, d->device);
+    if (m == nullptr) continue;
+    const NxMemoryInfo* interned = InternMemoryInfo(*m);
+    if (f.memory != nullptr && SameMemory(interned, f.memory)) continue;
+    NXRT_CHECK(!HostAccessible(interned), NX_INVALID_PLUGIN,
+               path + ": EP '" + f.name + "' names host-accessible memory " +
+                   DescribeMemory(interned) +
+                   " for one of its devices; a device memory must be device memory");
+    auto same =
+        std::find_if(f.device_memories.begin(), f.device_memories.end(),
+                     [&](const EpFactory::DeviceMemory& x) { return x.memory == interned; });
+    if (same != f.device_memories.end()) {
+      same->devices.push_back(d->device);
+      continue;
+    }
+    NXRT_CHECK(raw->CreateAllocator != nullptr && f.transfer != nullptr, NX_INVALID_PLUGIN,
+               path + ": EP '" + f.name + "' names device memory " + DescribeMemory(interned) +
+                   " but has no CreateAllocator or no data transfer");
+    NxAllocator* a = nullptr;
+    ThrowIfStatus(
+        raw->CreateAllocator(raw, m, &a),
+        path + ": EP '" + f.name + "' CreateAllocator failed for " + DescribeMemory(interned));
+    NXRT_CHECK(a != nullptr, NX_INVALID_PLUGIN,
+               path + ": EP '" + f.name + "' CreateAllocator returned no allocator for " +
+                   DescribeMemory(interned));
+    EpFactory::DeviceMemory dm;
+    dm.memory = interned;
+    dm.allocator = std::make_shared<PluginAllocator>(
+        a, interned, "EP '" + f.name + "' allocator for " + DescribeMemory(interned));
+    dm.arena = std::make_shared<BufferPool>(size_t{256} << 20, dm.allocator);
+    dm.devices.push_back(d->device);
+    f.device_memories.push_back(std::move(dm));
+  }
+}
+
 void TearDownMemory(EpFactory& f) {
+  for (auto& dm : f.device_memories) {  // arenas first: they hand blocks back to the allocators
+    dm.arena.reset();
+    dm.allocator.reset();
+  }
+  f.device_memories.clear();
   f.arena.reset();
   f.allocator.reset();
   if (f.transfer != nullptr) f.transfer->Release(f.transfer);
@@ -212,6 +259,7 @@ std::unique_ptr<EpLibrary> EpLibrary::Load(const std::string& path,
         f.devices.push_back(d.get());
         lib->ep_devices_.push_back(std::move(d));
       }
+      SetUpDeviceMemories(f, path);
     }
   } catch (...) {
     for (EpFactory& f : lib->factories_) TearDownMemory(f);
@@ -225,8 +273,35 @@ std::unique_ptr<EpLibrary> EpLibrary::Load(const std::string& path,
 }
 
 size_t EpFactory::live_device_blocks() const {
-  if (!allocator) return 0;
-  return allocator->live_blocks() - (arena ? arena->cached_blocks() : 0);
+  size_t live = 0;
+  if (allocator) live += allocator->live_blocks() - (arena ? arena->cached_blocks() : 0);
+  for (const DeviceMemory& dm : device_memories)
+    live += dm.allocator->live_blocks() - dm.arena->cached_blocks();
+  return live;
+}
+
+const NxMemoryInfo* EpFactory::MemoryFor(const NxHardwareDevice* device) const {
+  if (device != nullptr) {
+    for (const DeviceMemory& dm : device_memories)
+      if (std::find(dm.devices.begin(), dm.devices.end(), device) != dm.devices.end())
+        return dm.memory;
+  }
+  return memory;
+}
+
+std::shared_ptr<BufferPool> EpFactory::ArenaOf(const NxMemoryInfo* m) const {
+  if (m == nullptr) return nullptr;
+  if (memory != nullptr && SameMemory(memory, m)) return arena;
+  for (const DeviceMemory& dm : device_memories)
+    if (SameMemory(dm.memory, m)) return dm.arena;
+  return nullptr;
+}
+
+std::vector<const NxMemoryInfo*> EpFactory::DeviceMemories() const {
+  std::vector<const NxMemoryInfo*> out;
+  if (memory != nullptr) out.push_back(memory);
+  for (const DeviceMemory& dm : device_memories) out.push_back(dm.memory);
+  return out;
 }
 
 EpLibrary::~EpLibrary() {

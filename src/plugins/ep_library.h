@@ -29,6 +29,22 @@ struct EpFactory {
   // For device memory: the factory's allocator and the process-wide arena over it.
   std::shared_ptr<RawAllocator> allocator;
   std::shared_ptr<BufferPool> arena;
+
+  // ABI 12: another memory of the factory (NxEpFactory::GetDeviceMemoryInfo), with its own
+  // allocator and arena, and the hardware devices whose kernels work in it.
+  struct DeviceMemory {
+    const NxMemoryInfo* memory = nullptr;  // interned, device memory, not `memory`
+    std::shared_ptr<RawAllocator> allocator;
+    std::shared_ptr<BufferPool> arena;
+    std::vector<const NxHardwareDevice*> devices;
+  };
+  std::vector<DeviceMemory> device_memories;
+  // The memory the kernels work in on `device` (null = host memory).
+  const NxMemoryInfo* MemoryFor(const NxHardwareDevice* device) const;
+  // Whether `m` is one of its memories, and that memory's process-wide arena (null if not).
+  std::shared_ptr<BufferPool> ArenaOf(const NxMemoryInfo* m) const;
+  // Every device memory it has (`memory` first), for per-session allocators.
+  std::vector<const NxMemoryInfo*> DeviceMemories() const;
   // The factory's data transfer, or null.
   NxDataTransfer* transfer = nullptr;
 

@@ -182,6 +182,25 @@ NxStatus* CapabilityAddNode(NxCapability* cap, const NxNode* node) {
   return nullptr;
 }
 
+// ---- A device per kernel node (version 12) ----
+NxStatus* CapabilityAddNodeWithOptions(NxCapability* cap, const NxNode* node,
+                                       const NxNodeOptions* options) {
+  const NxHardwareDevice* device =
+      options != nullptr && options->version >= 12 ? options->hardware_device : nullptr;
+  if (cap != nullptr && device != nullptr &&
+      std::find(cap->devices.begin(), cap->devices.end(), device) == cap->devices.end()) {
+    return CreateStatus(NX_INVALID_ARGUMENT,
+                        "Capability_AddNodeWithOptions: the hardware device is not one of the "
+                        "EP's devices in this session");
+  }
+  if (NxStatus* status = CapabilityAddNode(cap, node)) return status;
+  if (device != nullptr) cap->claimed_device[N(node)] = device;
+  return nullptr;
+}
+const NxHardwareDevice* KernelInfoGetHardwareDevice(const NxKernelInfo* info) {
+  return info ? info->device : nullptr;
+}
+
 // ---- Compiled groups (version 6) ----
 NxStatus* CapabilityAddFusedGroup(NxCapability* cap, const NxNode* const* nodes, size_t count,
                                   const NxFusionOptions* options) {
@@ -840,6 +859,8 @@ NxHostApi MakeHostApi() {
   api.Attribute_GetTensor = AttributeGetTensor;
   api.Attribute_GetGraph = AttributeGetGraph;
   api.Capability_AddNode = CapabilityAddNode;
+  api.Capability_AddNodeWithOptions = CapabilityAddNodeWithOptions;
+  api.KernelInfo_GetHardwareDevice = KernelInfoGetHardwareDevice;
   api.CreateKernelRegistry = CreateKernelRegistry;
   api.KernelRegistry_Add = KernelRegistryAdd;
   api.KernelRegistry_HasKernel = KernelRegistryHasKernel;

@@ -24,6 +24,8 @@ struct NxCapability {
   };
   const nxrt::Graph* graph = nullptr;
   std::vector<const nxrt::Node*> claimed;
+  // Claimed nodes that name a hardware device (Capability_AddNodeWithOptions, version 12).
+  std::unordered_map<const nxrt::Node*, const NxHardwareDevice*> claimed_device;
   std::vector<Group> groups;
   // Set by the host before GetCapability: the EP's hardware devices (a group may name one) and
   // whether it can compile (NxEp::CompileGroup).
@@ -41,8 +43,9 @@ struct NxKernelInfo {
   const nxrt::Node* node = nullptr;
   const nxrt::Config* config = nullptr;
   NxEp* ep = nullptr;
-  const NxMemoryInfo* memory = nullptr;    // the kernel's default memory
-  const nxrt::Session* session = nullptr;  // for the runtime's control-flow kernels
+  const NxMemoryInfo* memory = nullptr;      // the kernel's default memory (its device's)
+  const NxHardwareDevice* device = nullptr;  // the node's hardware device (null: none)
+  const nxrt::Session* session = nullptr;    // for the runtime's control-flow kernels
 };
 
 namespace nxrt {

@@ -39,7 +39,7 @@ EpFactory* Env::FactoryForMemory(const NxMemoryInfo* memory) {
   std::lock_guard<std::mutex> lock(mutex_);
   for (auto& [reg_name, lib] : libraries_) {
     for (auto& f : lib->factories())
-      if (f.memory && SameMemory(f.memory, memory)) return &f;
+      if (f.ArenaOf(memory) != nullptr) return &f;
   }
   return nullptr;
 }
@@ -50,9 +50,9 @@ ValuePtr Env::AllocateTensor(NxElementType type, std::span<const int64_t> dims,
   NXRT_CHECK(type != NX_TYPE_STRING, NX_INVALID_ARGUMENT,
              "string tensors live in host memory only, not in " + DescribeMemory(memory));
   EpFactory* f = FactoryForMemory(memory);
-  NXRT_CHECK(f != nullptr && f->arena, NX_NOT_FOUND,
+  NXRT_CHECK(f != nullptr, NX_NOT_FOUND,
              "no registered EP provides an allocator for " + DescribeMemory(memory));
-  return MakeTensorFromPool(type, dims, *f->arena);
+  return MakeTensorFromPool(type, dims, *f->ArenaOf(memory));
 }
 
 void Env::CopyWithTransfer(const Value& src, Value& dst) {
@@ -127,7 +127,8 @@ void Env::RegisterLibrary(const std::string& name, const std::string& path,
     NXRT_CHECK(libraries_.find(name) == libraries_.end(), NX_INVALID_ARGUMENT,
                "an EP library is already registered as '" + name + "'");
   }
-  auto lib = EpLibrary::Load(path, name, hardware_, requests, &logger_);  // unlocked: plugin code runs
+  auto lib =
+      EpLibrary::Load(path, name, hardware_, requests, &logger_);  // unlocked: plugin code runs
   std::lock_guard<std::mutex> lock(mutex_);
   NXRT_CHECK(libraries_.find(name) == libraries_.end(), NX_INVALID_ARGUMENT,
              "an EP library is already registered as '" + name + "'");

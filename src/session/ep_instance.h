@@ -26,8 +26,16 @@ class EpInstance {
   NxEp* raw() const { return ep_; }
   const KernelRegistry* registry() const { return registry_; }
   EpFactory& factory() const { return factory_; }
-  // The memory the EP's kernels work in (null = host memory).
+  // The memory the EP's kernels work in by default (null = host memory).
   const NxMemoryInfo* memory() const { return factory_.memory; }
+  // The memory its kernels work in on `device` (null: its first device), ABI 12.
+  const NxMemoryInfo* MemoryFor(const NxHardwareDevice* device) const {
+    return factory_.MemoryFor(device != nullptr ? device : first_device());
+  }
+  // The hardware device of its first EP device (null when it has none).
+  const NxHardwareDevice* first_device() const {
+    return devices_.empty() ? nullptr : devices_.front()->device;
+  }
   // The EP devices it was created for.
   const std::vector<const NxEpDevice*>& devices() const { return devices_; }
   // A counter the EP keeps about the session (NxEp::GetStatistic, version 11): false when the EP

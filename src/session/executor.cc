@@ -382,7 +382,7 @@ void Session::Execute(std::span<const Value* const> feeds, std::span<const int> 
       ctx.outputs = node_outputs.data();
       ctx.num_outputs = node_outputs.size();
       ctx.threads = threads_;
-      ctx.pool = ep_arena_[e].get();
+      ctx.pool = node_arena_[n];
       ctx.host_pool = pool_.get();
       ctx.input_reusable = node_reusable.data();
       ctx.bound_outputs = node_bound.data();
@@ -518,9 +518,8 @@ void Session::PrepareProfiling() {
     const int e = node_ep_[static_cast<size_t>(node.index)];
     if (e >= 0)
       profile_node_device_[node.index] = DescribeEpHardware(*eps_[static_cast<size_t>(e)]);
-    auto declared = fused_devices_.find(node.name);  // a fused group's own device
-    if (node.domain == kCompiledDomain && declared != fused_devices_.end())
-      profile_node_device_[node.index] = DescribeHardwareDevice(declared->second);
+    if (node.assigned_device != nullptr)  // the device the EP named for the node or its group
+      profile_node_device_[node.index] = DescribeHardwareDevice(node.assigned_device);
   }
   if (!is_root_) return;
   std::string eps;

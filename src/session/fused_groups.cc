@@ -234,6 +234,7 @@ std::map<std::string, CompiledGroups::Installed> CompiledGroups::Install(
     fused->domain = kCompiledDomain;
     fused->opset = 1;
     fused->assigned_ep = group.ep;
+    fused->assigned_device = group.device;
     GroupBoundary(g, group.nodes, fused->inputs, fused->outputs);
     for (int i : group.nodes) dead[static_cast<size_t>(i)] = 1;
     fused_at[static_cast<size_t>(group.nodes.back())] = std::move(fused);

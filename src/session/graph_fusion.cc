@@ -158,7 +158,8 @@ class Fuser {
 
  private:
   bool SameEp(const Node& a, const Node& b) const {
-    return a.assigned_ep == b.assigned_ep && a.assigned_ep >= 0;
+    return a.assigned_ep == b.assigned_ep && a.assigned_ep >= 0 &&
+           a.assigned_device == b.assigned_device;
   }
 
   // Installs `fused` in place of `chain` (last node last) if the EP has a kernel for it.
@@ -167,6 +168,7 @@ class Fuser {
     fused.owner = &g_;
     fused.index = last.index;
     fused.assigned_ep = chain.front()->assigned_ep;
+    fused.assigned_device = chain.front()->assigned_device;
     fused.opset = opset;
     const KernelRegistry* registry = eps_[static_cast<size_t>(fused.assigned_ep)]->registry();
     if (registry == nullptr || registry->Find(fused, nullptr) == nullptr) return false;

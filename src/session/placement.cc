@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <set>
 
 #include "base/error.h"
 #include "base/memory_info.h"
@@ -64,9 +65,11 @@ std::vector<const NxHardwareDevice*> DevicesOf(const EpInstance& ep) {
   return {ep.devices().front()->device};
 }
 
+// "cpu (AuthenticAMD)"; a virtual device with the id its EP gave it, which tells apart two of
+// one EP: "virtual npu 1 (nxrt examples)".
 std::string DescribeHardware(const NxHardwareDevice& d) {
-  return std::string(IsVirtual(d) ? "virtual " : "") + DeviceTypeName(d.type) + " (" + d.vendor +
-         ")";
+  return std::string(IsVirtual(d) ? "virtual " : "") + DeviceTypeName(d.type) +
+         (IsVirtual(d) ? " " + std::to_string(d.device_id) : "") + " (" + d.vendor + ")";
 }
 
 // The nodes that read value `v` (as an input or, through a body, implicitly).
@@ -127,6 +130,7 @@ GraphPlacement PlaceGraph(const Graph& g, const std::vector<std::shared_ptr<EpIn
   p.node_ep.assign(g.nodes.size(), -1);
   p.verdicts.assign(g.nodes.size(), {});
   p.node_group.assign(g.nodes.size(), -1);
+  p.node_device.assign(g.nodes.size(), nullptr);
   for (size_t e = 0; e < eps.size(); ++e) {
     EpInstance& ep = *eps[e];
     const int ei = static_cast<int>(e);
@@ -149,6 +153,7 @@ GraphPlacement PlaceGraph(const Graph& g, const std::vector<std::shared_ptr<EpIn
             NX_LOG_WARNING,
             "EP '" + ep.name() + "' GetCapability failed (it claims no node): " + failure);
         cap.claimed.clear();
+        cap.claimed_device.clear();
         cap.groups.clear();
         capability_failed = true;
       }
@@ -196,6 +201,7 @@ GraphPlacement PlaceGraph(const Graph& g, const std::vector<std::shared_ptr<EpIn
       for (int i : nodes) {
         p.node_ep[static_cast<size_t>(i)] = ei;
         p.node_group[static_cast<size_t>(i)] = static_cast<int>(p.groups.size());
+        p.node_device[static_cast<size_t>(i)] = claim.device;
       }
       p.groups.push_back({ei, std::move(nodes), claim.device});
     }
@@ -208,6 +214,8 @@ GraphPlacement PlaceGraph(const Graph& g, const std::vector<std::shared_ptr<EpIn
         continue;
       }
       p.node_ep[node->index] = ei;
+      auto device = cap.claimed_device.find(node);
+      if (device != cap.claimed_device.end()) p.node_device[node->index] = device->second;
     }
     // Why an EP with its own GetCapability left a node: no kernel, or it declined.
     if (raw->GetCapability != nullptr) {
@@ -287,6 +295,7 @@ std::unique_ptr<Graph> MakeGroupGraph(const Graph& g, const std::vector<int>& gr
       if (v >= 0) v = copy_value(v);
     node.implicit_inputs.clear();  // recomputed by Finalize
     node.assigned_ep = -1;
+    node.assigned_device = nullptr;
     sub->nodes.push_back(std::move(node));
   }
   for (int v : outputs) {
@@ -302,7 +311,10 @@ void AddToReport(const Graph& g, const GraphPlacement& placement, const std::str
                  const std::vector<std::shared_ptr<EpInstance>>& eps, const BodyPlacer& place_body,
                  AssignmentReport& report) {
   const size_t n = g.nodes.size();
-  // Subgraphs: nodes joined by a value from one to the other, both on the same EP.
+  // Subgraphs: nodes joined by a value from one to the other, both on the same EP and device.
+  auto device_of = [&](size_t node) {
+    return placement.node_device.empty() ? nullptr : placement.node_device[node];
+  };
   std::vector<size_t> parent(n);
   std::iota(parent.begin(), parent.end(), size_t{0});
   auto find = [&](size_t x) {
@@ -318,7 +330,8 @@ void AddToReport(const Graph& g, const GraphPlacement& placement, const std::str
       // Kernel nodes join kernel nodes of their EP; a fused group is one subgraph of its own.
       const int ga = placement.node_group.empty() ? -1 : placement.node_group[a];
       const int gb = placement.node_group.empty() ? -1 : placement.node_group[b];
-      if (placement.node_ep[a] >= 0 && placement.node_ep[a] == placement.node_ep[b] && ga == gb)
+      if (placement.node_ep[a] >= 0 && placement.node_ep[a] == placement.node_ep[b] && ga == gb &&
+          device_of(a) == device_of(b))
         parent[find(a)] = find(b);
     }
   }
@@ -340,8 +353,8 @@ void AddToReport(const Graph& g, const GraphPlacement& placement, const std::str
       const int group = placement.node_group.empty() ? -1 : placement.node_group[node.index];
       sg.kind = group >= 0 ? "fused" : "kernels";
       sg.devices = DevicesOf(*eps[static_cast<size_t>(e)]);
-      if (group >= 0 && placement.groups[static_cast<size_t>(group)].device != nullptr)
-        sg.devices = {placement.groups[static_cast<size_t>(group)].device};
+      if (const NxHardwareDevice* declared = device_of(static_cast<size_t>(node.index)))
+        sg.devices = {declared};
       report.subgraphs.push_back(std::move(sg));
       it = subgraph_of_root.emplace(root, report.subgraphs.size() - 1).first;
     }
@@ -399,32 +412,40 @@ void AddEdgesAndCopies(const Graph& g, const GraphPlacement& placement, const st
                        const std::vector<std::shared_ptr<EpInstance>>& eps,
                        AssignmentReport& report) {
   auto ep_of = [&](int node) { return placement.node_ep[static_cast<size_t>(node)]; };
+  // The memory a node's kernel works in: its EP's memory on the node's device (null = host).
+  auto memory_of = [&](int node) {
+    const auto n = static_cast<size_t>(node);
+    return eps[static_cast<size_t>(placement.node_ep[n])]->MemoryFor(
+        placement.node_device.empty() ? nullptr : placement.node_device[n]);
+  };
   // Node inputs and outputs are filled where AddToReport lists the nodes.
-  // Copies: one per value and reading EP whose memory differs from the value's.
+  // Copies: one per value and reading memory that differs from the value's.
   std::vector<ReportCopy> copies;
-  std::map<std::pair<int, int>, bool> seen;  // (value, reading EP)
+  std::set<std::pair<int, const NxMemoryInfo*>> seen;  // (value, reading memory)
   for (const Node& node : g.nodes) {
     const int c = ep_of(node.index);
     if (c < 0) continue;
+    const NxMemoryInfo* need = memory_of(node.index);
     for (int v : node.inputs) {
       if (v < 0) continue;
       const int p = g.value(v).producer;
       const int from = p >= 0 ? ep_of(p) : -1;
       if (p >= 0 && from < 0) continue;  // its producer runs nowhere (a dry run)
-      const NxMemoryInfo* have = from >= 0 ? eps[static_cast<size_t>(from)]->memory() : nullptr;
-      if (ReadsWithoutCopy(have, eps[static_cast<size_t>(c)]->memory())) continue;
-      if (seen.count({v, c})) continue;
-      seen[{v, c}] = true;
+      const NxMemoryInfo* have = from >= 0 ? memory_of(p) : nullptr;
+      if (ReadsWithoutCopy(have, need)) continue;
+      if (!seen.insert({v, need}).second) continue;
       copies.push_back({scope, g.value(v).name,
                         from >= 0 ? eps[static_cast<size_t>(from)]->name() : std::string(),
-                        eps[static_cast<size_t>(c)]->name()});
+                        eps[static_cast<size_t>(c)]->name(), DescribeMemory(have),
+                        DescribeMemory(need)});
     }
   }
   for (int v : g.outputs) {
     const int p = g.value(v).producer;
     const int from = p >= 0 ? ep_of(p) : -1;
-    if (from < 0 || HostAccessible(eps[static_cast<size_t>(from)]->memory())) continue;
-    copies.push_back({scope, g.value(v).name, eps[static_cast<size_t>(from)]->name(), ""});
+    if (from < 0 || HostAccessible(memory_of(p))) continue;
+    copies.push_back({scope, g.value(v).name, eps[static_cast<size_t>(from)]->name(), "",
+                      DescribeMemory(memory_of(p)), DescribeMemory(HostMemory())});
   }
   // Ahead of the copies of `g`'s bodies (added before this call returns to the caller).
   const std::string prefix = scope.empty() ? "" : scope + "/";

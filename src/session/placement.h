@@ -48,7 +48,10 @@ struct FusedGroup {
 
 // The placement of one graph's nodes (not of its bodies).
 struct GraphPlacement {
-  std::vector<int> node_ep;                      // per node: EP index, -1 when no EP takes it
+  std::vector<int> node_ep;  // per node: EP index, -1 when no EP takes it
+  // per node: the hardware device its EP named for it (a group's device for its members),
+  // null = the EP's first device
+  std::vector<const NxHardwareDevice*> node_device;
   std::vector<std::vector<EpVerdict>> verdicts;  // per node: the EPs ahead of its EP that passed
   std::vector<FusedGroup> groups;                // the accepted fused groups
   std::vector<int> node_group;                   // per node: index into `groups`, or -1
@@ -111,6 +114,7 @@ struct ReportCopy {
   std::string value;    // the value's name
   std::string from_ep;  // "" = a graph input, initializer or outer-scope value (host memory)
   std::string to_ep;    // "" = a graph output (delivered to the host)
+  std::string from_memory, to_memory;  // DescribeMemory of both ends (two devices of one EP)
 };
 // ---- end report copies ----
 

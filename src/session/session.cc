@@ -151,7 +151,7 @@ Session::Session(const Session& parent, std::shared_ptr<Graph> body)
   thread_pool_ = parent.thread_pool_;
   config_ = parent.config_;
   eps_ = parent.eps_;
-  ep_arena_ = parent.ep_arena_;
+  device_arenas_ = parent.device_arenas_;
   fallback_ep_ = parent.fallback_ep_;
   fallback_mode_ = parent.fallback_mode_;
   compiled_ = parent.compiled_;
@@ -195,7 +195,7 @@ Session::~Session() {
   constants_.clear();
   shared_packs_.clear();
   device_pack_allocators_.clear();
-  ep_arena_.clear();
+  device_arenas_.clear();
   eps_.clear();
 }
 
@@ -296,26 +296,23 @@ void Session::CreateEps(const SessionOptions& options) {
         std::make_shared<EpInstance>(env_, *c.factory, std::move(c.devices), &config_, &logger_));
   }
 
-  // Each EP's arena: host EPs share the session's host pool; a device EP uses its own
-  // per-session allocator when it offers one, else its factory's process-wide arena.
+  // An arena per device memory of each EP (host EPs share the session's host pool): the EP's
+  // own per-session allocator when it offers one, else its factory's process-wide arena.
   for (auto& ep : eps_) {
-    const NxMemoryInfo* m = ep->memory();
-    if (m == nullptr) {
-      ep_arena_.push_back(pool_);
-      continue;
-    }
-    NxEp* raw = ep->raw();
-    NxAllocator* own = nullptr;
-    if (raw->version >= 2 && raw->CreateAllocator != nullptr) {
-      ThrowIfStatus(raw->CreateAllocator(raw, m, &own),
-                    "EP '" + ep->name() + "' CreateAllocator failed");
-    }
-    if (own != nullptr) {
-      auto alloc =
-          std::make_shared<PluginAllocator>(own, m, "EP '" + ep->name() + "' session allocator");
-      ep_arena_.push_back(std::make_shared<BufferPool>(size_t{256} << 20, alloc));
-    } else {
-      ep_arena_.push_back(ep->factory().arena);
+    for (const NxMemoryInfo* m : ep->factory().DeviceMemories()) {
+      NxEp* raw = ep->raw();
+      NxAllocator* own = nullptr;
+      if (raw->version >= 2 && raw->CreateAllocator != nullptr) {
+        ThrowIfStatus(raw->CreateAllocator(raw, m, &own),
+                      "EP '" + ep->name() + "' CreateAllocator failed for " + DescribeMemory(m));
+      }
+      if (own != nullptr) {
+        auto alloc =
+            std::make_shared<PluginAllocator>(own, m, "EP '" + ep->name() + "' session allocator");
+        device_arenas_.emplace_back(m, std::make_shared<BufferPool>(size_t{256} << 20, alloc));
+      } else {
+        device_arenas_.emplace_back(m, ep->factory().ArenaOf(m));
+      }
     }
   }
 }
@@ -337,8 +334,10 @@ void Session::AssignNodes() {
   };
   GraphPlacement placement = place(g);
   node_ep_ = placement.node_ep;
-  for (Node& node : model_->graph->nodes)
+  for (Node& node : model_->graph->nodes) {
     node.assigned_ep = node_ep_[static_cast<size_t>(node.index)];
+    node.assigned_device = placement.node_device[static_cast<size_t>(node.index)];
+  }
   // The report covers the whole model (bodies too): only the main graph's session keeps one,
   // made before fusion changes the nodes.
   if (is_root_) {
@@ -386,8 +385,6 @@ void Session::AssignNodes() {
     const Graph* original = model_->graph.get();
     if (!is_root_) model_->graph = std::make_shared<Graph>(*original);
     fused_kernels_ = compiled_->Install(*model_->graph, original, placement);
-    for (const auto& [name, installed] : fused_kernels_)
-      if (installed.device != nullptr) fused_devices_[name] = installed.device;
     node_ep_.assign(graph().nodes.size(), -1);
     for (const Node& node : graph().nodes)
       node_ep_[static_cast<size_t>(node.index)] = node.assigned_ep;
@@ -429,7 +426,13 @@ void Session::CreateKernels() {
     std::string why;
     const KernelEntry* entry = ep.registry()->Find(node, &why);
     NXRT_CHECK(entry != nullptr, NX_NOT_IMPLEMENTED, node.Describe() + ": " + why);
-    NxKernelInfo info{&node, &config_, ep.raw(), ep.memory() ? ep.memory() : HostMemory(), this};
+    const NxMemoryInfo* memory = NodeMemory(node);
+    NxKernelInfo info{&node,
+                      &config_,
+                      ep.raw(),
+                      memory ? memory : HostMemory(),
+                      node.assigned_device ? node.assigned_device : ep.first_device(),
+                      this};
     NxKernel* kernel = nullptr;
     ThrowIfStatus(
         entry->create(entry->create_state, &info, &kernel),
@@ -447,7 +450,6 @@ void Session::CreateKernels() {
 void Session::PrePackWeights(bool share) {
   Graph& g = *model_->graph;
   packed_inputs_.assign(g.nodes.size(), {});
-  device_pack_allocators_.resize(eps_.size());
   // An initializer every consumer packed is no longer needed: it is freed as soon as its last
   // consumer has packed it (unless a subgraph might read it or the model returns it), so the
   // weights are not held twice, as given and as packed, until the end (ViT-B/16: peak resident
@@ -477,15 +479,16 @@ void Session::PrePackWeights(bool share) {
     if (k->version < 2 || k->PrePackWeight == nullptr) continue;
     const size_t e = static_cast<size_t>(node_ep_[node.index]);
     EpInstance& ep = *eps_[e];
-    const bool host_kernel = ep.memory() == nullptr;
+    const NxMemoryInfo* memory = NodeMemory(node);
+    const bool host_kernel = memory == nullptr;
     NxAllocator* allocator = nullptr;
     if (host_kernel) {
       allocator = env_.prepack_allocator()->abi();
     } else {
-      if (!device_pack_allocators_[e]) {
-        device_pack_allocators_[e] = std::make_unique<HostSideAllocator>(ep_arena_[e]->allocator());
-      }
-      allocator = device_pack_allocators_[e]->abi();
+      BufferPool& arena = ArenaFor(memory);
+      auto& pack = device_pack_allocators_[&arena];
+      if (!pack) pack = std::make_unique<HostSideAllocator>(arena.allocator());
+      allocator = pack->abi();
     }
     for (size_t i = 0; i < node.inputs.size(); ++i) {
       const int v = node.inputs[i];
@@ -543,22 +546,26 @@ void Session::PrePackWeights(bool share) {
   }
 }
 
+const NxMemoryInfo* Session::NodeMemory(const Node& node) const {
+  return eps_[static_cast<size_t>(node_ep_[node.index])]->MemoryFor(node.assigned_device);
+}
+
 const NxMemoryInfo* Session::KernelInputMemory(const Node& node, size_t input) const {
-  const EpInstance& ep = *eps_[static_cast<size_t>(node_ep_[node.index])];
-  if (ep.memory() == nullptr || entries_[node.index]->InputOnHost(input)) return HostMemory();
-  return ep.memory();
+  const NxMemoryInfo* memory = NodeMemory(node);
+  if (memory == nullptr || entries_[node.index]->InputOnHost(input)) return HostMemory();
+  return memory;
 }
 
 const NxMemoryInfo* Session::KernelOutputMemory(const Node& node, size_t output) const {
-  const EpInstance& ep = *eps_[static_cast<size_t>(node_ep_[node.index])];
-  if (ep.memory() == nullptr || entries_[node.index]->OutputOnHost(output)) return HostMemory();
-  return ep.memory();
+  const NxMemoryInfo* memory = NodeMemory(node);
+  if (memory == nullptr || entries_[node.index]->OutputOnHost(output)) return HostMemory();
+  return memory;
 }
 
 BufferPool& Session::ArenaFor(const NxMemoryInfo* memory) const {
   if (SameMemory(memory, HostMemory())) return *pool_;
-  for (size_t e = 0; e < eps_.size(); ++e)
-    if (eps_[e]->memory() && SameMemory(eps_[e]->memory(), memory)) return *ep_arena_[e];
+  for (const auto& [m, arena] : device_arenas_)
+    if (SameMemory(m, memory)) return *arena;
   Throw(NX_NOT_FOUND, "no EP of this session allocates " + DescribeMemory(memory));
 }
 
@@ -569,6 +576,9 @@ void Session::PlanMemory() {
   constants_.assign(num_values, nullptr);
   slot_memory_.assign(num_values, HostMemory());
   input_used_on_host_.assign(num_values, 0);
+  node_arena_.assign(g.nodes.size(), pool_.get());
+  for (const Node& node : g.nodes)
+    if (const NxMemoryInfo* m = NodeMemory(node)) node_arena_[node.index] = &ArenaFor(m);
   for (size_t v = 0; v < num_values; ++v) constants_[v] = g.values[v].initializer;
   for (const Node& node : g.nodes) {
     for (size_t o = 0; o < node.outputs.size(); ++o) {

@@ -174,6 +174,8 @@ class Session {
   void PrePackWeights(bool share);
   void PlanMemory();
   void PlanLifetimes();
+  // The memory `node`'s kernel works in: its EP's memory on its device (null = host memory).
+  const NxMemoryInfo* NodeMemory(const Node& node) const;
   const NxMemoryInfo* KernelInputMemory(const Node& node, size_t input) const;
   const NxMemoryInfo* KernelOutputMemory(const Node& node, size_t output) const;
   BufferPool& ArenaFor(const NxMemoryInfo* memory) const;
@@ -195,10 +197,14 @@ class Session {
   // Per node: an input's type was unknown when its kernel was chosen, so every run checks the
   // fed types against the kernel's constraints (a kernel must never see a type it did not take).
   std::vector<char> run_time_type_check_;
-  std::shared_ptr<BufferPool> pool_;                   // host buffers, reused across runs
-  std::vector<std::shared_ptr<BufferPool>> ep_arena_;  // per EP: arena of its memory (host: pool_)
+  std::shared_ptr<BufferPool> pool_;  // host buffers, reused across runs
+  // Per device memory of the session's EPs: its arena (an EP's per-session allocator, else the
+  // factory's process-wide arena). Host memory is pool_.
+  std::vector<std::pair<const NxMemoryInfo*, std::shared_ptr<BufferPool>>> device_arenas_;
+  std::vector<BufferPool*> node_arena_;  // per node: the arena of its kernel's memory
   std::shared_ptr<ThreadPool> thread_pool_;
-  std::vector<std::unique_ptr<HostSideAllocator>> device_pack_allocators_;  // per EP, device memory
+  // Per device arena: the allocator kernels pre-pack device weights with.
+  std::map<const BufferPool*, std::unique_ptr<HostSideAllocator>> device_pack_allocators_;
   std::vector<std::shared_ptr<PackedWeight>> shared_packs_;  // packings this session uses
 
   // ---- The plan ----
@@ -224,7 +230,6 @@ class Session {
   // of this graph's fused nodes until CreateKernels takes them.
   std::shared_ptr<CompiledGroups> compiled_;
   std::map<std::string, CompiledGroups::Installed> fused_kernels_;
-  std::map<std::string, const NxHardwareDevice*> fused_devices_;  // declared, by fused node
   void ReleaseKernels();
   // ---- profiling ----
   std::shared_ptr<Profiler> profiler_;            // null when not profiling; shared with bodies

@@ -2,6 +2,8 @@
 // input) read as an empty tensor instead of crashing the host.
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "nxrt/nxrt_ep_api.h"
 #include "plugins/host_objects.h"
 
@@ -25,6 +27,42 @@ TEST(HostApi, ValueGettersOnNullReadAsAnEmptyTensor) {
   ASSERT_NE(st, nullptr);
   EXPECT_EQ(host->Status_GetCode(st), NX_INVALID_ARGUMENT);
   host->ReleaseStatus(st);
+}
+
+}  // namespace
+
+namespace {
+
+// Capability_AddNodeWithOptions (ABI 12): a node claimed on one of the EP's devices keeps that
+// device; a device the EP was not given is refused, and nothing is claimed.
+TEST(HostApi, AddNodeWithOptionsTakesOnlyTheEpsDevices) {
+  const NxHostApi* host = nxrt::GetHostApi();
+  nxrt::Graph g;
+  g.nodes.resize(3);
+  for (int i = 0; i < 3; ++i) g.nodes[static_cast<size_t>(i)].index = i;
+  int mine_storage = 0, foreign_storage = 0;  // only their addresses are used
+  const auto* mine = reinterpret_cast<const NxHardwareDevice*>(&mine_storage);
+  const auto* foreign = reinterpret_cast<const NxHardwareDevice*>(&foreign_storage);
+  NxCapability cap;
+  cap.graph = &g;
+  cap.devices = {mine};
+  auto node = [&](size_t i) { return reinterpret_cast<const NxNode*>(&g.nodes[i]); };
+  NxNodeOptions options{};
+  options.version = NXRT_EP_API_VERSION;
+  options.hardware_device = mine;
+  EXPECT_EQ(host->Capability_AddNodeWithOptions(&cap, node(0), &options), nullptr);
+  EXPECT_EQ(host->Capability_AddNodeWithOptions(&cap, node(1), nullptr), nullptr);
+  options.hardware_device = foreign;
+  NxStatus* st = host->Capability_AddNodeWithOptions(&cap, node(2), &options);
+  ASSERT_NE(st, nullptr);
+  EXPECT_EQ(host->Status_GetCode(st), NX_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(host->Status_GetMessage(st)).find("not one of the EP's devices"),
+            std::string::npos);
+  host->ReleaseStatus(st);
+  ASSERT_EQ(cap.claimed.size(), 2u);
+  ASSERT_EQ(cap.claimed_device.size(), 1u);
+  EXPECT_EQ(cap.claimed_device.at(&g.nodes[0]), mine);
+  EXPECT_EQ(host->KernelInfo_GetHardwareDevice(nullptr), nullptr);
 }
 
 }  // namespace

@@ -375,7 +375,8 @@ TEST(PlacementReportCopies, NxrtPartitionWritesJsonEdgesDotAndHtml) {
             std::string::npos)
       << json;
   EXPECT_NE(json.find("\"copies\": [\n  {\"graph\": \"\", \"value\": \"x\", \"from_ep\": \"\", "
-                      "\"to_ep\": \"SimDevice\"},"),
+                      "\"to_ep\": \"SimDevice\", \"from_memory\": \"Cpu (cpu 0, host-accessible "
+                      "memory)\", \"to_memory\": \"SimDevice (npu 0, device memory)\"},"),
             std::string::npos)
       << json;
   // Fallback nodes keep their three keys.

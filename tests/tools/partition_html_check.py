@@ -215,8 +215,14 @@ def check_json(text, graphs, label):
               "%s: fallback keys %s" % (label, list(f)))
         check(list(f["node"]) == ["name", "domain", "op_type"], "%s: fallback node keys" % label)
     for c in r["copies"]:
-        check(list(c) == ["graph", "value", "from_ep", "to_ep"],
+        check(list(c) == ["graph", "value", "from_ep", "to_ep", "from_memory", "to_memory"],
               "%s: copy keys %s" % (label, list(c)))
+        # One memory per EP here: SimDevice's first device, the host for the rest.
+        for ep, memory in ((c["from_ep"], c["from_memory"]), (c["to_ep"], c["to_memory"])):
+            want_memory = ("Cpu (cpu 0, host-accessible memory)" if ep in HOST_EPS
+                           else "SimDevice (npu 0, device memory)")
+            check(memory == want_memory, "%s: copy of %s: %s memory is %s" %
+                  (label, c["value"], ep or "host", memory))
     got = [(c["graph"], c["value"], c["from_ep"], c["to_ep"]) for c in r["copies"]]
     want = expected_copies(graphs, placement)
     check(sorted(got) == sorted(want) and len(set(got)) == len(got),

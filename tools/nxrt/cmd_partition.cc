@@ -161,7 +161,9 @@ void PrintJson(const std::string& model, const AssignmentReport& r) {
     const ReportCopy& c = r.copies[i];
     out += std::string(i ? "," : "") + "\n  {\"graph\": " + JsonString(c.graph) +
            ", \"value\": " + JsonString(c.value) + ", \"from_ep\": " + JsonString(c.from_ep) +
-           ", \"to_ep\": " + JsonString(c.to_ep) + "}";
+           ", \"to_ep\": " + JsonString(c.to_ep) +
+           ", \"from_memory\": " + JsonString(c.from_memory) +
+           ", \"to_memory\": " + JsonString(c.to_memory) + "}";
   }
   out += "\n ]}\n";
   std::fputs(out.c_str(), stdout);

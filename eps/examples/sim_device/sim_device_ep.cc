@@ -454,12 +454,25 @@ void RegisterKernels(NxKernelRegistry* registry) {
 struct SimEp {
   NxEp base;  // first member: the host sees an NxEp*
   const NxKernelRegistry* registry;
+  // The hardware devices the session chose (SimDevice's virtual NPUs; none when the EP was
+  // appended by name without them) and whether kernel nodes alternate between them (EP option
+  // "spread": "first", the default, or "alternate").
+  std::vector<const NxHardwareDevice*> devices;
+  bool alternate = false;
+  size_t claimed = 0;  // nodes claimed so far, for "alternate"
 };
 
 struct SimFactory {
   NxEpFactory base;  // first member: the host sees an NxEpFactory*
   NxKernelRegistry* registry = nullptr;
+  int virtual_devices = 0;  // created so far (at most kDevices)
 };
+
+// The simulated device a virtual NPU of this EP stands for (its "sim_device" metadata).
+int SimIndexOf(const NxHardwareDevice* device) {
+  const std::string index = HardwareDeviceView(device).metadata_or("sim_device", "0");
+  return index == "1" ? 1 : 0;
+}
 
 const char* EpGetName(const NxEp*) { return kEpName; }
 
@@ -470,8 +483,11 @@ NxStatus* EpGetKernelRegistry(NxEp* self, const NxKernelRegistry** registry) {
 
 // Claims every node the registry has a kernel for, like the host's default, except a MatMul
 // whose B is not known to be 2-D: the kernel could not run it, and another EP (the CPU) can.
+// With "spread=alternate" and two devices, claimed nodes go to the devices in turn (a test of
+// copies between two device memories); otherwise all go to the first device.
 NxStatus* EpGetCapability(NxEp* self, const NxGraph* graph, NxCapability* capability) {
-  const NxKernelRegistry* registry = reinterpret_cast<SimEp*>(self)->registry;
+  auto* ep = reinterpret_cast<SimEp*>(self);
+  const NxKernelRegistry* registry = ep->registry;
   return Guard([&] {
     for (size_t i = 0, count = Host().Graph_GetNodeCount(graph); i < count; ++i) {
       NodeView node(Host().Graph_GetNode(graph, i));
@@ -480,7 +496,11 @@ NxStatus* EpGetCapability(NxEp* self, const NxGraph* graph, NxCapability* capabi
         const auto b_shape = node.input(1).shape();
         if (!b_shape || b_shape->size() != 2) continue;
       }
-      ThrowIfError(Host().Capability_AddNode(capability, node.handle()));
+      const NxHardwareDevice* device = nullptr;
+      if (ep->alternate && ep->devices.size() > 1)
+        device = ep->devices[ep->claimed % ep->devices.size()];
+      ++ep->claimed;
+      AddNode(capability, node.handle(), device);
     }
   });
 }
@@ -491,9 +511,54 @@ const char* FactoryGetVersion(const NxEpFactory*) { return "1.0.0"; }
 uint32_t FactoryGetVendorId(const NxEpFactory*) { return 0; }
 const NxMemoryInfo* FactoryGetMemoryInfo(const NxEpFactory*) { return &kMemory; }
 
-NxStatus* FactoryCreateEp(NxEpFactory* self, const NxEpCreateArgs*, NxEp** out) {
+// Called at registration once per virtual-device request: an NPU request adds one simulated
+// device (at most two, each with a memory of its own); other types add nothing. No options.
+NxStatus* FactoryCreateVirtualDevices(NxEpFactory* self, NxDeviceType type,
+                                      const NxKeyValue* options, size_t num_options,
+                                      NxVirtualDeviceList* created) {
+  auto* factory = reinterpret_cast<SimFactory*>(self);
+  return Guard([&] {
+    if (type != NX_DEVICE_NPU) return;
+    if (num_options > 0)
+      Fail(NX_INVALID_ARGUMENT, std::string(kEpName) + ": unknown virtual NPU option '" +
+                                    (options[0].key ? options[0].key : "") + "' (it takes none)");
+    if (factory->virtual_devices == kDevices)
+      Fail(NX_INVALID_ARGUMENT,
+           std::string(kEpName) + " simulates at most " + std::to_string(kDevices) + " devices");
+    const int index = factory->virtual_devices++;
+    AddVirtualDevice(created, NX_DEVICE_NPU, "nxrt examples", 0, static_cast<uint32_t>(index),
+                     {{"sim_device", std::to_string(index)}});
+  });
+}
+
+// Only the virtual NPUs this factory created are SimDevice's devices.
+NxStatus* FactoryGetSupportedDevices(NxEpFactory*, const NxHardwareDevice* const* devices,
+                                     size_t num_devices, NxEpDeviceList* supported) {
+  return Guard([&] {
+    for (size_t i = 0; i < num_devices; ++i) {
+      HardwareDeviceView device(devices[i]);
+      if (device.type() == NX_DEVICE_NPU && device.is_virtual_from(kEpName))
+        AddEpDevice(supported, device.handle(),
+                    {{"sim_device", device.metadata_or("sim_device", "0")}});
+    }
+  });
+}
+
+// Each simulated device computes in its own memory (ABI 12).
+const NxMemoryInfo* FactoryGetDeviceMemoryInfo(const NxEpFactory*, const NxHardwareDevice* device) {
+  return &kMemories[SimIndexOf(device)];
+}
+
+NxStatus* FactoryCreateEp(NxEpFactory* self, const NxEpCreateArgs* args, NxEp** out) {
   return Guard([&] {
     auto ep = std::make_unique<SimEp>();  // value-initialised: unset members are NULL
+    for (const EpDeviceView& d : EpDevicesOf(args)) ep->devices.push_back(d.hardware().handle());
+    const char* spread = Host().Config_Get(args->session_config, "ep.simdevice.spread");
+    const std::string how = spread != nullptr ? spread : "first";
+    if (how != "first" && how != "alternate")
+      Fail(NX_INVALID_ARGUMENT,
+           std::string(kEpName) + ": option spread is '" + how + "'; it takes first or alternate");
+    ep->alternate = how == "alternate";
     ep->base.version = NXRT_EP_API_VERSION;
     ep->base.GetName = &EpGetName;
     ep->base.GetCapability = &EpGetCapability;
@@ -508,9 +573,9 @@ void FactoryReleaseEp(NxEpFactory*, NxEp* ep) { delete reinterpret_cast<SimEp*>(
 
 NxStatus* FactoryCreateAllocator(NxEpFactory*, const NxMemoryInfo* memory, NxAllocator** out) {
   return Guard([&] {
-    if (!IsSimDevice(memory))
-      Fail(NX_INVALID_ARGUMENT, "SimDevice allocates SimDevice memory only");
-    *out = NewAllocator();
+    const int device = DeviceOf(memory);
+    if (device < 0) Fail(NX_INVALID_ARGUMENT, "SimDevice allocates SimDevice memory only");
+    *out = NewAllocator(device);
   });
 }
 
@@ -554,6 +619,9 @@ extern "C" NXRT_EXPORT NxStatus* NxrtCreateEpFactories(const NxHostApi* host, co
   f.GetMemoryInfo = &FactoryGetMemoryInfo;
   f.CreateAllocator = &FactoryCreateAllocator;
   f.CreateDataTransfer = &FactoryCreateDataTransfer;
+  f.CreateVirtualDevices = &FactoryCreateVirtualDevices;
+  f.GetSupportedDevices = &FactoryGetSupportedDevices;
+  f.GetDeviceMemoryInfo = &FactoryGetDeviceMemoryInfo;
   factories[0] = &factory.release()->base;
   *num_factories = 1;
   return nullptr;

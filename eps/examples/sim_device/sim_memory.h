@@ -28,8 +28,14 @@
 
 namespace sim {
 
-// The memory SimDevice kernels read and write (NxEpFactory::GetMemoryInfo).
-inline constexpr NxMemoryInfo kMemory = {1, "SimDevice", NX_DEVICE_NPU, 0, 0, NX_MEMORY_DEVICE, 64};
+// The memories SimDevice kernels read and write: one per simulated device (device_id 0 and 1).
+// The first is the factory's (NxEpFactory::GetMemoryInfo); with two virtual devices the second
+// device's kernels work in the second (GetDeviceMemoryInfo, ABI 12).
+inline constexpr int kDevices = 2;
+inline constexpr NxMemoryInfo kMemories[kDevices] = {
+    {1, "SimDevice", NX_DEVICE_NPU, 0, 0, NX_MEMORY_DEVICE, 64},
+    {1, "SimDevice", NX_DEVICE_NPU, 0, 1, NX_MEMORY_DEVICE, 64}};
+inline constexpr const NxMemoryInfo& kMemory = kMemories[0];
 
 // User-space addresses on x86-64 have their top 17 bits clear. Setting some of the top 16 makes
 // the handle non-canonical (with 4- or 5-level paging), so any load or store through it raises
@@ -44,6 +50,7 @@ struct alignas(64) Header {  // 64 bytes, so the payload after it stays 64-byte 
   uint64_t tag;              // kLiveTag while the block is live; cleared when it is freed
   size_t size;               // payload bytes the allocator was asked for
   bool live;
+  int device;  // which simulated device's memory (kMemories) the block belongs to
 };
 
 // The one simulated device of the process: every SimDevice allocator and the data transfer
@@ -55,13 +62,14 @@ class Memory {
     return memory;
   }
 
-  // A handle to `size` bytes, or nullptr when out of memory (the NxAllocator contract).
-  void* Alloc(size_t size) {
+  // A handle to `size` bytes of device `device`'s memory, or nullptr when out of memory (the
+  // NxAllocator contract).
+  void* Alloc(size_t size, int device = 0) {
     if (size > (size_t{1} << 40)) return nullptr;  // a simulator has no business with 1 TiB
     const size_t payload = (std::max<size_t>(size, 1) + 63) / 64 * 64;
     void* raw = std::aligned_alloc(64, sizeof(Header) + payload);
     if (raw == nullptr) return nullptr;
-    auto* header = new (raw) Header{kLiveTag, size, true};
+    auto* header = new (raw) Header{kLiveTag, size, true, device};
     // Device memory holds garbage: 0xFF bytes read as NaN, so unwritten outputs show up.
     std::memset(header + 1, 0xFF, payload);
     std::lock_guard<std::mutex> lock(mu_);
@@ -96,12 +104,20 @@ class Memory {
   }
 
   // The host address behind `handle`, after checking that it names a live block of at least
-  // `bytes` bytes. Throws NX_RUNTIME_ERROR naming the problem otherwise.
-  void* Resolve(const void* handle, size_t bytes) {
+  // `bytes` bytes (of device `device`'s memory, unless -1). Throws NX_RUNTIME_ERROR naming the
+  // problem otherwise: a block of one device in a value that says it lives on the other is the
+  // host mixing up the two memories.
+  void* Resolve(const void* handle, size_t bytes, int device = -1) {
     std::lock_guard<std::mutex> lock(mu_);
     std::string error;
     Header* header = Find(handle, bytes, &error);
     if (header == nullptr) nxrt::ep::Fail(NX_RUNTIME_ERROR, "SimDevice: " + error);
+    if (device >= 0 && header->device != device) {
+      nxrt::ep::Fail(NX_RUNTIME_ERROR, "SimDevice: a block of device " +
+                                           std::to_string(header->device) +
+                                           "'s memory in a value said to be in device " +
+                                           std::to_string(device) + "'s memory");
+    }
     return header + 1;
   }
 
@@ -171,14 +187,21 @@ T* Resolve(const void* handle, size_t bytes) {
   return static_cast<T*>(Memory::Get().Resolve(handle, bytes));
 }
 
-// The data of a tensor in SimDevice memory, checked against the tensor's byte size.
+// The simulated device whose memory `m` is (0 or 1), or -1 for any other memory.
+inline int DeviceOf(const NxMemoryInfo* m) {
+  for (int d = 0; d < kDevices; ++d)
+    if (m != nullptr && nxrt::ep::Host().MemoryInfo_AreEqual(m, &kMemories[d])) return d;
+  return -1;
+}
+
+// The data of a tensor in SimDevice memory, checked against the tensor's byte size and memory.
 template <class T>
 const T* Data(const nxrt::ep::ConstTensor& t) {
-  return Resolve<const T>(t.raw(), t.bytes());
+  return static_cast<const T*>(Memory::Get().Resolve(t.raw(), t.bytes(), DeviceOf(t.memory())));
 }
 template <class T>
 T* Data(const nxrt::ep::Tensor& t) {
-  return Resolve<T>(t.raw(), t.bytes());
+  return static_cast<T*>(Memory::Get().Resolve(t.raw(), t.bytes(), DeviceOf(t.memory())));
 }
 
 // ---- Memory services: the ABI objects the factory hands the host ----------------------------
@@ -186,9 +209,7 @@ T* Data(const nxrt::ep::Tensor& t) {
 // not cache) and one data transfer, which it uses for every copy into, out of and within
 // SimDevice memory.
 
-inline bool IsSimDevice(const NxMemoryInfo* m) {
-  return m != nullptr && nxrt::ep::Host().MemoryInfo_AreEqual(m, &kMemory);
-}
+inline bool IsSimDevice(const NxMemoryInfo* m) { return DeviceOf(m) >= 0; }
 inline bool IsHost(const NxMemoryInfo* m) {
   return m != nullptr && m->device_type == NX_DEVICE_CPU && m->kind == NX_MEMORY_HOST_ACCESSIBLE;
 }
@@ -197,20 +218,35 @@ inline bool IsHost(const NxMemoryInfo* m) {
 inline std::atomic<size_t> g_tensor_copies{0};
 
 // All state lives in Memory::Get(): the allocator object is only the ABI table.
-inline NxAllocator* NewAllocator() {
-  return new NxAllocator{
-      NXRT_EP_API_VERSION,
-      [](NxAllocator*, size_t size) { return Memory::Get().Alloc(size); },
-      [](NxAllocator*, void* block) { Memory::Get().Free(block); },
-      [](const NxAllocator*) { return &kMemory; },
-      [](NxAllocator* self) { delete self; },
-  };
+// An allocator of one device's memory; the NxAllocator table comes first, so the callbacks find
+// their device behind the table pointer.
+struct DeviceAllocator {
+  NxAllocator base;
+  int device;
+};
+
+inline NxAllocator* NewAllocator(int device = 0) {
+  auto* a = new DeviceAllocator{
+      {
+          NXRT_EP_API_VERSION,
+          [](NxAllocator* self, size_t size) {
+            return Memory::Get().Alloc(size, reinterpret_cast<DeviceAllocator*>(self)->device);
+          },
+          [](NxAllocator*, void* block) { Memory::Get().Free(block); },
+          [](const NxAllocator* self) {
+            return &kMemories[reinterpret_cast<const DeviceAllocator*>(self)->device];
+          },
+          [](NxAllocator* self) { delete reinterpret_cast<DeviceAllocator*>(self); },
+      },
+      device};
+  return &a->base;
 }
 
 // Where a tensor's bytes are: a checked address in SimDevice memory, the pointer itself in host
 // memory.
 inline void* TensorBytes(const nxrt::ep::ConstTensor& t) {
-  if (IsSimDevice(t.memory())) return Resolve(t.raw(), t.bytes());
+  if (const int device = DeviceOf(t.memory()); device >= 0)
+    return Memory::Get().Resolve(t.raw(), t.bytes(), device);
   if (!IsHost(t.memory())) {
     nxrt::ep::Fail(NX_RUNTIME_ERROR,
                    "SimDevice copy: a tensor in neither host nor SimDevice memory");
@@ -221,7 +257,8 @@ inline void* TensorBytes(const nxrt::ep::ConstTensor& t) {
 inline NxDataTransfer* NewDataTransfer() {
   return new NxDataTransfer{
       NXRT_EP_API_VERSION,
-      // CanCopy: host -> SimDevice, SimDevice -> host, SimDevice -> SimDevice.
+      // CanCopy: host -> SimDevice, SimDevice -> host, SimDevice -> SimDevice (either device to
+      // either).
       [](const NxDataTransfer*, const NxMemoryInfo* src, const NxMemoryInfo* dst) {
         return (IsSimDevice(src) && (IsSimDevice(dst) || IsHost(dst))) ||
                (IsHost(src) && IsSimDevice(dst));
