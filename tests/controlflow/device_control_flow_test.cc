@@ -118,6 +118,18 @@ std::string ScanMulSum(int64_t axis, int64_t opset = 17) {
                opset);
 }
 
+// A graph input or output that is a sequence of float tensors.
+onnx::ValueInfoProto FloatSequenceInfo(const std::string& name) {
+  onnx::ValueInfoProto v;
+  v.set_name(name);
+  v.mutable_type()
+      ->mutable_sequence_type()
+      ->mutable_elem_type()
+      ->mutable_tensor_type()
+      ->set_elem_type(F);
+  return v;
+}
+
 // x -> Loop N times: x = x + 1 (the condition passes through on the CPU EP).
 std::string CountingLoop() {
   auto body = Graph(
@@ -272,21 +284,11 @@ TEST_F(DeviceControlFlow, CarriedValuesStayInDeviceMemoryAcrossIterations) {
 // A sequence output whose tensors a device EP made (SequenceMap with its body on SimDevice) comes
 // back with every tensor in host memory: the caller reads it directly.
 TEST_F(DeviceControlFlow, SequenceOfDeviceTensorsIsDeliveredInHostMemory) {
-  auto seq_info = [](const std::string& name) {
-    onnx::ValueInfoProto v;
-    v.set_name(name);
-    v.mutable_type()
-        ->mutable_sequence_type()
-        ->mutable_elem_type()
-        ->mutable_tensor_type()
-        ->set_elem_type(F);
-    return v;
-  };
   auto body = Graph("body", {MakeNode("Add", {"x", "x"}, {"y"})}, {Info("x", F, {-1})},
                     {Info("y", F, {-1})});
   const std::string bytes =
       Model(Graph("seq_map", {WithGraph(MakeNode("SequenceMap", {"xs"}, {"ys"}), "body", body)},
-                  {seq_info("xs")}, {seq_info("ys")}));
+                  {FloatSequenceInfo("xs")}, {FloatSequenceInfo("ys")}));
   auto a = Floats({2}, {1, 2});
   auto b = Floats({3}, {3, 4, 5});
   auto xs = nxrt::Value::Sequence(NX_TYPE_FLOAT, {&a, &b});
@@ -316,26 +318,16 @@ TEST_F(DeviceControlFlow, SequenceOfDeviceTensorsIsDeliveredInHostMemory) {
 // CPU EP), crosses into the Loop's device memory and back element by element, and each
 // iteration appends a tensor made on the device (Add) by a SequenceInsert on the CPU EP.
 TEST_F(DeviceControlFlow, LoopCarriesASequenceOfDeviceTensors) {
-  auto seq_info = [](const std::string& name) {
-    onnx::ValueInfoProto v;
-    v.set_name(name);
-    v.mutable_type()
-        ->mutable_sequence_type()
-        ->mutable_elem_type()
-        ->mutable_tensor_type()
-        ->set_elem_type(F);
-    return v;
-  };
   auto body = Graph("body",
                     {MakeNode("Identity", {"c_in"}, {"c_out"}), MakeNode("Add", {"x", "x"}, {"y"}),
                      MakeNode("SequenceInsert", {"s_in", "y"}, {"s_out"})},
-                    {Info("i", I64, {}), Info("c_in", B, {}), seq_info("s_in")},
-                    {Info("c_out", B, {}), seq_info("s_out")});
+                    {Info("i", I64, {}), Info("c_in", B, {}), FloatSequenceInfo("s_in")},
+                    {Info("c_out", B, {}), FloatSequenceInfo("s_out")});
   auto empty = MakeNode("SequenceEmpty", {}, {"s0"});
   nxrt::test::AddIntAttribute(&empty, "dtype", F);
   const std::string bytes = Model(
       Graph("seq_loop", {empty, WithGraph(MakeNode("Loop", {"n", "", "s0"}, {"s"}), "body", body)},
-            {Info("n", I64, {}), Info("x", F, {3})}, {seq_info("s")}));
+            {Info("n", I64, {}), Info("x", F, {3})}, {FloatSequenceInfo("s")}));
   auto run = [&](bool sim) {
     nxrt::SessionOptions o;
     o.SetIntraOpThreads(1);

@@ -10,9 +10,10 @@ namespace {
 
 std::string Lib(const std::string& name) { return std::string(NXRT_TEST_EP_DIR) + "/lib" + name + ".so"; }
 
-void ExpectRegisterError(Env& env, const std::string& path, NxStatusCode code, const std::string& fragment) {
+void ExpectRegisterError(Env& env, const std::string& path, NxStatusCode code, const std::string& fragment,
+                         const std::string& name = "broken") {
   try {
-    env.RegisterLibrary("broken", path);
+    env.RegisterLibrary(name, path);
     FAIL() << "registering " << path << " should fail";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), code) << e.what();
@@ -25,6 +26,8 @@ TEST(EpLibrary, BrokenLibrariesGiveClearErrorsAndLeaveTheEnvUsable) {
   ExpectRegisterError(env, Lib("does_not_exist"), NX_NOT_FOUND, "no such EP library");
   ExpectRegisterError(env, Lib("nxrt_test_no_entry_ep"), NX_INVALID_PLUGIN, "not an EP library (it exports neither");
   ExpectRegisterError(env, Lib("nxrt_test_newer_abi_ep"), NX_INVALID_PLUGIN, "newer than this runtime");
+  ExpectRegisterError(env, Lib("nxrt_test_newer_abi_ep"), NX_INVALID_PLUGIN, "factory has ABI version 0",
+                      "version0");
   ExpectRegisterError(env, Lib("nxrt_test_failing_factory_ep"), NX_FAIL, "refused on purpose");
   // The name "broken" was never taken, and a good library still registers.
   env.RegisterLibrary("broken", Lib("nxrt_test_failing_kernel_ep"));

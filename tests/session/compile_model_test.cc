@@ -225,6 +225,40 @@ TEST_F(CompileModel, AnotherArchIsReportedAndRefused) {
   EXPECT_EQ(Calls("ExampleCompiler_LoadCalls"), loads);
 }
 
+// A payload whose compatibility string the EP does not know at all (another format version):
+// the verdict is "unsupported", and the session refuses it before the EP loads anything.
+TEST_F(CompileModel, AnUnknownPayloadFormatIsUnsupportedAndRefused) {
+  const std::string out = Compile("a1", "for_a1.onnx", NX_COMPILE_EMBED_PAYLOADS);
+  onnx::ModelProto m = ReadProto(out);
+  bool rewritten = false;
+  for (auto& p : *m.mutable_metadata_props()) {
+    if (p.key() != "ep_compatibility_info.ExampleCompiler") continue;
+    std::string v = p.value();
+    const size_t at = v.find("version=");
+    ASSERT_NE(at, std::string::npos) << v;
+    v.replace(at, v.find(';', at) - at, "version=99");
+    p.set_value(v);
+    rewritten = true;
+  }
+  ASSERT_TRUE(rewritten);
+  const std::string future = (dir_ / "future_format.onnx").string();
+  const std::string bytes = nxrt::test::Serialize(m);
+  std::ofstream(future, std::ios::binary).write(bytes.data(), static_cast<long>(bytes.size()));
+
+  nxrt::Env env(NX_LOG_ERROR);
+  RegisterNpu(env, "a1");
+  EXPECT_EQ(env.model_compatibility(future, Npu(env)), NX_COMPATIBILITY_UNSUPPORTED);
+  nxrt::SessionOptions o = OnNpu(env, NX_FALLBACK_ALLOW);
+  const size_t loads = Calls("ExampleCompiler_LoadCalls");
+  try {
+    nxrt::Session s(env, future, &o);
+    FAIL() << "a payload of an unknown format must not load";
+  } catch (const nxrt::Exception& e) {
+    EXPECT_NE(std::string(e.what()).find("unsupported"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(Calls("ExampleCompiler_LoadCalls"), loads);
+}
+
 TEST_F(CompileModel, KeptOriginalNodesRunWhereThePayloadDoesNotSuit) {
   const std::string out =
       Compile("a1", "kept.onnx", NX_COMPILE_EMBED_PAYLOADS | NX_COMPILE_KEEP_ORIGINAL_NODES);
