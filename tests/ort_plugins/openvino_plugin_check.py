@@ -90,42 +90,21 @@ def run_models(nxrt, library, models_dir, env, onnxruntime_has_plugin, work):
             references["onnxruntime + plugin"] = ort.InferenceSession(
                 path, sess_options=options).run(None, feeds)
         out_dir = os.path.join(work, name)
-        paths = model_inputs.save_inputs(feeds, os.path.join(out_dir, "inputs"))
-        cmd = [nxrt, "run", path, "--ep-library", library, "--ep", EP,
-               "--fallback", "forbid" if whole else "allow", "--output-dir", out_dir,
-               "--repeat", "3"]
-        for input_name, input_path in paths.items():
-            cmd += ["--input", f"{input_name}={input_path}"]
-        run = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
-        if run.returncode != 0:
-            failures.append(f"{name}: nxrt run failed ({run.returncode}): {run.stderr[-2000:]}")
+        try:
+            eps, timing = nxrt_run(nxrt, path, library, env, feeds, out_dir,
+                                   fallback="forbid" if whole else "allow", repeat=3)
+        except RuntimeError as e:
+            failures.append(f"{name}: {e}")
             continue
-        eps = next((line for line in run.stdout.splitlines() if line.startswith("eps:")), "")
-        timing = next((line for line in run.stdout.splitlines() if line.startswith("time:")), "")
         if "OpenVINOExecutionProvider" not in eps:
             failures.append(f"{name}: nothing ran on the plugin ({eps})")
         if whole and "CPU=" in eps:
             failures.append(f"{name}: nodes fell back to the CPU EP ({eps})")
         if not whole and "CPU=" not in eps:
             failures.append(f"{name}: expected some nodes on nxrt's CPU EP ({eps})")
-        worst = []
-        for label, reference in references.items():
-            for output_name, expected in zip(names, reference):
-                got = np.load(os.path.join(out_dir, model_inputs.sanitise_name(output_name) +
-                                           ".npy"))
-                expected = np.asarray(expected)
-                if got.shape != expected.shape:
-                    failures.append(f"{name} {output_name}: shape {got.shape}, {label} "
-                                    f"{expected.shape}")
-                    continue
-                diff = float(np.max(np.abs(got.astype(np.float64) - expected))) if got.size else 0
-                scale = max(1.0, float(np.max(np.abs(expected)))) if expected.size else 1.0
-                # OpenVINO's float32 kernels round differently from onnxruntime's.
-                tolerance = 2e-3 * scale
-                worst.append(f"{label} {diff:.2e}")
-                if not diff <= tolerance:
-                    failures.append(f"{name} {output_name}: max |diff| {diff:.3g} vs {label} "
-                                    f"(tolerance {tolerance:.3g})")
+        # OpenVINO's float32 kernels round differently from onnxruntime's: 2e-3 x scale.
+        worst = [f"{label} {compare(f'{name} vs {label}', names, out_dir, reference, failures):.2e}"
+                 for label, reference in references.items()]
         print(f"  {name:13s} {eps[5:].strip():55s} max|diff| {', '.join(worst)}; "
               f"{timing[6:].split(' first_ms')[0]}")
     return failures
@@ -135,19 +114,22 @@ def run_models(nxrt, library, models_dir, env, onnxruntime_has_plugin, work):
 COMPILED = [("mobilenet_v2", "--embed"), ("ppocr_rec", "--external")]
 
 
-def nxrt_run(nxrt, path, library, env, feeds, out_dir, fallback="forbid"):
-    """Runs `path` on the plugin in a new nxrt process; returns (outputs by name, eps line)."""
+def nxrt_run(nxrt, path, library, env, feeds, out_dir, fallback="forbid", repeat=1):
+    """Runs `path` on the plugin in a new nxrt process, outputs into `out_dir`; returns its
+    "eps:" and "time:" lines."""
     paths = model_inputs.save_inputs(feeds, os.path.join(out_dir, "inputs"))
     cmd = [nxrt, "run", path, "--ep-library", library, "--ep", EP, "--fallback", fallback,
-           "--output-dir", out_dir]
+           "--output-dir", out_dir, "--repeat", str(repeat)]
     for input_name, input_path in paths.items():
         cmd += ["--input", f"{input_name}={input_path}"]
     run = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
     if run.returncode != 0:
         raise RuntimeError(f"nxrt run {os.path.basename(path)} failed ({run.returncode}): "
                            f"{run.stderr[-2000:]}")
-    eps = next((line for line in run.stdout.splitlines() if line.startswith("eps:")), "")
-    return eps
+    lines = run.stdout.splitlines()
+    eps = next((line for line in lines if line.startswith("eps:")), "")
+    timing = next((line for line in lines if line.startswith("time:")), "")
+    return eps, timing
 
 
 def compare(label, names, got_dir, expected_outputs, failures, tolerance_scale=2e-3):
@@ -199,7 +181,7 @@ def compile_models(nxrt, library, models_dir, env, onnxruntime_has_plugin, work)
         names = [o.name for o in cpu.get_outputs()]
         expected = cpu.run(None, feeds)
         try:
-            eps = nxrt_run(nxrt, compiled, library, env, feeds, os.path.join(out_dir, "nxrt"))
+            eps, _ = nxrt_run(nxrt, compiled, library, env, feeds, os.path.join(out_dir, "nxrt"))
         except RuntimeError as e:
             failures.append(f"{name}: the compiled model: {e}")
             continue
@@ -229,8 +211,8 @@ def compile_models(nxrt, library, models_dir, env, onnxruntime_has_plugin, work)
                                              "1" if mode == "--embed" else "0")
             ort.InferenceSession(path, sess_options=options)
             try:
-                eps = nxrt_run(nxrt, ort_compiled, library, env, feeds,
-                               os.path.join(out_dir, "from_ort"))
+                eps, _ = nxrt_run(nxrt, ort_compiled, library, env, feeds,
+                                  os.path.join(out_dir, "from_ort"))
                 diff = compare(f"{name} compiled by onnxruntime, run in nxrt", names,
                                os.path.join(out_dir, "from_ort"), expected, failures)
                 line += f"; onnxruntime's compiled model in nxrt: {eps[5:].strip()}, {diff:.2e}"
