@@ -9,6 +9,7 @@
 #include <fstream>
 #include <map>
 #include <nxrt/nxrt.hpp>
+#include <utility>
 
 #include "test_util.h"
 
@@ -249,9 +250,26 @@ TEST_P(OrtCompile, ThePluginsEpContextNodesAreWrittenAndRunInANewSession) {
   nxrt::Env env(NX_LOG_ERROR);
   env.RegisterEpLibrary("ort_test", OrtTestLib());
   // OrtEpFactory::ValidateCompiledModelCompatibilityInfo answers NxEnv_GetModelCompatibility.
-  for (const nxrt::EpDevice& d : env.ep_devices()) {
-    if (d.ep_name() != "OrtTestEp") continue;
-    EXPECT_EQ(env.model_compatibility(out, d), NX_COMPATIBILITY_OPTIMAL);
+  // An older program of the plugin's: onnxruntime's "supported, prefer recompilation" is nxrt's
+  // "supported but suboptimal"; a version of its programs it does not know is unsupported.
+  const std::pair<const char*, NxCompatibility> verdicts[] = {
+      {"orttestep;program-v1", NX_COMPATIBILITY_OPTIMAL},
+      {"orttestep;program-v0", NX_COMPATIBILITY_SUPPORTED_SUBOPTIMAL},
+      {"orttestep;program-v7", NX_COMPATIBILITY_UNSUPPORTED}};
+  for (const auto& [info, verdict] : verdicts) {
+    onnx::ModelProto variant = m;
+    for (auto& p : *variant.mutable_metadata_props())
+      if (p.key() == "ep_compatibility_info.OrtTestEp") p.set_value(info);
+    const std::string path = (dir_ / "verdict.onnx").string();
+    const std::string bytes = nxrt::test::Serialize(variant);
+    std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<long>(bytes.size()));
+    size_t asked = 0;
+    for (const nxrt::EpDevice& d : env.ep_devices()) {
+      if (d.ep_name() != "OrtTestEp") continue;
+      EXPECT_EQ(env.model_compatibility(path, d), verdict) << info;
+      ++asked;
+    }
+    EXPECT_GT(asked, 0u);
   }
   nxrt::SessionOptions options;
   options.AppendEp("OrtTestEp");  // no scale: the compiled programs carry 2

@@ -599,7 +599,8 @@ static void ReleaseEp(OrtEpFactory* self, OrtEp* ep) {
   free(ep);
 }
 
-/* Our own programs run anywhere; anything else is not ours to judge. */
+/* Our own programs run anywhere (an older "program-v0" still runs, but a recompile would do
+ * better); other versions of ours are unsupported; anything else is not ours to judge. */
 static OrtStatus* ValidateCompatibility(OrtEpFactory* self, const OrtHardwareDevice* const* devices,
                                         size_t num_devices, const char* info,
                                         OrtCompiledModelCompatibility* result) {
@@ -607,8 +608,10 @@ static OrtStatus* ValidateCompatibility(OrtEpFactory* self, const OrtHardwareDev
   if (info == NULL || result == NULL) return Error("ValidateCompatibility: null argument");
   *result =
       strcmp(info, "orttestep;program-v1") == 0 ? OrtCompiledModelCompatibility_EP_SUPPORTED_OPTIMAL
-      : strncmp(info, "orttestep;", 10) == 0    ? OrtCompiledModelCompatibility_EP_UNSUPPORTED
-                                                : OrtCompiledModelCompatibility_EP_NOT_APPLICABLE;
+      : strcmp(info, "orttestep;program-v0") == 0
+          ? OrtCompiledModelCompatibility_EP_SUPPORTED_PREFER_RECOMPILATION
+      : strncmp(info, "orttestep;", 10) == 0 ? OrtCompiledModelCompatibility_EP_UNSUPPORTED
+                                             : OrtCompiledModelCompatibility_EP_NOT_APPLICABLE;
   return NULL;
 }
 
