@@ -6,7 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <fstream>
 #include <nxrt/nxrt.hpp>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -132,6 +135,35 @@ TEST(FusedGroups, AnEpOnTwoDevicesDeclaresADevicePerGroup) {
   EXPECT_EQ(r.fallbacks[0].node.name, "sqrt");
   EXPECT_EQ(r.fallbacks[0].reason_name, "declined");
   ExpectNear(RunOne(s, kX, {2, 3}), CpuReference(bytes, {2, 3}));
+}
+
+// The profile names the tile each group was declared on (tiles have device ids 0x100, 0x101).
+TEST(FusedGroups, TheProfileNamesEachGroupsDeclaredDevice) {
+  nxrt::Env env(NX_LOG_ERROR);
+  RegisterTiles(env, {"left", "right"});
+  const std::string bytes = TwoGroups();
+  const std::string profile = nxrt::test::TempDir() + "/fused_groups_profile.json";
+  nxrt::SessionOptions o = CompilerFirst();
+  o.SetProfileFile(profile);
+  nxrt::Session s(env, bytes.data(), bytes.size(), &o);
+  RunOne(s, kX, {2, 3});
+  s.EndProfiling();
+  std::ifstream in(profile);
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string json = text.str();
+  // Node events in run order: group on "left", Sqrt on the CPU, group on "right".
+  std::vector<std::string> devices;
+  for (size_t at = json.find("\"cat\":\"node\""); at != std::string::npos;
+       at = json.find("\"cat\":\"node\"", at + 1)) {
+    const size_t d = json.find("\"device\":\"", at) + 10;
+    devices.push_back(json.substr(d, json.find('"', d) - d));
+  }
+  ASSERT_EQ(devices.size(), 3u) << json;
+  EXPECT_EQ(devices[0], "virtual npu 256 (nxrt examples)");
+  EXPECT_EQ(devices[1].rfind("cpu (", 0), 0u) << devices[1];
+  EXPECT_EQ(devices[2], "virtual npu 257 (nxrt examples)");
+  std::remove(profile.c_str());
 }
 
 TEST(FusedGroups, ANonConvexGroupFallsBackWhole) {

@@ -563,9 +563,17 @@ const char* FactoryGetVendor(const NxEpFactory*) { return kVendor; }
 const char* FactoryGetVersion(const NxEpFactory*) { return "1.0.0"; }
 uint32_t FactoryGetVendorId(const NxEpFactory*) { return 0; }
 
-// One virtual NPU tile per request ({"tile": name}, optional).
-NxStatus* FactoryCreateVirtualDevices(NxEpFactory*, NxDeviceType type, const NxKeyValue* options,
-                                      size_t num_options, NxVirtualDeviceList* created) {
+// The factory, with the number of tiles it created (each gets its own device id).
+struct CompilerFactory {
+  NxEpFactory base;  // first member: the host sees an NxEpFactory*
+  uint32_t tiles = 0;
+};
+
+// One virtual NPU tile per request ({"tile": name}, optional), device ids 0x100, 0x101, ...
+NxStatus* FactoryCreateVirtualDevices(NxEpFactory* self, NxDeviceType type,
+                                      const NxKeyValue* options, size_t num_options,
+                                      NxVirtualDeviceList* created) {
+  auto* factory = reinterpret_cast<CompilerFactory*>(self);
   return Guard([&] {
     if (type != NX_DEVICE_NPU) return;
     for (size_t i = 0; i < num_options; ++i) {
@@ -578,7 +586,9 @@ NxStatus* FactoryCreateVirtualDevices(NxEpFactory*, NxDeviceType type, const NxK
     const std::string arch = FindKeyValue(options, num_options, "arch").value_or("a1");
     if (arch.empty() || arch.find_first_of(";=") != std::string::npos)
       Fail(NX_INVALID_ARGUMENT, std::string(kEpName) + ": arch '" + arch + "' is not a name");
-    AddVirtualDevice(created, NX_DEVICE_NPU, kVendor, 0, 0x100, {{"tile", tile}, {"arch", arch}});
+    AddVirtualDevice(created, NX_DEVICE_NPU, kVendor, 0, 0x100 + factory->tiles,
+                     {{"tile", tile}, {"arch", arch}});
+    ++factory->tiles;
   });
 }
 
@@ -666,7 +676,8 @@ extern "C" NXRT_EXPORT NxStatus* NxrtCreateEpFactories(const NxHostApi* host, co
     return host->CreateStatus(NX_INVALID_PLUGIN, "ExampleCompiler needs plugin ABI 6");
   SetHost(host);
   if (max_factories < 1) return host->CreateStatus(NX_INVALID_ARGUMENT, "no room for a factory");
-  auto* f = new NxEpFactory{};
+  auto* compiler = new CompilerFactory{};
+  NxEpFactory* f = &compiler->base;
   f->version = NXRT_EP_API_VERSION;
   f->GetName = &FactoryGetName;
   f->GetVendor = &FactoryGetVendor;
@@ -682,7 +693,9 @@ extern "C" NXRT_EXPORT NxStatus* NxrtCreateEpFactories(const NxHostApi* host, co
   return nullptr;
 }
 
-extern "C" NXRT_EXPORT void NxrtReleaseEpFactory(NxEpFactory* factory) { delete factory; }
+extern "C" NXRT_EXPORT void NxrtReleaseEpFactory(NxEpFactory* factory) {
+  delete reinterpret_cast<example_compiler::CompilerFactory*>(factory);
+}
 
 // Test hooks (not part of the EP ABI; found with dlsym): CompileGroup and LoadCompiledGroup calls
 // in this process.
