@@ -221,7 +221,8 @@ bool NxEpDevice_GetOption(const NxEpDevice* d, size_t index, const char** key, c
   return true;
 }
 const NxMemoryInfo* NxEpDevice_GetMemoryInfo(const NxEpDevice* d) {
-  return d && d->factory->memory ? d->factory->memory : nxrt::HostMemory();
+  const NxMemoryInfo* m = d ? d->factory->MemoryFor(d->device) : nullptr;  // ABI 12: per device
+  return m ? m : nxrt::HostMemory();
 }
 
 // ---- Session options ----

@@ -78,6 +78,13 @@ TEST_F(DevicePerNode, SimDeviceListsTwoEpDevicesWithAMemoryEach) {
   ASSERT_EQ(sim.size(), 2u);
   EXPECT_EQ(sim[0].hardware().device_id(), 0u);
   EXPECT_EQ(sim[1].hardware().device_id(), 1u);
+  // Each EP device names its own memory (NxEpFactory::GetDeviceMemoryInfo).
+  ASSERT_NE(sim[0].memory(), nullptr);
+  ASSERT_NE(sim[1].memory(), nullptr);
+  EXPECT_EQ(std::string(sim[0].memory()->name), "SimDevice");
+  EXPECT_EQ(sim[0].memory()->device_id, 0);
+  EXPECT_EQ(sim[1].memory()->device_id, 1);
+  EXPECT_EQ(sim[1].memory()->kind, NX_MEMORY_DEVICE);
 }
 
 TEST_F(DevicePerNode, AlternatingNodesCopyBetweenTheTwoMemories) {
