@@ -543,6 +543,7 @@ struct AssignedSubgraph {
   std::string kind;  // "kernels" or "fused"
   std::vector<HardwareDevice> devices;
   std::vector<AssignedNode> nodes;
+  std::string stream;  // the stream its kernels are queued on; "" = synchronous (ABI 13)
 };
 struct NodeFallback {
   std::string graph;
@@ -572,6 +573,7 @@ struct AssignmentReport {
       sg.graph = NxAssignmentReport_GetSubgraphGraph(r, i);
       sg.ep_name = NxAssignmentReport_GetSubgraphEpName(r, i);
       sg.kind = NxAssignmentReport_GetSubgraphKind(r, i);
+      sg.stream = NxAssignmentReport_GetSubgraphStream(r, i);
       for (size_t d = 0; d < NxAssignmentReport_GetSubgraphDeviceCount(r, i); ++d)
         sg.devices.emplace_back(NxAssignmentReport_GetSubgraphDevice(r, i, d));
       for (size_t n = 0; n < NxAssignmentReport_GetSubgraphNodeCount(r, i); ++n) {

@@ -356,6 +356,8 @@ NXRT_EXPORT NxStatus* NxSession_RunWithOutputMemories(
  *   "copies"                      copies inserted at memory boundaries (per run), including
  *   "copies.outputs"              graph outputs produced in device memory (copied to the host
  *                                 unless bound in that memory)
+ *   "streams"                     streams the session's EPs made for it (plugin ABI 13): kernels
+ *                                 and copies queued there run asynchronously
  *   "initializers.uploaded"       initializers copied once into an EP's device memory
  *   "prepack.calls"               PrePackWeight calls this session made
  *   "prepack.weights"             (node, input) weights packed, own or shared
@@ -441,6 +443,11 @@ NXRT_EXPORT const char* NxAssignmentReport_GetSubgraphEpName(const NxAssignmentR
                                                              size_t index);
 NXRT_EXPORT const char* NxAssignmentReport_GetSubgraphKind(const NxAssignmentReport* report,
                                                            size_t index);
+/* The stream its kernels are queued on (plugin ABI 13), e.g. "SimDevice:0x0000:kernels": the EP,
+ * the device id and the stream's job; "" when they run synchronously (also for control-flow
+ * bodies, whose streams are planned when they run). NULL when out of range. */
+NXRT_EXPORT const char* NxAssignmentReport_GetSubgraphStream(const NxAssignmentReport* report,
+                                                             size_t index);
 /* Its hardware devices: the one the EP declared for the group, else the device of the first EP
  * device the EP was created with; none for an EP created without EP devices. */
 NXRT_EXPORT size_t NxAssignmentReport_GetSubgraphDeviceCount(const NxAssignmentReport* report,

@@ -644,6 +644,11 @@ class KernelContext {
   }
 
   int threads() const { return Host().KernelContext_GetThreadCount(ctx_); }
+  // The stream to queue this Compute's work on (ABI 13), or null: then finish before returning
+  // (see NxHostApi::KernelContext_GetStream for what queued work may touch).
+  NxStream* stream() const {
+    return Host().version >= 13 ? Host().KernelContext_GetStream(ctx_) : nullptr;
+  }
   // Scratch memory valid until Compute returns (the kernel's memory, or host memory).
   void* scratch(size_t bytes, bool host = false) const {
     void* p = nullptr;

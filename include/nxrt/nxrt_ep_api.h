@@ -1,4 +1,4 @@
-/* nxrt_ep_api.h: the plugin execution-provider (EP) ABI, version 12.
+/* nxrt_ep_api.h: the plugin execution-provider (EP) ABI, version 13.
  *
  * An EP is a shared library that exports two C symbols (see "Library" below). The host hands it
  * a table of host services (NxHostApi); the library hands back factories (NxEpFactory), and each
@@ -73,6 +73,17 @@
  * (NxEpFactory::GetDeviceMemoryInfo): the host then keeps an allocator and arena per memory and
  * copies values between the devices' memories with the factory's data transfer.
  *
+ * Streams and events (version 13). An EP may create streams (NxEp::CreateStream):
+ * queues of device work that run in order. The host then gives each kernel the stream it runs
+ * on (KernelContext_GetStream): the kernel queues its work there and returns at once. Copies
+ * into and out of the EP's memory go on streams of their own (NxDataTransfer::CopyTensorsAsync),
+ * so they overlap the kernels. Where a value crosses from one stream to another the host records
+ * an event after the producer (NxStream::RecordEvent) and makes the consumer's stream wait for
+ * it (NxStream::WaitEvent), or, for a consumer on the host or on another EP, waits for that one
+ * event (NxEvent::Synchronize) - never for the whole device. A run ends by synchronising every
+ * stream it used, so outputs the caller reads are complete. EPs without streams run
+ * synchronously, as before.
+ *
  * Versioning. Every table that either side fills starts with `uint32_t version`, set to the
  * NXRT_EP_API_VERSION the filler was compiled with. Tables only grow at the end; a reader reads a
  * member only when the writer's version says the member exists, and optional members may be
@@ -95,7 +106,7 @@
 extern "C" {
 #endif
 
-#define NXRT_EP_API_VERSION 12
+#define NXRT_EP_API_VERSION 13
 
 /* ============================================================================================
  * Opaque host objects an EP sees. All are owned by the host.
@@ -123,6 +134,8 @@ typedef struct NxKernel NxKernel;
 typedef struct NxAllocator NxAllocator;
 typedef struct NxDataTransfer NxDataTransfer;
 typedef struct NxCompiledGroupExport NxCompiledGroupExport;
+typedef struct NxStream NxStream; /* version 13: a queue of device work, implemented by the EP */
+typedef struct NxEvent NxEvent;   /* version 13: a point in a stream's queue */
 
 /* Attribute types; numbering follows ONNX's AttributeProto.AttributeType. */
 typedef enum NxAttributeType {
@@ -294,6 +307,52 @@ struct NxDataTransfer {
                            size_t count);
   /* The host is done with it. */
   void (*Release)(NxDataTransfer* self);
+
+  /* ---- version 13 (optional, may be NULL: copies then stay synchronous) ------------------
+   * Queue the copies on `stream` (a stream of an EP of this factory, see NxEp::CreateStream)
+   * and return without waiting. The host keeps every src and dst alive and unwritten by others
+   * until the stream has passed the copies, and reads dst only after waiting for an event
+   * recorded after them. Host memory may be among the src or dst. An error that shows only
+   * when the queued copy runs is returned by the stream's next Synchronize. */
+  NxStatus* (*CopyTensorsAsync)(NxDataTransfer* self, const NxValue* const* src,
+                                NxValue* const* dst, size_t count, NxStream* stream);
+};
+
+/* ============================================================================================
+ * Streams and events (version 13), implemented by the EP.
+ * ========================================================================================== */
+
+/* A point in a stream's queue: complete once the stream has done all the work queued on it
+ * before the event was recorded. Made by NxStream::RecordEvent; any thread may use it. */
+struct NxEvent {
+  uint32_t version; /* NXRT_EP_API_VERSION */
+  /* Block the calling thread until the event is complete. An error of the queued work may be
+   * returned here or by the stream's next Synchronize (the host checks both). */
+  NxStatus* (*Synchronize)(NxEvent* self);
+  /* (optional, may be NULL) When the event completed, on the host's profile clock
+   * (Profiler_NowNs); false while it has not (or when the EP cannot tell). The host uses it to
+   * show when queued work really ran (profile events of category "stream"). */
+  bool (*GetCompletionTime)(const NxEvent* self, uint64_t* ns);
+  /* The host is done with the event (it may still be pending). */
+  void (*Release)(NxEvent* self);
+};
+
+/* An in-order queue of device work. The host creates the streams it needs per session (one for
+ * the kernels of each device, one for copies to it and one for copies from it) and calls a
+ * stream from one thread at a time. */
+struct NxStream {
+  uint32_t version; /* NXRT_EP_API_VERSION */
+  /* A new event, recorded now: it completes when everything queued so far is done. Must not
+   * wait for that work. */
+  NxStatus* (*RecordEvent)(NxStream* self, NxEvent** event);
+  /* Work queued on this stream after this call starts only once `event` (from RecordEvent of
+   * another stream of the same EP) is complete. Must not block the calling thread. */
+  NxStatus* (*WaitEvent)(NxStream* self, NxEvent* event);
+  /* Block until everything queued so far is done. Returns the first error of work queued since
+   * the previous Synchronize (and forgets it: the stream stays usable). */
+  NxStatus* (*Synchronize)(NxStream* self);
+  /* Free the stream: the host synchronised it first. Called once, before the factory goes. */
+  void (*Release)(NxStream* self);
 };
 
 /* ============================================================================================
@@ -394,6 +453,16 @@ struct NxEp {
    * also while runs are in flight. Applications read it as the session statistic
    * "ep.<EP name>.<key>" (NxSession_GetStatistic). */
   NxStatus* (*GetStatistic)(const NxEp* self, const char* key, int64_t* value);
+
+  /* ---- version 13 (optional, may be NULL: the EP runs synchronously) ---------------------
+   * A new stream on `device` (the hardware device of one of this EP's devices; NULL for an EP
+   * the session created without EP devices), or *stream = NULL: work on that device stays
+   * synchronous in this session (e.g. an EP option turned streams off). The host asks while it
+   * plans the session, for the kernels of each device and for copies to and from its memory
+   * (when the factory's data transfer has CopyTensorsAsync), and releases the streams with the
+   * session, before the EP. With a stream, Compute of the EP's kernels queues work on
+   * KernelContext_GetStream and may return before the work is done. */
+  NxStatus* (*CreateStream)(NxEp* self, const NxHardwareDevice* device, NxStream** stream);
 };
 
 /* Filled by the EP in ExportCompiledGroup (the host sets `version` and zeroes the rest). The
@@ -833,6 +902,18 @@ typedef struct NxHostApi {
    * NULL for an EP the session created without EP devices. KernelInfo_GetMemoryInfo is that
    * device's memory. */
   const NxHardwareDevice* (*KernelInfo_GetHardwareDevice)(const NxKernelInfo* info);
+
+  /* ---- Version 13: streams ---------------------------------------------------------------- */
+  /* The stream this Compute queues its work on, or NULL: then the kernel finishes its work
+   * before returning (EPs without CreateStream, and the host's control-flow kernels, which run
+   * synchronously). With a stream:
+   *   - inputs in device memory may still be being produced by earlier work on the same stream
+   *     (the host already made the stream wait for producers elsewhere), so read them only in
+   *     queued work; inputs in host memory are complete and may be read in Compute;
+   *   - outputs may be written by queued work; the host waits before anyone else reads them;
+   *   - KernelContext_GetScratch and KernelContext_CreateTensor memory, and
+   *     KernelContext_ParallelFor, are for Compute itself: queued work must not use them. */
+  NxStream* (*KernelContext_GetStream)(const NxKernelContext* ctx);
 } NxHostApi;
 
 /* ============================================================================================

@@ -338,6 +338,7 @@ nb::dict ReportToDict(const nxrt::AssignmentReport& r) {
     for (const auto& n : sg.nodes) nodes.append(NodeToDict(n));
     d["devices"] = devices;
     d["nodes"] = nodes;
+    d["stream"] = sg.stream;
     subgraphs.append(d);
   }
   for (const auto& f : r.fallbacks) {

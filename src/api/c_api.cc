@@ -600,6 +600,7 @@ NxStatus* NxSession_GetStatistic(const NxSession* session, const char* key, int6
   const std::pair<const char*, size_t> table[] = {
       {"copies", st.copies},
       {"copies.outputs", st.output_copies},
+      {"streams", st.streams},
       {"initializers.uploaded", st.initializer_uploads},
       {"initializers.released", st.initializers_released},
       {"initializers.released_bytes", st.initializer_bytes_released},
@@ -706,6 +707,10 @@ const char* NxAssignmentReport_GetSubgraphEpName(const NxAssignmentReport* r, si
 const char* NxAssignmentReport_GetSubgraphKind(const NxAssignmentReport* r, size_t i) {
   const auto* sg = SubgraphOf(r, i);
   return sg ? sg->kind.c_str() : nullptr;
+}
+const char* NxAssignmentReport_GetSubgraphStream(const NxAssignmentReport* r, size_t i) {
+  const auto* sg = SubgraphOf(r, i);
+  return sg ? sg->stream.c_str() : nullptr;
 }
 size_t NxAssignmentReport_GetSubgraphDeviceCount(const NxAssignmentReport* r, size_t i) {
   const auto* sg = SubgraphOf(r, i);

@@ -861,6 +861,9 @@ NxHostApi MakeHostApi() {
   api.Capability_AddNode = CapabilityAddNode;
   api.Capability_AddNodeWithOptions = CapabilityAddNodeWithOptions;
   api.KernelInfo_GetHardwareDevice = KernelInfoGetHardwareDevice;
+  api.KernelContext_GetStream = [](const NxKernelContext* ctx) -> NxStream* {
+    return ctx != nullptr ? ctx->stream : nullptr;
+  };
   api.CreateKernelRegistry = CreateKernelRegistry;
   api.KernelRegistry_Add = KernelRegistryAdd;
   api.KernelRegistry_HasKernel = KernelRegistryHasKernel;

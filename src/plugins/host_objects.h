@@ -86,6 +86,8 @@ struct NxKernelContext {
   nxrt::ProfiledRun* profile = nullptr;
   // The run's stop conditions (terminate flag, time limit), null when it has none.
   const nxrt::RunControl* run_control = nullptr;
+  // The stream the kernel queues its work on (ABI 13), null when it runs synchronously.
+  NxStream* stream = nullptr;
 };
 
 // Collects the virtual devices a factory creates for one request (CreateVirtualDevices).

@@ -12,6 +12,7 @@
 #include "session/placement.h"
 #include "session/profiler.h"
 #include "session/session.h"
+#include "session/streams.h"
 
 namespace nxrt {
 namespace {
@@ -86,7 +87,8 @@ void AddRunArgs(const ProfiledRun& run, KeyValues& args) {
 
 void RecordNode(const ProfiledRun& run, const Graph& g, const Node& node, const std::string& ep,
                 const std::string& device, const std::vector<const Value*>& inputs,
-                const std::vector<ValuePtr>& outputs, uint64_t begin_ns) {
+                const std::vector<ValuePtr>& outputs, uint64_t begin_ns,
+                const std::string* stream) {
   const uint64_t end_ns = Profiler::NowNs();
   ProfileEvent e{node.name, "node", begin_ns, end_ns, Profiler::ThreadId(), {}};
   e.args.reserve(8);
@@ -96,19 +98,49 @@ void RecordNode(const ProfiledRun& run, const Graph& g, const Node& node, const 
   if (!node.domain.empty()) e.args.emplace_back("domain", node.domain);
   e.args.emplace_back("input_shapes", InputShapes(g, node, inputs));
   e.args.emplace_back("output_shapes", OutputShapes(outputs));
+  if (stream != nullptr) e.args.emplace_back("stream", *stream);  // queued there, not yet run
   AddRunArgs(run, e.args);
   run.profiler->Add(std::move(e));
 }
 
 void RecordCopy(const ProfiledRun& run, const std::string& value, const Value& src,
-                const NxMemoryInfo* to, uint64_t begin_ns) {
+                const NxMemoryInfo* to, uint64_t begin_ns, const std::string* stream = nullptr) {
   const uint64_t end_ns = Profiler::NowNs();
   ProfileEvent e{"copy:" + value, "copy", begin_ns, end_ns, Profiler::ThreadId(), {}};
   e.args.emplace_back("from", DescribeMemory(MemoryOf(src)));
   e.args.emplace_back("to", DescribeMemory(to));
   e.args.emplace_back("shape", ProfileShape(&src));
+  if (stream != nullptr) e.args.emplace_back("stream", *stream);
   AddRunArgs(run, e.args);
   run.profiler->Add(std::move(e));
+}
+
+// The executed spans of the steps a run queued on streams: each on its stream's track, from
+// when it was queued (or the previous step there finished, if later) to its event's completion.
+void RecordStreamSpans(const ProfiledRun& run, const StreamLanes& lanes, const RunStreams& rs) {
+  std::vector<uint64_t> lane_free(lanes.size(), 0);  // when the lane's previous step finished
+  for (const RunStreams::Span& span : rs.spans()) {
+    uint64_t end_ns = 0;
+    if (span.done->GetCompletionTime == nullptr ||
+        !span.done->GetCompletionTime(span.done.get(), &end_ns))
+      continue;  // the EP cannot tell when it ran
+    const StreamLanes::Lane& lane = lanes.lane(span.lane);
+    uint64_t& free_at = lane_free[static_cast<size_t>(span.lane)];
+    // The stream began the step when its start marker completed (after the waits before it);
+    // without one, when it was queued or the previous step finished, whichever is later.
+    uint64_t started_ns = 0;
+    const bool marked = span.started && span.started->GetCompletionTime != nullptr &&
+                        span.started->GetCompletionTime(span.started.get(), &started_ns);
+    const uint64_t begin_ns =
+        std::min(end_ns, marked ? started_ns : std::max(span.queued_ns, free_at));
+    free_at = end_ns;
+    ProfileEvent e{span.name, "stream", begin_ns, end_ns, lane.track, {}};
+    e.args.emplace_back("stream", lane.name);
+    e.args.emplace_back("step", span.category);
+    AddRunArgs(run, e.args);
+    run.profiler->NameTrack(lane.track, "stream " + lane.name);
+    run.profiler->Add(std::move(e));
+  }
 }
 
 // One Execute under profiling: makes its ProfiledRun current on this thread (a body's Execute,
@@ -290,6 +322,48 @@ void Session::Execute(std::span<const Value* const> feeds, std::span<const int> 
   for (size_t s = 0; s < num_slots_; ++s) {
     if (constants_[s] && slots[s] == nullptr) slots[s] = constants_[s].get();
   }
+  // Streams (ABI 13): inactive, and free, unless an EP of the session queues its work. Declared
+  // after the lease: on an error it waits for queued work before the run's values are freed.
+  RunStreams streams;
+  streams.Begin(lanes_.get(), num_slots_, prof != nullptr);
+  std::vector<int> lane_slots;  // the slots a queued copy produced
+  // Graph outputs the caller gets in host memory that are produced in device memory: queued for
+  // the host on their from-device stream as soon as they exist (per value; only with streams).
+  std::vector<char> early_wanted;
+  std::vector<ValuePtr> early_outputs;
+  if (streams.active() && host_outputs && !output_lane_.empty()) {
+    early_wanted.assign(num_values, 0);
+    early_outputs.resize(num_values);
+    for (size_t i = 0; i < wanted.size(); ++i) {
+      const bool bound_i = i < bound.size() && bound[i] != nullptr;
+      const bool memory_i = i < output_memories.size() && output_memories[i] != nullptr;
+      if (!bound_i && !memory_i && output_lane_[static_cast<size_t>(wanted[i])] >= 0)
+        early_wanted[static_cast<size_t>(wanted[i])] = 1;
+    }
+  }
+  auto queue_output = [&](int v) {
+    const Value* value = slots[static_cast<size_t>(v)];
+    if (value == nullptr || value->kind != NX_VALUE_TENSOR || value->type == NX_TYPE_STRING ||
+        TensorBytes(*value) == 0 || IsHostReadable(*value))
+      return;  // the end of the run hands it out as before
+    const int lane = output_lane_[static_cast<size_t>(v)];
+    const StreamLanes::Lane& l = lanes_->lane(lane);
+    streams.BeforeRead(v, lane, false);
+    EventPtr start = streams.MarkStart(lane);          // profiling
+    const uint64_t t0 = prof ? Profiler::NowNs() : 0;  // profiling
+    ValuePtr host = MakeTensorFromPool(value->type, value->dims, *pool_);
+    NxDataTransfer* t = l.factory->transfer;
+    const NxValue* from = value;
+    NxValue* to = host.get();
+    ThrowIfStatus(t->CopyTensorsAsync(t, &from, &to, 1, l.stream),
+                  "EP '" + l.factory->name + "' could not queue a copy of output '" +
+                      g.value(v).name + "' on stream " + l.name);
+    if (prof) RecordCopy(*prof, g.value(v).name, *value, HostMemory(), t0, &l.name);
+    lane_slots.clear();
+    streams.AfterStep(lane, lane_slots, false, prof ? "copy:" + g.value(v).name : std::string(),
+                      "copy", t0, std::move(start));
+    early_outputs[static_cast<size_t>(v)] = std::move(host);
+  };
 
   std::vector<Value*>& bound_by_value = run.bound_by_value;
   bound_by_value.assign(num_values, nullptr);
@@ -315,10 +389,18 @@ void Session::Execute(std::span<const Value* const> feeds, std::span<const int> 
       const Value* src = slots[static_cast<size_t>(c.src_slot)];
       NXRT_CHECK(src != nullptr, NX_RUNTIME_ERROR,
                  "value '" + g.value(c.src_slot).name + "' was not produced");
+      // Queued on a stream only for a plain tensor; anything else is copied by the host.
+      const int lane = streams.active() && src->kind == NX_VALUE_TENSOR &&
+                               src->type != NX_TYPE_STRING && TensorBytes(*src) > 0
+                           ? step_lane_[s]
+                           : -1;
       if (src->kind == NX_VALUE_TENSOR && SameMemory(MemoryOf(*src), c.dst_memory)) {
         slots[static_cast<size_t>(c.dst_slot)] =
-            src;  // already there (an input given in that memory)
+            src;                                   // already there (an input given in that memory)
+        streams.BeforeRead(c.src_slot, -1, true);  // a value on a stream: complete it first
       } else {
+        streams.BeforeRead(c.src_slot, lane, false);
+        EventPtr start = streams.MarkStart(lane);          // profiling
         const uint64_t t0 = prof ? Profiler::NowNs() : 0;  // profiling
         ValuePtr dst;
         if (src->kind != NX_VALUE_TENSOR) {
@@ -327,20 +409,47 @@ void Session::Execute(std::span<const Value* const> feeds, std::span<const int> 
           dst = src->type == NX_TYPE_STRING
                     ? MakeTensor(src->type, src->dims)
                     : MakeTensorFromPool(src->type, src->dims, ArenaFor(c.dst_memory));
-          env_.CopyTensor(*src, *dst);
+          if (lane >= 0) {
+            const StreamLanes::Lane& l = lanes_->lane(lane);
+            NxDataTransfer* t = l.factory->transfer;
+            const NxValue* from = src;
+            NxValue* to = dst.get();
+            ThrowIfStatus(t->CopyTensorsAsync(t, &from, &to, 1, l.stream),
+                          "EP '" + l.factory->name + "' could not queue a copy of '" +
+                              g.value(c.src_slot).name + "' on stream " + l.name);
+          } else {
+            env_.CopyTensor(*src, *dst);
+          }
         }
-        if (prof) RecordCopy(*prof, g.value(c.src_slot).name, *src, c.dst_memory, t0);
+        if (prof)
+          RecordCopy(*prof, g.value(c.src_slot).name, *src, c.dst_memory, t0,
+                     lane >= 0 ? &lanes_->lane(lane).name : nullptr);
         owned[static_cast<size_t>(c.dst_slot)] = std::move(dst);
         slots[static_cast<size_t>(c.dst_slot)] = owned[static_cast<size_t>(c.dst_slot)].get();
+        streams.Produced(c.dst_slot, lane);
+        if (lane >= 0) {
+          lane_slots.assign(1, c.dst_slot);
+          streams.AfterStep(lane, lane_slots, step_event_needed_[s] != 0,
+                            prof ? "copy:" + g.value(c.src_slot).name : std::string(), "copy", t0,
+                            std::move(start));
+        }
       }
     } else {
       const size_t n = static_cast<size_t>(step.index);
       const Node& node = g.nodes[n];
       const auto& in_slots = node_input_slots_[n];
+      const int lane = streams.active() ? step_lane_[s] : -1;
       node_inputs.assign(node.inputs.size(), nullptr);
       for (size_t i = 0; i < node.inputs.size(); ++i) {
-        if (in_slots[i] >= 0) node_inputs[i] = slots[static_cast<size_t>(in_slots[i])];
+        if (in_slots[i] < 0) continue;
+        const Value* in = slots[static_cast<size_t>(in_slots[i])];
+        node_inputs[i] = in;
+        // A queued kernel reads device memory later, in its stream's order; host memory (and
+        // anything but a tensor) it may read in Compute, so that must be complete now.
+        streams.BeforeRead(in_slots[i], lane,
+                           in == nullptr || in->kind != NX_VALUE_TENSOR || IsHostReadable(*in));
       }
+      for (int slot : node_implicit_slots_[n]) streams.BeforeRead(slot, lane, true);
       // An input may be overwritten only if the plan allows it and this run owns it (a copy
       // step that passed a caller's tensor through does not make it ours).
       node_reusable.assign(node.inputs.size(), 0);
@@ -349,7 +458,8 @@ void Session::Execute(std::span<const Value* const> feeds, std::span<const int> 
         node_reusable[i] = node_input_reusable_[n][i] && in_slots[i] >= 0 &&
                            owned[static_cast<size_t>(in_slots[i])] &&
                            owned[static_cast<size_t>(in_slots[i])].get() == node_inputs[i] &&
-                           owned[static_cast<size_t>(in_slots[i])].use_count() == 1;
+                           owned[static_cast<size_t>(in_slots[i])].use_count() == 1 &&
+                           streams.Reusable(in_slots[i], lane);
       }
       node_owners.assign(node.inputs.size(), nullptr);
       for (size_t i = 0; i < node.inputs.size(); ++i) {
@@ -412,7 +522,8 @@ void Session::Execute(std::span<const Value* const> feeds, std::span<const int> 
                        eps_[e]->name() + " has no kernel for it)");
       }
       NxKernel* kernel = kernels_[n];
-      uint64_t t0 = 0;  // profiling
+      EventPtr start = streams.MarkStart(lane);  // profiling
+      uint64_t t0 = 0;                           // profiling
       if (prof) {
         prof->node = &node.name;
         prof->ep = &eps_[e]->name();
@@ -420,6 +531,7 @@ void Session::Execute(std::span<const Value* const> feeds, std::span<const int> 
         t0 = Profiler::NowNs();
       }
       ctx.run_control = control;
+      ctx.stream = lane >= 0 ? lanes_->lane(lane).stream : nullptr;
       try {
         // The message is built only on failure: no string work per node per run.
         if (NxStatus* status = kernel->Compute(kernel, &ctx))
@@ -434,7 +546,7 @@ void Session::Execute(std::span<const Value* const> feeds, std::span<const int> 
         RecordNode(*prof, g, node, eps_[e]->name(),
                    n < profile_node_device_.size() ? profile_node_device_[n]
                                                    : DescribeEpHardware(*eps_[e]),
-                   node_inputs, node_outputs, t0);
+                   node_inputs, node_outputs, t0, lane >= 0 ? &lanes_->lane(lane).name : nullptr);
         prof->node = nullptr;
       }
       node_owners.clear();  // hold no extra reference past the node (in-place checks count them)
@@ -446,13 +558,23 @@ void Session::Execute(std::span<const Value* const> feeds, std::span<const int> 
                        " ('" + g.value(v).name + "')");
         owned[static_cast<size_t>(v)] = std::move(node_outputs[o]);
         slots[static_cast<size_t>(v)] = owned[static_cast<size_t>(v)].get();
+        streams.Produced(v, lane);
       }
+      if (lane >= 0)
+        streams.AfterStep(lane, node.outputs, step_event_needed_[s] != 0,
+                          prof ? node.name : std::string(), "node", t0, std::move(start));
+      if (!early_wanted.empty())
+        for (int v : node.outputs)
+          if (v >= 0 && early_wanted[static_cast<size_t>(v)]) queue_output(v);
     }
     for (int slot : free_after_step_[s]) {
-      owned[static_cast<size_t>(slot)].reset();
+      streams.Release(slot, owned[static_cast<size_t>(slot)]);
       slots[static_cast<size_t>(slot)] = nullptr;
     }
   }
+  // Host reads of what the streams produced start here: everything queued is done after this.
+  streams.SynchronizeAll();
+  if (prof && streams.active()) RecordStreamSpans(*prof, *lanes_, streams);
 
   for (size_t i = 0; i < wanted.size(); ++i) {
     const int v = wanted[i];
@@ -460,7 +582,10 @@ void Session::Execute(std::span<const Value* const> feeds, std::span<const int> 
     NXRT_CHECK(value != nullptr, NX_RUNTIME_ERROR,
                "output '" + g.value(v).name + "' was not produced");
     Value* target = i < bound.size() ? bound[i] : nullptr;
-    if (target != nullptr) {
+    if (!early_outputs.empty() && early_outputs[static_cast<size_t>(v)] && target == nullptr &&
+        (i >= output_memories.size() || output_memories[i] == nullptr)) {
+      results[i] = early_outputs[static_cast<size_t>(v)];  // copied on its stream, now complete
+    } else if (target != nullptr) {
       // Written in place by the producing kernel, or copied now (across memories if need be).
       if (!(value->kind == NX_VALUE_TENSOR && value->type != NX_TYPE_STRING &&
             value->data == target->data && value->dims == target->dims)) {

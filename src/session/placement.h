@@ -95,6 +95,9 @@ struct AssignedSubgraph {
   std::string kind;  // "kernels" (one kernel per node) or "fused" (compiled as one)
   std::vector<const NxHardwareDevice*> devices;
   std::vector<ReportNode> nodes;
+  // The stream its kernels are queued on (ABI 13), e.g. "SimDevice:0x0000:kernels"; "" when they
+  // run synchronously. Main-graph subgraphs only (bodies plan their streams when they run).
+  std::string stream;
 };
 
 struct NodeFallback {

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <set>
 
 #include "base/error.h"
@@ -150,6 +151,11 @@ void Profiler::AddSessionEvent(std::string name, uint64_t begin_ns, uint64_t end
   Add(ProfileEvent{std::move(name), "session", begin_ns, end_ns, ThreadId(), std::move(args)});
 }
 
+void Profiler::NameTrack(uint32_t tid, std::string name) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  track_names_[tid] = std::move(name);
+}
+
 void Profiler::SetMetadata(const std::string& key, std::string value) {
   std::lock_guard<std::mutex> lock(mutex_);
   for (auto& [k, v] : metadata_) {
@@ -169,10 +175,12 @@ size_t Profiler::event_count() const {
 std::string Profiler::ToJson() const {
   std::vector<ProfileEvent> events;
   KeyValues metadata;
+  std::map<uint32_t, std::string> track_names;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     events = events_;
     metadata = metadata_;
+    track_names = track_names_;
   }
   // Time 0 is the session's start: its earliest event (the model load, timed before the
   // session existed) or the profiler's creation.
@@ -193,9 +201,12 @@ std::string Profiler::ToJson() const {
   out += "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":" + pid +
          ",\"tid\":0,\"args\":{\"name\":\"nxrt session\"}}";
   for (uint32_t tid : tids) {
+    const auto named = track_names.find(tid);
     out += ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":" + pid +
-           ",\"tid\":" + std::to_string(tid) + ",\"args\":{\"name\":\"thread " +
-           std::to_string(tid) + "\"}}";
+           ",\"tid\":" + std::to_string(tid) + ",\"args\":{\"name\":";
+    AppendJsonString(out,
+                     named != track_names.end() ? named->second : "thread " + std::to_string(tid));
+    out += "}}";
   }
   for (const ProfileEvent& e : events) {
     out += ",\n{\"name\":";

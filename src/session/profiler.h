@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -19,7 +20,7 @@ namespace nxrt {
 // One complete event ("ph":"X"): [begin_ns, end_ns] on Profiler::NowNs.
 struct ProfileEvent {
   std::string name;
-  std::string cat;  // "session", "node", "copy" or "ep"
+  std::string cat;  // "session", "node", "copy", "ep" or "stream"
   uint64_t begin_ns = 0;
   uint64_t end_ns = 0;
   uint32_t tid = 0;  // Profiler::ThreadId of the recording thread
@@ -50,6 +51,8 @@ class Profiler {
   // A session-level event (cat "session") on the calling thread, e.g. "compile" around an EP's
   // CompileGroup: begin/end from NowNs().
   void AddSessionEvent(std::string name, uint64_t begin_ns, uint64_t end_ns, KeyValues args = {});
+  // Names the trace track `tid` (default "thread <tid>"), e.g. a stream's executed spans.
+  void NameTrack(uint32_t tid, std::string name);
   // An entry of the trace's "otherData" (e.g. "model"); the last value set for a key wins.
   void SetMetadata(const std::string& key, std::string value);
 
@@ -73,6 +76,7 @@ class Profiler {
   mutable std::mutex mutex_;
   std::vector<ProfileEvent> events_;
   KeyValues metadata_;
+  std::map<uint32_t, std::string> track_names_;
 };
 
 // Times one session-level step: the event covers construction (or the last Next) to End(),

@@ -98,7 +98,10 @@ Session::Session(Env& env, std::shared_ptr<Model> model, const SessionOptions& o
     }
     profile_step.Next("partition");  // profiling
     AssignNodes();
-    if (dry_run_) return;  // placement only: no kernels, nothing compiled
+    if (dry_run_) {  // placement only: no kernels, nothing compiled
+      NameReportStreams();
+      return;
+    }
     if (options.optimization_level >= 1) {
       profile_step.Next("optimize");  // profiling
       Optimize(*model_->graph, options.memory_limit);
@@ -109,6 +112,8 @@ Session::Session(Env& env, std::shared_ptr<Model> model, const SessionOptions& o
     profile_step.Next("plan_memory");  // profiling
     PlanMemory();
     PlanLifetimes();
+    PlanStreams();
+    NameReportStreams();
     profile_step.End();  // profiling
     PrepareProfiling();  // profiling
   } catch (...) {
@@ -174,6 +179,7 @@ Session::Session(const Session& parent, std::shared_ptr<Graph> body)
     PrePackWeights(share == nullptr || *share != "0");
     PlanMemory();
     PlanLifetimes();
+    PlanStreams();
     PrepareProfiling();  // profiling
   } catch (...) {
     ReleaseKernels();
@@ -190,6 +196,7 @@ Session::~Session() {
       logger_.logger.Log(NX_LOG_ERROR, e.what());
     }
   }
+  lanes_.reset();  // streams go first: nothing is queued once no run is in flight
   ReleaseKernels();
   compiled_.reset();  // kernels compiled for bodies that never ran go before their EPs
   constants_.clear();

@@ -22,6 +22,7 @@
 #include "session/prepack_store.h"
 #include "session/profiler.h"
 #include "session/session_options.h"
+#include "session/streams.h"
 #include "session/thread_pool.h"
 
 namespace nxrt {
@@ -38,6 +39,7 @@ struct SessionStats {
   size_t prepack_shared_hits = 0;    // packings taken from another session
   size_t initializers_released = 0;  // initializers freed because every consumer packed them
   size_t initializer_bytes_released = 0;
+  size_t streams = 0;  // streams the session created (ABI 13), its control-flow bodies' not counted
 };
 
 class Session {
@@ -174,6 +176,11 @@ class Session {
   void PrePackWeights(bool share);
   void PlanMemory();
   void PlanLifetimes();
+  // Puts each step on a lane (session/streams.h): the host, or a stream of its EP (ABI 13).
+  void PlanStreams();
+  // The assignment report names each main-graph subgraph's kernels stream (a dry run asks the
+  // EPs for the streams they would use).
+  void NameReportStreams();
   // The memory `node`'s kernel works in: its EP's memory on its device (null = host memory).
   const NxMemoryInfo* NodeMemory(const Node& node) const;
   const NxMemoryInfo* KernelInputMemory(const Node& node, size_t input) const;
@@ -222,6 +229,14 @@ class Session {
   // Per fed slot (graph input or outer-scope value): a host kernel reads it, so a feed given in
   // device memory comes to the host first.
   std::vector<char> input_used_on_host_;
+  // Streams (ABI 13): per step its lane (-1 = the host), and whether a step on another lane
+  // reads what it produces (an event is recorded after it). Null lanes_: no EP has streams.
+  std::unique_ptr<StreamLanes> lanes_;
+  std::vector<int> step_lane_;
+  std::vector<char> step_event_needed_;
+  // Per value: the from-device stream a graph output produced in device memory goes to the host
+  // on, as soon as it is produced (-1: at the end of the run, synchronously); empty: none.
+  std::vector<int> output_lane_;
   SessionStats stats_;
   mutable std::mutex scratch_mutex_;
   mutable std::vector<std::unique_ptr<RunScratch>> free_scratch_;

@@ -232,7 +232,7 @@ TEST_P(FrozenAbiEp, OpItLacksFallsBackToCpu) {
 
 // One instance per frozen header: FrozenAbi/FrozenAbiEp.<test>/v<N>. Keep the range in step with
 // NXRT_FROZEN_ABI_VERSIONS in tests/CMakeLists.txt.
-INSTANTIATE_TEST_SUITE_P(FrozenAbi, FrozenAbiEp, ::testing::Range(1, 13),
+INSTANTIATE_TEST_SUITE_P(FrozenAbi, FrozenAbiEp, ::testing::Range(1, NXRT_FROZEN_ABI_LAST + 1),
                          [](const ::testing::TestParamInfo<int>& info) {
                            return "v" + std::to_string(info.param);
                          });

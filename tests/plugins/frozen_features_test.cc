@@ -315,7 +315,8 @@ TEST_P(FrozenFeaturesV2, DeviceMemoryEpPacksIntoItsOwnMemoryAndCopiesThroughItsT
 
 // Every build: FrozenFeatures/FrozenFeaturesV2.<test>/v<N>. Keep the ranges in step with
 // NXRT_FROZEN_ABI_VERSIONS in tests/CMakeLists.txt.
-INSTANTIATE_TEST_SUITE_P(FrozenFeatures, FrozenFeaturesV2, ::testing::Range(2, 13), VersionName);
+INSTANTIATE_TEST_SUITE_P(FrozenFeatures, FrozenFeaturesV2,
+                         ::testing::Range(2, NXRT_FROZEN_ABI_LAST + 1), VersionName);
 
 // ---- Version 4 (and 5): Loop and Scan through the host's kernels ------------------------------
 
@@ -412,7 +413,8 @@ TEST_P(FrozenFeaturesV4, ScanOnDeviceMemoryNeedsTheVersion5Helpers) {
   EXPECT_EQ(Count("scan_concat") - concats, 1u);
 }
 
-INSTANTIATE_TEST_SUITE_P(FrozenFeatures, FrozenFeaturesV4, ::testing::Range(4, 13), VersionName);
+INSTANTIATE_TEST_SUITE_P(FrozenFeatures, FrozenFeaturesV4,
+                         ::testing::Range(4, NXRT_FROZEN_ABI_LAST + 1), VersionName);
 
 // ---- Version 6: compiled groups on a declared device, profile events --------------------------
 
@@ -472,7 +474,8 @@ TEST_P(FrozenFeaturesV6, CompiledKernelAddsItsProfileEvent) {
   EXPECT_EQ(Count("profile_events") - events, 1u);
 }
 
-INSTANTIATE_TEST_SUITE_P(FrozenFeatures, FrozenFeaturesV6, ::testing::Range(6, 13), VersionName);
+INSTANTIATE_TEST_SUITE_P(FrozenFeatures, FrozenFeaturesV6,
+                         ::testing::Range(6, NXRT_FROZEN_ABI_LAST + 1), VersionName);
 
 // ---- Version 9: compiled models saved and loaded again ----------------------------------------
 // Versions 6-8 compile groups but cannot export them: the host saves their nodes as they were.
@@ -562,7 +565,7 @@ TEST_P(FrozenFeaturesCompiled, CompiledModelRoundTripsIntoANewEnv) {
   EXPECT_EQ(Count("fused_compute") - fused, 1u);
 }
 
-INSTANTIATE_TEST_SUITE_P(FrozenFeatures, FrozenFeaturesCompiled, ::testing::Range(6, 13),
-                         VersionName);
+INSTANTIATE_TEST_SUITE_P(FrozenFeatures, FrozenFeaturesCompiled,
+                         ::testing::Range(6, NXRT_FROZEN_ABI_LAST + 1), VersionName);
 
 }  // namespace

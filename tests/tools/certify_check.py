@@ -14,7 +14,8 @@ import subprocess
 import sys
 import tempfile
 
-AREAS = ["abi", "ops", "copies", "control-flow", "prepack", "threads", "compile", "release"]
+AREAS = ["abi", "ops", "copies", "control-flow", "prepack", "threads", "streams", "compile",
+         "release"]
 SUMMARY = re.compile(r"^(\d+) passed, (\d+) failed, (\d+) skipped$")
 
 
@@ -73,6 +74,7 @@ def main() -> int:
         c.expect(rows.get("prepack", (0,))[0] >= 1, "SimDevice: constant weights packed", out)
         c.expect(rows.get("threads", (0,))[0] >= 2, "SimDevice: concurrent runs", out)
         c.expect(rows.get("release", (0,))[0] == 3, "SimDevice: memory returned, registers again", out)
+        c.expect(rows.get("streams") == (0, 0, 1), "SimDevice synchronous: streams skipped", out)
         data = json.loads(report.read_text())
         c.expect(data["ep"] == "SimDevice" and data["abi_version"] >= 1, "JSON report: EP and ABI version")
         c.expect(m and (data["passed"], data["failed"], data["skipped"]) ==
@@ -82,6 +84,13 @@ def main() -> int:
         c.expect(len(data["checks"]) == sum(data[k] for k in ("passed", "failed", "skipped")) and
                  all(ch["status"] in ("passed", "failed", "skipped") for ch in data["checks"]),
                  "JSON lists every check with its status")
+
+        # SimDevice asynchronous (ABI 13 streams): queued runs, spans, a run after a failed one.
+        rc, out, err = certify(nxrt, "--ep-library", lib / "libnxrt_ep_sim_device.so",
+                               "--ep", "SimDevice:async=1", "--virtual", "npu:copy_latency_us=100")
+        rows = table(out)
+        c.expect(rc == 0 and rows.get("streams") == (4, 0, 0),
+                 "SimDevice async=1: the streams area passes all 4 checks", out + err)
 
         # ExampleCompiler on a virtual NPU: compiled groups saved and loaded again.
         rc, out, err = certify(nxrt, "--ep-library", lib / "libnxrt_ep_example_compiler.so",

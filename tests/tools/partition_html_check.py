@@ -194,7 +194,7 @@ def check_json(text, graphs, label):
     onnx_nodes = {(p, n[0]): n for p, g in graphs.items() for n in g.nodes}
     placement, names = {}, []
     for sg in r["subgraphs"]:
-        check(list(sg) == ["graph", "ep_name", "kind", "hardware_devices", "nodes"],
+        check(list(sg) == ["graph", "ep_name", "kind", "hardware_devices", "nodes", "stream"],
               "%s: subgraph keys %s" % (label, list(sg)))
         for n in sg["nodes"]:
             check(list(n) == ["name", "domain", "op_type", "inputs", "outputs"],

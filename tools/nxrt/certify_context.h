@@ -39,9 +39,9 @@ struct Context {
   const std::string registration = "certify";
   std::string ep;  // the EP under test
   KeyValueList ep_options;
-  const NxMemoryInfo* memory = nullptr;             // the EP's memory
-  bool device_memory = false;                       // not host memory
-  bool loaded = false;                              // the library registered and the EP was found
+  const NxMemoryInfo* memory = nullptr;  // the EP's memory
+  bool device_memory = false;            // not host memory
+  bool loaded = false;                   // the library registered and the EP was found
   bool ort_plugin = false;  // the EP comes from an onnxruntime plugin library (ORT adapter)
   std::vector<std::string> chain_ops;               // elementwise ops it claims (certify_models.h)
   std::vector<std::filesystem::path> passed_cases;  // node tests run wholly on the EP, passed
@@ -90,6 +90,7 @@ void CheckCopies(Context& ctx);
 void CheckControlFlow(Context& ctx);
 void CheckPrepack(Context& ctx);
 void CheckThreads(Context& ctx);
+void CheckStreams(Context& ctx);
 void CheckCompile(Context& ctx);
 void CheckRelease(Context& ctx);
 

@@ -5,8 +5,9 @@
 namespace nxrt::cli {
 
 const std::vector<std::string>& CertifyReport::Areas() {
-  static const std::vector<std::string> areas = {"abi",     "ops",     "copies",  "control-flow",
-                                                 "prepack", "threads", "compile", "release"};
+  static const std::vector<std::string> areas = {"abi",          "ops",     "copies",
+                                                 "control-flow", "prepack", "threads",
+                                                 "streams",      "compile", "release"};
   return areas;
 }
 

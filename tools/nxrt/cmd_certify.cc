@@ -90,7 +90,8 @@ int CertifyCommand(const std::vector<std::string>& args) {
       {"abi", certify::CheckAbi},         {"ops", certify::CheckOps},
       {"copies", certify::CheckCopies},   {"control-flow", certify::CheckControlFlow},
       {"prepack", certify::CheckPrepack}, {"threads", certify::CheckThreads},
-      {"compile", certify::CheckCompile}, {"release", certify::CheckRelease}};
+      {"streams", certify::CheckStreams}, {"compile", certify::CheckCompile},
+      {"release", certify::CheckRelease}};
   std::printf("nxrt certify: %s\n", ctx.options.library.c_str());
   for (const Area& area : areas) {
     std::printf("checking %s ...\n", area.name);

@@ -105,6 +105,10 @@ void PrintTable(const std::string& model, const AssignmentReport& r) {
                (per_ep[ep].second == 1 ? "" : "s");
   }
   std::printf("summary: %s\n", summary.empty() ? "no node placed" : summary.c_str());
+  // Subgraphs whose kernels an EP queues on a stream (ABI 13); nothing when all run synchronously.
+  for (size_t i = 0; i < r.subgraphs.size(); ++i)
+    if (!r.subgraphs[i].stream.empty())
+      std::printf("stream: subgraph %zu on %s\n", i, r.subgraphs[i].stream.c_str());
   if (r.fallbacks.empty()) {
     std::printf("fallbacks: none\n");
     return;
@@ -146,7 +150,7 @@ void PrintJson(const std::string& model, const AssignmentReport& r) {
     out += "], \"nodes\": [";
     for (size_t n = 0; n < sg.nodes.size(); ++n)
       out += (n ? ", " : "") + JsonNode(sg.nodes[n], true);
-    out += "]}";
+    out += "], \"stream\": " + JsonString(sg.stream) + "}";
   }
   out += "\n ],\n \"fallbacks\": [";
   for (size_t i = 0; i < r.fallbacks.size(); ++i) {

@@ -261,6 +261,10 @@ int RunCommand(const std::vector<std::string>& args) {
   }
   std::printf("\n");
   std::printf("copies: %lld\n", static_cast<long long>(session.statistic("copies")));
+  // Streams the EPs queue work on (plugin ABI 13); the line is absent when everything is
+  // synchronous.
+  if (const int64_t streams = session.statistic("streams"); streams > 0)
+    std::printf("streams: %lld\n", static_cast<long long>(streams));
   // oneDNN reference implementations the EPs kept (the CPU EP avoids them; each is also named
   // in a warning): "reference primitives: CPU=0".
   std::string reference;

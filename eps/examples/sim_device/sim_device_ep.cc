@@ -11,6 +11,11 @@
 // Control flow (any fixed-size element type): the host's If, Loop and Scan, with the device
 // helpers they need (stacking, slicing and transposing tensors in SimDevice memory); Loop also
 // carries sequences and optionals (the host copies their tensors in and out element by element).
+//
+// Asynchronous mode (EP option async=1, ABI 13): the EP makes streams (sim_stream.h), a worker
+// thread each; kernels and copies queue their work there and return, as on a real accelerator.
+// A virtual NPU option copy_latency_us=N (--virtual npu:copy_latency_us=N) makes every copy into
+// or out of that device take N microseconds more, in either mode, like a slow link.
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -22,6 +27,7 @@
 #include <vector>
 
 #include "sim_memory.h"
+#include "sim_stream.h"
 
 namespace sim {
 namespace {
@@ -76,16 +82,23 @@ class Binary : public Kernel {
     float* py = Data<float>(y);
     if (y.size() == 0) return;
     if (dims.empty()) {  // scalars
-      py[0] = Op()(pa[0], pb[0]);
+      RunOn(ctx.stream(), [=] { py[0] = Op()(pa[0], pb[0]); });
       return;
     }
-    const std::vector<int64_t> sa = BroadcastStrides(a.shape(), dims);
-    const std::vector<int64_t> sb = BroadcastStrides(b.shape(), dims);
+    RunOn(ctx.stream(),
+          [=, sa = BroadcastStrides(a.shape(), dims), sb = BroadcastStrides(b.shape(), dims),
+           size = y.size()] { Apply(pa, pb, py, dims, sa, sb, size); });
+  }
+
+ private:
+  // y = Op(a, b) over `dims`, a and b read with their broadcast strides.
+  static void Apply(const float* pa, const float* pb, float* py, const std::vector<int64_t>& dims,
+                    const std::vector<int64_t>& sa, const std::vector<int64_t>& sb, size_t size) {
     const size_t rank = dims.size();
     const int64_t inner = dims.back();
     std::vector<int64_t> index(rank, 0);  // position in the outer dimensions
     int64_t oa = 0, ob = 0;               // offsets of that position in a and b
-    for (size_t row = 0; row < y.size(); row += static_cast<size_t>(inner)) {
+    for (size_t row = 0; row < size; row += static_cast<size_t>(inner)) {
       for (int64_t i = 0; i < inner; ++i)
         py[row + i] = Op()(pa[oa + i * sa.back()], pb[ob + i * sb.back()]);
       for (size_t d = rank - 1; d-- > 0;) {  // odometer step over the outer dimensions
@@ -109,7 +122,9 @@ class Relu : public Kernel {
     Tensor y = ctx.output(0, x.shape(), x.type());  // may be x's buffer (MayInplace(0, 0))
     const float* px = Data<float>(x);
     float* py = Data<float>(y);
-    for (size_t i = 0; i < x.size(); ++i) py[i] = px[i] < 0.0f ? 0.0f : px[i];  // keeps NaN
+    RunOn(ctx.stream(), [=, n = x.size()] {
+      for (size_t i = 0; i < n; ++i) py[i] = px[i] < 0.0f ? 0.0f : px[i];  // keeps NaN
+    });
   }
 };
 
@@ -141,6 +156,8 @@ class MatMul : public PrePackingKernel {
     ConstTensor a = ctx.input(0);
     int64_t k = k_, n = n_;
     const float* bt = nullptr;
+    const float* b_data = nullptr;  // B to transpose first (not pre-packed, queued work)
+    NxStream* const stream = ctx.stream();
     if (packed_.get() != nullptr) {
       // Once packed, input 1 is not read: the host may have freed the initializer.
       bt = Resolve<const float>(packed_.get(), packed_.size());
@@ -149,10 +166,15 @@ class MatMul : public PrePackingKernel {
       NXRT_EP_ENFORCE(b.rank() == 2, "MatMul: B must be 2-D");
       k = b.dim(0);
       n = b.dim(1);
-      const size_t bytes = b.bytes();
-      float* scratch = Resolve<float>(ctx.scratch(bytes), bytes);  // device memory until we return
-      Transpose(Data<float>(b), scratch, k, n);
-      bt = scratch;
+      if (stream != nullptr) {
+        b_data = Data<float>(b);  // transposed in the queued work: scratch ends with Compute
+      } else {
+        const size_t bytes = b.bytes();
+        float* scratch =
+            Resolve<float>(ctx.scratch(bytes), bytes);  // device memory until we return
+        Transpose(Data<float>(b), scratch, k, n);
+        bt = scratch;
+      }
     }
     NXRT_EP_ENFORCE(a.rank() >= 1 && a.dim(a.rank() - 1) == k,
                     "MatMul: the last dimension of A must be " + std::to_string(k));
@@ -163,22 +185,40 @@ class MatMul : public PrePackingKernel {
     Tensor y = ctx.output(0, dims, a.type());
     const float* pa = Data<float>(a);
     float* py = Data<float>(y);
+    if (stream != nullptr) {  // queued: one worker, no session threads
+      RunOn(stream, [=] {
+        std::vector<float> transposed;
+        const float* b = bt;
+        if (b_data != nullptr) {
+          transposed.resize(static_cast<size_t>(k * n));
+          Transpose(b_data, transposed.data(), k, n);
+          b = transposed.data();
+        }
+        Rows(pa, b, py, k, n, 0, rows);
+      });
+      return;
+    }
     // Rows are independent: spread them over the session's intra-op threads, a few thousand
     // multiply-adds per chunk at least. Everything the chunks touch is resolved beforehand
     // (chunks must not throw).
     const size_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, k * n));
-    ctx.parallel_for(rows, grain, [=](size_t begin, size_t end) {
-      for (size_t r = begin; r < end; ++r) {
-        for (int64_t j = 0; j < n; ++j) {
-          float sum = 0.0f;
-          for (int64_t p = 0; p < k; ++p) sum += pa[r * k + p] * bt[j * k + p];
-          py[r * n + j] = sum;
-        }
-      }
-    });
+    ctx.parallel_for(rows, grain,
+                     [=](size_t begin, size_t end) { Rows(pa, bt, py, k, n, begin, end); });
   }
 
  private:
+  // Rows [begin, end) of y = a x b, with b given transposed ([n, k]).
+  static void Rows(const float* pa, const float* bt, float* py, int64_t k, int64_t n, size_t begin,
+                   size_t end) {
+    for (size_t r = begin; r < end; ++r) {
+      for (int64_t j = 0; j < n; ++j) {
+        float sum = 0.0f;
+        for (int64_t p = 0; p < k; ++p) sum += pa[r * k + p] * bt[j * k + p];
+        py[r * n + j] = sum;
+      }
+    }
+  }
+
   static void Transpose(const float* b, float* bt, int64_t k, int64_t n) {
     for (int64_t i = 0; i < k; ++i)
       for (int64_t j = 0; j < n; ++j) bt[j * k + i] = b[i * n + j];
@@ -226,7 +266,9 @@ class Reshape : public Kernel {
     }
     Tensor y = ctx.output(0, dims, x.type());
     if (y.raw() == x.raw()) return;  // aliased: the data is already in place
-    std::memcpy(Data<float>(y), Data<float>(x), x.bytes());
+    RunOn(ctx.stream(), [dst = Data<float>(y), src = Data<float>(x), bytes = x.bytes()] {
+      std::memcpy(dst, src, bytes);
+    });
   }
 
  private:
@@ -242,7 +284,8 @@ class Identity : public Kernel {
     ConstTensor x = ctx.input(0);
     Tensor y = ctx.output(0, x.shape(), x.type());
     if (y.raw() == x.raw() || x.bytes() == 0) return;
-    std::memcpy(Resolve(y.raw(), y.bytes()), Resolve(x.raw(), x.bytes()), x.bytes());
+    RunOn(ctx.stream(), [dst = Resolve(y.raw(), y.bytes()), src = Resolve(x.raw(), x.bytes()),
+                         bytes = x.bytes()] { std::memcpy(dst, src, bytes); });
   }
 };
 
@@ -459,6 +502,7 @@ struct SimEp {
   // "spread": "first", the default, or "alternate").
   std::vector<const NxHardwareDevice*> devices;
   bool alternate = false;
+  bool async = false;  // EP option "async": streams with a worker thread each (ABI 13)
   size_t claimed = 0;  // nodes claimed so far, for "alternate"
 };
 
@@ -505,6 +549,13 @@ NxStatus* EpGetCapability(NxEp* self, const NxGraph* graph, NxCapability* capabi
   });
 }
 
+// Asynchronous mode: a stream (a worker thread) for whatever the host asks; otherwise none, and
+// everything stays synchronous.
+NxStatus* EpCreateStream(NxEp* self, const NxHardwareDevice*, NxStream** stream) {
+  return Guard(
+      [&] { *stream = reinterpret_cast<SimEp*>(self)->async ? &(new Stream)->base : nullptr; });
+}
+
 const char* FactoryGetName(const NxEpFactory*) { return kEpName; }
 const char* FactoryGetVendor(const NxEpFactory*) { return "nxrt examples"; }
 const char* FactoryGetVersion(const NxEpFactory*) { return "1.0.0"; }
@@ -519,15 +570,27 @@ NxStatus* FactoryCreateVirtualDevices(NxEpFactory* self, NxDeviceType type,
   auto* factory = reinterpret_cast<SimFactory*>(self);
   return Guard([&] {
     if (type != NX_DEVICE_NPU) return;
-    if (num_options > 0)
-      Fail(NX_INVALID_ARGUMENT, std::string(kEpName) + ": unknown virtual NPU option '" +
-                                    (options[0].key ? options[0].key : "") + "' (it takes none)");
+    uint64_t latency_us = 0;
+    for (size_t i = 0; i < num_options; ++i) {
+      const std::string key = options[i].key ? options[i].key : "";
+      const std::string value = options[i].value ? options[i].value : "";
+      if (key != "copy_latency_us")
+        Fail(NX_INVALID_ARGUMENT, std::string(kEpName) + ": unknown virtual NPU option '" + key +
+                                      "' (it takes copy_latency_us)");
+      char* end = nullptr;
+      latency_us = std::strtoull(value.c_str(), &end, 10);
+      if (value.empty() || *end != '\0' || value[0] == '-' || latency_us > 10'000'000)
+        Fail(NX_INVALID_ARGUMENT, std::string(kEpName) + ": copy_latency_us is '" + value +
+                                      "'; it takes microseconds from 0 to 10000000");
+    }
     if (factory->virtual_devices == kDevices)
       Fail(NX_INVALID_ARGUMENT,
            std::string(kEpName) + " simulates at most " + std::to_string(kDevices) + " devices");
     const int index = factory->virtual_devices++;
-    AddVirtualDevice(created, NX_DEVICE_NPU, "nxrt examples", 0, static_cast<uint32_t>(index),
-                     {{"sim_device", std::to_string(index)}});
+    g_copy_latency_us[index] = latency_us;
+    AddVirtualDevice(
+        created, NX_DEVICE_NPU, "nxrt examples", 0, static_cast<uint32_t>(index),
+        {{"sim_device", std::to_string(index)}, {"copy_latency_us", std::to_string(latency_us)}});
   });
 }
 
@@ -559,11 +622,18 @@ NxStatus* FactoryCreateEp(NxEpFactory* self, const NxEpCreateArgs* args, NxEp** 
       Fail(NX_INVALID_ARGUMENT,
            std::string(kEpName) + ": option spread is '" + how + "'; it takes first or alternate");
     ep->alternate = how == "alternate";
+    const char* async = Host().Config_Get(args->session_config, "ep.simdevice.async");
+    const std::string mode = async != nullptr ? async : "0";
+    if (mode != "0" && mode != "1")
+      Fail(NX_INVALID_ARGUMENT,
+           std::string(kEpName) + ": option async is '" + mode + "'; it takes 0 or 1");
+    ep->async = mode == "1";
     ep->base.version = NXRT_EP_API_VERSION;
     ep->base.GetName = &EpGetName;
     ep->base.GetCapability = &EpGetCapability;
     ep->base.GetKernelRegistry = &EpGetKernelRegistry;
     ep->base.CreateAllocator = nullptr;  // no per-session allocator: the factory's serves all
+    ep->base.CreateStream = &EpCreateStream;
     ep->registry = reinterpret_cast<SimFactory*>(self)->registry;
     *out = &ep.release()->base;
   });
@@ -598,6 +668,9 @@ extern "C" NXRT_EXPORT NxStatus* NxrtCreateEpFactories(const NxHostApi* host, co
   if (host->version < 2)
     return host->CreateStatus(NX_INVALID_PLUGIN, "SimDevice needs plugin ABI 2");
   SetHost(host);
+  // Copy latencies are per simulated device, process-wide: a new registration starts at none
+  // until its virtual NPUs say otherwise.
+  for (auto& latency : g_copy_latency_us) latency = 0;
   if (max_factories < 1) return host->CreateStatus(NX_INVALID_ARGUMENT, "no room for a factory");
   auto factory = std::make_unique<SimFactory>();
   NxStatus* status = Guard([&] {

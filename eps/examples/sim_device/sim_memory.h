@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cinttypes>
 #include <cstdint>
 #include <cstdio>
@@ -24,7 +25,11 @@
 #include <new>
 #include <nxrt/nxrt_ep.hpp>
 #include <string>
+#include <thread>
 #include <unordered_set>
+#include <vector>
+
+#include "sim_stream.h"
 
 namespace sim {
 
@@ -217,6 +222,31 @@ inline bool IsHost(const NxMemoryInfo* m) {
 // Tensors the data transfer has copied, for tests (SimDevice_Copies).
 inline std::atomic<size_t> g_tensor_copies{0};
 
+// Per simulated device: what each copy into or out of its memory costs on top of the bytes,
+// in microseconds (virtual NPU option copy_latency_us; set at registration).
+inline std::atomic<uint64_t> g_copy_latency_us[kDevices] = {};
+
+// The latency of a copy between two memories: the slower device's.
+inline uint64_t CopyLatencyUs(const NxMemoryInfo* src, const NxMemoryInfo* dst) {
+  uint64_t us = 0;
+  for (const NxMemoryInfo* m : {src, dst})
+    if (const int d = DeviceOf(m); d >= 0) us = std::max<uint64_t>(us, g_copy_latency_us[d]);
+  return us;
+}
+
+// One copy, checked and resolved when it is asked for; `Run` does it (then or on a stream).
+struct PendingCopy {
+  void* to = nullptr;
+  const void* from = nullptr;
+  size_t bytes = 0;
+  uint64_t latency_us = 0;
+  void Run() const {
+    if (latency_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(latency_us));
+    if (bytes > 0) std::memcpy(to, from, bytes);
+    ++g_tensor_copies;
+  }
+};
+
 // All state lives in Memory::Get(): the allocator object is only the ABI table.
 // An allocator of one device's memory; the NxAllocator table comes first, so the callbacks find
 // their device behind the table pointer.
@@ -254,6 +284,22 @@ inline void* TensorBytes(const nxrt::ep::ConstTensor& t) {
   return const_cast<void*>(t.raw());
 }
 
+// The copies src[i] -> dst[i], checked (same size, blocks of the memories the tensors name).
+inline std::vector<PendingCopy> Resolve(const NxValue* const* src, NxValue* const* dst,
+                                        size_t count) {
+  std::vector<PendingCopy> copies;
+  for (size_t i = 0; i < count; ++i) {
+    nxrt::ep::ConstTensor from(src[i]), to(dst[i]);
+    if (from.bytes() != to.bytes()) {
+      nxrt::ep::Fail(NX_INVALID_ARGUMENT, "SimDevice copy: " + std::to_string(from.bytes()) +
+                                              " bytes into " + std::to_string(to.bytes()));
+    }
+    copies.push_back(PendingCopy{TensorBytes(to), TensorBytes(from), from.bytes(),
+                                 CopyLatencyUs(from.memory(), to.memory())});
+  }
+  return copies;
+}
+
 inline NxDataTransfer* NewDataTransfer() {
   return new NxDataTransfer{
       NXRT_EP_API_VERSION,
@@ -266,19 +312,21 @@ inline NxDataTransfer* NewDataTransfer() {
       // CopyTensors: synchronous, so a plain memcpy between resolved addresses.
       [](NxDataTransfer*, const NxValue* const* src, NxValue* const* dst, size_t count) {
         return nxrt::ep::Guard([&] {
-          for (size_t i = 0; i < count; ++i) {
-            nxrt::ep::ConstTensor from(src[i]), to(dst[i]);
-            if (from.bytes() != to.bytes()) {
-              nxrt::ep::Fail(NX_INVALID_ARGUMENT,
-                             "SimDevice copy: " + std::to_string(from.bytes()) + " bytes into " +
-                                 std::to_string(to.bytes()));
-            }
-            if (from.bytes() > 0) std::memcpy(TensorBytes(to), TensorBytes(from), from.bytes());
-            ++g_tensor_copies;
-          }
+          for (const PendingCopy& c : Resolve(src, dst, count)) c.Run();
         });
       },
       [](NxDataTransfer* self) { delete self; },
+      // CopyTensorsAsync (ABI 13): checked now, copied by the stream's worker. The host keeps
+      // both tensors alive until the stream has passed the copies.
+      [](NxDataTransfer*, const NxValue* const* src, NxValue* const* dst, size_t count,
+         NxStream* stream) {
+        return nxrt::ep::Guard([&] {
+          std::vector<PendingCopy> copies = Resolve(src, dst, count);
+          RunOn(stream, [copies = std::move(copies)] {
+            for (const PendingCopy& c : copies) c.Run();
+          });
+        });
+      },
   };
 }
 
