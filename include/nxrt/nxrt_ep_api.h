@@ -370,6 +370,13 @@ struct NxLoopHelper {
   NxStatus* (*ConcatOutput)(NxLoopHelper* self, const NxValue* const* per_iteration, size_t count,
                             NxValue* output);
   void (*Release)(NxLoopHelper* self);
+
+  /* ---- version 13 (optional, may be NULL) -------------------------------------------------
+   * As ConcatOutput, queued on `stream`: the stream of the Loop node's device when the EP makes
+   * streams (NxEp::CreateStream). Called instead of ConcatOutput then; the host keeps the parts
+   * and the output alive until the stream has passed the work. */
+  NxStatus* (*ConcatOutputOnStream)(NxLoopHelper* self, const NxValue* const* per_iteration,
+                                    size_t count, NxValue* output, NxStream* stream);
 };
 
 typedef struct NxScanHelper NxScanHelper;
@@ -391,6 +398,19 @@ struct NxScanHelper {
    * first axis (per-iteration scan outputs, and for opset 8 the per-batch results). */
   NxStatus* (*ConcatOutput)(NxScanHelper* self, const NxValue* const* parts, size_t count,
                             NxValue* output);
+
+  /* ---- version 13 (optional, may be NULL) -------------------------------------------------
+   * Transpose, SliceAxis0 and ConcatOutput queued on `stream`, the stream of the Scan node's
+   * device when the EP makes streams; called instead of the synchronous ones then (each may be
+   * NULL on its own). The host synchronises the stream after a transpose or slice (the body or
+   * the next step reads the result), and keeps every tensor alive until the stream has passed
+   * the work. */
+  NxStatus* (*TransposeOnStream)(NxScanHelper* self, const size_t* perm, size_t rank,
+                                 const NxValue* input, NxValue* output, NxStream* stream);
+  NxStatus* (*SliceAxis0OnStream)(NxScanHelper* self, const NxValue* input, int64_t index,
+                                  NxValue* output, NxStream* stream);
+  NxStatus* (*ConcatOutputOnStream)(NxScanHelper* self, const NxValue* const* parts, size_t count,
+                                    NxValue* output, NxStream* stream);
 };
 
 /* ============================================================================================
@@ -905,8 +925,8 @@ typedef struct NxHostApi {
 
   /* ---- Version 13: streams ---------------------------------------------------------------- */
   /* The stream this Compute queues its work on, or NULL: then the kernel finishes its work
-   * before returning (EPs without CreateStream, and the host's control-flow kernels, which run
-   * synchronously). With a stream:
+   * before returning (EPs without CreateStream; the host's If and SequenceMap kernels; Loop and
+   * Scan hand the stream to their helpers' *OnStream members). With a stream:
    *   - inputs in device memory may still be being produced by earlier work on the same stream
    *     (the host already made the stream wait for producers elsewhere), so read them only in
    *     queued work; inputs in host memory are complete and may be read in Compute;

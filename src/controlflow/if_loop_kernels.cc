@@ -190,6 +190,14 @@ struct LoopKernel {
     if (helper != nullptr && first.type != NX_TYPE_STRING) {
       std::vector<const NxValue*> raw;
       for (const ValuePtr& p : parts) raw.push_back(p.get());
+      if (ctx.stream != nullptr && helper->version >= 13 && helper->ConcatOutputOnStream) {
+        // Queued on the node's stream (ABI 13): the parts stay alive until the run synchronises.
+        ThrowIfStatus(
+            helper->ConcatOutputOnStream(helper, raw.data(), raw.size(), out.get(), ctx.stream),
+            node.Describe() + ": the EP's ConcatOutputOnStream failed");
+        ctx.keep_alive.insert(ctx.keep_alive.end(), parts.begin(), parts.end());
+        return out;
+      }
       ThrowIfStatus(helper->ConcatOutput(helper, raw.data(), raw.size(), out.get()),
                     node.Describe() + ": the EP's ConcatOutput failed");
       return out;

@@ -72,6 +72,14 @@ struct ScanKernel {
     for (size_t p : perm) dims.push_back(input.dims[p]);
     ValuePtr out = AllocateLike(ctx, input, input.type, dims);
     if (helper != nullptr && input.type != NX_TYPE_STRING) {
+      if (NxStream* stream =
+              StreamOf(ctx, helper->version >= 13 && helper->TransposeOnStream != nullptr)) {
+        ThrowIfStatus(
+            helper->TransposeOnStream(helper, perm.data(), perm.size(), &input, out.get(), stream),
+            node.Describe() + ": the EP's TransposeOnStream failed");
+        Synchronize(ctx, stream);  // the body or the caller reads it next
+        return out;
+      }
       ThrowIfStatus(helper->Transpose(helper, perm.data(), perm.size(), &input, out.get()),
                     node.Describe() + ": the EP's Transpose failed");
     } else {
@@ -80,6 +88,15 @@ struct ScanKernel {
       TransposeHost(input, perm, *out);
     }
     return out;
+  }
+
+  // The node's stream for a helper call, when the helper has the *OnStream member (ABI 13).
+  NxStream* StreamOf(const NxKernelContext& ctx, bool has_member) const {
+    return ctx.stream != nullptr && has_member ? ctx.stream : nullptr;
+  }
+  // Waits for what a helper queued (a slice or transpose the body reads next).
+  static void Synchronize(const NxKernelContext& ctx, NxStream* stream) {
+    ThrowIfStatus(stream->Synchronize(stream), ctx.node->Describe() + ": its stream failed");
   }
 
   // The version-5 helpers, when the EP gave them.
@@ -97,6 +114,13 @@ struct ScanKernel {
     NXRT_CHECK(!src.dims.empty(), NX_RUNTIME_ERROR, node.Describe() + ": cannot slice a scalar");
     std::vector<int64_t> dims(src.dims.begin() + 1, src.dims.end());
     ValuePtr out = AllocateLike(ctx, src, src.type, dims);
+    if (NxStream* stream =
+            StreamOf(ctx, helper->version >= 13 && helper->SliceAxis0OnStream != nullptr)) {
+      ThrowIfStatus(helper->SliceAxis0OnStream(helper, &src, i, out.get(), stream),
+                    node.Describe() + ": the EP's SliceAxis0OnStream failed");
+      Synchronize(ctx, stream);  // the body reads it next
+      return out;
+    }
     ThrowIfStatus(helper->SliceAxis0(helper, &src, i, out.get()),
                   node.Describe() + ": the EP's SliceAxis0 failed");
     return out;
@@ -122,6 +146,15 @@ struct ScanKernel {
     std::vector<int64_t> dims{static_cast<int64_t>(parts.size())};
     dims.insert(dims.end(), first.dims.begin(), first.dims.end());
     ValuePtr out = AllocateLike(ctx, first, first.type, dims);
+    if (NxStream* stream =
+            StreamOf(ctx, helper->version >= 13 && helper->ConcatOutputOnStream != nullptr)) {
+      // Queued: the parts stay alive until the run synchronises; later helper calls on the
+      // same stream come after it.
+      ThrowIfStatus(helper->ConcatOutputOnStream(helper, raw.data(), raw.size(), out.get(), stream),
+                    node.Describe() + ": the EP's ConcatOutputOnStream failed");
+      ctx.keep_alive.insert(ctx.keep_alive.end(), parts.begin(), parts.end());
+      return out;
+    }
     ThrowIfStatus(helper->ConcatOutput(helper, raw.data(), raw.size(), out.get()),
                   node.Describe() + ": the EP's ConcatOutput failed");
     return out;

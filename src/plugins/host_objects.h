@@ -88,6 +88,9 @@ struct NxKernelContext {
   const nxrt::RunControl* run_control = nullptr;
   // The stream the kernel queues its work on (ABI 13), null when it runs synchronously.
   NxStream* stream = nullptr;
+  // Values queued work still reads after Compute returns (the host's Loop/Scan kernels put the
+  // parts their helpers stack on the stream here): kept until the run has synchronised.
+  mutable std::vector<nxrt::ValuePtr> keep_alive;
 };
 
 // Collects the virtual devices a factory creates for one request (CreateVirtualDevices).

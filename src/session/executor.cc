@@ -445,9 +445,11 @@ void Session::Execute(std::span<const Value* const> feeds, std::span<const int> 
         const Value* in = slots[static_cast<size_t>(in_slots[i])];
         node_inputs[i] = in;
         // A queued kernel reads device memory later, in its stream's order; host memory (and
-        // anything but a tensor) it may read in Compute, so that must be complete now.
+        // anything but a tensor) it may read in Compute, so that must be complete now, as must
+        // everything a control-flow node's bodies read (they run on streams of their own).
         streams.BeforeRead(in_slots[i], lane,
-                           in == nullptr || in->kind != NX_VALUE_TENSOR || IsHostReadable(*in));
+                           step_sync_inputs_[s] || in == nullptr || in->kind != NX_VALUE_TENSOR ||
+                               IsHostReadable(*in));
       }
       for (int slot : node_implicit_slots_[n]) streams.BeforeRead(slot, lane, true);
       // An input may be overwritten only if the plan allows it and this run owns it (a copy
@@ -477,13 +479,15 @@ void Session::Execute(std::span<const Value* const> feeds, std::span<const int> 
       // Released when the node is done (also when it throws: the lease empties them).
       struct NodeScratch {
         NxKernelContext& ctx;
+        RunStreams& streams;
         ~NodeScratch() {
+          streams.Keep(ctx.keep_alive);  // what queued helper work reads (ABI 13)
           ctx.created.clear();
           ctx.scratch.clear();
           ctx.share_index.clear();
           ctx.share_index_built = false;
         }
-      } node_scratch{ctx};
+      } node_scratch{ctx, streams};
       ctx.profile = nullptr;
       ctx.node = &node;
       ctx.entry = entries_[n];

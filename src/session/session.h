@@ -234,6 +234,7 @@ class Session {
   std::unique_ptr<StreamLanes> lanes_;
   std::vector<int> step_lane_;
   std::vector<char> step_event_needed_;
+  std::vector<char> step_sync_inputs_;  // a Loop/Scan on a stream: its inputs complete first
   // Per value: the from-device stream a graph output produced in device memory goes to the host
   // on, as soon as it is produced (-1: at the end of the run, synchronously); empty: none.
   std::vector<int> output_lane_;

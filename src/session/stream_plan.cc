@@ -1,7 +1,8 @@
 // Session::PlanStreams: which lane (session/streams.h) each step of the plan runs on.
-//   - A node runs on the kernels stream of its device when its EP's factory makes streams
-//     (ABI 13), except the host's control-flow kernels (If, Loop, Scan, SequenceMap), which run
-//     bodies and read conditions on the host and so are synchronous.
+//   - A node runs on the kernels stream of its device when its EP makes streams (ABI 13). The
+//     host's Loop and Scan kernels do too (their helpers queue stacking and slicing there), with
+//     every input completed first: their bodies run on streams of their own. If and
+//     SequenceMap stay on the host.
 //   - A copy into a factory's memory runs on its to-device stream, a copy out of it on its
 //     from-device stream, when its data transfer can queue that copy (CopyTensorsAsync).
 //   - Everything else is the host (-1).
@@ -13,9 +14,11 @@
 namespace nxrt {
 namespace {
 
-bool IsHostControlFlow(const Node& node) {
-  return node.domain.empty() && (node.op_type == "If" || node.op_type == "Loop" ||
-                                 node.op_type == "Scan" || node.op_type == "SequenceMap");
+bool IsHostOnly(const Node& node) {
+  return node.domain.empty() && (node.op_type == "If" || node.op_type == "SequenceMap");
+}
+bool IsLoopOrScan(const Node& node) {
+  return node.domain.empty() && (node.op_type == "Loop" || node.op_type == "Scan");
 }
 
 // The hardware device of `factory` whose kernels work in `memory` (null when none says so,
@@ -31,6 +34,7 @@ const NxHardwareDevice* DeviceOfMemory(const EpFactory& factory, const NxMemoryI
 void Session::PlanStreams() {
   step_lane_.assign(steps_.size(), -1);
   step_event_needed_.assign(steps_.size(), 0);
+  step_sync_inputs_.assign(steps_.size(), 0);
   if (dry_run_) return;
   std::vector<const EpInstance*> streaming;
   for (const auto& ep : eps_)
@@ -43,12 +47,13 @@ void Session::PlanStreams() {
     if (!step.is_copy) {
       const Node& node = g.nodes[static_cast<size_t>(step.index)];
       const int e = node_ep_[static_cast<size_t>(node.index)];
-      if (e < 0 || IsHostControlFlow(node)) continue;
+      if (e < 0 || IsHostOnly(node)) continue;
       const EpInstance& ep = *eps_[static_cast<size_t>(e)];
       if (!StreamLanes::HasStreams(ep)) continue;
       const NxHardwareDevice* device =
           node.assigned_device != nullptr ? node.assigned_device : ep.first_device();
       step_lane_[s] = lanes->Get(ep, device, LaneKind::kKernels);
+      step_sync_inputs_[s] = IsLoopOrScan(node) ? 1 : 0;
       continue;
     }
     const Copy& c = copies_[static_cast<size_t>(step.index)];

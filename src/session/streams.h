@@ -112,6 +112,12 @@ class RunStreams {
   }
   // Frees a slot's value at its last use: now, or when the run has synchronised.
   void Release(int slot, ValuePtr& value);
+  // Keeps `values` (emptied) until the run has synchronised; without streams they go now.
+  void Keep(std::vector<ValuePtr>& values) {
+    if (active_)
+      for (ValuePtr& v : values) deferred_.push_back(std::move(v));
+    values.clear();
+  }
   // Waits for every stream the run used; throws the first error their queued work reported.
   void SynchronizeAll();
   // The executed spans of the profiled steps ("stream" events on each lane's track), after

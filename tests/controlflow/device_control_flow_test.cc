@@ -143,7 +143,9 @@ std::string CountingLoop() {
                      {Info("n", I64, {}), Info("x0", F, {64})}, {Info("x", F, {64})}));
 }
 
-class DeviceControlFlow : public ::testing::Test {
+// Parameter: SimDevice's EP option async, "0" (synchronous) or "1" (ABI 13 streams: kernels
+// and helpers queued on a worker thread per stream).
+class DeviceControlFlow : public ::testing::TestWithParam<const char*> {
  protected:
   void SetUp() override {
     // Our own reference keeps the library (and its counters) loaded after the env is gone.
@@ -168,7 +170,7 @@ class DeviceControlFlow : public ::testing::Test {
                                       const std::vector<const nxrt::Value*>& inputs) {
     nxrt::SessionOptions o;
     o.SetIntraOpThreads(1);
-    if (sim) o.AppendEp("SimDevice");
+    if (sim) o.AppendEp("SimDevice", {{"async", GetParam()}});
     nxrt::Session s(*env_, bytes.data(), bytes.size(), &o);
     if (sim) {
       // The control-flow node itself runs on SimDevice.
@@ -185,7 +187,7 @@ class DeviceControlFlow : public ::testing::Test {
   size_t live_before_ = 0, bad_before_ = 0;
 };
 
-TEST_F(DeviceControlFlow, IfMulGivesTheSeedOutputsOnSimDevice) {
+TEST_P(DeviceControlFlow, IfMulGivesTheSeedOutputsOnSimDevice) {
   const std::string bytes = IfMul();
   auto b = Floats({3, 2}, {2, 3, 4, -5, 6, 7});
   for (bool a : {true, false}) {
@@ -197,33 +199,37 @@ TEST_F(DeviceControlFlow, IfMulGivesTheSeedOutputsOnSimDevice) {
   }
 }
 
-TEST_F(DeviceControlFlow, LoopSubOneStacksItsScanOutputOnTheDevice) {
+TEST_P(DeviceControlFlow, LoopSubOneStacksItsScanOutputOnTheDevice) {
   const std::string bytes = LoopSubOne();
   auto iters = nxrt::Value::Tensor(NX_TYPE_INT64, std::vector<int64_t>{1});
   *iters.data<int64_t>() = 3;
   auto a = Floats({1}, {10});
-  const size_t concat_before = HelperCalls("concat");
+  const size_t concat_before = HelperCalls("concat"), queued_before = HelperCalls("queued");
   auto out = Run(bytes, true, {"MAX_ITERS", "A"}, {&iters, &a});
   EXPECT_EQ(out[0], (std::vector<float>{7}));
   EXPECT_EQ(out[1], (std::vector<float>{9, 8, 7}));
   EXPECT_EQ(HelperCalls("concat"), concat_before + 1);  // D, stacked by SimDevice
+  // With streams the stacking was queued on the Loop node's stream (ConcatOutputOnStream).
+  EXPECT_EQ(HelperCalls("queued"), queued_before + (std::string(GetParam()) == "1" ? 1 : 0));
   EXPECT_EQ(out, Run(bytes, false, {"MAX_ITERS", "A"}, {&iters, &a}));
 }
 
-TEST_F(DeviceControlFlow, ScanMulSlicesAndStacksOnTheDevice) {
+TEST_P(DeviceControlFlow, ScanMulSlicesAndStacksOnTheDevice) {
   const std::string bytes = ScanMulSum(0);
   auto x = Floats({3, 3}, {1, 2, 3, 10, 20, 30, 100, 200, 300});
   auto s0 = Floats({3}, {0, 0, 0});
   const size_t slices = HelperCalls("slice"), concats = HelperCalls("concat");
+  const size_t queued = HelperCalls("queued");
   auto out = Run(bytes, true, {"S0", "X"}, {&s0, &x});
   EXPECT_EQ(out[0], (std::vector<float>{111, 222, 333}));
   EXPECT_EQ(out[1], (std::vector<float>{2, 4, 6, 20, 40, 60, 200, 400, 600}));
   EXPECT_EQ(HelperCalls("slice"), slices + 3);  // one per row
   EXPECT_EQ(HelperCalls("concat"), concats + 1);
+  EXPECT_EQ(HelperCalls("queued"), queued + (std::string(GetParam()) == "1" ? 4 : 0));
   EXPECT_EQ(out, Run(bytes, false, {"S0", "X"}, {&s0, &x}));
 }
 
-TEST_F(DeviceControlFlow, ScanOverAxisOneTransposesOnTheDevice) {
+TEST_P(DeviceControlFlow, ScanOverAxisOneTransposesOnTheDevice) {
   const std::string bytes = ScanMulSum(1);
   auto x = Floats({3, 3}, {1, 2, 3, 10, 20, 30, 100, 200, 300});
   auto s0 = Floats({3}, {0.5f, 0.5f, 0.5f});
@@ -235,7 +241,7 @@ TEST_F(DeviceControlFlow, ScanOverAxisOneTransposesOnTheDevice) {
   EXPECT_EQ(out, Run(bytes, false, {"S0", "X"}, {&s0, &x}));
 }
 
-TEST_F(DeviceControlFlow, ScanOpset8BatchesOnTheDevice) {
+TEST_P(DeviceControlFlow, ScanOpset8BatchesOnTheDevice) {
   const std::string bytes = ScanMulSum(0, 8);
   auto x = Floats({2, 3, 2}, {1, 2, 3, 4, 5, 6, 10, 20, 30, 40, 50, 60});
   auto s0 = Floats({2, 2}, {0, 0, 1, 1});
@@ -245,7 +251,7 @@ TEST_F(DeviceControlFlow, ScanOpset8BatchesOnTheDevice) {
   EXPECT_EQ(out, Run(bytes, false, {"S0", "X"}, {&s0, &x}));
 }
 
-TEST_F(DeviceControlFlow, LoopInsideIfInsideLoopOnSimDevice) {
+TEST_P(DeviceControlFlow, LoopInsideIfInsideLoopOnSimDevice) {
   const std::string bytes = NestedModel();
   for (int64_t n : {0, 3, 6}) {
     auto trips = Scalar64(n);
@@ -258,10 +264,10 @@ TEST_F(DeviceControlFlow, LoopInsideIfInsideLoopOnSimDevice) {
   }
 }
 
-TEST_F(DeviceControlFlow, CarriedValuesStayInDeviceMemoryAcrossIterations) {
+TEST_P(DeviceControlFlow, CarriedValuesStayInDeviceMemoryAcrossIterations) {
   const std::string bytes = CountingLoop();
   nxrt::SessionOptions o;
-  o.AppendEp("SimDevice");
+  o.AppendEp("SimDevice", {{"async", GetParam()}});
   nxrt::Session s(*env_, bytes.data(), bytes.size(), &o);
   auto x0 = nxrt::Value::Tensor(NX_TYPE_FLOAT, std::vector<int64_t>{64});
   std::fill(x0.data<float>(), x0.data<float>() + 64, 0.0f);
@@ -283,7 +289,7 @@ TEST_F(DeviceControlFlow, CarriedValuesStayInDeviceMemoryAcrossIterations) {
 
 // A sequence output whose tensors a device EP made (SequenceMap with its body on SimDevice) comes
 // back with every tensor in host memory: the caller reads it directly.
-TEST_F(DeviceControlFlow, SequenceOfDeviceTensorsIsDeliveredInHostMemory) {
+TEST_P(DeviceControlFlow, SequenceOfDeviceTensorsIsDeliveredInHostMemory) {
   auto body = Graph("body", {MakeNode("Add", {"x", "x"}, {"y"})}, {Info("x", F, {-1})},
                     {Info("y", F, {-1})});
   const std::string bytes =
@@ -294,7 +300,7 @@ TEST_F(DeviceControlFlow, SequenceOfDeviceTensorsIsDeliveredInHostMemory) {
   auto xs = nxrt::Value::Sequence(NX_TYPE_FLOAT, {&a, &b});
   nxrt::SessionOptions o;
   o.SetIntraOpThreads(1);
-  o.AppendEp("SimDevice");
+  o.AppendEp("SimDevice", {{"async", GetParam()}});
   nxrt::Session s(*env_, bytes.data(), bytes.size(), &o);
   size_t body_nodes_on_sim = 0;
   for (const auto& sub : s.assignment_report().subgraphs)
@@ -317,7 +323,7 @@ TEST_F(DeviceControlFlow, SequenceOfDeviceTensorsIsDeliveredInHostMemory) {
 // A Loop on SimDevice carrying a sequence: the sequence starts on the host (SequenceEmpty on the
 // CPU EP), crosses into the Loop's device memory and back element by element, and each
 // iteration appends a tensor made on the device (Add) by a SequenceInsert on the CPU EP.
-TEST_F(DeviceControlFlow, LoopCarriesASequenceOfDeviceTensors) {
+TEST_P(DeviceControlFlow, LoopCarriesASequenceOfDeviceTensors) {
   auto body = Graph("body",
                     {MakeNode("Identity", {"c_in"}, {"c_out"}), MakeNode("Add", {"x", "x"}, {"y"}),
                      MakeNode("SequenceInsert", {"s_in", "y"}, {"s_out"})},
@@ -331,7 +337,7 @@ TEST_F(DeviceControlFlow, LoopCarriesASequenceOfDeviceTensors) {
   auto run = [&](bool sim) {
     nxrt::SessionOptions o;
     o.SetIntraOpThreads(1);
-    if (sim) o.AppendEp("SimDevice");
+    if (sim) o.AppendEp("SimDevice", {{"async", GetParam()}});
     nxrt::Session s(*env_, bytes.data(), bytes.size(), &o);
     if (sim) {
       bool loop_on_sim = false;
@@ -372,3 +378,8 @@ TEST_F(DeviceControlFlow, LoopCarriesASequenceOfDeviceTensors) {
   EXPECT_EQ(run(false), want);
   EXPECT_EQ(run(true), want);
 }
+
+INSTANTIATE_TEST_SUITE_P(Modes, DeviceControlFlow, ::testing::Values("0", "1"),
+                         [](const ::testing::TestParamInfo<const char*>& info) {
+                           return std::string(info.param) == "1" ? "streams" : "synchronous";
+                         });

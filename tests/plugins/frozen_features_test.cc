@@ -325,10 +325,12 @@ using FrozenFeaturesV4 = FrozenFeatures;
 TEST_P(FrozenFeaturesV4, ScanHelperHasTheMembersOfItsVersion) {
   auto* size = reinterpret_cast<size_t (*)()>(dlsym(lib_, "FrozenFeatures_ScanHelperSize"));
   ASSERT_NE(size, nullptr) << dlerror();
-  // Version 4's NxScanHelper ends where version 5 appended SliceAxis0 and ConcatOutput: the host
-  // must not read those members from it.
+  // Version 4's NxScanHelper ends where version 5 appended SliceAxis0 and ConcatOutput, versions
+  // 5-12's where version 13 appended the *OnStream members: the host must not read past them.
   if (Version() == 4)
     EXPECT_EQ(size(), offsetof(NxScanHelper, SliceAxis0));
+  else if (Version() < 13)
+    EXPECT_EQ(size(), offsetof(NxScanHelper, TransposeOnStream));
   else
     EXPECT_EQ(size(), sizeof(NxScanHelper));
 }

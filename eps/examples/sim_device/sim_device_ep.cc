@@ -299,6 +299,8 @@ class Identity : public Kernel {
 
 // Calls per helper, for tests (SimDevice_HelperCalls).
 std::atomic<size_t> g_concat_calls{0}, g_slice_calls{0}, g_transpose_calls{0};
+// Helper calls that came through a version 13 *OnStream member (asynchronous mode).
+std::atomic<size_t> g_queued_helper_calls{0};
 
 // Bytes per element of a tensor the helpers move (fixed-size types only: the definitions below
 // admit no strings, and sub-byte types have no per-element offset).
@@ -362,8 +364,38 @@ void TransposeDevice(const size_t* perm, size_t rank, const NxValue* input, NxVa
   }
 }
 
+// Concat queued on a stream (asynchronous mode): the blocks are checked and resolved now, the
+// bytes move when the stream gets there (the host keeps the tensors alive until then).
+void ConcatOnStream(const NxValue* const* parts, size_t count, NxValue* output, NxStream* stream) {
+  ConstTensor out(output);
+  struct Piece {
+    const char* from;
+    size_t bytes;
+  };
+  std::vector<Piece> pieces;
+  size_t offset = 0;
+  for (size_t i = 0; i < count; ++i) {
+    ConstTensor part(parts[i]);
+    NXRT_EP_ENFORCE(offset + part.bytes() <= out.bytes(), "ConcatOutput: the parts overflow");
+    pieces.push_back({part.bytes() > 0 ? Data<char>(part) : nullptr, part.bytes()});
+    offset += part.bytes();
+  }
+  NXRT_EP_ENFORCE(offset == out.bytes(), "ConcatOutput: the parts do not fill the output");
+  char* dst = Resolve<char>(out.raw(), out.bytes());
+  ++g_queued_helper_calls;
+  RunOn(stream, [dst, pieces = std::move(pieces)] {
+    size_t at = 0;
+    for (const Piece& p : pieces) {
+      if (p.bytes > 0) std::memcpy(dst + at, p.from, p.bytes);
+      at += p.bytes;
+    }
+    ++g_concat_calls;
+  });
+}
+
 // One helper per kernel, to show the ownership rule: the host owns it once Create*Kernel
-// succeeds and calls Release when the kernel goes; when the call fails it is still ours.
+// succeeds and calls Release when the kernel goes; when the call fails it is still ours. The
+// version 13 members queue the same work on the node's stream (asynchronous mode).
 NxLoopHelper* NewLoopHelper() {
   return new NxLoopHelper{
       NXRT_EP_API_VERSION,
@@ -371,6 +403,8 @@ NxLoopHelper* NewLoopHelper() {
         return Guard([&] { Concat(parts, count, output); });
       },
       [](NxLoopHelper* self) { delete self; },
+      [](NxLoopHelper*, const NxValue* const* parts, size_t count, NxValue* output,
+         NxStream* stream) { return Guard([&] { ConcatOnStream(parts, count, output, stream); }); },
   };
 }
 
@@ -387,6 +421,25 @@ NxScanHelper* NewScanHelper() {
       [](NxScanHelper*, const NxValue* const* parts, size_t count, NxValue* output) {
         return Guard([&] { Concat(parts, count, output); });
       },
+      // On the stream: the host synchronises after a transpose or slice, so those queue the
+      // work as it is (the tensors outlive it).
+      [](NxScanHelper*, const size_t* perm, size_t rank, const NxValue* in, NxValue* out,
+         NxStream* stream) {
+        return Guard([&] {
+          ++g_queued_helper_calls;
+          std::vector<size_t> p(perm, perm + rank);
+          RunOn(stream,
+                [p = std::move(p), in, out] { TransposeDevice(p.data(), p.size(), in, out); });
+        });
+      },
+      [](NxScanHelper*, const NxValue* in, int64_t index, NxValue* out, NxStream* stream) {
+        return Guard([&] {
+          ++g_queued_helper_calls;
+          RunOn(stream, [=] { Slice(in, index, out); });
+        });
+      },
+      [](NxScanHelper*, const NxValue* const* parts, size_t count, NxValue* output,
+         NxStream* stream) { return Guard([&] { ConcatOnStream(parts, count, output, stream); }); },
   };
 }
 
@@ -713,11 +766,13 @@ extern "C" NXRT_EXPORT void NxrtReleaseEpFactory(NxEpFactory* factory) {
 extern "C" NXRT_EXPORT size_t SimDevice_LiveBlocks() { return sim::Memory::Get().live_blocks(); }
 extern "C" NXRT_EXPORT size_t SimDevice_BadFrees() { return sim::Memory::Get().bad_frees(); }
 extern "C" NXRT_EXPORT size_t SimDevice_Copies() { return sim::g_tensor_copies.load(); }
-// Calls of one control-flow helper: "concat", "slice" or "transpose".
+// Calls of one control-flow helper: "concat", "slice" or "transpose"; "queued": calls of any
+// that came through a version 13 *OnStream member.
 extern "C" NXRT_EXPORT size_t SimDevice_HelperCalls(const char* helper) {
   const std::string name = helper != nullptr ? helper : "";
   if (name == "concat") return sim::g_concat_calls.load();
   if (name == "slice") return sim::g_slice_calls.load();
   if (name == "transpose") return sim::g_transpose_calls.load();
+  if (name == "queued") return sim::g_queued_helper_calls.load();
   return 0;
 }

@@ -62,9 +62,17 @@ NxStatus* Transpose(NxScanHelper*, const size_t* perm, size_t rank, const NxValu
 }
 
 // The helpers are stateless: one static instance each, whose Release does nothing.
-NxLoopHelper g_loop_helper{NXRT_EP_API_VERSION, &ConcatOutput, [](NxLoopHelper*) {}};
+// The CPU EP makes no streams, so it has no *OnStream members (ABI 13).
+NxLoopHelper g_loop_helper{NXRT_EP_API_VERSION, &ConcatOutput, [](NxLoopHelper*) {}, nullptr};
 // Host memory: the runtime slices and stacks Scan values itself (no SliceAxis0/ConcatOutput).
-NxScanHelper g_scan_helper{NXRT_EP_API_VERSION, &Transpose, [](NxScanHelper*) {}, nullptr, nullptr};
+NxScanHelper g_scan_helper{NXRT_EP_API_VERSION,
+                           &Transpose,
+                           [](NxScanHelper*) {},
+                           nullptr,
+                           nullptr,
+                           nullptr,
+                           nullptr,
+                           nullptr};
 
 NxStatus* CreateIf(void*, const NxKernelInfo* info, NxKernel** out) {
   return ep::Host().CreateIfKernel(info, out);
