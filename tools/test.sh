@@ -52,6 +52,7 @@ fi
 # Every system file the build read must come from a package install_deps.sh installs: a package
 # someone installed by hand on this machine must not hide a missing install step.
 run_suite "build dependencies all installed by tools/install_deps.sh" python3 tools/check_deps.py build
+run_suite "src/ layering: no upward include (docs/architecture.md)" python3 tools/scripts/check_layers.py
 run_suite "unit tests" ctest --test-dir build --output-on-failure -j 2
 run_suite "onnx node tests (onnx $(python3 -c 'import onnx; print(onnx.__version__)'))" \
   build/bin/nxrt conformance "$node_dir" --expect tests/conformance/onnx_node_pass.txt

@@ -10,6 +10,8 @@
 #include "base/element_type.h"
 #include "base/error.h"
 #include "base/memory_info.h"
+#include "base/profiler.h"
+#include "controlflow/control_flow.h"
 #include "devices/hardware_device.h"
 #include "model/tensor_proto.h"
 #include "nxrt/nxrt_c_api.h"
@@ -17,7 +19,6 @@
 #include "session/compile_model.h"
 #include "session/env.h"
 #include "session/ep_selection.h"
-#include "session/profiler.h"
 #include "session/session.h"
 
 struct NxEnv {
@@ -46,6 +47,13 @@ struct NxSession {
 
 using nxrt::CatchAsStatus;
 using nxrt::MakeStatus;
+
+namespace {
+// The host table's CreateIfKernel, CreateLoopKernel, CreateScanKernel and CreateSequenceMapKernel
+// reach controlflow/ through slots (plugins/control_flow_slots.h) that a layer above it fills:
+// here, when the library is loaded, before any env or session exists.
+[[maybe_unused]] const bool control_flow_registered = (nxrt::RegisterControlFlowKernels(), true);
+}  // namespace
 
 namespace {
 

@@ -6,12 +6,6 @@
 
 namespace nxrt {
 
-const std::string* FindKey(const KeyValues& kv, const std::string& key) {
-  for (const auto& [k, v] : kv)
-    if (k == key) return &v;
-  return nullptr;
-}
-
 bool IsVirtual(const NxHardwareDevice& d) { return d.Get("is_virtual") == "1"; }
 
 std::string DescribeEpDevice(const NxEpDevice& d) {

@@ -8,16 +8,12 @@
 #include <utility>
 #include <vector>
 
+#include "base/key_values.h"  // KeyValues, FindKey (used here and by the profiler)
 #include "devices/hardware_device.h"
 
 namespace nxrt {
 
 struct EpFactory;
-
-using KeyValues = std::vector<std::pair<std::string, std::string>>;
-
-// The value of `key` in `kv`, or nullptr.
-const std::string* FindKey(const KeyValues& kv, const std::string& key);
 
 }  // namespace nxrt
 

@@ -7,11 +7,11 @@
 #include <unordered_set>
 
 #include "base/error.h"
+#include "graph/group_graph.h"
 #include "ort_plugins/ort_api_helpers.h"
 #include "ort_plugins/ort_ep_adapter.h"
 #include "ort_plugins/ort_graph_view.h"
 #include "ort_plugins/ort_host_objects.h"
-#include "session/placement.h"
 
 namespace nxrt::ort {
 namespace {

@@ -82,7 +82,7 @@ struct NxKernelContext {
   std::unordered_map<const nxrt::Value*, nxrt::ValuePtr> share_index;
   bool share_index_built = false;
   std::vector<std::shared_ptr<void>> scratch;  // freed when Compute returns
-  // ---- profiling: the run being profiled (session/profiler.h), null when not profiling ----
+  // ---- profiling: the run being profiled (base/profiler.h), null when not profiling ----
   nxrt::ProfiledRun* profile = nullptr;
   // The run's stop conditions (terminate flag, time limit), null when it has none.
   const nxrt::RunControl* run_control = nullptr;

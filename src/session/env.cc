@@ -203,7 +203,7 @@ EpFactory* Env::FindFactory(const std::string& ep_name) {
 EpFactory* Env::DefaultCpuFactory() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!cpu_library_) {
-    // The CPU EP's kernels run on the session's thread pool (session/thread_pool.h); only
+    // The CPU EP's kernels run on the session's thread pool (base/thread_pool.h); only
     // oneDNN's convolution primitives still open OpenMP regions (Debian's oneDNN supports
     // nothing else). libgomp reads its wait policy once, when it is loaded with the EP, and by
     // default spins for milliseconds between regions: next to the pool's own spinning workers,

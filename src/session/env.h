@@ -11,7 +11,7 @@
 #include "base/logger.h"
 #include "base/value.h"
 #include "plugins/ep_library.h"
-#include "session/prepack_store.h"
+#include "plugins/prepack_store.h"
 
 namespace nxrt {
 

@@ -8,9 +8,9 @@
 #include "base/element_type.h"
 #include "base/error.h"
 #include "base/memory_info.h"
+#include "base/profiler.h"
 #include "session/env.h"
 #include "session/placement.h"
-#include "session/profiler.h"
 #include "session/session.h"
 #include "session/streams.h"
 
@@ -54,7 +54,7 @@ ValuePtr CopyInto(Env& env, const Value& v, const NxMemoryInfo* memory) {
   return CopyInto(env, std::make_shared<Value>(v), memory);
 }
 
-// ---- profiling (session/profiler.h) ----
+// ---- profiling (base/profiler.h) ----
 // A node's input shapes for its event: "[1,3,224,224],[64,3,7,7]". An input the kernel packed
 // (passed as null) shows the initializer's shape, an omitted one "none".
 std::string InputShapes(const Graph& g, const Node& node, const std::vector<const Value*>& inputs) {

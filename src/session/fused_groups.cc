@@ -1,10 +1,10 @@
 #include "session/fused_groups.h"
 
 #include "base/error.h"
+#include "base/profiler.h"
 #include "model/external_data.h"
 #include "ort_plugins/ort_ep_adapter.h"
 #include "plugins/host_objects.h"
-#include "session/profiler.h"
 
 namespace nxrt {
 namespace {

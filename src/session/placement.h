@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "graph/graph.h"
+#include "graph/group_graph.h"
 #include "nxrt/nxrt_types.h"
 #include "session/ep_instance.h"
 
@@ -67,18 +68,7 @@ using FailedGroups = std::map<std::pair<int, std::vector<int>>, std::string>;
 GraphPlacement PlaceGraph(const Graph& g, const std::vector<std::shared_ptr<EpInstance>>& eps,
                           const NxLogger& logger, const FailedGroups* failed = nullptr);
 
-// The values `group` (node indices) reads from outside it, and those it produces that are read
-// outside it or returned by `g`, each in order of first use.
-void GroupBoundary(const Graph& g, const std::vector<int>& group, std::vector<int>& inputs,
-                   std::vector<int>& outputs);
-
-// The view of `group`'s nodes that CompileGroup receives: a graph holding copies of them whose
-// inputs are the values they read from outside (initializers keep their data) and whose outputs
-// are the values used outside them or returned by `g`. `inputs`/`outputs` receive those values'
-// indices in `g`, in the same order.
-std::unique_ptr<Graph> MakeGroupGraph(const Graph& g, const std::vector<int>& group,
-                                      const std::string& name, std::vector<int>& inputs,
-                                      std::vector<int>& outputs);
+// GroupBoundary and MakeGroupGraph: graph/group_graph.h (ort_plugins/ uses them too).
 
 struct ReportNode {
   std::string name, domain, op_type;

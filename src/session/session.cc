@@ -82,7 +82,7 @@ Session::Session(Env& env, std::shared_ptr<Model> model, const SessionOptions& o
   }
   if (options.memory_limit > 0)
     memory_budget_ = std::make_shared<MemoryBudget>(options.memory_limit);
-  // profiling: with a profile file the session records events (session/profiler.h)
+  // profiling: with a profile file the session records events (base/profiler.h)
   if (!dry_run_ && !options.profile_file.empty())
     profiler_ = std::make_shared<Profiler>(options.profile_file);
   ProfileScope profile_step(profiler_.get(), "create_eps");  // profiling

@@ -12,18 +12,18 @@
 #include <vector>
 
 #include "base/buffer_pool.h"
+#include "base/profiler.h"
 #include "base/run_control.h"
+#include "base/thread_pool.h"
 #include "model/model.h"
 #include "plugins/host_objects.h"
+#include "plugins/prepack_store.h"
 #include "session/ep_instance.h"
 #include "session/ep_selection.h"
 #include "session/fused_groups.h"
 #include "session/placement.h"
-#include "session/prepack_store.h"
-#include "session/profiler.h"
 #include "session/session_options.h"
 #include "session/streams.h"
-#include "session/thread_pool.h"
 
 namespace nxrt {
 
@@ -140,7 +140,7 @@ class Session {
   // preferred EP. Made at creation, always.
   const AssignmentReport& assignment_report() const { return *report_; }
 
-  // ---- profiling (session/profiler.h) ----
+  // ---- profiling (base/profiler.h) ----
   // The session's profile recorder, shared with its control-flow bodies; null when the session
   // was created without a profile file. Creation steps record themselves through it, e.g.
   //   ProfileScope scope(profiler(), "compile", {{"ep", name}});  // ends with the scope

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "nxrt/nxrt_ep_api.h"
+#include "plugins/control_flow_slots.h"
 #include "plugins/host_objects.h"
 
 namespace {
@@ -63,6 +64,38 @@ TEST(HostApi, AddNodeWithOptionsTakesOnlyTheEpsDevices) {
   ASSERT_EQ(cap.claimed_device.size(), 1u);
   EXPECT_EQ(cap.claimed_device.at(&g.nodes[0]), mine);
   EXPECT_EQ(host->KernelInfo_GetHardwareDevice(nullptr), nullptr);
+}
+
+}  // namespace
+
+namespace {
+
+// The control-flow entries forward to the slots controlflow/ fills (api/c_api.cc registers them
+// when the program loads); with the slots empty each answers NX_NOT_IMPLEMENTED, naming itself.
+TEST(HostApi, ControlFlowKernelsComeFromTheirSlots) {
+  const NxHostApi* host = nxrt::GetHostApi();
+  const nxrt::ControlFlowSlots* registered = nxrt::GetControlFlowSlots();
+  ASSERT_NE(registered, nullptr);
+  auto expect = [&](NxStatus* st, NxStatusCode code, const std::string& name) {
+    ASSERT_NE(st, nullptr);
+    EXPECT_EQ(host->Status_GetCode(st), code);
+    EXPECT_NE(std::string(host->Status_GetMessage(st)).find(name), std::string::npos)
+        << host->Status_GetMessage(st);
+    host->ReleaseStatus(st);
+  };
+  NxKernel* kernel = nullptr;
+  // Filled: the runtime's kernels answer (here: refusing a null kernel info).
+  expect(host->CreateIfKernel(nullptr, &kernel), NX_INVALID_ARGUMENT, "CreateIfKernel");
+  nxrt::SetControlFlowSlots(nullptr);
+  expect(host->CreateIfKernel(nullptr, &kernel), NX_NOT_IMPLEMENTED, "CreateIfKernel");
+  expect(host->CreateLoopKernel(nullptr, nullptr, &kernel), NX_NOT_IMPLEMENTED, "CreateLoopKernel");
+  expect(host->CreateScanKernel(nullptr, nullptr, &kernel), NX_NOT_IMPLEMENTED, "CreateScanKernel");
+  expect(host->CreateSequenceMapKernel(nullptr, &kernel), NX_NOT_IMPLEMENTED,
+         "CreateSequenceMapKernel");
+  nxrt::SetControlFlowSlots(registered);
+  EXPECT_EQ(kernel, nullptr);
+  expect(host->CreateLoopKernel(nullptr, nullptr, &kernel), NX_INVALID_ARGUMENT,
+         "CreateLoopKernel");
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // The intra-op thread pool: every index exactly once whatever the split, exceptions reach the
 // caller, nested and concurrent calls run inline instead of deadlocking, and the spin time is
 // a validated session setting.
-#include "session/thread_pool.h"
+#include "base/thread_pool.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "session/profiler.h"
+#include "base/profiler.h"
 
 #include <unistd.h>
 

@@ -1,4 +1,4 @@
-#include "session/prepack_store.h"
+#include "plugins/prepack_store.h"
 
 #include <cstdio>
 #include <cstring>

@@ -12,8 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/key_values.h"
 #include "base/value.h"
-#include "devices/ep_device.h"  // KeyValues
 
 namespace nxrt {
 
