@@ -150,6 +150,22 @@ TEST_F(DevicePerNode, AlternatingNodesCopyBetweenTheTwoMemories) {
   std::remove(profile.c_str());
 }
 
+// With streams (ABI 13, SimDevice async=1) each device has its own kernels stream: a value
+// crossing devices is copied on the receiving device's to-device stream once that stream waited
+// for the producer's event (tests/session/streams_test.cc has the rest of streams).
+TEST_F(DevicePerNode, WithStreamsTheDevicesWaitForEachOthersEvents) {
+  nxrt::SessionOptions cpu_only;
+  nxrt::Session cpu(env_, model_.data(), model_.size(), &cpu_only);
+  const std::vector<float> want = RunChain(cpu);
+  nxrt::SessionOptions o;
+  o.AppendEp("SimDevice", {{"spread", "alternate"}, {"async", "1"}});
+  o.SetFallback(NX_FALLBACK_FORBID);
+  nxrt::Session s(env_, model_.data(), model_.size(), &o);
+  // Kernels on both devices, copies to both, copies back from device 0 (y).
+  EXPECT_GE(s.statistic("streams"), 4);
+  for (int r = 0; r < 10; ++r) EXPECT_EQ(RunChain(s), want) << "run " << r;
+}
+
 TEST_F(DevicePerNode, WithoutSpreadEveryNodeStaysOnTheFirstDevice) {
   nxrt::SessionOptions o;
   o.AppendEp("SimDevice");
