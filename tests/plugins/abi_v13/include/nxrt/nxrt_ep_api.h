@@ -338,8 +338,8 @@ struct NxEvent {
 };
 
 /* An in-order queue of device work. The host creates the streams it needs per session (one for
- * the kernels of each device, one for copies to it and one for copies from it) and calls a
- * stream from one thread at a time. */
+ * the kernels of each device, one for copies to it and one for copies from it); concurrent runs
+ * of a session use the same stream from several threads at once: it must be thread-safe. */
 struct NxStream {
   uint32_t version; /* NXRT_EP_API_VERSION */
   /* A new event, recorded now: it completes when everything queued so far is done. Must not
