@@ -1,4 +1,4 @@
-/* frozen_features_ep.c: an EP in plain C11 that uses what ABI versions 2 to 9 added, each
+/* frozen_features_ep.c: an EP in plain C11 that uses what ABI versions 2 to 13 added, each
  * feature guarded by `#if NXRT_EP_API_VERSION >= N`. It is built once against each frozen copy
  * of the ABI header from version 2 on (tests/plugins/abi_vN/include, see
  * tests/plugins/README.md) as libnxrt_ep_frozen_features_vN.so, so each build uses exactly what
@@ -29,6 +29,10 @@
  *   9  ExportCompiledGroup, LoadCompiledGroup and NxEpFactory::CheckCompatibility: the group's
  *      "program" saved into an EPContext node and restored from it; GetCapability claims its
  *      own EPContext nodes.
+ *  11  NxEp::GetStatistic: "matmul_packed", read by applications as a session statistic.
+ *  13  The Dev EP makes streams (NxEp::CreateStream) and its transfer has CopyTensorsAsync; it
+ *      finishes all work at once, so its streams and events are immediate (complete when
+ *      recorded) and kernels count the Computes that were given a stream.
  * FrozenFeatures_Count(name) counts each path (see kCounterNames), so a test can tell what ran
  * here and how often. */
 #include <nxrt/nxrt_ep_api.h>
@@ -81,6 +85,12 @@ enum Counter {
   C_EXPORT,          /* ExportCompiledGroup calls */
   C_LOAD,            /* LoadCompiledGroup calls */
   C_CHECK_COMPAT,    /* CheckCompatibility calls */
+  C_STATISTIC,       /* GetStatistic calls (version 11) */
+  C_STREAMS,         /* streams made (version 13) */
+  C_STREAMS_FREED,   /* ... and released */
+  C_EVENTS,          /* events recorded (version 13) */
+  C_ASYNC_COPIES,    /* CopyTensorsAsync calls (version 13) */
+  C_STREAM_COMPUTES, /* Computes that were given a stream (version 13) */
   C_COUNT
 };
 
@@ -91,7 +101,8 @@ static const char* const kCounterNames[C_COUNT] = {
     "loop_kernels",    "scan_kernels",   "loop_concat",     "scan_transpose",
     "scan_slice",      "scan_concat",    "helper_release",  "compile",
     "fused_compute",   "profile_events", "export",          "load",
-    "check_compat"};
+    "check_compat",    "statistic",      "streams",         "streams_freed",
+    "events",          "async_copies",   "stream_computes"};
 
 static atomic_size_t g_counters[C_COUNT];
 
@@ -269,6 +280,68 @@ static NxStatus* TransferCopy(NxDataTransfer* self, const NxValue* const* src, N
 }
 static void TransferRelease(NxDataTransfer* self) { free(self); }
 
+#if NXRT_EP_API_VERSION >= 13
+/* ---- Streams (version 13) ------------------------------------------------------------------
+ * The Dev EP finishes its work inside Compute and CopyTensorsAsync, so its streams are
+ * immediate: every event is complete when recorded, waiting and synchronising have nothing to
+ * do. That is a valid EP with streams, and it shows the version 13 plumbing from plain C. */
+
+typedef struct ImmediateEvent {
+  NxEvent base; /* first member */
+  uint64_t done_ns;
+} ImmediateEvent;
+
+static NxStatus* EventSynchronize(NxEvent* self) {
+  (void)self;
+  return NULL;
+}
+static bool EventCompletionTime(const NxEvent* self, uint64_t* ns) {
+  *ns = ((const ImmediateEvent*)self)->done_ns;
+  return true;
+}
+static void EventRelease(NxEvent* self) { free(self); }
+
+typedef struct ImmediateStream {
+  NxStream base; /* first member */
+  const NxHostApi* host;
+} ImmediateStream;
+
+static NxStatus* StreamRecordEvent(NxStream* self, NxEvent** event) {
+  const NxHostApi* host = ((ImmediateStream*)self)->host;
+  ImmediateEvent* e = (ImmediateEvent*)calloc(1, sizeof *e);
+  if (e == NULL) return host->CreateStatus(NX_OUT_OF_MEMORY, DEV_EP_NAME ": no memory");
+  e->base.version = NXRT_EP_API_VERSION;
+  e->base.Synchronize = EventSynchronize;
+  e->base.GetCompletionTime = EventCompletionTime;
+  e->base.Release = EventRelease;
+  e->done_ns = host->Profiler_NowNs();
+  Count(C_EVENTS);
+  *event = &e->base;
+  return NULL;
+}
+static NxStatus* StreamWaitEvent(NxStream* self, NxEvent* event) {
+  (void)self;
+  (void)event;
+  return NULL;
+}
+static NxStatus* StreamSynchronize(NxStream* self) {
+  (void)self;
+  return NULL;
+}
+static void StreamRelease(NxStream* self) {
+  Count(C_STREAMS_FREED);
+  free(self);
+}
+
+/* Copies "queued" on a stream: done at once, like everything on an immediate stream. */
+static NxStatus* TransferCopyAsync(NxDataTransfer* self, const NxValue* const* src,
+                                   NxValue* const* dst, size_t count, NxStream* stream) {
+  (void)stream;
+  Count(C_ASYNC_COPIES);
+  return TransferCopy(self, src, dst, count);
+}
+#endif
+
 static NxStatus* FactoryCreateDataTransfer(NxEpFactory* self, NxDataTransfer** out) {
   const FeaturesFactory* factory = (const FeaturesFactory*)self;
   DevTransfer* transfer = (DevTransfer*)calloc(1, sizeof *transfer);
@@ -278,6 +351,9 @@ static NxStatus* FactoryCreateDataTransfer(NxEpFactory* self, NxDataTransfer** o
   transfer->base.CanCopy = TransferCanCopy;
   transfer->base.CopyTensors = TransferCopy;
   transfer->base.Release = TransferRelease;
+#if NXRT_EP_API_VERSION >= 13
+  transfer->base.CopyTensorsAsync = TransferCopyAsync;
+#endif
   transfer->host = factory->host;
   *out = &transfer->base;
   return NULL;
@@ -346,6 +422,9 @@ static NxStatus* BasicCompute(NxKernel* self, NxKernelContext* ctx) {
   const BasicKernel* kernel = (const BasicKernel*)self;
   const NxHostApi* host = kernel->host;
   Count(C_COMPUTE);
+#if NXRT_EP_API_VERSION >= 13
+  if (host->KernelContext_GetStream(ctx) != NULL) Count(C_STREAM_COMPUTES);
+#endif
   switch (kernel->op) {
     case OP_ADD:
       return Binary(host, ctx, "Add", 0, 1, 0, 0);
@@ -966,6 +1045,36 @@ static uint32_t FactoryGetVendorId(const NxEpFactory* self) {
   return 0;
 }
 
+#if NXRT_EP_API_VERSION >= 11
+/* One counter (version 11): "matmul_packed", the MatMul Computes on a packed weight so far. */
+static NxStatus* EpGetStatistic(const NxEp* self, const char* key, int64_t* value) {
+  const NxHostApi* host = ((const FeaturesEp*)self)->factory->host;
+  Count(C_STATISTIC);
+  if (key == NULL || strcmp(key, "matmul_packed") != 0)
+    return host->CreateStatus(NX_NOT_FOUND, EP_NAME ": no such statistic");
+  *value = (int64_t)atomic_load(&g_counters[C_MATMUL_PACKED]);
+  return NULL;
+}
+#endif
+
+#if NXRT_EP_API_VERSION >= 13
+static NxStatus* EpCreateStream(NxEp* self, const NxHardwareDevice* device, NxStream** stream) {
+  (void)device;
+  const NxHostApi* host = ((const FeaturesEp*)self)->factory->host;
+  ImmediateStream* s = (ImmediateStream*)calloc(1, sizeof *s);
+  if (s == NULL) return host->CreateStatus(NX_OUT_OF_MEMORY, DEV_EP_NAME ": no memory");
+  s->base.version = NXRT_EP_API_VERSION;
+  s->base.RecordEvent = StreamRecordEvent;
+  s->base.WaitEvent = StreamWaitEvent;
+  s->base.Synchronize = StreamSynchronize;
+  s->base.Release = StreamRelease;
+  s->host = host;
+  Count(C_STREAMS);
+  *stream = &s->base;
+  return NULL;
+}
+#endif
+
 static NxStatus* FactoryCreateEp(NxEpFactory* self, const NxEpCreateArgs* args, NxEp** out) {
   FeaturesFactory* factory = (FeaturesFactory*)self;
   const NxHostApi* host = factory->host;
@@ -989,6 +1098,12 @@ static NxStatus* FactoryCreateEp(NxEpFactory* self, const NxEpCreateArgs* args, 
     ep->base.ExportCompiledGroup = EpExportCompiledGroup;
     ep->base.LoadCompiledGroup = EpLoadCompiledGroup;
   }
+#endif
+#if NXRT_EP_API_VERSION >= 11
+  ep->base.GetStatistic = EpGetStatistic;
+#endif
+#if NXRT_EP_API_VERSION >= 13
+  if (factory->device_memory) ep->base.CreateStream = EpCreateStream;
 #endif
   *out = &ep->base;
   return NULL;

@@ -313,6 +313,54 @@ TEST_P(FrozenFeaturesV2, DeviceMemoryEpPacksIntoItsOwnMemoryAndCopiesThroughItsT
   EXPECT_GE(Count("dev_copy") - copies, 2u);
 }
 
+// ---- Version 11: an EP's statistic; version 13: immediate streams --------------------------
+
+class FrozenFeaturesV11 : public FrozenFeatures {};
+
+TEST_P(FrozenFeaturesV11, TheEpsStatisticReachesTheSession) {
+  const std::string bytes = MatMulModel(true);
+  auto x = Floats({2, 3}, kX);
+  nxrt::SessionOptions o = On(Ep());
+  nxrt::Session s(*env_, bytes.data(), bytes.size(), &o);
+  RunSession(s, {"x"}, {&x});
+  // The EP's counter, read through the host as "ep.<EP>.<key>" (NxEp::GetStatistic).
+  EXPECT_EQ(s.statistic("ep." + Ep() + ".matmul_packed"),
+            static_cast<int64_t>(Count("matmul_packed")));
+  try {
+    s.statistic("ep." + Ep() + ".no_such_counter");
+    ADD_FAILURE() << "an unknown statistic was found";
+  } catch (const nxrt::Exception& e) {
+    EXPECT_EQ(e.code(), NX_NOT_FOUND) << e.what();
+  }
+}
+
+class FrozenFeaturesV13 : public FrozenFeatures {};
+
+TEST_P(FrozenFeaturesV13, TheDeviceEpsImmediateStreamsCarryItsWork) {
+  const std::string bytes = Model(
+      Graph("add_relu",
+            {MakeNode("Add", {"a", "b"}, {"t"}, "add"), MakeNode("Relu", {"t"}, {"y"}, "relu")},
+            {Info("a", F, {2, 3}), Info("b", F, {2, 3})}, {Info("y", F, {2, 3})}));
+  auto a = Floats({2, 3}, kX);
+  auto b = Floats({2, 3}, {0.5f, 0.5f, -1.0f, -4.0f, 1.0f, 2.0f});
+  const Outputs want = CpuReference(bytes, {"a", "b"}, {&a, &b});
+  const size_t streams = Count("streams"), freed = Count("streams_freed"), events = Count("events"),
+               copies = Count("async_copies"), computes = Count("stream_computes");
+  {
+    nxrt::SessionOptions o = On(DevEp());
+    nxrt::Session s(*env_, bytes.data(), bytes.size(), &o);
+    ExpectAllOn(s.assignment_report(), DevEp());
+    // Kernels, copies to the Dev memory (a, b), copies back (y): three streams.
+    EXPECT_EQ(s.statistic("streams"), 3);
+    EXPECT_EQ(Count("streams") - streams, 3u);
+    for (int run = 0; run < 3; ++run) ExpectSame(RunSession(s, {"a", "b"}, {&a, &b}), want);
+    EXPECT_EQ(Count("stream_computes") - computes, 6u);  // Add and Relu, every run
+    EXPECT_EQ(Count("async_copies") - copies, 9u);       // a, b in and y out, every run
+    EXPECT_GT(Count("events"), events);                  // Add's output read by the y copy
+  }
+  EXPECT_EQ(Count("streams_freed") - freed, 3u);  // released with the session
+}
+
 // Every build: FrozenFeatures/FrozenFeaturesV2.<test>/v<N>. Keep the ranges in step with
 // NXRT_FROZEN_ABI_VERSIONS in tests/CMakeLists.txt.
 INSTANTIATE_TEST_SUITE_P(FrozenFeatures, FrozenFeaturesV2,
@@ -571,3 +619,8 @@ INSTANTIATE_TEST_SUITE_P(FrozenFeatures, FrozenFeaturesCompiled,
                          ::testing::Range(6, NXRT_FROZEN_ABI_LAST + 1), VersionName);
 
 }  // namespace
+
+INSTANTIATE_TEST_SUITE_P(FrozenFeatures, FrozenFeaturesV11,
+                         ::testing::Range(11, NXRT_FROZEN_ABI_LAST + 1), VersionName);
+INSTANTIATE_TEST_SUITE_P(FrozenFeatures, FrozenFeaturesV13,
+                         ::testing::Range(13, NXRT_FROZEN_ABI_LAST + 1), VersionName);
