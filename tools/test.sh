@@ -153,6 +153,11 @@ if [[ "${NXRT_SKIP_SANITIZE:-0}" != 1 ]]; then
     # is a use-after-free here (every certify area touches set-up, runs and release).
     run_suite "nxrt certify SimDevice (sanitizers)" "$sanitized_dir/bin/nxrt" certify \
       --ep-library "$sanitized_dir/lib/libnxrt_ep_sim_device.so" --ep SimDevice --node-tests "$node_dir"
+    # The same with streams (plugin ABI 13): SimDevice's worker threads run the queued kernels and
+    # copies, and the host frees what they read only after the run synchronised.
+    run_suite "nxrt certify SimDevice with streams (sanitizers)" "$sanitized_dir/bin/nxrt" certify \
+      --ep-library "$sanitized_dir/lib/libnxrt_ep_sim_device.so" --ep SimDevice:async=1 \
+      --virtual npu --node-tests "$node_dir"
   else
     failed_suites+=("sanitizer build")
   fi
