@@ -352,12 +352,7 @@ void Session::Execute(std::span<const Value* const> feeds, std::span<const int> 
     EventPtr start = streams.MarkStart(lane);          // profiling
     const uint64_t t0 = prof ? Profiler::NowNs() : 0;  // profiling
     ValuePtr host = MakeTensorFromPool(value->type, value->dims, *pool_);
-    NxDataTransfer* t = l.factory->transfer;
-    const NxValue* from = value;
-    NxValue* to = host.get();
-    ThrowIfStatus(t->CopyTensorsAsync(t, &from, &to, 1, l.stream),
-                  "EP '" + l.factory->name + "' could not queue a copy of output '" +
-                      g.value(v).name + "' on stream " + l.name);
+    lanes_->QueueCopy(lane, *value, *host, g.value(v).name);
     if (prof) RecordCopy(*prof, g.value(v).name, *value, HostMemory(), t0, &l.name);
     lane_slots.clear();
     streams.AfterStep(lane, lane_slots, false, prof ? "copy:" + g.value(v).name : std::string(),
@@ -410,13 +405,7 @@ void Session::Execute(std::span<const Value* const> feeds, std::span<const int> 
                     ? MakeTensor(src->type, src->dims)
                     : MakeTensorFromPool(src->type, src->dims, ArenaFor(c.dst_memory));
           if (lane >= 0) {
-            const StreamLanes::Lane& l = lanes_->lane(lane);
-            NxDataTransfer* t = l.factory->transfer;
-            const NxValue* from = src;
-            NxValue* to = dst.get();
-            ThrowIfStatus(t->CopyTensorsAsync(t, &from, &to, 1, l.stream),
-                          "EP '" + l.factory->name + "' could not queue a copy of '" +
-                              g.value(c.src_slot).name + "' on stream " + l.name);
+            lanes_->QueueCopy(lane, *src, *dst, g.value(c.src_slot).name);
           } else {
             env_.CopyTensor(*src, *dst);
           }

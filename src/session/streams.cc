@@ -89,6 +89,17 @@ int StreamLanes::Find(const EpInstance& ep, const NxHardwareDevice* device, Lane
   return -1;
 }
 
+void StreamLanes::QueueCopy(int index, const Value& src, Value& dst,
+                            const std::string& value) const {
+  const Lane& l = lane(index);
+  NxDataTransfer* t = l.factory->transfer;
+  const NxValue* from = &src;
+  NxValue* to = &dst;
+  ThrowIfStatus(
+      t->CopyTensorsAsync(t, &from, &to, 1, l.stream),
+      "EP '" + l.factory->name + "' could not queue a copy of '" + value + "' on stream " + l.name);
+}
+
 size_t StreamLanes::streams() const {
   size_t n = 0;
   for (const Lane& l : lanes_) n += l.stream != nullptr ? 1 : 0;

@@ -57,6 +57,9 @@ class StreamLanes {
   int Find(const EpInstance& ep, const NxHardwareDevice* device, LaneKind kind) const;
 
   const Lane& lane(int index) const { return lanes_[static_cast<size_t>(index)]; }
+  // Queues src -> dst on lane `index` through its factory's CopyTensorsAsync; `value` names the
+  // graph value in the error.
+  void QueueCopy(int index, const Value& src, Value& dst, const std::string& value) const;
   size_t size() const { return lanes_.size(); }  // lanes, including refused ones
 
  private:
