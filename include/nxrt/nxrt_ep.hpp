@@ -691,11 +691,21 @@ class KernelContext {
   void AddProfileEvent(const std::string& name, uint64_t begin_ns, uint64_t end_ns,
                        const std::vector<std::pair<std::string, std::string>>& args = {}) const {
     if (Host().version < 6) return;
-    std::vector<NxKeyValue> kv;
+    if (Host().version < 14) {
+      std::vector<NxKeyValue> kv;
+      for (const auto& [k, v] : args) kv.push_back({k.c_str(), v.c_str()});
+      Host().KernelContext_AddProfileEvent(ctx_, name.c_str(), begin_ns, end_ns, kv.data(),
+                                           kv.size());
+      return;
+    }
+    // The versioned pairs (ABI version 14): an array of pointers to entries.
+    std::vector<NxKeyValue2> kv;
+    std::vector<const NxKeyValue2*> pointers;
     kv.reserve(args.size());
-    for (const auto& [k, v] : args) kv.push_back({k.c_str(), v.c_str()});
-    Host().KernelContext_AddProfileEvent(ctx_, name.c_str(), begin_ns, end_ns, kv.data(),
-                                         kv.size());
+    for (const auto& [k, v] : args) kv.push_back({NXRT_EP_API_VERSION, k.c_str(), v.c_str()});
+    for (const NxKeyValue2& entry : kv) pointers.push_back(&entry);
+    Host().KernelContext_AddProfileEvent2(ctx_, name.c_str(), begin_ns, end_ns, pointers.data(),
+                                          pointers.size());
   }
   // ---- end profiling ----
 
@@ -961,12 +971,12 @@ class KernelDefBuilder {
   }
   // Output `output` is input `input` unchanged (the host may hand the input buffer out).
   KernelDefBuilder& Alias(int32_t input, int32_t output) {
-    aliases_.push_back({input, output});
+    aliases_.push_back({NXRT_EP_API_VERSION, input, output});
     return *this;
   }
   // Output `output` may be computed over input `input`.
   KernelDefBuilder& MayInplace(int32_t input, int32_t output) {
-    inplace_.push_back({input, output});
+    inplace_.push_back({NXRT_EP_API_VERSION, input, output});
     return *this;
   }
   // The value kinds the kernel accepts besides tensors, as NX_KIND_* bits (ABI version 4): a node
@@ -983,30 +993,34 @@ class KernelDefBuilder {
   }
 
   // Add the definition with a raw C create function.
+  // The lists go in their versioned form (ABI version 14: arrays of pointers to entries).
   void BuildRaw(NxKernelRegistry* registry, NxKernelCreateFn create, void* state) const {
-    std::vector<NxTypeConstraint> cs;
+    std::vector<NxTypeConstraint2> cs;
     for (const auto& c : constraints_) {
-      cs.push_back({c.name.c_str(), c.types.data(), c.types.size(), c.inputs.data(),
-                    c.inputs.size(), c.outputs.data(), c.outputs.size()});
+      cs.push_back({NXRT_EP_API_VERSION, c.name.c_str(), c.types.data(), c.types.size(),
+                    c.inputs.data(), c.inputs.size(), c.outputs.data(), c.outputs.size()});
     }
+    const auto cs_ptrs = Pointers(cs);
+    const auto alias_ptrs = Pointers(aliases_);
+    const auto inplace_ptrs = Pointers(inplace_);
     NxKernelDef def{};
     def.version = NXRT_EP_API_VERSION;
     def.op_type = op_type_.c_str();
     def.domain = domain_.c_str();
     def.since_version_start = start_;
     def.since_version_end = end_;
-    def.type_constraints = cs.data();
-    def.num_type_constraints = cs.size();
+    def.type_constraints2 = cs_ptrs.data();
+    def.num_type_constraints2 = cs_ptrs.size();
     def.create = create;
     def.create_state = state;
     def.host_inputs = host_inputs_.data();
     def.num_host_inputs = host_inputs_.size();
     def.host_outputs = host_outputs_.data();
     def.num_host_outputs = host_outputs_.size();
-    def.aliases = aliases_.data();
-    def.num_aliases = aliases_.size();
-    def.may_inplace = inplace_.data();
-    def.num_may_inplace = inplace_.size();
+    def.aliases2 = alias_ptrs.data();
+    def.num_aliases2 = alias_ptrs.size();
+    def.may_inplace2 = inplace_ptrs.data();
+    def.num_may_inplace2 = inplace_ptrs.size();
     def.value_kinds = value_kinds_;
     ThrowIfError(Host().KernelRegistry_Add(registry, &def));
   }
@@ -1025,9 +1039,17 @@ class KernelDefBuilder {
   std::vector<ConstraintSpec> constraints_;
   std::vector<int32_t> host_inputs_;
   std::vector<int32_t> host_outputs_;
-  std::vector<NxIoPair> aliases_;
-  std::vector<NxIoPair> inplace_;
+  std::vector<NxIoPair2> aliases_;
+  std::vector<NxIoPair2> inplace_;
   uint32_t value_kinds_ = 0;  // tensors only
+
+  template <class T>
+  static std::vector<const T*> Pointers(const std::vector<T>& entries) {
+    std::vector<const T*> out;
+    out.reserve(entries.size());
+    for (const T& entry : entries) out.push_back(&entry);
+    return out;
+  }
 };
 
 // ---- Devices (ABI version 3) -----------------------------------------------------------------
@@ -1118,8 +1140,9 @@ inline std::vector<EpDeviceView> EpDevicesOf(const NxEpCreateArgs* args) {
 }
 
 // Key/value pairs that own their strings, for EP metadata, default options and virtual-device
-// metadata. data()/size() give the NxKeyValue array the host calls take; it points into this
-// object and stays valid until the next Set.
+// metadata. data()/size() give the NxKeyValue array the version 3 host calls take, versioned()
+// the array of NxKeyValue2 pointers the version 14 ones take; both point into this object and
+// stay valid until the next Set.
 class KeyValues {
  public:
   KeyValues() = default;
@@ -1144,15 +1167,26 @@ class KeyValues {
     return *this;
   }
   const NxKeyValue* data() const { return view_.empty() ? nullptr : view_.data(); }
+  const NxKeyValue2* const* versioned() const {
+    return pointers2_.empty() ? nullptr : pointers2_.data();
+  }
   size_t size() const { return view_.size(); }
 
  private:
   void Rebuild() {
     view_.clear();
-    for (const auto& [key, value] : entries_) view_.push_back({key.c_str(), value.c_str()});
+    view2_.clear();
+    pointers2_.clear();
+    for (const auto& [key, value] : entries_) {
+      view_.push_back({key.c_str(), value.c_str()});
+      view2_.push_back({NXRT_EP_API_VERSION, key.c_str(), value.c_str()});
+    }
+    for (const NxKeyValue2& entry : view2_) pointers2_.push_back(&entry);
   }
   std::vector<std::pair<std::string, std::string>> entries_;
-  std::vector<NxKeyValue> view_;  // points into entries_
+  std::vector<NxKeyValue> view_;               // points into entries_
+  std::vector<NxKeyValue2> view2_;             // points into entries_
+  std::vector<const NxKeyValue2*> pointers2_;  // points into view2_
 };
 
 // The value of `key` in a borrowed NxKeyValue array (the options of CreateVirtualDevices), or
@@ -1165,20 +1199,39 @@ inline std::optional<std::string> FindKeyValue(const NxKeyValue* entries, size_t
   }
   return std::nullopt;
 }
+// The same for the versioned pairs (the options of CreateVirtualDevices2).
+inline std::optional<std::string> FindKeyValue(const NxKeyValue2* const* entries, size_t count,
+                                               std::string_view key) {
+  for (size_t i = 0; entries != nullptr && i < count; ++i) {
+    if (entries[i] != nullptr && entries[i]->key != nullptr && key == entries[i]->key)
+      return std::string(entries[i]->value ? entries[i]->value : "");
+  }
+  return std::nullopt;
+}
 
 // GetSupportedDevices: the EP supports `device`, with this metadata and these default options.
 inline void AddEpDevice(NxEpDeviceList* list, const NxHardwareDevice* device,
                         const KeyValues& metadata = {}, const KeyValues& default_options = {}) {
-  ThrowIfError(Host().EpDeviceList_Add(list, device, metadata.data(), metadata.size(),
-                                       default_options.data(), default_options.size()));
+  if (Host().version < 14) {
+    ThrowIfError(Host().EpDeviceList_Add(list, device, metadata.data(), metadata.size(),
+                                         default_options.data(), default_options.size()));
+    return;
+  }
+  ThrowIfError(Host().EpDeviceList_Add2(list, device, metadata.versioned(), metadata.size(),
+                                        default_options.versioned(), default_options.size()));
 }
 
-// CreateVirtualDevices: add one virtual device (the host adds is_virtual and discovered_by).
+// CreateVirtualDevices(2): add one virtual device (the host adds is_virtual and discovered_by).
 inline void AddVirtualDevice(NxVirtualDeviceList* list, NxDeviceType type,
                              const std::string& vendor, uint32_t vendor_id, uint32_t device_id,
                              const KeyValues& metadata = {}) {
-  ThrowIfError(Host().VirtualDeviceList_Add(list, type, vendor.c_str(), vendor_id, device_id,
-                                            metadata.data(), metadata.size()));
+  if (Host().version < 14) {
+    ThrowIfError(Host().VirtualDeviceList_Add(list, type, vendor.c_str(), vendor_id, device_id,
+                                              metadata.data(), metadata.size()));
+    return;
+  }
+  ThrowIfError(Host().VirtualDeviceList_Add2(list, type, vendor.c_str(), vendor_id, device_id,
+                                             metadata.versioned(), metadata.size()));
 }
 
 }  // namespace nxrt::ep

@@ -1,4 +1,4 @@
-/* nxrt_ep_api.h: the plugin execution-provider (EP) ABI, version 13.
+/* nxrt_ep_api.h: the plugin execution-provider (EP) ABI, version 14.
  *
  * An EP is a shared library that exports two C symbols (see "Library" below). The host hands it
  * a table of host services (NxHostApi); the library hands back factories (NxEpFactory), and each
@@ -88,7 +88,11 @@
  * NXRT_EP_API_VERSION the filler was compiled with. Tables only grow at the end; a reader reads a
  * member only when the writer's version says the member exists, and optional members may be
  * NULL. A plugin built against an older header keeps loading in a newer host. The host refuses a
- * plugin whose version is newer than its own, with a clear error.
+ * plugin whose version is newer than its own, with a clear error. Three small structs of
+ * versions 1-13 have no `version` and can never grow: NxTypeConstraint, NxIoPair and NxKeyValue.
+ * Version 14 added versioned successors (NxTypeConstraint2, NxIoPair2, NxKeyValue2), passed as
+ * arrays of pointers so that each entry carries its own version, and a member or function that
+ * takes them next to each one that takes the old form; the old forms stay valid.
  *
  * Ownership. `Create*`/`Release*` pairs; `const` results are borrowed for the lifetime stated
  * next to each function. Strings the plugin returns (names, vendor) are copied by the host.
@@ -106,7 +110,7 @@
 extern "C" {
 #endif
 
-#define NXRT_EP_API_VERSION 13
+#define NXRT_EP_API_VERSION 14
 
 /* ============================================================================================
  * Opaque host objects an EP sees. All are owned by the host.
@@ -163,7 +167,8 @@ typedef enum NxAttributeType {
  * each named input/output that is present and known is in `allowed_types`, and all of them have
  * the same type (a float input and an int64 input under one "T" do not match). Bind inputs that
  * may differ to separate constraints. An index of -1 means "every input" (or "every output"),
- * for variadic operators. This struct has no `version` member: it cannot grow (docs/abi.md). */
+ * for variadic operators. This struct has no `version` member: it cannot grow; NxTypeConstraint2
+ * (version 14) is its versioned successor. */
 typedef struct NxTypeConstraint {
   const char* name;                   /* "T", "T1", ... for messages */
   const NxElementType* allowed_types; /* borrowed for the duration of KernelRegistry_Add */
@@ -174,15 +179,44 @@ typedef struct NxTypeConstraint {
   size_t num_output_indices;
 } NxTypeConstraint;
 
+/* Version 14: NxTypeConstraint with a `version`, so that it can grow. Same members, same meaning
+ * (NxKernelDef::type_constraints2 lists them). */
+typedef struct NxTypeConstraint2 {
+  uint32_t version;                   /* NXRT_EP_API_VERSION */
+  const char* name;                   /* "T", "T1", ... for messages */
+  const NxElementType* allowed_types; /* borrowed for the duration of KernelRegistry_Add */
+  size_t num_allowed_types;
+  const int32_t* input_indices; /* -1 = every input */
+  size_t num_input_indices;
+  const int32_t* output_indices; /* -1 = every output */
+  size_t num_output_indices;
+} NxTypeConstraint2;
+
 /* Create a kernel for one node. `state` is the pointer given in NxKernelDef::create_state;
  * `info` is borrowed for the duration of the call. On success store a kernel in *out. */
 typedef NxStatus* (*NxKernelCreateFn)(void* state, const NxKernelInfo* info, NxKernel** out);
 
-/* An (input index, output index) pair of one node. No `version` member: it cannot grow. */
+/* An (input index, output index) pair of one node. No `version` member: it cannot grow; NxIoPair2
+ * (version 14) is its versioned successor. */
 typedef struct NxIoPair {
   int32_t input;
   int32_t output;
 } NxIoPair;
+
+/* Version 14: NxIoPair with a `version`, so that it can grow. */
+typedef struct NxIoPair2 {
+  uint32_t version; /* NXRT_EP_API_VERSION */
+  int32_t input;
+  int32_t output;
+} NxIoPair2;
+
+/* Version 14: NxKeyValue (nxrt_types.h) with a `version`, so that it can grow. Both strings are
+ * NUL-terminated. */
+typedef struct NxKeyValue2 {
+  uint32_t version; /* NXRT_EP_API_VERSION */
+  const char* key;
+  const char* value;
+} NxKeyValue2;
 
 /* A kernel definition. Version ranges are matched against the opset version the model imports
  * for the node's domain: a node in a model importing ai.onnx opset 13 matches a definition with
@@ -226,6 +260,19 @@ typedef struct NxKernelDef {
    * accepts those kinds; type constraints then apply to the element type of the sequence (or of
    * the optional's tensor). */
   uint32_t value_kinds;
+
+  /* ---- version 14 (all optional: zero counts mean none) -----------------------------------
+   * The three lists above in their versioned form, as arrays of pointers (each entry carries its
+   * own version; none may be NULL). A definition may use either form or both: the host applies
+   * the entries of both (the constraints of type_constraints and of type_constraints2, and so
+   * on). In definitions the host hands out (KernelRegistry_FindKernel) both forms hold the same
+   * entries: read one of them. */
+  const NxTypeConstraint2* const* type_constraints2;
+  size_t num_type_constraints2;
+  const NxIoPair2* const* aliases2;
+  size_t num_aliases2;
+  const NxIoPair2* const* may_inplace2;
+  size_t num_may_inplace2;
 } NxKernelDef;
 
 /* Bits of NxKernelDef::value_kinds. */
@@ -619,6 +666,14 @@ struct NxEpFactory {
    * copy between any two of the factory's memories (and host memory). */
   const NxMemoryInfo* (*GetDeviceMemoryInfo)(const NxEpFactory* self,
                                              const NxHardwareDevice* device);
+
+  /* ---- version 14 (optional, may be NULL) --------------------------------------------------
+   * CreateVirtualDevices with the request's options in their versioned form (borrowed for the
+   * call). When set, the host calls it instead of CreateVirtualDevices; everything else is as
+   * there. */
+  NxStatus* (*CreateVirtualDevices2)(NxEpFactory* self, NxDeviceType type,
+                                     const NxKeyValue2* const* options, size_t num_options,
+                                     NxVirtualDeviceList* created);
 };
 
 /* ============================================================================================
@@ -934,6 +989,20 @@ typedef struct NxHostApi {
    *   - KernelContext_GetScratch and KernelContext_CreateTensor memory, and
    *     KernelContext_ParallelFor, are for Compute itself: queued work must not use them. */
   NxStream* (*KernelContext_GetStream)(const NxKernelContext* ctx);
+
+  /* ---- Version 14: versioned key/value pairs ---------------------------------------------- */
+  /* VirtualDeviceList_Add, EpDeviceList_Add and KernelContext_AddProfileEvent with their
+   * key/value pairs in the versioned form (arrays of pointers, none NULL; each entry's version
+   * at least 14). Everything else is as there. */
+  NxStatus* (*VirtualDeviceList_Add2)(NxVirtualDeviceList* list, NxDeviceType type,
+                                      const char* vendor, uint32_t vendor_id, uint32_t device_id,
+                                      const NxKeyValue2* const* metadata, size_t num_metadata);
+  NxStatus* (*EpDeviceList_Add2)(NxEpDeviceList* list, const NxHardwareDevice* device,
+                                 const NxKeyValue2* const* ep_metadata, size_t num_metadata,
+                                 const NxKeyValue2* const* default_options, size_t num_options);
+  void (*KernelContext_AddProfileEvent2)(NxKernelContext* ctx, const char* name, uint64_t begin_ns,
+                                         uint64_t end_ns, const NxKeyValue2* const* args,
+                                         size_t num_args);
 } NxHostApi;
 
 /* ============================================================================================

@@ -148,7 +148,8 @@ typedef struct NxHardwareDevice NxHardwareDevice;
 typedef struct NxEpDevice NxEpDevice;
 
 /* One key/value pair (metadata, options). Both strings are NUL-terminated. No `version`
- * member: it cannot grow. */
+ * member: it cannot grow. The plugin ABI has a versioned successor, NxKeyValue2 (version 14);
+ * the application API keeps this one (it grows by new functions, never by growing structs). */
 typedef struct NxKeyValue {
   const char* key;
   const char* value;

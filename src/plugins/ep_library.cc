@@ -90,15 +90,29 @@ std::vector<std::unique_ptr<NxHardwareDevice>> CreateVirtualDevices(
     std::vector<size_t>& per_request) {
   std::vector<std::unique_ptr<NxHardwareDevice>> out;
   NxEpFactory* raw = f.raw;
-  if (requests.empty() || raw->version < 3 || raw->CreateVirtualDevices == nullptr) return out;
+  // Version 14 factories may take the options in the versioned form instead.
+  const bool versioned = raw->version >= 14 && raw->CreateVirtualDevices2 != nullptr;
+  if (requests.empty() || raw->version < 3 ||
+      (raw->CreateVirtualDevices == nullptr && !versioned)) {
+    return out;
+  }
   for (size_t r = 0; r < requests.size(); ++r) {
     const VirtualDeviceRequest& req = requests[r];
     std::vector<NxKeyValue> options;
-    for (const auto& [k, v] : req.options) options.push_back({k.c_str(), v.c_str()});
+    std::vector<NxKeyValue2> options2;
+    std::vector<const NxKeyValue2*> options2_ptrs;
+    for (const auto& [k, v] : req.options) {
+      options.push_back({k.c_str(), v.c_str()});
+      options2.push_back({NXRT_EP_API_VERSION, k.c_str(), v.c_str()});
+    }
+    for (const NxKeyValue2& kv : options2) options2_ptrs.push_back(&kv);
     NxVirtualDeviceList list;
-    ThrowIfStatus(raw->CreateVirtualDevices(raw, req.type, options.data(), options.size(), &list),
-                  path + ": EP '" + f.name + "' refused the request for a virtual " +
-                      DeviceTypeName(req.type) + " device");
+    NxStatus* status =
+        versioned ? raw->CreateVirtualDevices2(raw, req.type, options2_ptrs.data(),
+                                               options2_ptrs.size(), &list)
+                  : raw->CreateVirtualDevices(raw, req.type, options.data(), options.size(), &list);
+    ThrowIfStatus(status, path + ": EP '" + f.name + "' refused the request for a virtual " +
+                              DeviceTypeName(req.type) + " device");
     per_request[r] += list.added.size();
     for (HardwareDevice& d : list.added) {
       auto owned = std::make_unique<NxHardwareDevice>(NxHardwareDevice{std::move(d)});

@@ -36,78 +36,133 @@ const char* HardwareDeviceGetMetadataValue(const NxHardwareDevice* d, const char
   return v ? v->c_str() : nullptr;
 }
 
+// The key and value of entry `i` of either form of key/value array (version 14 added the
+// versioned one: an array of pointers, none null, each entry of version 14 or later).
+NxStatus* EntryAt(const char* /*what*/, const NxKeyValue* kv, size_t i, const char** key,
+                  const char** value) {
+  *key = kv[i].key;
+  *value = kv[i].value;
+  return nullptr;
+}
+NxStatus* EntryAt(const char* what, const NxKeyValue2* const* kv, size_t i, const char** key,
+                  const char** value) {
+  if (kv[i] == nullptr || kv[i]->version < 14) {
+    return CreateStatus(NX_INVALID_ARGUMENT,
+                        (std::string(what) + ": entry " + std::to_string(i) +
+                         (kv[i] == nullptr ? " is null" : " has a version below 14"))
+                            .c_str());
+  }
+  *key = kv[i]->key;
+  *value = kv[i]->value;
+  return nullptr;
+}
+
 // Copies `n` pairs, refusing NULL strings, repeated keys and keys the host sets itself.
-NxStatus* CopyKeyValues(const char* what, const NxKeyValue* kv, size_t n,
+template <class Pairs>
+NxStatus* CopyKeyValues(const char* what, Pairs kv, size_t n,
                         std::initializer_list<const char*> reserved, KeyValues& out) {
   if (n > 0 && kv == nullptr)
     return CreateStatus(NX_INVALID_ARGUMENT, (std::string(what) + ": pairs are null").c_str());
   for (size_t i = 0; i < n; ++i) {
-    if (kv[i].key == nullptr || kv[i].key[0] == '\0' || kv[i].value == nullptr) {
+    const char* key = nullptr;
+    const char* value = nullptr;
+    if (NxStatus* bad = EntryAt(what, kv, i, &key, &value)) return bad;
+    if (key == nullptr || key[0] == '\0' || value == nullptr) {
       return CreateStatus(NX_INVALID_ARGUMENT, (std::string(what) + ": entry " + std::to_string(i) +
                                                 " has a null or empty key or a null value")
                                                    .c_str());
     }
     for (const char* r : reserved) {
-      if (std::strcmp(kv[i].key, r) == 0) {
+      if (std::strcmp(key, r) == 0) {
         return CreateStatus(
             NX_INVALID_ARGUMENT,
             (std::string(what) + ": '" + r + "' is set by the host, not by the EP").c_str());
       }
     }
-    if (FindKey(out, kv[i].key) != nullptr) {
+    if (FindKey(out, key) != nullptr) {
       return CreateStatus(NX_INVALID_ARGUMENT,
-                          (std::string(what) + ": key '" + kv[i].key + "' given twice").c_str());
+                          (std::string(what) + ": key '" + key + "' given twice").c_str());
     }
-    out.emplace_back(kv[i].key, kv[i].value);
+    out.emplace_back(key, value);
   }
   return nullptr;
 }
 
-NxStatus* VirtualDeviceListAdd(NxVirtualDeviceList* list, NxDeviceType type, const char* vendor,
-                               uint32_t vendor_id, uint32_t device_id, const NxKeyValue* metadata,
-                               size_t num_metadata) {
+template <class Pairs>
+NxStatus* AddVirtualDevice(const char* what, NxVirtualDeviceList* list, NxDeviceType type,
+                           const char* vendor, uint32_t vendor_id, uint32_t device_id,
+                           Pairs metadata, size_t num_metadata) {
   if (list == nullptr)
-    return CreateStatus(NX_INVALID_ARGUMENT, "VirtualDeviceList_Add: list is null");
-  if (RawEnum(type) < NX_DEVICE_CPU || RawEnum(type) > NX_DEVICE_OTHER)
-    return CreateStatus(NX_INVALID_ARGUMENT, "VirtualDeviceList_Add: unknown device type");
+    return CreateStatus(NX_INVALID_ARGUMENT, (std::string(what) + ": list is null").c_str());
+  if (RawEnum(type) < NX_DEVICE_CPU || RawEnum(type) > NX_DEVICE_OTHER) {
+    return CreateStatus(NX_INVALID_ARGUMENT, (std::string(what) + ": unknown device type").c_str());
+  }
   return CatchAsStatus([&] {
     HardwareDevice d;
     d.type = type;
     d.vendor = vendor ? vendor : "";
     d.vendor_id = vendor_id;
     d.device_id = device_id;
-    ThrowIfStatus(CopyKeyValues("VirtualDeviceList_Add", metadata, num_metadata,
-                                {"is_virtual", "discovered_by"}, d.metadata),
-                  "");
+    ThrowIfStatus(
+        CopyKeyValues(what, metadata, num_metadata, {"is_virtual", "discovered_by"}, d.metadata),
+        "");
     list->added.push_back(std::move(d));
   });
+}
+
+template <class Pairs>
+NxStatus* AddEpDevice(const std::string& what, NxEpDeviceList* list, const NxHardwareDevice* device,
+                      Pairs ep_metadata, size_t num_metadata, Pairs default_options,
+                      size_t num_options) {
+  if (list == nullptr || list->offered == nullptr)
+    return CreateStatus(NX_INVALID_ARGUMENT, (what + ": list is null").c_str());
+  bool offered = false;
+  for (const NxHardwareDevice* d : *list->offered) offered = offered || d == device;
+  if (device == nullptr || !offered) {
+    return CreateStatus(NX_INVALID_ARGUMENT,
+                        (what + ": the device is not one of those offered").c_str());
+  }
+  for (const auto& e : list->added) {
+    if (e.device == device)
+      return CreateStatus(NX_INVALID_ARGUMENT, (what + ": the device was added twice").c_str());
+  }
+  return CatchAsStatus([&] {
+    NxEpDeviceList::Entry e;
+    e.device = device;
+    ThrowIfStatus(CopyKeyValues((what + " metadata").c_str(), ep_metadata, num_metadata,
+                                {"version", "library_path"}, e.metadata),
+                  "");
+    ThrowIfStatus(
+        CopyKeyValues((what + " options").c_str(), default_options, num_options, {}, e.options),
+        "");
+    list->added.push_back(std::move(e));
+  });
+}
+
+NxStatus* VirtualDeviceListAdd(NxVirtualDeviceList* list, NxDeviceType type, const char* vendor,
+                               uint32_t vendor_id, uint32_t device_id, const NxKeyValue* metadata,
+                               size_t num_metadata) {
+  return AddVirtualDevice("VirtualDeviceList_Add", list, type, vendor, vendor_id, device_id,
+                          metadata, num_metadata);
+}
+NxStatus* VirtualDeviceListAdd2(NxVirtualDeviceList* list, NxDeviceType type, const char* vendor,
+                                uint32_t vendor_id, uint32_t device_id,
+                                const NxKeyValue2* const* metadata, size_t num_metadata) {
+  return AddVirtualDevice("VirtualDeviceList_Add2", list, type, vendor, vendor_id, device_id,
+                          metadata, num_metadata);
 }
 
 NxStatus* EpDeviceListAdd(NxEpDeviceList* list, const NxHardwareDevice* device,
                           const NxKeyValue* ep_metadata, size_t num_metadata,
                           const NxKeyValue* default_options, size_t num_options) {
-  if (list == nullptr || list->offered == nullptr)
-    return CreateStatus(NX_INVALID_ARGUMENT, "EpDeviceList_Add: list is null");
-  bool offered = false;
-  for (const NxHardwareDevice* d : *list->offered) offered = offered || d == device;
-  if (device == nullptr || !offered) {
-    return CreateStatus(NX_INVALID_ARGUMENT,
-                        "EpDeviceList_Add: the device is not one of those offered");
-  }
-  for (const auto& e : list->added) {
-    if (e.device == device)
-      return CreateStatus(NX_INVALID_ARGUMENT, "EpDeviceList_Add: the device was added twice");
-  }
-  return CatchAsStatus([&] {
-    NxEpDeviceList::Entry e;
-    e.device = device;
-    ThrowIfStatus(CopyKeyValues("EpDeviceList_Add metadata", ep_metadata, num_metadata,
-                                {"version", "library_path"}, e.metadata),
-                  "");
-    ThrowIfStatus(
-        CopyKeyValues("EpDeviceList_Add options", default_options, num_options, {}, e.options), "");
-    list->added.push_back(std::move(e));
-  });
+  return AddEpDevice("EpDeviceList_Add", list, device, ep_metadata, num_metadata, default_options,
+                     num_options);
+}
+NxStatus* EpDeviceListAdd2(NxEpDeviceList* list, const NxHardwareDevice* device,
+                           const NxKeyValue2* const* ep_metadata, size_t num_metadata,
+                           const NxKeyValue2* const* default_options, size_t num_options) {
+  return AddEpDevice("EpDeviceList_Add2", list, device, ep_metadata, num_metadata, default_options,
+                     num_options);
 }
 
 const NxHardwareDevice* EpDeviceGetHardwareDevice(const NxEpDevice* d) {
@@ -133,6 +188,8 @@ void FillDevicesApi(NxHostApi& api) {
   api.EpDeviceList_Add = EpDeviceListAdd;
   api.EpDevice_GetHardwareDevice = EpDeviceGetHardwareDevice;
   api.EpDevice_GetMetadataValue = EpDeviceGetMetadataValue;
+  api.VirtualDeviceList_Add2 = VirtualDeviceListAdd2;
+  api.EpDeviceList_Add2 = EpDeviceListAdd2;
 }
 
 }  // namespace nxrt::host_api

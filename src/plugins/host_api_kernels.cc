@@ -202,15 +202,20 @@ bool ContextShouldStop(const NxKernelContext* ctx) {
 bool ContextIsProfiling(const NxKernelContext* ctx) {
   return ctx != nullptr && ctx->profile != nullptr && ctx->profile->profiler->active();
 }
-void ContextAddProfileEvent(NxKernelContext* ctx, const char* name, uint64_t begin_ns,
-                            uint64_t end_ns, const NxKeyValue* args, size_t num_args) {
+// Adds an EP event with the args `arg_at(i, &key, &value)` gives (entries it leaves null are
+// skipped).
+template <class ArgAt>
+void AddEpProfileEvent(NxKernelContext* ctx, const char* name, uint64_t begin_ns, uint64_t end_ns,
+                       size_t num_args, ArgAt&& arg_at) {
   if (!ContextIsProfiling(ctx) || name == nullptr) return;
   try {
     const ProfiledRun& run = *ctx->profile;
     ProfileEvent event{name, "ep", begin_ns, end_ns, Profiler::ThreadId(), {}};
-    for (size_t i = 0; args != nullptr && i < num_args; ++i) {
-      if (args[i].key != nullptr && args[i].value != nullptr)
-        event.args.emplace_back(args[i].key, args[i].value);
+    for (size_t i = 0; i < num_args; ++i) {
+      const char* key = nullptr;
+      const char* value = nullptr;
+      arg_at(i, &key, &value);
+      if (key != nullptr && value != nullptr) event.args.emplace_back(key, value);
     }
     if (ctx->node != nullptr) event.args.emplace_back("node", ctx->node->name);
     if (run.ep != nullptr) event.args.emplace_back("ep", *run.ep);
@@ -218,6 +223,27 @@ void ContextAddProfileEvent(NxKernelContext* ctx, const char* name, uint64_t beg
     run.profiler->Add(std::move(event));
   } catch (...) {  // out of memory: the event is lost, the kernel goes on
   }
+}
+
+void ContextAddProfileEvent(NxKernelContext* ctx, const char* name, uint64_t begin_ns,
+                            uint64_t end_ns, const NxKeyValue* args, size_t num_args) {
+  AddEpProfileEvent(ctx, name, begin_ns, end_ns, args != nullptr ? num_args : 0,
+                    [&](size_t i, const char** key, const char** value) {
+                      *key = args[i].key;
+                      *value = args[i].value;
+                    });
+}
+
+// Version 14: the args in the versioned form (a null entry, or one below version 14, is skipped:
+// a profile event is never worth failing a kernel for).
+void ContextAddProfileEvent2(NxKernelContext* ctx, const char* name, uint64_t begin_ns,
+                             uint64_t end_ns, const NxKeyValue2* const* args, size_t num_args) {
+  AddEpProfileEvent(ctx, name, begin_ns, end_ns, args != nullptr ? num_args : 0,
+                    [&](size_t i, const char** key, const char** value) {
+                      if (args[i] == nullptr || args[i]->version < 14) return;
+                      *key = args[i]->key;
+                      *value = args[i]->value;
+                    });
 }
 
 }  // namespace
@@ -243,6 +269,7 @@ void FillKernelsApi(NxHostApi& api) {
   api.Profiler_NowNs = ProfilerNowNs;
   api.KernelContext_IsProfiling = ContextIsProfiling;
   api.KernelContext_AddProfileEvent = ContextAddProfileEvent;
+  api.KernelContext_AddProfileEvent2 = ContextAddProfileEvent2;
   api.KernelContext_ShouldStop = ContextShouldStop;
   // version 13: the stream a kernel queues its work on (null: synchronous)
   api.KernelContext_GetStream = [](const NxKernelContext* ctx) -> NxStream* {

@@ -83,14 +83,41 @@ void KernelRegistry::Add(const NxKernelDef& def) {
   e.end = def.since_version_end <= 0 ? INT32_MAX : def.since_version_end;
   NXRT_CHECK(e.start <= e.end, NX_INVALID_ARGUMENT,
              "kernel definition for " + e.op_type + " has an empty version range");
-  for (size_t i = 0; i < def.num_type_constraints; ++i) {
-    const NxTypeConstraint& c = def.type_constraints[i];
+  auto add_constraint = [&](const auto& c) {
+    NXRT_CHECK(c.num_allowed_types == 0 || c.allowed_types != nullptr, NX_INVALID_ARGUMENT,
+               "kernel definition for " + e.op_type + ": a type constraint's types are null");
+    NXRT_CHECK(c.num_input_indices == 0 || c.input_indices != nullptr, NX_INVALID_ARGUMENT,
+               "kernel definition for " + e.op_type + ": a type constraint's inputs are null");
+    NXRT_CHECK(c.num_output_indices == 0 || c.output_indices != nullptr, NX_INVALID_ARGUMENT,
+               "kernel definition for " + e.op_type + ": a type constraint's outputs are null");
     KernelTypeConstraint kc;
     kc.name = c.name ? c.name : "";
     kc.allowed.assign(c.allowed_types, c.allowed_types + c.num_allowed_types);
     kc.inputs.assign(c.input_indices, c.input_indices + c.num_input_indices);
     kc.outputs.assign(c.output_indices, c.output_indices + c.num_output_indices);
     e.constraints.push_back(std::move(kc));
+  };
+  NXRT_CHECK(def.num_type_constraints == 0 || def.type_constraints != nullptr, NX_INVALID_ARGUMENT,
+             "kernel definition for " + e.op_type + ": type_constraints is null");
+  for (size_t i = 0; i < def.num_type_constraints; ++i) add_constraint(def.type_constraints[i]);
+  // Version 14 entries are read through their pointers, each checked for its own version.
+  auto versioned = [&](const auto* const* p, size_t n, const char* what) {
+    NXRT_CHECK(n == 0 || p != nullptr, NX_INVALID_ARGUMENT,
+               "kernel definition for " + e.op_type + ": " + what + " is null");
+    for (size_t i = 0; i < n; ++i) {
+      NXRT_CHECK(p[i] != nullptr, NX_INVALID_ARGUMENT,
+                 "kernel definition for " + e.op_type + ": entry " + std::to_string(i) + " of " +
+                     what + " is null");
+      NXRT_CHECK(p[i]->version >= 14, NX_INVALID_ARGUMENT,
+                 "kernel definition for " + e.op_type + ": entry " + std::to_string(i) + " of " +
+                     what + " has version " + std::to_string(p[i]->version) +
+                     " (versioned entries start at 14)");
+    }
+  };
+  if (def.version >= 14) {
+    versioned(def.type_constraints2, def.num_type_constraints2, "type_constraints2");
+    for (size_t i = 0; i < def.num_type_constraints2; ++i)
+      add_constraint(*def.type_constraints2[i]);
   }
   e.create = def.create;
   e.create_state = def.create_state;
@@ -119,15 +146,42 @@ void KernelRegistry::Add(const NxKernelDef& def) {
     e.aliases = pairs(def.aliases, def.num_aliases, "aliases");
     e.may_inplace = pairs(def.may_inplace, def.num_may_inplace, "may_inplace");
   }
+  if (def.version >= 14) {
+    auto pairs2 = [&](const NxIoPair2* const* p, size_t n, const char* what,
+                      std::vector<NxIoPair>& out) {
+      versioned(p, n, what);
+      for (size_t i = 0; i < n; ++i) {
+        NXRT_CHECK(p[i]->input >= 0 && p[i]->output >= 0, NX_INVALID_ARGUMENT,
+                   "kernel definition for " + e.op_type + ": negative index in " + what);
+        out.push_back({p[i]->input, p[i]->output});
+      }
+    };
+    pairs2(def.aliases2, def.num_aliases2, "aliases2", e.aliases);
+    pairs2(def.may_inplace2, def.num_may_inplace2, "may_inplace2", e.may_inplace);
+  }
   if (def.version >= 4) e.value_kinds = def.value_kinds | NX_KIND_TENSOR;
   by_op_[Key(e.domain, e.op_type)].push_back(entries_.size());
   KernelEntry& stored = entries_.emplace_back(std::move(e));
   // The ABI view, pointing into the stored entry (its address never changes).
+  // Both forms hold every entry (version 14): a reader of either sees the whole definition.
   for (const KernelTypeConstraint& c : stored.constraints) {
     stored.abi_constraints.push_back({c.name.c_str(), c.allowed.data(), c.allowed.size(),
                                       c.inputs.data(), c.inputs.size(), c.outputs.data(),
                                       c.outputs.size()});
+    stored.abi_constraints2.push_back({NXRT_EP_API_VERSION, c.name.c_str(), c.allowed.data(),
+                                       c.allowed.size(), c.inputs.data(), c.inputs.size(),
+                                       c.outputs.data(), c.outputs.size()});
   }
+  for (const NxIoPair& io : stored.aliases)
+    stored.abi_aliases2.push_back({NXRT_EP_API_VERSION, io.input, io.output});
+  for (const NxIoPair& io : stored.may_inplace)
+    stored.abi_may_inplace2.push_back({NXRT_EP_API_VERSION, io.input, io.output});
+  auto pointers = [](const auto& entries, auto& out) {
+    for (const auto& x : entries) out.push_back(&x);
+  };
+  pointers(stored.abi_constraints2, stored.abi_constraint2_ptrs);
+  pointers(stored.abi_aliases2, stored.abi_alias2_ptrs);
+  pointers(stored.abi_may_inplace2, stored.abi_may_inplace2_ptrs);
   NxKernelDef& a = stored.abi;
   a.version = NXRT_EP_API_VERSION;
   a.op_type = stored.op_type.c_str();
@@ -147,6 +201,12 @@ void KernelRegistry::Add(const NxKernelDef& def) {
   a.may_inplace = stored.may_inplace.data();
   a.num_may_inplace = stored.may_inplace.size();
   a.value_kinds = stored.value_kinds;
+  a.type_constraints2 = stored.abi_constraint2_ptrs.data();
+  a.num_type_constraints2 = stored.abi_constraint2_ptrs.size();
+  a.aliases2 = stored.abi_alias2_ptrs.data();
+  a.num_aliases2 = stored.abi_alias2_ptrs.size();
+  a.may_inplace2 = stored.abi_may_inplace2_ptrs.data();
+  a.num_may_inplace2 = stored.abi_may_inplace2_ptrs.size();
 }
 
 bool KernelEntry::InputOnHost(size_t i) const {

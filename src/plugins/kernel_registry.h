@@ -48,9 +48,16 @@ struct KernelEntry {
   bool AcceptsRunTimeTypes(const Value* const* inputs, size_t num_inputs,
                            std::string* reason) const;
 
-  // The definition as the ABI describes it, pointing into this entry (for FindKernel).
+  // The definition as the ABI describes it, pointing into this entry (for FindKernel), with
+  // every list in both its forms (version 14 added the versioned ones).
   NxKernelDef abi{};
   std::vector<NxTypeConstraint> abi_constraints;
+  std::vector<NxTypeConstraint2> abi_constraints2;
+  std::vector<NxIoPair2> abi_aliases2;
+  std::vector<NxIoPair2> abi_may_inplace2;
+  std::vector<const NxTypeConstraint2*> abi_constraint2_ptrs;
+  std::vector<const NxIoPair2*> abi_alias2_ptrs;
+  std::vector<const NxIoPair2*> abi_may_inplace2_ptrs;
 };
 
 // Why Find found no kernel (for placement reports).

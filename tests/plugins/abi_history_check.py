@@ -6,7 +6,10 @@ version only appended to the one before it (docs/abi.md):
     declared the same way, in the same order, at the same offsets (compiled and measured);
   * every enumerator and integer #define (NX_*, NXRT_*) of version N keeps its value in N+1
     (NXRT_EP_API_VERSION alone grows);
-  * nothing of version N disappears.
+  * nothing of version N disappears;
+  * every struct of the current headers starts with `uint32_t version`, except the three that
+    versions 1-13 shipped without one (VERSIONLESS; their successors NxTypeConstraint2,
+    NxIoPair2 and NxKeyValue2 have it), so no struct that cannot grow is added again.
 
 The current headers (include/nxrt) are the last version in the chain. Run from the repository
 root: python3 tests/plugins/abi_history_check.py [--cc cc]
@@ -20,6 +23,7 @@ import tempfile
 
 HEADERS = ("nxrt_types.h", "nxrt_ep_api.h")
 GROWING = {"NXRT_EP_API_VERSION"}
+VERSIONLESS = {"NxTypeConstraint", "NxIoPair", "NxKeyValue"}
 
 
 def strip_comments(text):
@@ -169,6 +173,11 @@ def main():
         found = compare(a_name, a, b_name, b)
         print(f"{a_name} -> {b_name}: {'appends only' if not found else f'{len(found)} problem(s)'}")
         problems += found
+    current_structs = parsed[-1][1][0]
+    for s, members in sorted(current_structs.items()):
+        if s not in VERSIONLESS and (not members or members[0] != "uint32_t version"):
+            problems.append(f"struct {s} does not start with 'uint32_t version' (it could never "
+                            f"grow)")
     for p in problems:
         print("FAIL " + p)
     if len(parsed) < 2:

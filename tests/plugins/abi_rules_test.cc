@@ -111,4 +111,52 @@ TEST(DeviceMetadataRules, KeysTheHostSetsAreRefusedFromPlugins) {
   EXPECT_EQ(supported.added.size(), 1u);
 }
 
+// Version 14: the same rules for the versioned pairs, plus the entries' own checks.
+TEST(DeviceMetadataRules, TheVersionedPairsFollowTheSameRules) {
+  const NxHostApi* host = nxrt::GetHostApi();
+  NxVirtualDeviceList created;
+  const NxKeyValue2 arch{NXRT_EP_API_VERSION, "arch", "a1"};
+  const NxKeyValue2 reserved{NXRT_EP_API_VERSION, "discovered_by", "me"};
+  const NxKeyValue2 unversioned{0, "tile", "0"};
+  const NxKeyValue2* const with_reserved[] = {&arch, &reserved};
+  const NxKeyValue2* const with_null[] = {&arch, nullptr};
+  const NxKeyValue2* const with_unversioned[] = {&unversioned};
+  const NxKeyValue2* const twice[] = {&arch, &arch};
+  const NxKeyValue2* const good[] = {&arch};
+  ExpectRefused(host->VirtualDeviceList_Add2(&created, NX_DEVICE_NPU, "v", 0, 0, with_reserved, 2),
+                "'discovered_by' is set by the host");
+  ExpectRefused(host->VirtualDeviceList_Add2(&created, NX_DEVICE_NPU, "v", 0, 0, with_null, 2),
+                "entry 1 is null");
+  ExpectRefused(
+      host->VirtualDeviceList_Add2(&created, NX_DEVICE_NPU, "v", 0, 0, with_unversioned, 1),
+      "entry 0 has a version below 14");
+  ExpectRefused(host->VirtualDeviceList_Add2(&created, NX_DEVICE_NPU, "v", 0, 0, twice, 2),
+                "given twice");
+  ExpectRefused(host->VirtualDeviceList_Add2(&created, NX_DEVICE_NPU, "v", 0, 0, nullptr, 1),
+                "pairs are null");
+  EXPECT_TRUE(created.added.empty());
+  EXPECT_EQ(Take(host->VirtualDeviceList_Add2(&created, NX_DEVICE_NPU, "v", 0, 0, good, 1)).first,
+            NX_OK);
+  ASSERT_EQ(created.added.size(), 1u);
+  ASSERT_NE(created.added[0].Find("arch"), nullptr);
+  EXPECT_EQ(*created.added[0].Find("arch"), "a1");
+
+  int storage = 0;
+  const auto* device = reinterpret_cast<const NxHardwareDevice*>(&storage);
+  const std::vector<const NxHardwareDevice*> offered = {device};
+  NxEpDeviceList supported;
+  supported.offered = &offered;
+  const NxKeyValue2 version{NXRT_EP_API_VERSION, "version", "9"};
+  const NxKeyValue2* const with_version[] = {&version};
+  ExpectRefused(host->EpDeviceList_Add2(&supported, device, with_version, 1, nullptr, 0),
+                "EpDeviceList_Add2 metadata: 'version' is set by the host");
+  ExpectRefused(host->EpDeviceList_Add2(&supported, device, good, 1, with_null, 2),
+                "EpDeviceList_Add2 options: entry 1 is null");
+  EXPECT_EQ(Take(host->EpDeviceList_Add2(&supported, device, good, 1, good, 1)).first, NX_OK);
+  ASSERT_EQ(supported.added.size(), 1u);
+  EXPECT_EQ(supported.added[0].metadata.size(), 1u);
+  EXPECT_EQ(supported.added[0].options.size(), 1u);
+  ExpectRefused(host->EpDeviceList_Add2(&supported, device, nullptr, 0, nullptr, 0), "added twice");
+}
+
 }  // namespace

@@ -1,4 +1,4 @@
-/* frozen_features_ep.c: an EP in plain C11 that uses what ABI versions 2 to 13 added, each
+/* frozen_features_ep.c: an EP in plain C11 that uses what ABI versions 2 to 14 added, each
  * feature guarded by `#if NXRT_EP_API_VERSION >= N`. It is built once against each frozen copy
  * of the ABI header from version 2 on (tests/plugins/abi_vN/include, see
  * tests/plugins/README.md) as libnxrt_ep_frozen_features_vN.so, so each build uses exactly what
@@ -33,6 +33,9 @@
  *  13  The Dev EP makes streams (NxEp::CreateStream) and its transfer has CopyTensorsAsync; it
  *      finishes all work at once, so its streams and events are immediate (complete when
  *      recorded) and kernels count the Computes that were given a stream.
+ *  14  The versioned lists: Identity's alias (NxKernelDef::aliases2), Loop's type constraints
+ *      (type_constraints2) and the fused kernel's profile event args
+ *      (KernelContext_AddProfileEvent2).
  * FrozenFeatures_Count(name) counts each path (see kCounterNames), so a test can tell what ran
  * here and how often. */
 #include <nxrt/nxrt_ep_api.h>
@@ -60,37 +63,38 @@
 /* ---- Counters (test hooks) ------------------------------------------------------------------ */
 
 enum Counter {
-  C_COMPUTE,         /* kernel Compute calls (MatMul, Add, Mul, Relu, Identity, fused) */
-  C_PREPACK,         /* PrePackWeight calls */
-  C_PACKED,          /* ... that packed (into the cache or owned) */
-  C_PACKED_OWNED,    /* ... of which the kernel owns the packing (no cache offered) */
-  C_USE_SHARED,      /* UseSharedPrePackedWeight calls */
-  C_MATMUL_PACKED,   /* MatMul computes on a packed weight */
-  C_MATMUL_UNPACKED, /* MatMul computes on B given as an input (transposed into scratch) */
-  C_SCRATCH,         /* KernelContext_GetScratch calls that succeeded */
-  C_PARALLEL_CHUNKS, /* chunks KernelContext_ParallelFor ran */
-  C_DEV_ALLOC,       /* blocks of the Dev memory allocated */
-  C_DEV_FREE,        /* ... and freed */
-  C_DEV_COPY,        /* tensors the Dev data transfer copied */
-  C_LOOP_KERNELS,    /* host Loop kernels created for this EP */
-  C_SCAN_KERNELS,    /* host Scan kernels created for this EP */
-  C_LOOP_CONCAT,     /* NxLoopHelper::ConcatOutput calls */
-  C_SCAN_TRANSPOSE,  /* NxScanHelper::Transpose calls */
-  C_SCAN_SLICE,      /* NxScanHelper::SliceAxis0 calls (version 5) */
-  C_SCAN_CONCAT,     /* NxScanHelper::ConcatOutput calls (version 5) */
-  C_HELPER_RELEASE,  /* helpers the host released */
-  C_COMPILE,         /* CompileGroup calls */
-  C_FUSED_COMPUTE,   /* compiled-group kernel Compute calls */
-  C_PROFILE_EVENTS,  /* profile events added */
-  C_EXPORT,          /* ExportCompiledGroup calls */
-  C_LOAD,            /* LoadCompiledGroup calls */
-  C_CHECK_COMPAT,    /* CheckCompatibility calls */
-  C_STATISTIC,       /* GetStatistic calls (version 11) */
-  C_STREAMS,         /* streams made (version 13) */
-  C_STREAMS_FREED,   /* ... and released */
-  C_EVENTS,          /* events recorded (version 13) */
-  C_ASYNC_COPIES,    /* CopyTensorsAsync calls (version 13) */
-  C_STREAM_COMPUTES, /* Computes that were given a stream (version 13) */
+  C_COMPUTE,          /* kernel Compute calls (MatMul, Add, Mul, Relu, Identity, fused) */
+  C_PREPACK,          /* PrePackWeight calls */
+  C_PACKED,           /* ... that packed (into the cache or owned) */
+  C_PACKED_OWNED,     /* ... of which the kernel owns the packing (no cache offered) */
+  C_USE_SHARED,       /* UseSharedPrePackedWeight calls */
+  C_MATMUL_PACKED,    /* MatMul computes on a packed weight */
+  C_MATMUL_UNPACKED,  /* MatMul computes on B given as an input (transposed into scratch) */
+  C_SCRATCH,          /* KernelContext_GetScratch calls that succeeded */
+  C_PARALLEL_CHUNKS,  /* chunks KernelContext_ParallelFor ran */
+  C_DEV_ALLOC,        /* blocks of the Dev memory allocated */
+  C_DEV_FREE,         /* ... and freed */
+  C_DEV_COPY,         /* tensors the Dev data transfer copied */
+  C_LOOP_KERNELS,     /* host Loop kernels created for this EP */
+  C_SCAN_KERNELS,     /* host Scan kernels created for this EP */
+  C_LOOP_CONCAT,      /* NxLoopHelper::ConcatOutput calls */
+  C_SCAN_TRANSPOSE,   /* NxScanHelper::Transpose calls */
+  C_SCAN_SLICE,       /* NxScanHelper::SliceAxis0 calls (version 5) */
+  C_SCAN_CONCAT,      /* NxScanHelper::ConcatOutput calls (version 5) */
+  C_HELPER_RELEASE,   /* helpers the host released */
+  C_COMPILE,          /* CompileGroup calls */
+  C_FUSED_COMPUTE,    /* compiled-group kernel Compute calls */
+  C_PROFILE_EVENTS,   /* profile events added */
+  C_EXPORT,           /* ExportCompiledGroup calls */
+  C_LOAD,             /* LoadCompiledGroup calls */
+  C_CHECK_COMPAT,     /* CheckCompatibility calls */
+  C_STATISTIC,        /* GetStatistic calls (version 11) */
+  C_STREAMS,          /* streams made (version 13) */
+  C_STREAMS_FREED,    /* ... and released */
+  C_EVENTS,           /* events recorded (version 13) */
+  C_ASYNC_COPIES,     /* CopyTensorsAsync calls (version 13) */
+  C_STREAM_COMPUTES,  /* Computes that were given a stream (version 13) */
+  C_IDENTITY_ALIASED, /* Identity Computes whose output is its input's buffer (the alias) */
   C_COUNT
 };
 
@@ -102,7 +106,7 @@ static const char* const kCounterNames[C_COUNT] = {
     "scan_slice",      "scan_concat",    "helper_release",  "compile",
     "fused_compute",   "profile_events", "export",          "load",
     "check_compat",    "statistic",      "streams",         "streams_freed",
-    "events",          "async_copies",   "stream_computes"};
+    "events",          "async_copies",   "stream_computes", "identity_aliased"};
 
 static atomic_size_t g_counters[C_COUNT];
 
@@ -460,6 +464,7 @@ static NxStatus* BasicCompute(NxKernel* self, NxKernelContext* ctx) {
       void* to = host->Value_GetData(output);
       const void* from = host->Value_GetData(input);
       if (bytes > 0 && to != from) memcpy(to, from, bytes);
+      if (to == from) Count(C_IDENTITY_ALIASED);
       return NULL;
     }
     default:
@@ -831,9 +836,17 @@ static NxStatus* FusedCompute(NxKernel* self, NxKernelContext* ctx) {
   const uint64_t begin = profiling ? host->Profiler_NowNs() : 0;
   NxStatus* status = Binary(host, ctx, "add_relu", kernel->a, kernel->b, 0, 1);
   if (status == NULL && profiling) {
+#if NXRT_EP_API_VERSION >= 14
+    /* Version 14: the args in the versioned form, an array of pointers. */
+    const NxKeyValue2 program = {NXRT_EP_API_VERSION, "program", kernel->program};
+    const NxKeyValue2* const args[1] = {&program};
+    host->KernelContext_AddProfileEvent2(ctx, EP_NAME " add_relu", begin, host->Profiler_NowNs(),
+                                         args, 1);
+#else
     const NxKeyValue args[1] = {{"program", kernel->program}};
     host->KernelContext_AddProfileEvent(ctx, EP_NAME " add_relu", begin, host->Profiler_NowNs(),
                                         args, 1);
+#endif
     Count(C_PROFILE_EVENTS);
   }
   return status;
@@ -1157,6 +1170,11 @@ static NxStatus* AddDefinitions(FeaturesFactory* factory) {
   any.allowed_types = moved;
   any.num_allowed_types = 3;
   const NxIoPair same = {0, 0};
+#if NXRT_EP_API_VERSION >= 14
+  /* Version 14: Identity's alias and Loop's constraints in the versioned form. */
+  const NxIoPair2 same2 = {NXRT_EP_API_VERSION, 0, 0};
+  const NxIoPair2* const same2_list[1] = {&same2};
+#endif
   for (int op = 0; op < OP_COUNT; ++op) {
     factory->ops[op].factory = factory;
     factory->ops[op].op = (enum Op)op;
@@ -1180,8 +1198,14 @@ static NxStatus* AddDefinitions(FeaturesFactory* factory) {
       case OP_IDENTITY:
         /* Loop bodies pass their condition through Identity: bool too. */
         def.type_constraints = &any;
+#if NXRT_EP_API_VERSION >= 14
+        def.aliases2 = same2_list;
+        def.num_aliases2 = 1;
+        (void)same;
+#else
         def.aliases = &same;
         def.num_aliases = 1;
+#endif
         break;
       case OP_LOOP:
       case OP_SCAN: {
@@ -1200,9 +1224,31 @@ static NxStatus* AddDefinitions(FeaturesFactory* factory) {
         loop[1].num_output_indices = 0;
         loop[2].name = "V";
         loop[2].num_input_indices = 0;
+#if NXRT_EP_API_VERSION >= 14
+        NxTypeConstraint2 loop2[3];
+        const NxTypeConstraint2* loop2_list[3];
+        for (int c = 0; c < 3; ++c) {
+          loop2[c].version = NXRT_EP_API_VERSION;
+          loop2[c].name = loop[c].name;
+          loop2[c].allowed_types = loop[c].allowed_types;
+          loop2[c].num_allowed_types = loop[c].num_allowed_types;
+          loop2[c].input_indices = loop[c].input_indices;
+          loop2[c].num_input_indices = loop[c].num_input_indices;
+          loop2[c].output_indices = loop[c].output_indices;
+          loop2[c].num_output_indices = loop[c].num_output_indices;
+          loop2_list[c] = &loop2[c];
+        }
+#endif
         if (op == OP_LOOP) {
+#if NXRT_EP_API_VERSION >= 14
+          def.type_constraints = NULL;
+          def.num_type_constraints = 0;
+          def.type_constraints2 = loop2_list;
+          def.num_type_constraints2 = 3;
+#else
           def.type_constraints = loop;
           def.num_type_constraints = 3;
+#endif
           def.host_inputs = loop_host_inputs;
           def.num_host_inputs = 2;
         } else {

@@ -4,7 +4,8 @@
 // and is loaded into the current host here: pre-packed and shared weights, scratch and
 // ParallelFor (2), an EP memory of its own (2), Loop and Scan through the host's kernels with the
 // EP's helpers (4, and the Scan helper's SliceAxis0 / ConcatOutput from 5), compiled groups on a
-// declared device with profile events (6), and compiled models saved and loaded again (9). Each
+// declared device with profile events (6), compiled models saved and loaded again (9), an EP
+// statistic (11), immediate streams (13) and the versioned alias and key/value pairs (14). Each
 // run is checked against the CPU EP, and the library's own counters tell what ran where. See
 // docs/abi.md, "The frozen-plugin test".
 #include <dlfcn.h>
@@ -316,6 +317,23 @@ TEST_P(FrozenFeaturesV2, DeviceMemoryEpPacksIntoItsOwnMemoryAndCopiesThroughItsT
 // ---- Version 11: an EP's statistic; version 13: immediate streams --------------------------
 
 class FrozenFeaturesV11 : public FrozenFeatures {};
+
+// Identity declares its output an alias of its input: through NxKernelDef::aliases up to version
+// 13, through the versioned aliases2 from 14. Either way the host hands the input's buffer out.
+TEST_P(FrozenFeaturesV2, IdentityDeclaredAsAnAliasGetsItsInputsBuffer) {
+  const std::string bytes = Model(
+      Graph("add_identity_relu",
+            {MakeNode("Add", {"a", "b"}, {"s"}, "add"), MakeNode("Identity", {"s"}, {"t"}, "same"),
+             MakeNode("Relu", {"t"}, {"y"}, "relu")},
+            {Info("a", F, {2, 3}), Info("b", F, {2, 3})}, {Info("y", F, {2, 3})}));
+  auto a = Floats({2, 3}, kA), b = Floats({2, 3}, kB);
+  nxrt::SessionOptions o = On(Ep());
+  nxrt::Session s(*env_, bytes.data(), bytes.size(), &o);
+  ExpectAllOn(s.assignment_report(), Ep());
+  const size_t aliased = Count("identity_aliased");
+  ExpectSame(RunSession(s, {"a", "b"}, {&a, &b}), CpuReference(bytes, {"a", "b"}, {&a, &b}));
+  EXPECT_EQ(Count("identity_aliased") - aliased, 1u);
+}
 
 TEST_P(FrozenFeaturesV11, TheEpsStatisticReachesTheSession) {
   const std::string bytes = MatMulModel(true);

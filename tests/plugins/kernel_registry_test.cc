@@ -214,4 +214,111 @@ TEST(KernelRegistry, RejectsBrokenDefinitions) {
   EXPECT_EQ(r.size(), 0u);
 }
 
+// ---- Version 14: the versioned lists (arrays of pointers to entries that carry a version) ----
+
+// A float-only "T" over input 0 in the old form and an int64-only "I" over input 1 in the new one:
+// the host applies both.
+TEST(KernelRegistry, VersionedListsApplyTogetherWithTheOldOnes) {
+  nxrt::KernelRegistry r;
+  const NxElementType f32 = NX_TYPE_FLOAT, i64 = NX_TYPE_INT64;
+  const int32_t zero = 0, one = 1;
+  const NxTypeConstraint t{"T", &f32, 1, &zero, 1, &zero, 1};
+  const NxTypeConstraint2 index{NXRT_EP_API_VERSION, "I", &i64, 1, &one, 1, nullptr, 0};
+  const NxTypeConstraint2* const constraints2[] = {&index};
+  const NxIoPair2 alias{NXRT_EP_API_VERSION, 0, 0};
+  const NxIoPair2* const aliases2[] = {&alias};
+  NxKernelDef def{};
+  def.version = NXRT_EP_API_VERSION;
+  def.op_type = "Reshape";
+  def.since_version_start = 5;
+  def.type_constraints = &t;
+  def.num_type_constraints = 1;
+  def.type_constraints2 = constraints2;
+  def.num_type_constraints2 = 1;
+  def.aliases2 = aliases2;
+  def.num_aliases2 = 1;
+  def.create = DummyCreate;
+  r.Add(def);
+
+  auto model = OneNode("Reshape", 14, onnx::TensorProto::FLOAT);
+  nxrt::Node& node = model->graph->nodes[0];
+  std::string why;
+  EXPECT_EQ(r.Find(node, &why), nullptr);  // input 1 is float, the versioned "I" wants int64
+  EXPECT_NE(why.find("not allowed for constraint I"), std::string::npos) << why;
+  model->graph->value(node.inputs[1]).type.elem_type = NX_TYPE_INT64;
+  const nxrt::KernelEntry* found = r.Find(node, &why);
+  ASSERT_NE(found, nullptr) << why;
+  EXPECT_EQ(found->AliasInput(0), 0);  // from aliases2
+  model->graph->value(node.inputs[0]).type.elem_type = NX_TYPE_INT64;
+  EXPECT_EQ(r.Find(node, &why), nullptr);  // the old-form "T" still applies
+  EXPECT_NE(why.find("not allowed for constraint T"), std::string::npos) << why;
+
+  // FindKernel hands out both forms, each holding every entry.
+  model->graph->value(node.inputs[0]).type.elem_type = NX_TYPE_FLOAT;
+  const char* reason = nullptr;
+  const NxKernelDef* view = nxrt::GetHostApi()->KernelRegistry_FindKernel(
+      reinterpret_cast<const NxKernelRegistry*>(&r), reinterpret_cast<const NxNode*>(&node),
+      &reason);
+  ASSERT_NE(view, nullptr) << (reason ? reason : "");
+  ASSERT_EQ(view->num_type_constraints, 2u);
+  ASSERT_EQ(view->num_type_constraints2, 2u);
+  EXPECT_STREQ(view->type_constraints[1].name, "I");
+  EXPECT_EQ(view->type_constraints2[0]->version, static_cast<uint32_t>(NXRT_EP_API_VERSION));
+  EXPECT_STREQ(view->type_constraints2[0]->name, "T");
+  EXPECT_STREQ(view->type_constraints2[1]->name, "I");
+  ASSERT_EQ(view->num_aliases, 1u);
+  ASSERT_EQ(view->num_aliases2, 1u);
+  EXPECT_EQ(view->aliases2[0]->input, 0);
+  EXPECT_EQ(view->num_may_inplace2, 0u);
+}
+
+TEST(KernelRegistry, VersionedListsRejectNullAndUnversionedEntries) {
+  const NxElementType f32 = NX_TYPE_FLOAT;
+  const int32_t zero = 0;
+  NxTypeConstraint2 c{NXRT_EP_API_VERSION, "T", &f32, 1, &zero, 1, nullptr, 0};
+  NxIoPair2 pair{NXRT_EP_API_VERSION, 0, 0};
+  const NxTypeConstraint2* constraints[] = {&c, nullptr};
+  const NxIoPair2* pairs[] = {&pair};
+  auto def_with = [&](size_t num_constraints, size_t num_inplace) {
+    NxKernelDef def{};
+    def.version = NXRT_EP_API_VERSION;
+    def.op_type = "Relu";
+    def.since_version_start = 14;
+    def.create = DummyCreate;
+    def.type_constraints2 = constraints;
+    def.num_type_constraints2 = num_constraints;
+    def.may_inplace2 = pairs;
+    def.num_may_inplace2 = num_inplace;
+    return def;
+  };
+  auto message = [](nxrt::KernelRegistry& r, const NxKernelDef& def) -> std::string {
+    try {
+      r.Add(def);
+    } catch (const nxrt::Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  nxrt::KernelRegistry r;
+  EXPECT_NE(message(r, def_with(2, 0)).find("entry 1 of type_constraints2 is null"),
+            std::string::npos);
+  c.version = 0;  // filled without a version: a v1-13 struct passed where a v14 one belongs
+  EXPECT_NE(message(r, def_with(1, 0)).find("has version 0"), std::string::npos);
+  c.version = NXRT_EP_API_VERSION;
+  pair.input = -1;
+  EXPECT_NE(message(r, def_with(1, 1)).find("negative index in may_inplace2"), std::string::npos);
+  pair.input = 0;
+  NxKernelDef no_array = def_with(0, 0);
+  no_array.type_constraints2 = nullptr;
+  no_array.num_type_constraints2 = 1;
+  EXPECT_NE(message(r, no_array).find("type_constraints2 is null"), std::string::npos);
+  EXPECT_EQ(r.size(), 0u);
+  // A definition of version 13 has no versioned lists: whatever lies there is never read.
+  NxKernelDef v13 = def_with(2, 0);
+  v13.version = 13;
+  EXPECT_EQ(message(r, v13), "");
+  EXPECT_EQ(message(r, def_with(1, 1)), "");
+  EXPECT_EQ(r.size(), 2u);
+}
+
 }  // namespace

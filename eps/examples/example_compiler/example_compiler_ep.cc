@@ -570,14 +570,14 @@ struct CompilerFactory {
 };
 
 // One virtual NPU tile per request ({"tile": name}, optional), device ids 0x100, 0x101, ...
-NxStatus* FactoryCreateVirtualDevices(NxEpFactory* self, NxDeviceType type,
-                                      const NxKeyValue* options, size_t num_options,
-                                      NxVirtualDeviceList* created) {
+NxStatus* FactoryCreateVirtualDevices2(NxEpFactory* self, NxDeviceType type,
+                                       const NxKeyValue2* const* options, size_t num_options,
+                                       NxVirtualDeviceList* created) {
   auto* factory = reinterpret_cast<CompilerFactory*>(self);
   return Guard([&] {
     if (type != NX_DEVICE_NPU) return;
     for (size_t i = 0; i < num_options; ++i) {
-      const std::string key = options[i].key ? options[i].key : "";
+      const std::string key = options[i]->key ? options[i]->key : "";
       if (key != "tile" && key != "arch")
         Fail(NX_INVALID_ARGUMENT, std::string(kEpName) + ": unknown virtual NPU option '" + key +
                                       "' (known: tile, arch)");
@@ -685,7 +685,7 @@ extern "C" NXRT_EXPORT NxStatus* NxrtCreateEpFactories(const NxHostApi* host, co
   f->GetVendorId = &FactoryGetVendorId;
   f->CreateEp = &FactoryCreateEp;
   f->ReleaseEp = &FactoryReleaseEp;
-  f->CreateVirtualDevices = &FactoryCreateVirtualDevices;
+  f->CreateVirtualDevices2 = &FactoryCreateVirtualDevices2;
   f->GetSupportedDevices = &FactoryGetSupportedDevices;
   f->CheckCompatibility = &FactoryCheckCompatibility;
   factories[0] = f;

@@ -5,7 +5,7 @@
 //   - GetSupportedDevices: of the hardware devices the host offers, claim the NVIDIA GPUs (real
 //     ones from discovery, and virtual ones this factory created), with the EP's metadata about
 //     each (speed and power hints the selection policies read) and default options.
-//   - CreateVirtualDevices: on the application's request, make a virtual NVIDIA GPU of a given
+//   - CreateVirtualDevices2: on the application's request, make a virtual NVIDIA GPU of a given
 //     architecture, so that sessions can target a GPU the machine does not have.
 //   - CreateEp: learn which EP devices the session chose, and read the EP's options.
 //
@@ -141,8 +141,9 @@ uint32_t FactoryGetVendorId(const NxEpFactory*) { return kNvidiaVendorId; }
 // Called at registration, once per virtual-device request of the application, before
 // GetSupportedDevices. Only GPU requests concern this EP; for any other type it adds nothing,
 // which is not an error (another factory of the library may serve it).
-NxStatus* FactoryCreateVirtualDevices(NxEpFactory*, NxDeviceType type, const NxKeyValue* options,
-                                      size_t num_options, NxVirtualDeviceList* created) {
+NxStatus* FactoryCreateVirtualDevices2(NxEpFactory*, NxDeviceType type,
+                                       const NxKeyValue2* const* options, size_t num_options,
+                                       NxVirtualDeviceList* created) {
   return Guard([&] {
     if (type != NX_DEVICE_GPU) return;
     // Only "arch" means something here; other options are ignored (ExampleNpu shows the strict
@@ -260,7 +261,7 @@ extern "C" NXRT_EXPORT NxStatus* NxrtCreateEpFactories(const NxHostApi* host, co
   f.GetVendorId = &FactoryGetVendorId;
   f.CreateEp = &FactoryCreateEp;
   f.ReleaseEp = &FactoryReleaseEp;
-  f.CreateVirtualDevices = &FactoryCreateVirtualDevices;
+  f.CreateVirtualDevices2 = &FactoryCreateVirtualDevices2;
   f.GetSupportedDevices = &FactoryGetSupportedDevices;
   factories[0] = &factory.release()->base;
   *num_factories = 1;

@@ -3,7 +3,7 @@
 // developers build and test for the NPU on a machine that does not have one ("off-target"), and
 // the simulator models one NPU generation ("arch") exactly, operator coverage included.
 //
-//   - CreateVirtualDevices: the application registers the library with a request for a virtual
+//   - CreateVirtualDevices2: the application registers the library with a request for a virtual
 //     NPU of some arch ({"arch", "nx2"}); the factory creates it. Without such a request the EP
 //     has no device and no session can use it.
 //   - GetSupportedDevices: claim only those virtual NPUs. A real NPU the host discovered (an
@@ -148,12 +148,13 @@ uint32_t FactoryGetVendorId(const NxEpFactory*) { return kVendorId; }
 // for other types it adds nothing (not an error). For an NPU request it is strict about the
 // options: a typo ("arhc") or an arch the simulator does not model fails the registration with
 // a message naming it, instead of quietly simulating the default NPU.
-NxStatus* FactoryCreateVirtualDevices(NxEpFactory*, NxDeviceType type, const NxKeyValue* options,
-                                      size_t num_options, NxVirtualDeviceList* created) {
+NxStatus* FactoryCreateVirtualDevices2(NxEpFactory*, NxDeviceType type,
+                                       const NxKeyValue2* const* options, size_t num_options,
+                                       NxVirtualDeviceList* created) {
   return Guard([&] {
     if (type != NX_DEVICE_NPU) return;
     for (size_t i = 0; i < num_options; ++i) {
-      const std::string key = options[i].key ? options[i].key : "";
+      const std::string key = options[i]->key ? options[i]->key : "";
       if (key != "arch")
         Fail(NX_INVALID_ARGUMENT,
              std::string(kEpName) + ": unknown virtual NPU option '" + key + "' (known: arch)");
@@ -269,7 +270,7 @@ extern "C" NXRT_EXPORT NxStatus* NxrtCreateEpFactories(const NxHostApi* host, co
   f.GetVendorId = &FactoryGetVendorId;
   f.CreateEp = &FactoryCreateEp;
   f.ReleaseEp = &FactoryReleaseEp;
-  f.CreateVirtualDevices = &FactoryCreateVirtualDevices;
+  f.CreateVirtualDevices2 = &FactoryCreateVirtualDevices2;
   f.GetSupportedDevices = &FactoryGetSupportedDevices;
   factories[0] = &factory.release()->base;
   *num_factories = 1;

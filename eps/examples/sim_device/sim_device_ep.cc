@@ -617,16 +617,16 @@ const NxMemoryInfo* FactoryGetMemoryInfo(const NxEpFactory*) { return &kMemory; 
 
 // Called at registration once per virtual-device request: an NPU request adds one simulated
 // device (at most two, each with a memory of its own); other types add nothing. No options.
-NxStatus* FactoryCreateVirtualDevices(NxEpFactory* self, NxDeviceType type,
-                                      const NxKeyValue* options, size_t num_options,
-                                      NxVirtualDeviceList* created) {
+NxStatus* FactoryCreateVirtualDevices2(NxEpFactory* self, NxDeviceType type,
+                                       const NxKeyValue2* const* options, size_t num_options,
+                                       NxVirtualDeviceList* created) {
   auto* factory = reinterpret_cast<SimFactory*>(self);
   return Guard([&] {
     if (type != NX_DEVICE_NPU) return;
     uint64_t latency_us = 0;
     for (size_t i = 0; i < num_options; ++i) {
-      const std::string key = options[i].key ? options[i].key : "";
-      const std::string value = options[i].value ? options[i].value : "";
+      const std::string key = options[i]->key ? options[i]->key : "";
+      const std::string value = options[i]->value ? options[i]->value : "";
       if (key != "copy_latency_us")
         Fail(NX_INVALID_ARGUMENT, std::string(kEpName) + ": unknown virtual NPU option '" + key +
                                       "' (it takes copy_latency_us)");
@@ -745,7 +745,7 @@ extern "C" NXRT_EXPORT NxStatus* NxrtCreateEpFactories(const NxHostApi* host, co
   f.GetMemoryInfo = &FactoryGetMemoryInfo;
   f.CreateAllocator = &FactoryCreateAllocator;
   f.CreateDataTransfer = &FactoryCreateDataTransfer;
-  f.CreateVirtualDevices = &FactoryCreateVirtualDevices;
+  f.CreateVirtualDevices2 = &FactoryCreateVirtualDevices2;
   f.GetSupportedDevices = &FactoryGetSupportedDevices;
   f.GetDeviceMemoryInfo = &FactoryGetDeviceMemoryInfo;
   factories[0] = &factory.release()->base;

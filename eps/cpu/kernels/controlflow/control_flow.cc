@@ -90,15 +90,17 @@ NxStatus* CreateSequenceMap(void*, const NxKernelInfo* info, NxKernel** out) {
 // One definition: every opset from `since`, the given host inputs and type constraints, and
 // sequences/optionals accepted (bodies carry them through).
 void AddDef(NxKernelRegistry* r, const char* op, int since, std::vector<int32_t> host_inputs,
-            std::vector<NxTypeConstraint> constraints, NxKernelCreateFn create) {
+            std::vector<NxTypeConstraint2> constraints, NxKernelCreateFn create) {
+  std::vector<const NxTypeConstraint2*> constraint_ptrs;
+  for (const NxTypeConstraint2& c : constraints) constraint_ptrs.push_back(&c);
   NxKernelDef def{};
   def.version = NXRT_EP_API_VERSION;
   def.op_type = op;
   def.domain = "";
   def.since_version_start = since;
   def.since_version_end = 0;  // and later
-  def.type_constraints = constraints.data();
-  def.num_type_constraints = constraints.size();
+  def.type_constraints2 = constraint_ptrs.data();
+  def.num_type_constraints2 = constraint_ptrs.size();
   def.create = create;
   def.host_inputs = host_inputs.data();
   def.num_host_inputs = host_inputs.size();
@@ -113,9 +115,10 @@ void RegisterControlFlowKernels(NxKernelRegistry* r) {
   static const NxElementType kInt64[] = {NX_TYPE_INT64};
   static const int32_t kIn0[] = {0};
   static const int32_t kIn1[] = {1};
-  AddDef(r, "If", 1, {0}, {{"B", kBool, 1, kIn0, 1, nullptr, 0}}, &CreateIf);
+  constexpr uint32_t v = NXRT_EP_API_VERSION;
+  AddDef(r, "If", 1, {0}, {{v, "B", kBool, 1, kIn0, 1, nullptr, 0}}, &CreateIf);
   AddDef(r, "Loop", 1, {0, 1},
-         {{"I", kInt64, 1, kIn0, 1, nullptr, 0}, {"B", kBool, 1, kIn1, 1, nullptr, 0}},
+         {{v, "I", kInt64, 1, kIn0, 1, nullptr, 0}, {v, "B", kBool, 1, kIn1, 1, nullptr, 0}},
          &CreateLoop);
   AddDef(r, "Scan", 8, {}, {}, &CreateScan);
   AddDef(r, "SequenceMap", 17, {}, {}, &CreateSequenceMap);

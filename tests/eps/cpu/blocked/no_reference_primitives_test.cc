@@ -31,11 +31,14 @@ void ExpectFastAndSame(const std::string& bytes, const std::vector<std::string>&
       EXPECT_GT(got.primitives, 0);
       if (NativeLayout(layout)) {
         EXPECT_EQ(got.reference_primitives, 0);
-      } else {
+      } else if (std::string(layout) == "16") {
         // 16-channel blocks forced on a CPU without AVX-512: oneDNN has nothing but reference
         // kernels for them, and the statistic says so.
         EXPECT_GT(got.reference_primitives, 0);
       }
+      // 8-channel blocks forced on an AVX-512 CPU: oneDNN's AVX2 kernels take some shapes and
+      // its reference kernels others (which ones differs between Intel and AMD parts), so only
+      // the outputs are checked.
       ASSERT_EQ(got.outputs.size(), ref.outputs.size());
       for (size_t o = 0; o < ref.outputs.size(); ++o) {
         ASSERT_EQ(got.outputs[o].size(), ref.outputs[o].size());
