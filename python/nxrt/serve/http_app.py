@@ -2,6 +2,7 @@
 not a success is the protocol's error body {"error": "..."} with a 4xx/5xx status."""
 
 import asyncio
+import contextlib
 import time
 
 from fastapi import FastAPI, Request
@@ -32,8 +33,21 @@ async def _read_body(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def make_app(registry, metrics, max_request_bytes: int) -> FastAPI:
-    app = FastAPI(title="nxrt serve", docs_url=None, redoc_url=None, openapi_url=None)
+def _decode(model, body: bytes, header_length):
+    decoded = http_codec.decode_request(body, header_length)
+    return (decoded,) + model.prepare(decoded)
+
+
+def make_app(registry, metrics, max_request_bytes: int, on_shutdown=lambda: None) -> FastAPI:
+    @contextlib.asynccontextmanager
+    async def lifespan(_app):
+        yield
+        # uvicorn ends the process by re-raising SIGTERM/SIGINT once HTTP has shut down, so
+        # whatever else must stop cleanly (gRPC, the sessions) stops here.
+        await asyncio.get_running_loop().run_in_executor(None, on_shutdown)
+
+    app = FastAPI(title="nxrt serve", docs_url=None, redoc_url=None, openapi_url=None,
+                  lifespan=lifespan)
 
     @app.exception_handler(ServeError)
     async def _serve_error(_request, e: ServeError):
@@ -81,16 +95,20 @@ def make_app(registry, metrics, max_request_bytes: int) -> FastAPI:
         try:
             model = registry.get(name)
             model.check_version(version)
+            encoding = request.headers.get("content-encoding", "identity").lower()
+            if encoding != "identity":
+                raise BadRequest(f"Content-Encoding {encoding[:40]!r} is not supported")
             body = await _read_body(request, max_request_bytes)
-            decoded = http_codec.decode_request(
-                body, request.headers.get(http_codec.HEADER_LENGTH))
-            feeds, requested = model.prepare(decoded)
+            # Decoding and encoding are CPU work on client-sized data: off the event loop, so
+            # one large request does not stall the others.
+            decoded, feeds, requested = await asyncio.to_thread(
+                _decode, model, body, request.headers.get(http_codec.HEADER_LENGTH))
             try:
                 results = await asyncio.wrap_future(model.submit(feeds))
             except Exception as e:
                 raise core.run_failed(e) from e
-            content, headers = http_codec.encode_response(
-                model.respond(decoded, requested, results))
+            content, headers = await asyncio.to_thread(
+                lambda: http_codec.encode_response(model.respond(decoded, requested, results)))
         except ServeError as e:
             metrics.request_done(label, "http", e.outcome)
             return error_response(e.http_status, str(e))

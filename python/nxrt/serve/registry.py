@@ -29,4 +29,5 @@ class ModelRegistry:
 
     def close(self):
         for m in self._models.values():
-            m.close()
+            if m.ready:
+                m.close()

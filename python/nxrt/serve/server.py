@@ -58,11 +58,23 @@ def serve(config: ServeConfig):
     metrics = ServeMetrics()
     registry = load_models(config, metrics)
     grpc_server = None
+
+    stopped = []
+
+    def stop_all():
+        if stopped:
+            return
+        stopped.append(True)
+        if grpc_server is not None:
+            grpc_server.stop(grace=2).wait()
+        registry.close()
+        print("nxrt.serve: stopped", file=sys.stderr, flush=True)
+
     try:
         if config.grpc_port >= 0:
             grpc_server = start_grpc_server(registry, metrics, config.host, config.grpc_port,
                                             config.max_request_bytes)
-        app = make_app(registry, metrics, config.max_request_bytes)
+        app = make_app(registry, metrics, config.max_request_bytes, stop_all)
         for name in registry.names():
             model = registry.get(name)
             mode = "batching" if model.batching else "unbatched"
@@ -74,6 +86,4 @@ def serve(config: ServeConfig):
         uvicorn.Server(uvicorn.Config(app, host=config.host, port=config.port,
                                       log_level="warning", access_log=False)).run()
     finally:
-        if grpc_server is not None:
-            grpc_server.stop(grace=2).wait()
-        registry.close()
+        stop_all()  # again, for a failed start: stopping twice is harmless
