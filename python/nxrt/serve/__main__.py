@@ -10,8 +10,10 @@ from .sessions import SESSION_CLASSES
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m nxrt.serve", description="Serves ONNX models over the KServe v2 / Triton inference protocol "
-                                "(HTTP/REST and gRPC); docs/serving.md has the details.")
+    p = argparse.ArgumentParser(
+        prog="python -m nxrt.serve",
+        description="Serves ONNX models over the KServe v2 / Triton inference protocol "
+                    "(HTTP/REST and gRPC); docs/serving.md has the details.")
     p.add_argument("models", nargs="+", metavar="MODEL",
                    help="an .onnx file, served under its file name without .onnx, or NAME=FILE")
     p.add_argument("--name", help="the name to serve the model under (one MODEL only)")
