@@ -10,6 +10,7 @@ import re
 import signal
 import socket
 import struct
+import subprocess
 
 import numpy as np
 import onnxruntime
@@ -18,7 +19,7 @@ import tritonclient.grpc as triton_grpc
 import tritonclient.http as triton_http
 from conftest import make_model
 from onnx import TensorProto, helper, numpy_helper
-from serve_harness import ServerProcess, nxrt_unavailable_reason
+from serve_harness import ServerProcess, nxrt_unavailable_reason, serve_command
 from tritonclient.grpc import service_pb2
 from tritonclient.utils import InferenceServerException
 
@@ -179,6 +180,27 @@ def test_int64_and_bool_http(server, model_files, binary):
     np.testing.assert_array_equal(result.as_numpy("masked"), expected["masked"])
     np.testing.assert_array_equal(result.as_numpy("flipped"), expected["flipped"])
     assert result.as_numpy("flipped").dtype == np.bool_
+
+
+def test_binary_data_output_for_every_output(server):
+    """The request-level 'binary_data_output' parameter, in a hand-made request."""
+    doc = {"inputs": [{"name": "ids", "datatype": "INT64", "shape": [1, 4],
+                       "data": [5, 6, 7, 8]},
+                      {"name": "mask", "datatype": "BOOL", "shape": [1, 4],
+                       "data": [True, False, True, False]}],
+           "parameters": {"binary_data_output": True}}
+    conn = http.client.HTTPConnection("127.0.0.1", server.http_port, timeout=30)
+    conn.request("POST", "/v2/models/mixed/infer", body=json.dumps(doc))
+    r = conn.getresponse()
+    body = r.read()
+    conn.close()
+    assert r.status == 200
+    n = int(r.getheader("Inference-Header-Content-Length"))
+    header = json.loads(body[:n])
+    sizes = [o["parameters"]["binary_data_size"] for o in header["outputs"]]
+    assert sizes == [32, 4] and len(body) == n + 36
+    assert np.frombuffer(body[n:n + 32], "<i8").tolist() == [5, 0, 7, 0]
+    assert np.frombuffer(body[n + 32:], np.bool_).tolist() == [False, True, False, True]
 
 
 def test_only_requested_outputs_come_back(server):
@@ -448,3 +470,41 @@ def test_server_still_serves_and_counts_errors(server, model_files):
     assert requests['model="",outcome="not_found",protocol="http"'] >= 1
     assert requests['model="mlp",outcome="success",protocol="grpc"'] >= 32
     assert not any("server_error" in k for k in requests), requests
+
+
+# ---- without batching, and the command line's own errors ----
+
+@pytest.mark.parametrize("session_class", SESSION_CLASSES)
+def test_unbatched_server(session_class, model_files, tmp_path):
+    s = ServerProcess([f"m={model_files['mlp']}"],
+                      ["--session-class", session_class, "--max-batch", "1", "--workers", "2",
+                       "--grpc-port", "-1"], tmp_path / "log")
+    try:
+        x = np.random.default_rng(8).standard_normal((2, 3)).astype(np.float32)
+        client = triton_http.InferenceServerClient(s.url, concurrency=4)
+        pending = []
+        for _ in range(8):
+            tensor = triton_http.InferInput("x", [2, 3], "FP32")
+            tensor.set_data_from_numpy(x, binary_data=True)
+            pending.append(client.async_infer("m", [tensor]))
+        expected = reference(model_files, "mlp", {"x": x})["y"]
+        for p in pending:
+            np.testing.assert_allclose(p.get_result().as_numpy("y"), expected, rtol=1e-5)
+        counts = metric_samples(s, "nxrt_serve_batch_requests_count")
+        singles = metric_samples(s, "nxrt_serve_batch_requests_bucket")
+        assert counts['model="m"'] == singles['le="1.0",model="m"'] == 8
+        assert "(" + session_class + ", unbatched)" in s.log()
+    finally:
+        s.stop()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["missing.onnx"], "no model file"),
+    (["a=x.onnx", "b=y.onnx", "--name", "c"], "--name needs exactly one MODEL"),
+    (["x.onnx", "--max-batch", "0"], "--max-batch"),
+], ids=["missing file", "name with two models", "zero max batch"])
+def test_command_line_errors(args, message):
+    done = subprocess.run(serve_command() + args + ["--session-class", "onnxruntime"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and message in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
