@@ -17,18 +17,22 @@ import numpy as np
 from .errors import Unavailable
 
 
+def _rows_and_key(feeds: dict):
+    """The request's rows, and what another request must match to share its batch (None: it
+    runs on its own, as when its inputs disagree on the first dim)."""
+    firsts = {a.shape[0] if a.ndim else None for a in feeds.values()}
+    if len(firsts) != 1 or None in firsts:
+        return 1, None
+    return firsts.pop(), tuple(sorted((n, a.dtype.str, a.shape[1:]) for n, a in feeds.items()))
+
+
 class _Job:
     __slots__ = ("feeds", "rows", "key", "future")
 
     def __init__(self, feeds: dict):
         self.feeds = feeds
         self.future = concurrent.futures.Future()
-        firsts = {a.shape[0] if a.ndim else None for a in feeds.values()}
-        if len(firsts) == 1 and None not in firsts:
-            self.rows = firsts.pop()
-            self.key = tuple(sorted((n, a.dtype.str, a.shape[1:]) for n, a in feeds.items()))
-        else:  # inputs disagree on the first dim: this request runs on its own
-            self.rows, self.key = 1, None
+        self.rows, self.key = _rows_and_key(feeds)
 
 
 class DirectRunner:
@@ -43,7 +47,7 @@ class DirectRunner:
 
     def _one(self, feeds):
         out = self._run(feeds)
-        self._on_run(_Job(feeds).rows, 1)
+        self._on_run(_rows_and_key(feeds)[0], 1)
         return out
 
     def close(self):

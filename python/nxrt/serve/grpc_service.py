@@ -57,11 +57,12 @@ def _from_contents(t, shape, where: str) -> np.ndarray:
     if t.datatype == "BYTES":
         out = np.empty(count, dtype=object)
         out[:] = list(values)
-        return out.reshape(shape)
+        return tensors.reshaped(out, shape, where)
     try:
-        return np.array(list(values), dtype=datatypes.numpy_dtype(t.datatype)).reshape(shape)
+        array = np.array(list(values), dtype=datatypes.numpy_dtype(t.datatype))
     except OverflowError as e:
         raise BadRequest(f"{where}: a value does not fit {t.datatype} ({e})") from None
+    return tensors.reshaped(array, shape, where)
 
 
 def decode_request(request) -> InferRequest:

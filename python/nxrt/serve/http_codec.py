@@ -63,8 +63,8 @@ def decode_request(body: bytes, header_length) -> InferRequest:
         inputs.append(tensor)
     if offset != len(binary):
         raise BadRequest(f"{len(binary) - offset} bytes of binary data belong to no input")
-    outputs = None
-    if doc.get("outputs") is not None:
+    outputs = None  # absent or empty: every output of the model
+    if doc.get("outputs"):
         if not isinstance(doc["outputs"], list):
             raise BadRequest("'outputs' must be a list")
         outputs = [_decode_output(_dict(o, f"outputs[{i}]"), i)

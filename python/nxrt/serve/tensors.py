@@ -14,6 +14,7 @@ from . import datatypes
 from .errors import BadRequest
 
 MAX_RANK = 32  # ONNX tensors in practice stay far below; a deeper shape is a malformed request
+MAX_DIM = 2**63 - 1  # ONNX dims are int64
 
 
 def checked_shape(shape, where: str) -> tuple:
@@ -23,9 +24,17 @@ def checked_shape(shape, where: str) -> tuple:
         raise BadRequest(f"{where}: shape has {len(shape)} dimensions (at most {MAX_RANK})")
     for d in shape:
         # bool is an int in Python; a shape of [true] is still a malformed request.
-        if not isinstance(d, int) or isinstance(d, bool) or d < 0:
-            raise BadRequest(f"{where}: shape {list(shape)} must hold non-negative integers")
+        if not isinstance(d, int) or isinstance(d, bool) or not 0 <= d <= MAX_DIM:
+            raise BadRequest(f"{where}: shape {list(shape)[:MAX_RANK]} must hold non-negative "
+                             f"64-bit integers")
     return tuple(shape)
+
+
+def reshaped(array: np.ndarray, shape, where: str) -> np.ndarray:
+    try:
+        return array.reshape(shape)
+    except ValueError as e:  # an empty tensor with dims numpy cannot index, say
+        raise BadRequest(f"{where}: shape {list(shape)} cannot be made: {e}") from None
 
 
 def element_count(shape) -> int:
@@ -35,13 +44,13 @@ def element_count(shape) -> int:
 def from_raw(datatype: str, shape, raw, where: str) -> np.ndarray:
     count = element_count(shape)
     if datatype == "BYTES":
-        return _bytes_from_raw(raw, count, where).reshape(shape)
+        return reshaped(_bytes_from_raw(raw, count, where), shape, where)
     dtype = datatypes.wire_dtype(datatype)
     expected = count * dtype.itemsize
     if len(raw) != expected:
         raise BadRequest(f"{where}: shape {list(shape)} of {datatype} needs {expected} bytes of "
                          f"data, got {len(raw)}")
-    array = np.frombuffer(raw, dtype=dtype).reshape(shape)
+    array = reshaped(np.frombuffer(raw, dtype=dtype), shape, where)
     return array.astype(dtype.newbyteorder("="), copy=False)
 
 
@@ -102,13 +111,13 @@ def from_json(datatype: str, shape, data, where: str) -> np.ndarray:
                 raise BadRequest(f"{where}: BYTES data must be strings, element {i} is "
                                  f"{type(item).__name__}")
             out[i] = item.encode("utf-8")
-        return out.reshape(shape)
+        return reshaped(out, shape, where)
     dtype = datatypes.numpy_dtype(datatype)
     try:
         probe = np.array(flat)
         if count and probe.dtype.kind not in _ACCEPTED_KINDS[dtype.kind]:
             raise BadRequest(f"{where}: 'data' does not hold {datatype} values")
-        return np.array(flat, dtype=dtype).reshape(shape)
+        return reshaped(np.array(flat, dtype=dtype), shape, where)
     except (ValueError, TypeError, OverflowError) as e:
         raise BadRequest(f"{where}: 'data' does not hold {datatype} values ({e})") from None
 
