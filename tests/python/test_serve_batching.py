@@ -16,10 +16,11 @@ class FakeRun:
     up behind it; a negative value in 'x' fails the run."""
 
     def __init__(self):
-        self.runs, self.release = [], threading.Event()
+        self.runs, self.started, self.release = [], threading.Event(), threading.Event()
 
     def __call__(self, feeds):
         if not self.runs:
+            self.started.set()
             self.release.wait(10)
         self.runs.append({n: a.shape for n, a in feeds.items()})
         if (feeds["x"] < 0).any():
@@ -106,8 +107,9 @@ def test_outputs_that_do_not_follow_the_rows_are_not_split():
 
 def test_closing_fails_what_still_waits():
     run = FakeRun()
-    b, _ = batcher_with(run, timeout_s=5)
+    b, _ = batcher_with(run, timeout_s=0.01)
     first = b.submit(rows(1, 3, 0))
+    assert run.started.wait(10)  # the batcher runs `first`; what comes next waits
     waiting = b.submit(rows(1, 4, 0))
     closer = threading.Thread(target=b.close)
     closer.start()
