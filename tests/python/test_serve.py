@@ -12,6 +12,7 @@ import socket
 import struct
 import subprocess
 
+import grpc
 import numpy as np
 import onnxruntime
 import pytest
@@ -459,7 +460,6 @@ def test_grpc_hostile_requests(server):
     huge.raw_input_contents.append(b"\0" * 24)
     unknown = service_pb2.ModelInferRequest(model_name="nope")
     unknown.inputs.add(name="x", datatype="FP32", shape=[1, 3])
-    import grpc
     for request, code in [(bad, grpc.StatusCode.INVALID_ARGUMENT),
                           (huge, grpc.StatusCode.INVALID_ARGUMENT),
                           (unknown, grpc.StatusCode.NOT_FOUND)]:

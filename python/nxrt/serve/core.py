@@ -1,5 +1,5 @@
-"""What both transports share around a model: server metadata, the steps of one inference
-(check, run, respond) and the mapping of failures to outcomes."""
+"""What both transports share: the server's metadata, and the error a failed session run turns
+into."""
 
 import importlib.metadata
 
@@ -27,7 +27,3 @@ def run_failed(e: BaseException) -> ServeError:
     if isinstance(e, ServeError):
         return e
     return BadRequest(f"the model failed on this request: {type(e).__name__}: {e}")
-
-
-def outcome_of(e: BaseException) -> str:
-    return e.outcome if isinstance(e, ServeError) else "server_error"
