@@ -17,19 +17,23 @@ VERSION = "1"  # one version per model name for now
 class TensorSpec:
     name: str
     datatype: str  # None: a type the protocol cannot carry (sequence, map, ...)
-    shape: list  # -1 for a dynamic dim
+    shape: list  # -1 for a dynamic dim; None when the model does not give the rank
 
     def metadata(self) -> dict:
         return {"name": self.name, "datatype": self.datatype or "UNSUPPORTED",
-                "shape": self.shape}
+                "shape": self.shape if self.shape is not None else []}
 
 
 def _spec(node_arg) -> TensorSpec:
-    shape = [d if isinstance(d, int) and d >= 0 else -1 for d in (node_arg.shape or [])]
+    shape = None
+    if node_arg.shape is not None:
+        shape = [d if isinstance(d, int) and d >= 0 else -1 for d in node_arg.shape]
     return TensorSpec(node_arg.name, datatypes.from_onnx_type(node_arg.type), shape)
 
 
 def _shape_fits(shape: tuple, spec: list) -> bool:
+    if spec is None:  # the model leaves the rank open: the runtime checks what it gets
+        return True
     return len(shape) == len(spec) and all(s in (-1, d) for d, s in zip(shape, spec))
 
 
