@@ -11,6 +11,7 @@ import signal
 import socket
 import struct
 import subprocess
+import time
 
 import grpc
 import numpy as np
@@ -447,6 +448,20 @@ def test_declared_huge_body_gets_413_without_being_sent(server):
         body = json.loads(reply.read())
     assert reply.status == 413, body
     assert "limit" in body["error"], body
+
+
+def test_client_leaving_mid_body_is_a_client_error(server):
+    before = metric_samples(server, "nxrt_serve_requests_total")
+    with socket.create_connection(("127.0.0.1", server.http_port), timeout=30) as s:
+        s.sendall(b"POST /v2/models/mlp/infer HTTP/1.1\r\nHost: x\r\n"
+                  b"Content-Length: 1000\r\n\r\n{\"inputs\"")
+    key = 'model="mlp",outcome="client_error",protocol="http"'
+    for _ in range(50):  # the server notices the disconnect on its own time
+        if metric_samples(server, "nxrt_serve_requests_total").get(key, 0) > before.get(key, 0):
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail("the abandoned request was not counted as a client error")
 
 
 def test_grpc_hostile_requests(server):

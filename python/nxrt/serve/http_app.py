@@ -8,6 +8,7 @@ import time
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
 from . import core, http_codec
 from .errors import BadRequest, RequestTooLarge, ServeError, Unavailable
@@ -112,6 +113,9 @@ def make_app(registry, metrics, max_request_bytes: int, on_shutdown=lambda: None
         except ServeError as e:
             metrics.request_done(label, "http", e.outcome)
             return error_response(e.http_status, str(e))
+        except ClientDisconnect:  # gone before its body arrived: nobody reads the answer
+            metrics.request_done(label, "http", "client_error")
+            return error_response(400, "the client disconnected")
         except Exception as e:  # a bug of ours: still an error body, and counted
             metrics.request_done(label, "http", "server_error")
             return error_response(500, f"internal error: {type(e).__name__}: {e}")
