@@ -722,9 +722,9 @@ class Compiler {
            {static_cast<dnnl::algorithm>(e.eltwise.algorithm), e.eltwise.alpha, e.eltwise.beta}});
 
     // nxrt's Winograd kernel (the whole chain inside) for the 3x3 stride-1 convolutions it
-    // serves (on 8-channel blocks: it is an AVX2 kernel).
+    // serves.
     const bool winograd =
-        opt_.winograd && Block() == 8 && !V(x).plain &&
+        opt_.winograd && !V(x).plain &&
         linalg::WinogradConv3x3::Serves(c, m, kh, kw, g.stride[1], g.stride[2], g.dilation[1],
                                         g.dilation[2], g.group, oh, ow);
 
@@ -996,6 +996,7 @@ class Compiler {
       shape.out_width = ow;
       shape.pad_top = g.pad_begin[1];
       shape.pad_left = g.pad_begin[2];
+      shape.block = Block();
       auto kernel =
           std::make_shared<const linalg::WinogradConv3x3>(shape, wdata, bias, std::move(steps));
       for (const linalg::WinogradConv3x3::Part& part : kernel->Parts(slices)) {

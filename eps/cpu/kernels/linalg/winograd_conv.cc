@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <mutex>
+#include <stdexcept>
+#include <string>
 
 #include "kernels/linalg/conv_dnnl.h"
 #include "kernels/linalg/dnnl_util.h"
@@ -12,7 +14,7 @@
 namespace nxrt::cpu::linalg {
 namespace {
 
-constexpr int64_t kLanes = 8;  // channels of an nChw8c block, floats of an AVX2 vector
+constexpr int64_t kLanes = 8;  // floats of an AVX2 vector: a block of nChw8c, half of nChw16c
 constexpr int kPoints = 36;    // 6 x 6 transformed values per tile
 
 // G of F(4x4, 3x3) (Lavin and Gray): the 6x3 weight transform.
@@ -101,7 +103,8 @@ std::shared_ptr<const WinogradConv3x3> WinogradConv3x3::Shared(const Shape& shap
   auto same_shape = [](const Shape& a, const Shape& b) {
     return a.in_channels == b.in_channels && a.out_channels == b.out_channels &&
            a.height == b.height && a.width == b.width && a.out_height == b.out_height &&
-           a.out_width == b.out_width && a.pad_top == b.pad_top && a.pad_left == b.pad_left;
+           a.out_width == b.out_width && a.pad_top == b.pad_top && a.pad_left == b.pad_left &&
+           a.block == b.block;
   };
   auto same_chain = [](const std::vector<Step>& a, const std::vector<Step>& b) {
     if (a.size() != b.size()) return false;
@@ -132,12 +135,14 @@ std::shared_ptr<const WinogradConv3x3> WinogradConv3x3::Shared(const Shape& shap
 WinogradConv3x3::WinogradConv3x3(const Shape& shape, const float* weights, const float* bias,
                                  std::vector<Step> chain)
     : s_(shape) {
+  if (s_.block != 8 && s_.block != 16)
+    throw std::invalid_argument("Winograd: block of " + std::to_string(s_.block) + " channels");
   for (const Step& step : chain) {  // runs of activations between sums
     if (step.sum || segments_.empty() || segments_.back().sum) segments_.push_back({step.sum, {}});
     if (!step.sum) segments_.back().activations.push_back(step.eltwise);
   }
   const int64_t c = s_.in_channels, m = s_.out_channels;
-  in_padded_ = (c + kLanes - 1) / kLanes * kLanes;
+  in_padded_ = (c + s_.block - 1) / s_.block * s_.block;
   out_panels_ = PanelCount(m);
   tiles_h_ = (s_.out_height + 3) / 4;
   tiles_w_ = (s_.out_width + 3) / 4;
@@ -183,14 +188,17 @@ WinogradConv3x3::WinogradConv3x3(const Shape& shape, const float* weights, const
       }
     }
   }
-  bias_.assign(static_cast<size_t>((m + kLanes - 1) / kLanes * kLanes), 0.0f);
+  bias_.assign(static_cast<size_t>((m + s_.block - 1) / s_.block * s_.block), 0.0f);
   if (bias != nullptr) std::copy(bias, bias + m, bias_.begin());
 }
 
 void WinogradConv3x3::TransformInput(const float* x, int64_t t0, int64_t count, float* v) const {
-  const int64_t h = s_.height, w = s_.width, plane = h * w * kLanes;
+  // Channels in groups of eight (a vector): group g is lanes (g % halves) * 8.. of block
+  // g / halves, whose pixels are `block` floats apart.
+  const int64_t h = s_.height, w = s_.width, block = s_.block, halves = block / kLanes;
+  const int64_t plane = h * w * block;
   for (int64_t cb = 0; cb < in_padded_ / kLanes; ++cb) {
-    const float* xc = x + cb * plane;
+    const float* xc = x + cb / halves * plane + cb % halves * kLanes;
     for (int64_t t = 0; t < count; ++t) {
       const int64_t ti = (t0 + t) / tiles_w_, tj = (t0 + t) % tiles_w_;
       const int64_t top = ti * 4 - s_.pad_top, left = tj * 4 - s_.pad_left;
@@ -200,7 +208,7 @@ void WinogradConv3x3::TransformInput(const float* x, int64_t t0, int64_t count, 
         for (int j = 0; j < 6; ++j) {
           const int64_t col = left + j;
           d[i][j] = row >= 0 && row < h && col >= 0 && col < w
-                        ? _mm256_loadu_ps(xc + (row * w + col) * kLanes)
+                        ? _mm256_loadu_ps(xc + (row * w + col) * block)
                         : _mm256_setzero_ps();
         }
       }
@@ -224,19 +232,28 @@ void WinogradConv3x3::TransformInput(const float* x, int64_t t0, int64_t count, 
 void WinogradConv3x3::TransformOutput(const float* mm, int64_t t0, int64_t count, int64_t p0,
                                       int64_t p1, float* y, const float* sum,
                                       const float* bias_values) const {
-  const int64_t oh = s_.out_height, ow = s_.out_width, plane = oh * ow * kLanes;
+  // Output channels in groups of eight lanes, laid out as in TransformInput. A 16-channel block
+  // may end in a group that holds only padding: it is written zero like every padding lane.
+  const int64_t oh = s_.out_height, ow = s_.out_width, block = s_.block, halves = block / kLanes;
+  const int64_t plane = oh * ow * block;
   const int64_t columns = out_panels_ * kPanelWidth;
-  const int64_t blocks = (s_.out_channels + kLanes - 1) / kLanes;
-  const int real_lanes = static_cast<int>(s_.out_channels % kLanes);
+  const int64_t groups = (s_.out_channels + block - 1) / block * halves;
   alignas(32) float row_buffer[4 * kLanes];
   const int64_t per_panel = kPanelWidth / kLanes;
-  for (int64_t kb = p0 * per_panel; kb < std::min(blocks, p1 * per_panel); ++kb) {
-    float* yk = y + kb * plane;
-    const float* sk = sum != nullptr ? sum + kb * plane : nullptr;
+  for (int64_t kb = p0 * per_panel; kb < std::min(groups, p1 * per_panel); ++kb) {
+    float* yk = y + kb / halves * plane + kb % halves * kLanes;
+    const float* sk = sum != nullptr ? sum + kb / halves * plane + kb % halves * kLanes : nullptr;
+    const int64_t real_lanes = std::clamp<int64_t>(s_.out_channels - kb * kLanes, 0, kLanes);
     const __m256 bias = _mm256_loadu_ps(bias_values + kb * kLanes);
-    const bool last_block = kb + 1 == blocks && real_lanes != 0;
     for (int64_t t = 0; t < count; ++t) {
       const int64_t ti = (t0 + t) / tiles_w_, tj = (t0 + t) % tiles_w_;
+      const int64_t pixels = std::min<int64_t>(4, ow - tj * 4);
+      if (real_lanes == 0) {  // a group of padding lanes only
+        for (int i = 0; i < 4 && ti * 4 + i < oh; ++i)
+          for (int64_t p = 0; p < pixels; ++p)
+            std::fill_n(yk + ((ti * 4 + i) * ow + tj * 4 + p) * block, kLanes, 0.0f);
+        continue;
+      }
       __m256 rows[4][6];  // A^T m: per column j, four rows
       for (int j = 0; j < 6; ++j) {
         __m256 column[6];
@@ -246,7 +263,6 @@ void WinogradConv3x3::TransformOutput(const float* mm, int64_t t0, int64_t count
         OutputTransform6(column, out);
         for (int i = 0; i < 4; ++i) rows[i][j] = out[i];
       }
-      const int64_t pixels = std::min<int64_t>(4, ow - tj * 4);
       for (int i = 0; i < 4; ++i) {
         const int64_t row = ti * 4 + i;
         if (row >= oh) break;
@@ -254,19 +270,22 @@ void WinogradConv3x3::TransformOutput(const float* mm, int64_t t0, int64_t count
         OutputTransform6(rows[i], out);
         for (int j = 0; j < 4; ++j)
           _mm256_store_ps(row_buffer + j * kLanes, _mm256_add_ps(out[j], bias));
-        const int64_t at = (row * ow + tj * 4) * kLanes, n = pixels * kLanes;
+        const int64_t at = (row * ow + tj * 4) * block, n = pixels * kLanes;
         for (const Segment& segment : segments_) {
           if (segment.sum) {
-            for (int64_t k = 0; k < n; ++k) row_buffer[k] += sk[at + k];
+            for (int64_t p = 0; p < pixels; ++p)
+              for (int64_t l = 0; l < kLanes; ++l)
+                row_buffer[p * kLanes + l] += sk[at + p * block + l];
           } else {
             ApplyEltwiseRange(segment.activations, row_buffer, n);
           }
         }
-        if (last_block) {  // padding lanes stay zero whatever the activations made of them
+        if (real_lanes < kLanes) {  // padding lanes stay zero whatever the activations made
           for (int64_t p = 0; p < pixels; ++p)
             for (int64_t l = real_lanes; l < kLanes; ++l) row_buffer[p * kLanes + l] = 0.0f;
         }
-        std::copy(row_buffer, row_buffer + n, yk + at);
+        for (int64_t p = 0; p < pixels; ++p)
+          std::copy_n(row_buffer + p * kLanes, kLanes, yk + at + p * block);
       }
     }
   }

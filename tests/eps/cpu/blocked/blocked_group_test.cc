@@ -281,7 +281,11 @@ TEST(BlockedGroup, LargeConvolutionsRunOnOneDnnsTeam) {
   {
     nxrt::Env env(NX_LOG_ERROR);
     nxrt::SessionOptions options;
-    options.SetIntraOpThreads(2).SetConfig("ep.cpu.blocked_layout", "16").SetProfileFile(path);
+    // (winograd=0: the 3x3 convolutions would otherwise run nxrt's Winograd, no primitive.)
+    options.SetIntraOpThreads(2)
+        .SetConfig("ep.cpu.blocked_layout", "16")
+        .SetConfig("ep.cpu.winograd", "0")
+        .SetProfileFile(path);
     nxrt::Session session(env, bytes.data(), bytes.size(), &options);
     const std::vector<int64_t> dims = {2, 32, 96, 96};
     nxrt::Value x = nxrt::Value::Tensor(NX_TYPE_FLOAT, dims);
@@ -298,10 +302,11 @@ TEST(BlockedGroup, LargeConvolutionsRunOnOneDnnsTeam) {
 }
 
 // 3x3 stride-1 convolutions with 16+ channels run by nxrt's Winograd F(4x4, 3x3) kernel with
-// 8-channel blocks (the "8" runs; "16" keeps oneDNN's): channel counts no multiple of 8 or 16,
-// sizes no multiple of 4, paddings 1, 0 and 2, a batch of 2, folded BatchNorm, activations
-// (Clip after the sum, Sigmoid), a residual sum, slices of tiles or of output channels at 2
-// and 3 threads.
+// 8- and 16-channel blocks: channel counts no multiple of 8 or 16 (21 and 40 in 16-channel
+// blocks end in a group of eight padding lanes), sizes no multiple of 4, paddings 1, 0 and 2, a
+// batch of 2, folded BatchNorm, activations (Clip after the sum, Sigmoid), a residual sum,
+// slices of tiles or of output channels at 2 and 3 threads. Checked against the node-by-node
+// run and against oneDNN's direct convolutions (winograd=0).
 TEST(BlockedGroup, WinogradConvolutionsWithFusedChains) {
   Builder b;
   b.Input("x", {2, 19, 23, 18});
@@ -317,6 +322,26 @@ TEST(BlockedGroup, WinogradConvolutionsWithFusedChains) {
   b.Output("y", {2, 16, 23, 18});
   b.Output("r1", {2, 21, 23, 18});
   ExpectSameAsNodeByNode(b.Bytes(), {"x"}, {{2, 19, 23, 18}});
+  const Result direct = RunModel(b.Bytes(), {"x"}, {{2, 19, 23, 18}}, "0", 1, false, "0");
+  for (const char* layout : {"8", "16"}) {
+    SCOPED_TRACE(std::string("block ") + layout);
+    const Result winograd = RunModel(b.Bytes(), {"x"}, {{2, 19, 23, 18}}, layout, 2);
+    // Winograd took the convolutions: fewer oneDNN primitives than with winograd=0.
+    EXPECT_LT(winograd.primitives,
+              RunModel(b.Bytes(), {"x"}, {{2, 19, 23, 18}}, layout, 2, false, "0").primitives);
+    ASSERT_EQ(winograd.outputs.size(), direct.outputs.size());
+    for (size_t o = 0; o < direct.outputs.size(); ++o) {
+      ASSERT_EQ(winograd.outputs[o].size(), direct.outputs[o].size());
+      int bad = 0;
+      for (size_t i = 0; i < direct.outputs[o].size() && bad < 5; ++i) {
+        const float a = direct.outputs[o][i], w = winograd.outputs[o][i];
+        if (!(std::fabs(a - w) <= 1e-4f * std::max(1.0f, std::fabs(a)))) {
+          ADD_FAILURE() << "output " << o << " element " << i << ": " << a << " vs " << w;
+          ++bad;
+        }
+      }
+    }
+  }
   // The option that keeps these convolutions on oneDNN is accepted; the group still forms.
   nxrt::Env env(NX_LOG_ERROR);
   nxrt::SessionOptions options;

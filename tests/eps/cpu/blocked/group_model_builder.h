@@ -155,12 +155,13 @@ struct Result {
 
 inline Result RunModel(const std::string& bytes, const std::vector<std::string>& inputs,
                        const std::vector<std::vector<int64_t>>& dims, const std::string& layout,
-                       int threads, bool nan_first = false) {
+                       int threads, bool nan_first = false, const std::string& winograd = "1") {
   nxrt::Env env(NX_LOG_ERROR);
   nxrt::SessionOptions options;
   // (Errors only: forced 16-channel blocks on an AVX2 machine warn about every primitive.)
   options.SetIntraOpThreads(threads)
       .SetConfig("ep.cpu.blocked_layout", layout)
+      .SetConfig("ep.cpu.winograd", winograd)
       .SetLogLevel(NX_LOG_ERROR);
   nxrt::Session session(env, bytes.data(), bytes.size(), &options);
   std::vector<nxrt::Value> values;
