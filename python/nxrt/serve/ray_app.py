@@ -89,10 +89,12 @@ def serve_on_ray(config: ServeConfig, replicas: int, address: str = None):
     except ImportError as e:
         raise RuntimeError(f"--ray needs Ray Serve: pip install 'ray[serve]' ({e})") from None
 
+    ray.init(address=address, include_dashboard=False, log_to_driver=False)
+    # After ray.init, which installs a SIGTERM handler of its own that ends the process at once:
+    # ours lets the application be removed from the cluster first.
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
-    ray.init(address=address, include_dashboard=False, log_to_driver=False)
     try:
         serve.start(http_options={"host": config.host, "port": config.port})
         serve.run(ray_application(config, replicas), name=APP_NAME, route_prefix="/")
