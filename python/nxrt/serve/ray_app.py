@@ -89,7 +89,10 @@ def serve_on_ray(config: ServeConfig, replicas: int, address: str = None):
     except ImportError as e:
         raise RuntimeError(f"--ray needs Ray Serve: pip install 'ray[serve]' ({e})") from None
 
-    ray.init(address=address, include_dashboard=False, log_to_driver=False)
+    if address is None:  # our own instance: no dashboard, nothing the server does not need
+        ray.init(include_dashboard=False, log_to_driver=False)
+    else:  # a cluster someone runs: its settings are theirs
+        ray.init(address=address, log_to_driver=False)
     # After ray.init, which installs a SIGTERM handler of its own that ends the process at once:
     # ours lets the application be removed from the cluster first.
     stop = threading.Event()
