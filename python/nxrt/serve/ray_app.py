@@ -76,6 +76,18 @@ def _check_models(config: ServeConfig):
             raise FileNotFoundError(f"no model file {path}")
 
 
+def _replica_failure(serve) -> str:
+    """The last line of why replicas failed to start (a model that cannot be loaded, ...), as
+    Ray Serve's status reports it, or ''."""
+    try:
+        deployments = serve.status().applications[APP_NAME].deployments
+        message = " ".join(d.message for d in deployments.values() if d.message)
+    except Exception:  # a status we cannot read adds nothing
+        return ""
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    return f"({lines[-1]})" if lines else ""
+
+
 def serve_on_ray(config: ServeConfig, replicas: int, address: str = None):
     """Deploys on Ray (a local instance when address is None, else ray://host:port or 'auto')
     and blocks until SIGINT/SIGTERM, then removes the application and disconnects."""
@@ -100,7 +112,10 @@ def serve_on_ray(config: ServeConfig, replicas: int, address: str = None):
         signal.signal(sig, lambda *_: stop.set())
     try:
         serve.start(http_options={"host": config.host, "port": config.port})
-        serve.run(ray_application(config, replicas), name=APP_NAME, route_prefix="/")
+        try:
+            serve.run(ray_application(config, replicas), name=APP_NAME, route_prefix="/")
+        except Exception as e:  # Ray's own message names no cause: find the replica's
+            raise RuntimeError(f"{e} {_replica_failure(serve)}".strip()) from None
         print(f"nxrt.serve: {replicas} Ray Serve replica(s) ({config.session_class}); "
               f"HTTP on {config.host}:{config.port}, no gRPC under Ray", file=sys.stderr,
               flush=True)
