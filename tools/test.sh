@@ -122,6 +122,9 @@ python_package() {
     "../../$venv/bin/python" -m pytest -q -p no:cacheprovider .)
 }
 run_suite "python package: wheel in a fresh virtualenv, pytest (tests/python)" python_package
+# After the package suite: `nxrt serve` execs the Python server, found in build/python-venv.
+run_suite "nxrt serve: the CLI hands over to python -m nxrt.serve (build/python-venv)" \
+  python3 tests/tools/serve_cli_check.py --build-dir build --python build/python-venv/bin/python
 
 # One instrumented tree (clang: ASan + UBSan + libFuzzer coverage, tools/build_sanitized.sh) serves
 # the sanitizer suites and the fuzz smoke.

@@ -19,6 +19,7 @@ int DevicesCommand(const std::vector<std::string>& args);      // nxrt devices
 int PartitionCommand(const std::vector<std::string>& args);    // nxrt partition
 int CompileCommand(const std::vector<std::string>& args);      // nxrt compile
 int CertifyCommand(const std::vector<std::string>& args);      // nxrt certify
+int ServeCommand(const std::vector<std::string>& args);        // nxrt serve (python -m nxrt.serve)
 
 // "x" -> its value for `--flag x` / `--flag=x` style parsing; throws UsageError if missing.
 std::string TakeValue(const std::vector<std::string>& args, size_t& i, const std::string& flag);

@@ -58,6 +58,10 @@ constexpr const char* kUsage =
     "      session at once, ahead-of-time compile round trip, release; prints failed and\n"
     "      skipped checks, a table per area and 'N passed, N failed, N skipped'; exit status 1\n"
     "      when a check fails\n"
+    "  serve MODEL... [--port N] [--grpc-port N] [--max-batch N] [--ray [--replicas N]] ...\n"
+    "      serve models over the KServe v2 / Triton protocol (HTTP and gRPC): runs\n"
+    "      `python3 -m nxrt.serve` with the same arguments (NXRT_PYTHON names another\n"
+    "      interpreter); needs the nxrt Python package; `nxrt serve --help` lists every flag\n"
     "  version\n";
 
 }  // namespace
@@ -78,6 +82,7 @@ int main(int argc, char** argv) {
     if (command == "partition") return nxrt::cli::PartitionCommand(args);
     if (command == "compile") return nxrt::cli::CompileCommand(args);
     if (command == "certify") return nxrt::cli::CertifyCommand(args);
+    if (command == "serve") return nxrt::cli::ServeCommand(args);
     if (command == "version" || command == "--version") {
       std::printf("nxrt %s\n", Nx_GetVersionString());
       return 0;

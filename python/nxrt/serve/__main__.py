@@ -38,6 +38,14 @@ def _parser() -> argparse.ArgumentParser:
                    help="concurrent runs per unbatched model (default %(default)s)")
     p.add_argument("--max-request-mb", type=float, default=64,
                    help="largest request body accepted (default %(default)s)")
+    ray = p.add_argument_group("Ray Serve (docs/serving.md)")
+    ray.add_argument("--ray", action="store_true",
+                     help="serve as a Ray Serve application (HTTP only, no gRPC)")
+    ray.add_argument("--replicas", type=int, default=1,
+                     help="copies of the server under --ray, one session each (default "
+                     "%(default)s)")
+    ray.add_argument("--address", help="an existing Ray cluster under --ray: ray://HOST:PORT "
+                     "or auto (default: start a local Ray instance)")
     return p
 
 
@@ -62,6 +70,10 @@ def main(argv=None) -> int:
         parser.error("--max-batch and --workers must be at least 1, --batch-timeout-ms >= 0")
     if args.ep and args.policy:
         parser.error("--ep and --policy exclude each other")
+    if not args.ray and (args.replicas != 1 or args.address):
+        parser.error("--replicas and --address need --ray")
+    if args.replicas < 1:
+        parser.error("--replicas must be at least 1")
     config = ServeConfig(models=_named_models(args, parser), host=args.host, port=args.port,
                          grpc_port=args.grpc_port, session_class=args.session_class,
                          threads=args.threads, providers=args.ep, policy=args.policy,
@@ -69,7 +81,11 @@ def main(argv=None) -> int:
                          workers=args.workers,
                          max_request_bytes=int(args.max_request_mb * (1 << 20)))
     try:
-        serve(config)
+        if args.ray:
+            from .ray_app import serve_on_ray  # Ray only when asked for
+            serve_on_ray(config, args.replicas, args.address)
+        else:
+            serve(config)
     except (OSError, RuntimeError, ValueError) as e:
         print(f"nxrt.serve: error: {e}", file=sys.stderr)
         return 2
