@@ -50,8 +50,8 @@ int ServeCommand(const std::vector<std::string>& args) {
   std::fflush(nullptr);  // what we printed must not be lost when the process image is replaced
   execvp(argv[0], argv.data());
   // Only reached when the exec failed.
-  std::fprintf(stderr, "nxrt serve: cannot run %s: %s; %s\n", python.c_str(),
-               std::strerror(errno), kInstallHint);
+  std::fprintf(stderr, "nxrt serve: cannot run %s: %s; %s\n", python.c_str(), std::strerror(errno),
+               kInstallHint);
   return 127;
 }
 
