@@ -184,6 +184,33 @@ inline Result RunModel(const std::string& bytes, const std::vector<std::string>&
   return r;
 }
 
+// Every output of `got` within 1e-4 of `ref`'s magnitude (NaN stays NaN); at most 5 failures
+// reported per output.
+inline void ExpectCloseOutputs(const Result& ref, const Result& got) {
+  EXPECT_EQ(got.outputs.size(), ref.outputs.size());
+  for (size_t o = 0; o < std::min(got.outputs.size(), ref.outputs.size()); ++o) {
+    if (got.outputs[o].size() != ref.outputs[o].size()) {
+      ADD_FAILURE() << "output " << o << " has " << got.outputs[o].size() << " elements";
+      continue;
+    }
+    int bad = 0;
+    for (size_t i = 0; i < ref.outputs[o].size() && bad < 5; ++i) {
+      const float a = ref.outputs[o][i], b = got.outputs[o][i];
+      if (std::isnan(a)) {
+        if (!std::isnan(b)) {
+          ADD_FAILURE() << "output " << o << " element " << i << ": NaN became " << b;
+          ++bad;
+        }
+        continue;
+      }
+      if (!(std::fabs(a - b) <= 1e-4f * std::max(1.0f, std::fabs(a)))) {
+        ADD_FAILURE() << "output " << o << " element " << i << ": " << a << " vs " << b;
+        ++bad;
+      }
+    }
+  }
+}
+
 // Runs the model node by node and as blocked groups (both block sizes, 1-3 threads) and
 // compares every output. Returns the node-by-node kernel count and the blocked one.
 inline std::pair<size_t, size_t> ExpectSameAsNodeByNode(
@@ -203,28 +230,7 @@ inline std::pair<size_t, size_t> ExpectSameAsNodeByNode(
       }
       EXPECT_GT(got.primitives, 0);
       EXPECT_LT(got.kernels, ref.kernels) << "no blocked group was formed";
-      EXPECT_EQ(got.outputs.size(), ref.outputs.size());
-      for (size_t o = 0; o < std::min(got.outputs.size(), ref.outputs.size()); ++o) {
-        if (got.outputs[o].size() != ref.outputs[o].size()) {
-          ADD_FAILURE() << "output " << o << " has " << got.outputs[o].size() << " elements";
-          continue;
-        }
-        int bad = 0;
-        for (size_t i = 0; i < ref.outputs[o].size() && bad < 5; ++i) {
-          const float a = ref.outputs[o][i], b = got.outputs[o][i];
-          if (std::isnan(a)) {
-            if (!std::isnan(b)) {
-              ADD_FAILURE() << "output " << o << " element " << i << ": NaN became " << b;
-              ++bad;
-            }
-            continue;
-          }
-          if (!(std::fabs(a - b) <= 1e-4f * std::max(1.0f, std::fabs(a)))) {
-            ADD_FAILURE() << "output " << o << " element " << i << ": " << a << " vs " << b;
-            ++bad;
-          }
-        }
-      }
+      ExpectCloseOutputs(ref, got);
     }
   }
   return {ref.kernels, blocked_kernels};
