@@ -95,72 +95,145 @@ class GridSample : public ep::Kernel {
            const std::vector<int64_t>& ys, int threads) const {
     using A = AccOf<T>;
     const size_t r = xs.size() - 2;
-    const int64_t N = xs[0], C = xs[1];
-    int64_t in_plane = 1, locations = 1;
     std::vector<int64_t> dims(xs.begin() + 2, xs.end()), stride(r, 1);
+    int64_t in_plane = 1;
     for (size_t i = r; i-- > 0;) {
       stride[i] = in_plane;
       in_plane *= dims[i];
     }
-    for (size_t i = 2; i < ys.size(); ++i) locations *= ys[i];
     const int per_dim = mode_ == SampleMode::kNearest ? 1 : (mode_ == SampleMode::kLinear ? 2 : 4);
     int taps = 1;
     for (size_t i = 0; i < r; ++i) taps *= per_dim;
-    // Many small images (RAFT's correlation lookups: thousands of 1-channel planes sampled at
-    // 9 x 9 points): the images, not their few locations, are split over the threads, each with
-    // taps of its own.
-    if (N >= 2 * threads && C * locations < 4096) {
-      ParallelFor(threads, N, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, C * locations)),
-                  [&](int64_t n0, int64_t n1) {
-                    std::vector<int64_t> off(static_cast<size_t>(locations * taps));
-                    std::vector<A> wt(static_cast<size_t>(locations * taps));
-                    for (int64_t n = n0; n < n1; ++n) {
-                      const G* gn = grid + n * locations * static_cast<int64_t>(r);
-                      for (int64_t l = 0; l < locations; ++l) {
-                        BuildTaps<A, G>(gn + l * static_cast<int64_t>(r), dims, stride, per_dim,
-                                        off.data() + l * taps, wt.data() + l * taps);
-                      }
-                      for (int64_t c = 0; c < C; ++c) {
-                        const T* xc = x + (n * C + c) * in_plane;
-                        T* yc = y + (n * C + c) * locations;
-                        for (int64_t l = 0; l < locations; ++l) {
-                          const int64_t* o = off.data() + l * taps;
-                          const A* w = wt.data() + l * taps;
-                          A v = 0;
-                          for (int t = 0; t < taps; ++t) {
-                            if (o[t] >= 0) v += w[t] * static_cast<A>(xc[o[t]]);
-                          }
-                          yc[l] = static_cast<T>(v);
-                        }
-                      }
-                    }
-                  });
+    if (r == 2 && mode_ == SampleMode::kLinear && pad_ != PadMode::kReflection &&
+        in_plane < (int64_t{1} << 31)) {
+      if (pad_ == PadMode::kBorder) {
+        SampleBilinear<true, T, G>(x, grid, y, xs, ys, threads);
+      } else {
+        SampleBilinear<false, T, G>(x, grid, y, xs, ys, threads);
+      }
       return;
     }
-    std::vector<int64_t> offset(locations * taps);
-    std::vector<A> weight(locations * taps);
-    for (int64_t n = 0; n < N; ++n) {
-      const G* gn = grid + n * locations * static_cast<int64_t>(r);
-      ParallelFor(threads, locations, 256, [&](int64_t begin, int64_t end) {
-        for (int64_t l = begin; l < end; ++l) {
-          BuildTaps<A, G>(gn + l * static_cast<int64_t>(r), dims, stride, per_dim,
-                          offset.data() + l * taps, weight.data() + l * taps);
+    Sample<T, G>(x, grid, y, xs, ys, taps, threads, [&](const G* g, int64_t* off, A* wt) {
+      BuildTaps<A, G>(g, dims, stride, per_dim, off, wt);
+    });
+  }
+
+  static constexpr int64_t kTile = 64;  // locations whose taps are found at once
+  static constexpr int kMaxTaps = 64;   // bicubic in 3-D: 4 x 4 x 4
+
+  // Cuts the N x `locations` output points into tiles of up to kTile locations of one image and
+  // runs fn(n, first location, count) for each, the tiles split over the threads: RAFT samples
+  // thousands of 1-channel planes at 7 x 7 points, a segmentation head a few many-channel maps
+  // at many.
+  template <class Fn>
+  static void ForEachTile(int64_t N, int64_t locations, int64_t location_cost, int threads,
+                          Fn&& fn) {
+    if (N == 0 || locations == 0) return;
+    const int64_t tiles_per_image = (locations + kTile - 1) / kTile;
+    const int64_t tile_cost = std::min(locations, kTile) * location_cost;
+    const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 15) / std::max<int64_t>(1, tile_cost));
+    ParallelFor(threads, N * tiles_per_image, grain, [&](int64_t begin, int64_t end) {
+      for (int64_t tile = begin; tile < end; ++tile) {
+        const int64_t l0 = tile % tiles_per_image * kTile;
+        fn(tile / tiles_per_image, l0, std::min(kTile, locations - l0));
+      }
+    });
+  }
+
+  // Bilinear sampling of planes with zeros or border padding, the case models run (RAFT's
+  // correlation lookups, spatial transformers), in loops the compiler vectorises: the
+  // coordinates of a tile first, then per channel the four taps of every location, read at
+  // clamped indices and selected (an outside tap reads zero; a select, not a zero weight, so
+  // that an Inf or NaN elsewhere cannot leak in). RAFT-small's 48 lookups took 14.8 of its 78 ms
+  // at one thread on Zen 4 through the general taps, 7.7 ms with branch-free general taps.
+  template <bool kBorder, class T, class G>
+  void SampleBilinear(const T* x, const G* grid, T* y, std::span<const int64_t> xs,
+                      const std::vector<int64_t>& ys, int threads) const {
+    using A = AccOf<T>;
+    const int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3];
+    const int64_t locations = ys[2] * ys[3];
+    if (C == 0) return;
+    const A last_x = static_cast<A>(W - 1), last_y = static_cast<A>(H - 1);
+    const bool align = align_corners_;
+    // The pixel coordinate along an axis of `last` + 1 pixels: clamped with border padding;
+    // far outside (every tap outside) pulled in so the index cannot overflow, NaN to the left.
+    auto pixel = [align](A nrm, A last) {
+      A v = align ? (nrm + 1) / 2 * last : ((nrm + 1) * (last + 1) - 1) / 2;
+      if constexpr (kBorder) v = std::min(std::max(v, A(0)), last);
+      v = v >= A(-2) ? v : A(-3);
+      return v <= last + 2 ? v : last + 3;
+    };
+    ForEachTile(N, locations, 20 + 8 * C, threads, [&](int64_t n, int64_t l0, int64_t count) {
+      int32_t x0[kTile], y0[kTile];
+      A tx[kTile], ty[kTile];
+      const G* g = grid + (n * locations + l0) * 2;
+      for (int64_t l = 0; l < count; ++l) {
+        const A px = pixel(static_cast<A>(static_cast<AccOf<G>>(g[2 * l])), last_x);
+        const A py = pixel(static_cast<A>(static_cast<AccOf<G>>(g[2 * l + 1])), last_y);
+        const A fx = std::floor(px), fy = std::floor(py);
+        x0[l] = static_cast<int32_t>(fx);
+        y0[l] = static_cast<int32_t>(fy);
+        tx[l] = px - fx;
+        ty[l] = py - fy;
+      }
+      const auto w = static_cast<int32_t>(W), h = static_cast<int32_t>(H);
+      for (int64_t c = 0; c < C; ++c) {
+        const T* xc = x + (n * C + c) * H * W;
+        T* yc = y + (n * C + c) * locations + l0;
+        for (int64_t l = 0; l < count; ++l) {
+          const int32_t ax = x0[l], ay = y0[l];
+          const int32_t cx0 = std::clamp(ax, 0, w - 1), cx1 = std::clamp(ax + 1, 0, w - 1);
+          const int32_t cy0 = std::clamp(ay, 0, h - 1), cy1 = std::clamp(ay + 1, 0, h - 1);
+          A v00 = static_cast<A>(xc[cy0 * w + cx0]), v01 = static_cast<A>(xc[cy0 * w + cx1]);
+          A v10 = static_cast<A>(xc[cy1 * w + cx0]), v11 = static_cast<A>(xc[cy1 * w + cx1]);
+          if constexpr (!kBorder) {
+            const bool in_x0 = ax >= 0 && ax < w, in_x1 = ax + 1 >= 0 && ax + 1 < w;
+            const bool in_y0 = ay >= 0 && ay < h, in_y1 = ay + 1 >= 0 && ay + 1 < h;
+            v00 = in_y0 && in_x0 ? v00 : A(0);
+            v01 = in_y0 && in_x1 ? v01 : A(0);
+            v10 = in_y1 && in_x0 ? v10 : A(0);
+            v11 = in_y1 && in_x1 ? v11 : A(0);
+          }
+          const A top = (1 - tx[l]) * v00 + tx[l] * v01;
+          const A bottom = (1 - tx[l]) * v10 + tx[l] * v11;
+          yc[l] = static_cast<T>((1 - ty[l]) * top + ty[l] * bottom);
         }
-      });
-      ParallelFor(threads, C * locations, 4096, [&](int64_t begin, int64_t end) {
-        for (int64_t cl = begin; cl < end; ++cl) {
-          int64_t c = cl / locations, l = cl % locations;
-          const T* xc = x + (n * C + c) * in_plane;
-          const int64_t* off = offset.data() + l * taps;
-          const A* w = weight.data() + l * taps;
+      }
+    });
+  }
+
+  // Samples every channel at every output location, tile by tile: `build` finds a location's
+  // taps (input offset, weight; offset -1 reads zero) once for all channels.
+  template <class T, class G, class Build>
+  void Sample(const T* x, const G* grid, T* y, std::span<const int64_t> xs,
+              const std::vector<int64_t>& ys, int taps, int threads, Build&& build) const {
+    using A = AccOf<T>;
+    const int64_t r = static_cast<int64_t>(xs.size()) - 2;
+    const int64_t N = xs[0], C = xs[1];
+    int64_t in_plane = 1, locations = 1;
+    for (size_t i = 2; i < xs.size(); ++i) in_plane *= xs[i];
+    for (size_t i = 2; i < ys.size(); ++i) locations *= ys[i];
+    if (C == 0) return;
+    // About 30 operations to find a location's taps, then one multiply-add per tap and channel.
+    ForEachTile(N, locations, 30 + C * taps, threads, [&](int64_t n, int64_t l0, int64_t count) {
+      int64_t off[kTile * kMaxTaps];
+      A wt[kTile * kMaxTaps];
+      const G* gn = grid + (n * locations + l0) * r;
+      for (int64_t l = 0; l < count; ++l) build(gn + l * r, off + l * taps, wt + l * taps);
+      for (int64_t c = 0; c < C; ++c) {
+        const T* xc = x + (n * C + c) * in_plane;
+        T* yc = y + (n * C + c) * locations + l0;
+        for (int64_t l = 0; l < count; ++l) {
+          const int64_t* o = off + l * taps;
+          const A* w = wt + l * taps;
           A v = 0;
           for (int t = 0; t < taps; ++t) {
-            if (off[t] >= 0) v += w[t] * static_cast<A>(xc[off[t]]);
+            if (o[t] >= 0) v += w[t] * static_cast<A>(xc[o[t]]);
           }
-          y[(n * C + c) * locations + l] = static_cast<T>(v);
+          yc[l] = static_cast<T>(v);
         }
-      });
-    }
+      }
+    });
   }
 
   // Index along one axis for padding: -1 (reads zero) in zeros mode when outside.
@@ -180,54 +253,76 @@ class GridSample : public ep::Kernel {
     return -1;
   }
 
+  // The pixel coordinate of the normalised coordinate `g` along an axis of `dim_size` pixels,
+  // after the padding mode's clamping or reflection; [lo, hi] is the range it may take inside.
+  template <class A, class G>
+  A Coordinate(G g, int64_t dim_size, A& lo, A& hi) const {
+    A nrm = static_cast<A>(static_cast<AccOf<G>>(g));
+    A dim = static_cast<A>(dim_size);
+    A v = align_corners_ ? (nrm + 1) / 2 * (dim - 1) : ((nrm + 1) * dim - 1) / 2;
+    lo = align_corners_ ? A(0) : A(-0.5);
+    hi = align_corners_ ? dim - 1 : dim - A(0.5);
+    if (mode_ == SampleMode::kNearest) v = std::nearbyint(v);
+    if (v < lo || v > hi) {
+      // Cubic sampling with border padding clamps each tap instead of the coordinate (as
+      // PyTorch and ONNX Runtime do), so the coordinate stays as is.
+      if (pad_ == PadMode::kBorder && mode_ != SampleMode::kCubic) {
+        v = std::clamp(v, A(0), dim - 1);
+      } else if (pad_ == PadMode::kReflection) {
+        v = Reflect(v, lo, hi);
+      }
+    }
+    // Far outside the input every tap is outside too: pull the coordinate in to a place just
+    // beyond the border so the index arithmetic of the taps cannot overflow (NaN goes left).
+    if (v > hi + 2) {
+      v = hi + 3;
+    } else if (!(v >= lo - 2)) {
+      v = lo - 3;
+    }
+    return v;
+  }
+
+  // The two taps of linear sampling along one axis: indices (-1: outside, reads zero) and
+  // weights.
+  template <class A, class G>
+  void LinearTaps(G g, int64_t dim_size, int64_t* idx, A* w) const {
+    A lo, hi;
+    A v = Coordinate<A, G>(g, dim_size, lo, hi);
+    A f = std::floor(v);
+    int64_t i0 = static_cast<int64_t>(f);
+    A t = v - f;
+    idx[0] = PadIndex<A>(i0, dim_size, lo, hi);
+    idx[1] = PadIndex<A>(i0 + 1, dim_size, lo, hi);
+    w[0] = 1 - t;
+    w[1] = t;
+  }
+
+  // The taps along one axis for the normalised coordinate `g`: 1, 2 or 4 indices and their
+  // weights, by mode.
+  template <class A, class G>
+  void AxisTaps(G g, int64_t dim_size, int64_t* idx, A* w) const {
+    if (mode_ == SampleMode::kLinear) return LinearTaps<A, G>(g, dim_size, idx, w);
+    A lo, hi;
+    A v = Coordinate<A, G>(g, dim_size, lo, hi);
+    if (mode_ == SampleMode::kNearest) {
+      idx[0] = PadIndex<A>(static_cast<int64_t>(v), dim_size, lo, hi);
+      w[0] = 1;
+    } else {
+      A f = std::floor(v);
+      int64_t i0 = static_cast<int64_t>(f);
+      CubicCoeffs<A>(v - f, w);
+      for (int k = 0; k < 4; ++k) idx[k] = PadIndex<A>(i0 - 1 + k, dim_size, lo, hi);
+    }
+  }
+
   template <class A, class G>
   void BuildTaps(const G* g, const std::vector<int64_t>& dims, const std::vector<int64_t>& stride,
                  int per_dim, int64_t* offset, A* weight) const {
     const size_t r = dims.size();
     int64_t idx[3][4];
     A w[3][4];
-    for (size_t i = 0; i < r; ++i) {
-      // grid components are in reverse axis order: the last spatial axis comes first.
-      A nrm = static_cast<A>(static_cast<AccOf<G>>(g[r - 1 - i]));
-      A dim = static_cast<A>(dims[i]);
-      A v = align_corners_ ? (nrm + 1) / 2 * (dim - 1) : ((nrm + 1) * dim - 1) / 2;
-      A lo = align_corners_ ? A(0) : A(-0.5);
-      A hi = align_corners_ ? dim - 1 : dim - A(0.5);
-      if (mode_ == SampleMode::kNearest) v = std::nearbyint(v);
-      if (v < lo || v > hi) {
-        // Cubic sampling with border padding clamps each tap instead of the coordinate (as
-        // PyTorch and ONNX Runtime do), so the coordinate stays as is.
-        if (pad_ == PadMode::kBorder && mode_ != SampleMode::kCubic) {
-          v = std::clamp(v, A(0), dim - 1);
-        } else if (pad_ == PadMode::kReflection) {
-          v = Reflect(v, lo, hi);
-        }
-      }
-      // Far outside the input every tap is outside too: pull the coordinate in to a place just
-      // beyond the border so the index arithmetic below cannot overflow (NaN goes left).
-      if (v > hi + 2) {
-        v = hi + 3;
-      } else if (!(v >= lo - 2)) {
-        v = lo - 3;
-      }
-      if (mode_ == SampleMode::kNearest) {
-        idx[i][0] = PadIndex<A>(static_cast<int64_t>(v), dims[i], lo, hi);
-        w[i][0] = 1;
-      } else if (mode_ == SampleMode::kLinear) {
-        A f = std::floor(v);
-        int64_t i0 = static_cast<int64_t>(f);
-        A t = v - f;
-        idx[i][0] = PadIndex<A>(i0, dims[i], lo, hi);
-        idx[i][1] = PadIndex<A>(i0 + 1, dims[i], lo, hi);
-        w[i][0] = 1 - t;
-        w[i][1] = t;
-      } else {
-        A f = std::floor(v);
-        int64_t i0 = static_cast<int64_t>(f);
-        CubicCoeffs<A>(v - f, w[i]);
-        for (int k = 0; k < 4; ++k) idx[i][k] = PadIndex<A>(i0 - 1 + k, dims[i], lo, hi);
-      }
-    }
+    // grid components are in reverse axis order: the last spatial axis comes first.
+    for (size_t i = 0; i < r; ++i) AxisTaps<A, G>(g[r - 1 - i], dims[i], idx[i], w[i]);
     // Cartesian product of the per-axis taps; a tap outside (zeros padding) reads nothing.
     int total = 1;
     for (size_t i = 0; i < r; ++i) total *= per_dim;
