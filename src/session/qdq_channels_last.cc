@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "nxrt/nxrt_ep_api.h"
+#include "plugins/kernel_registry.h"
 
 namespace nxrt {
 namespace {
@@ -47,9 +48,22 @@ void SetIntAttr(Node& n, const char* name, int64_t v) {
   n.attributes.push_back(IntAttr(name, v));
 }
 
+// An 8-bit 2-D MaxPool without Indices: the CPU EP's com.nxrt MaxPool takes it in NHWC (the
+// QDQ folding turned DQ -> MaxPool -> Q into it).
+bool IsQuantizedMaxPool2d(const Graph& g, const Node& n) {
+  if (!Is(n, "", "MaxPool") || n.inputs.size() != 1 || n.inputs[0] < 0 || n.outputs.empty() ||
+      n.outputs[0] < 0 || (n.outputs.size() > 1 && n.outputs[1] >= 0))
+    return false;
+  const Attribute* kernel = n.FindAttribute("kernel_shape");
+  const Attribute* order = n.FindAttribute("storage_order");
+  const int32_t type = g.value(n.inputs[0]).type.elem_type;
+  return kernel != nullptr && kernel->ints.size() == 2 && (order == nullptr || order->i == 0) &&
+         (type == NX_TYPE_UINT8 || type == NX_TYPE_INT8);
+}
+
 class ChannelsLast {
  public:
-  explicit ChannelsLast(Graph& g) : g_(g) {
+  ChannelsLast(Graph& g, const KernelRegistry& registry) : g_(g), registry_(registry) {
     auto it = g.opsets.find("");
     onnx_opset_ = it != g.opsets.end() ? it->second : 13;
   }
@@ -66,7 +80,8 @@ class ChannelsLast {
       const Attribute* layout = n.FindAttribute("channels_last");
       const bool gap = Is(n, "com.microsoft", "QLinearGlobalAveragePool") && !n.inputs.empty() &&
                        nhwc_.count(n.inputs[0]) && (layout == nullptr || layout->i == 0);
-      if (conv || add || gap) {
+      const bool pool = IsQuantizedMaxPool2d(g_, n) && nhwc_.count(n.inputs[0]) && NhwcPool(n);
+      if (conv || add || gap || pool) {
         // The activation inputs in NHWC; scales, zero points, weights and bias as they are.
         const std::vector<size_t> data = conv  ? std::vector<size_t>{0}
                                          : add ? std::vector<size_t>{0, 3}
@@ -93,6 +108,19 @@ class ChannelsLast {
   }
 
  private:
+  // Turns the ONNX MaxPool `n` into the com.nxrt MaxPool with channels_last=1 if the EP has a
+  // kernel for it (else leaves it as it is and returns false).
+  bool NhwcPool(Node& n) {
+    Node probe = n;
+    probe.domain = "com.nxrt";
+    probe.opset = 1;
+    SetIntAttr(probe, "channels_last", 1);
+    if (registry_.Find(probe, nullptr) == nullptr) return false;
+    n.domain = probe.domain;
+    n.opset = probe.opset;
+    return true;
+  }
+
   // A new value for `v` in the layout `perm` gives (same element type, permuted static dims).
   int NewValue(int v, const std::vector<int64_t>& perm) {
     const ValueDef original = g_.value(v);
@@ -152,6 +180,7 @@ class ChannelsLast {
   }
 
   Graph& g_;
+  const KernelRegistry& registry_;
   int onnx_opset_ = 13;
   std::map<int, int> nhwc_;         // NCHW value -> its NHWC copy
   std::map<int, bool> nchw_ready_;  // whether the NCHW value has a producer
@@ -159,11 +188,11 @@ class ChannelsLast {
 
 }  // namespace
 
-int QuantizedChannelsLast(Graph& graph) {
+int QuantizedChannelsLast(Graph& graph, const KernelRegistry& registry) {
   bool any = false;
   for (const Node& n : graph.nodes) any = any || IsConv2d(graph, n);
   if (!any) return 0;
-  return ChannelsLast(graph).Run();
+  return ChannelsLast(graph, registry).Run();
 }
 
 }  // namespace nxrt

@@ -378,7 +378,7 @@ int FoldQdq(Graph& graph, const std::vector<std::shared_ptr<EpInstance>>& eps, i
   for (const Node& n : graph.nodes) any = any || IsOnnx(n, "DequantizeLinear");
   if (!any) return 0;
   const int folds = QdqFolder(graph, *registry).Run();
-  if (folds > 0) QuantizedChannelsLast(graph);
+  if (folds > 0) QuantizedChannelsLast(graph, *registry);
   if (folds > 0)
     logger.Log(NX_LOG_INFO, graph.source + ": folded " + std::to_string(folds) +
                                 " QuantizeLinear/DequantizeLinear islands into quantized ops");

@@ -145,8 +145,8 @@ TEST(QdqFolding, FoldedGraphMatchesQdqGraph) {
   auto a = RunModel(bytes, 0, &plain_nodes);
   auto b = RunModel(bytes, 1, &folded_nodes);
   EXPECT_EQ(plain_nodes, 17u);
-  // Q(x), Transpose to NHWC, QLinearConv+Relu, QLinearAdd, Transpose back, MaxPool on uint8,
-  // QLinearGlobalAveragePool, DQ(y).
+  // Q(x), Transpose to NHWC, QLinearConv+Relu, QLinearAdd, MaxPool on uint8 NHWC (com.nxrt),
+  // QLinearGlobalAveragePool (channels_last), Transpose back of its 1x1 result, DQ(y).
   EXPECT_EQ(folded_nodes, 8u);
   ASSERT_EQ(a[0].shape(), b[0].shape());
   for (size_t i = 0; i < a[0].size(); ++i) {

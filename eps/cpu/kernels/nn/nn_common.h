@@ -18,6 +18,7 @@ namespace nxrt::cpu::nn {
 
 // One registration function per source file; RegisterNnKernels calls them all.
 void RegisterPoolKernels(NxKernelRegistry* registry);
+void RegisterMaxPoolNhwcKernels(NxKernelRegistry* registry);
 void RegisterGlobalPoolKernels(NxKernelRegistry* registry);
 void RegisterMaxUnpoolKernels(NxKernelRegistry* registry);
 void RegisterRoiKernels(NxKernelRegistry* registry);

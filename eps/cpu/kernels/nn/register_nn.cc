@@ -7,6 +7,7 @@ namespace nxrt::cpu {
 // Each source file of kernels/nn/ registers its own operators.
 void RegisterNnKernels(NxKernelRegistry* registry) {
   nn::RegisterPoolKernels(registry);
+  nn::RegisterMaxPoolNhwcKernels(registry);
   nn::RegisterGlobalPoolKernels(registry);
   nn::RegisterMaxUnpoolKernels(registry);
   nn::RegisterBatchNormKernels(registry);
