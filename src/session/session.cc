@@ -9,6 +9,7 @@
 #include "base/error.h"
 #include "base/memory_info.h"
 #include "session/constant_folding.h"
+#include "session/constant_identities.h"
 #include "session/env.h"
 #include "session/ep_selection.h"
 #include "session/float16_upcast.h"
@@ -93,6 +94,7 @@ Session::Session(Env& env, std::shared_ptr<Model> model, const SessionOptions& o
     // Before placement: the CPU EP claims float convolutions as blocked-layout groups, which
     // the folded quantized nodes replace.
     if (!dry_run_ && options.optimization_level >= 1) {
+      BypassConstantIdentities(*model_->graph);
       UpcastFloat16(*model_->graph, eps_, CpuEpIndex(), config_, logger_.logger);
       FoldQdq(*model_->graph, eps_, CpuEpIndex(), logger_.logger);
     }

@@ -265,8 +265,7 @@ std::shared_ptr<DnnlConv::Plan> DnnlConv::BuildPlan(const ConvGeometry& full, bo
   // which stay nodes because their shapes are known only after constant folding. On AVX-512
   // too, as in blocked groups: on Zen 4 RAFT-small's 242 -> 96 over 16x16 took 0.95 ms per call
   // with oneDNN's AVX-512 direct kernel (at its peak rate), 0.64 ms here.
-  if (nchw_auto && winograd_ && const_w_ != nullptr && g.spatial == 2 &&
-      !plain &&
+  if (nchw_auto && winograd_ && const_w_ != nullptr && g.spatial == 2 && !plain &&
       WinogradConv3x3::Serves(g.in_channels, g.out_channels, g.kernel[1], g.kernel[2], g.stride[1],
                               g.stride[2], g.dilation[1], g.dilation[2], g.group, g.out[1],
                               g.out[2])) {

@@ -131,7 +131,8 @@ class GridSample : public ep::Kernel {
     if (N == 0 || locations == 0) return;
     const int64_t tiles_per_image = (locations + kTile - 1) / kTile;
     const int64_t tile_cost = std::min(locations, kTile) * location_cost;
-    const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 15) / std::max<int64_t>(1, tile_cost));
+    const int64_t grain =
+        std::max<int64_t>(1, (int64_t{1} << 15) / std::max<int64_t>(1, tile_cost));
     ParallelFor(threads, N * tiles_per_image, grain, [&](int64_t begin, int64_t end) {
       for (int64_t tile = begin; tile < end; ++tile) {
         const int64_t l0 = tile % tiles_per_image * kTile;

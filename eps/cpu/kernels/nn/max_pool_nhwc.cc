@@ -23,7 +23,8 @@ class MaxPoolNhwc : public ep::Kernel {
   explicit MaxPoolNhwc(const ep::KernelInfo& info) : attrs_(info) {
     NXRT_EP_ENFORCE(info.attr_int("channels_last", 0) == 1,
                     "com.nxrt MaxPool: only channels_last=1 (NHWC) is implemented");
-    NXRT_EP_ENFORCE(attrs_.kernel.size() == 2, "com.nxrt MaxPool: only 2-D windows are implemented");
+    NXRT_EP_ENFORCE(attrs_.kernel.size() == 2,
+                    "com.nxrt MaxPool: only 2-D windows are implemented");
     NXRT_EP_ENFORCE(info.attr_int("storage_order", 0) == 0,
                     "com.nxrt MaxPool: storage_order must be 0");
     NXRT_EP_ENFORCE(info.output_count() == 1 || !info.output(1).present(),
@@ -46,8 +47,7 @@ class MaxPoolNhwc : public ep::Kernel {
         return Run<int8_t>(g, x.data<int8_t>(), y.data<int8_t>(), ctx.threads());
       default:
         ep::Fail(NX_INVALID_ARGUMENT, std::string("com.nxrt MaxPool: input type ") +
-                                          ep::ElementTypeName(x.type()) +
-                                          " is not uint8 or int8");
+                                          ep::ElementTypeName(x.type()) + " is not uint8 or int8");
     }
   }
 

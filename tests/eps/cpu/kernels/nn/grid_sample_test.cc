@@ -105,8 +105,7 @@ std::string GridModel(const GridCase& c) {
 }
 
 void ExpectMatchesReference(nxrt::Env& env, const GridCase& c) {
-  SCOPED_TRACE(c.name + " " + c.mode + " " + c.padding +
-               (c.align_corners ? " align_corners" : ""));
+  SCOPED_TRACE(c.name + " " + c.mode + " " + c.padding + (c.align_corners ? " align_corners" : ""));
   std::mt19937 rng(static_cast<unsigned>(c.n * 31 + c.c * 7 + c.h + c.out_w));
   std::normal_distribution<float> normal;
   // Mostly inside [-1, 1], some on the border and some far outside (all taps outside).

@@ -30,8 +30,8 @@ struct PoolCase {
 };
 
 // Output size along one axis (explicit pads or SAME_UPPER), and the begin pad used.
-std::pair<int64_t, int64_t> OutSize(const PoolCase& c, int64_t in, int64_t k, int64_t s,
-                                    int64_t d, int64_t pb, int64_t pe) {
+std::pair<int64_t, int64_t> OutSize(const PoolCase& c, int64_t in, int64_t k, int64_t s, int64_t d,
+                                    int64_t pb, int64_t pe) {
   const int64_t span = (k - 1) * d + 1;
   if (c.auto_pad == "SAME_UPPER") {
     const int64_t out = (in + s - 1) / s;

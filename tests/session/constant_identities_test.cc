@@ -1,0 +1,107 @@
+// Identity nodes of initializers (what torch.onnx writes for deduplicated weights) are bypassed
+// before placement (src/session/constant_identities.h): convolutions whose bias comes through
+// one still form a single blocked group, with the outputs of the unoptimised graph. An Identity
+// whose output is a graph output stays.
+#include <gtest/gtest.h>
+
+#include <nxrt/nxrt.hpp>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "test_util.h"
+
+namespace {
+
+using nxrt::test::AddFloatValue;
+using nxrt::test::AddIntsAttribute;
+using nxrt::test::MakeFloatTensor;
+using nxrt::test::MakeNode;
+
+// x[1,16,8,8] -> Conv(w1, Identity(b)) -> Relu -> Conv(w2, Identity(Identity(b))) -> y; with
+// `b_is_input` the bias initializer is also a graph input, with `b_out` its first Identity's
+// output is a graph output too.
+std::string Model(bool b_is_input, bool b_out) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  auto* g = m.mutable_graph();
+  g->set_name("identities");
+  *g->add_node() = MakeNode("Identity", {"b"}, {"b1"}, "id1");
+  *g->add_node() = MakeNode("Identity", {"b1"}, {"b2"}, "id2");
+  auto c1 = MakeNode("Conv", {"x", "w1", "b1"}, {"c1"}, "conv1");
+  AddIntsAttribute(&c1, "pads", {1, 1, 1, 1});
+  *g->add_node() = c1;
+  *g->add_node() = MakeNode("Relu", {"c1"}, {"r"}, "relu");
+  auto c2 = MakeNode("Conv", {"r", "w2", "b2"}, {"y"}, "conv2");
+  AddIntsAttribute(&c2, "pads", {1, 1, 1, 1});
+  *g->add_node() = c2;
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.0f, 0.1f);
+  std::vector<float> w1(16 * 16 * 9), w2(16 * 16 * 9), b(16);
+  for (float& v : w1) v = normal(rng);
+  for (float& v : w2) v = normal(rng);
+  for (float& v : b) v = normal(rng);
+  *g->add_initializer() = MakeFloatTensor("w1", {16, 16, 3, 3}, w1);
+  *g->add_initializer() = MakeFloatTensor("w2", {16, 16, 3, 3}, w2);
+  *g->add_initializer() = MakeFloatTensor("b", {16}, b);
+  AddFloatValue(g->add_input(), "x", {1, 16, 8, 8});
+  if (b_is_input) AddFloatValue(g->add_input(), "b", {16});
+  AddFloatValue(g->add_output(), "y", {1, 16, 8, 8});
+  if (b_out) AddFloatValue(g->add_output(), "b1", {16});
+  return m.SerializeAsString();
+}
+
+struct Result {
+  size_t nodes;
+  std::vector<nxrt::Value> outputs;
+};
+
+Result RunAt(const std::string& bytes, int level) {
+  nxrt::Env env(NX_LOG_ERROR);
+  nxrt::SessionOptions options;
+  options.SetOptimizationLevel(level).SetIntraOpThreads(1);
+  nxrt::Session session(env, bytes.data(), bytes.size(), &options);
+  const std::vector<int64_t> dims = {1, 16, 8, 8};
+  nxrt::Value x = nxrt::Value::Tensor(NX_TYPE_FLOAT, dims);
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal;
+  for (size_t i = 0; i < x.size(); ++i) x.data<float>()[i] = normal(rng);
+  Result r{session.ep_node_count(0), {}};
+  r.outputs = session.Run({"x"}, {&x});
+  return r;
+}
+
+void ExpectSameOutputs(const Result& a, const Result& b) {
+  ASSERT_EQ(a.outputs.size(), b.outputs.size());
+  for (size_t o = 0; o < a.outputs.size(); ++o) {
+    ASSERT_EQ(a.outputs[o].shape(), b.outputs[o].shape());
+    for (size_t i = 0; i < a.outputs[o].size(); ++i)
+      EXPECT_NEAR(a.outputs[o].data<float>()[i], b.outputs[o].data<float>()[i], 1e-4f)
+          << o << " " << i;
+  }
+}
+
+TEST(ConstantIdentities, ConvolutionsReadingThemFormOneGroup) {
+  const std::string bytes = Model(false, false);
+  const Result plain = RunAt(bytes, 0), optimized = RunAt(bytes, 1);
+  EXPECT_EQ(plain.nodes, 5u);
+  EXPECT_EQ(optimized.nodes, 1u);  // one blocked group: Conv, Relu, Conv
+  ExpectSameOutputs(plain, optimized);
+}
+
+TEST(ConstantIdentities, GraphOutputsAndInitializersDeclaredAsInputsKeepTheirValues) {
+  {  // b1 is a graph output: id1 stays (id2 reads b1, a constant's Identity, and goes).
+    const std::string bytes = Model(false, true);
+    const Result plain = RunAt(bytes, 0), optimized = RunAt(bytes, 1);
+    EXPECT_GT(optimized.nodes, 1u);
+    ExpectSameOutputs(plain, optimized);
+  }
+  {  // b is also declared a graph input (its initializer the default): same outputs.
+    const std::string bytes = Model(true, false);
+    const Result plain = RunAt(bytes, 0), optimized = RunAt(bytes, 1);
+    ExpectSameOutputs(plain, optimized);
+  }
+}
+
+}  // namespace
