@@ -220,13 +220,47 @@ TEST(BlockedGroup, PaddleBlocksBatchNormsAndScalarConstants) {
   ExpectSameAsNodeByNode(b.Bytes(), {"x"}, {{1, 3, 20, 16}});
 }
 
+// Groups narrower than a block (ResNeXt's 4 channels, RegNet's 8 on 16-channel blocks) run as
+// one group per block with weights zero off the diagonal: the whole chain is one group at both
+// block sizes, batch 2, odd sizes, strided, with a residual sum. 2 channels per group on
+// 16-channel blocks (8 groups per block) would cost 8x: that convolution stays a node.
+TEST(BlockedGroup, NarrowGroupsRunAsOneGroupPerBlock) {
+  Builder b;
+  b.Input("x", {2, 8, 13, 11});
+  b.Conv("x", "a", 8, 32, 1);
+  b.Op("Relu", {"a"}, "ar");
+  b.Conv("ar", "g4", 32, 32, 3, 1, 1, 8);  // 8 groups of 4
+  b.Op("Relu", {"g4"}, "g4r");
+  b.Conv("g4r", "g8", 32, 32, 3, 2, 1, 4);  // 4 groups of 8, stride 2
+  b.Conv("ar", "skip", 32, 32, 1, 2);
+  b.Op("Add", {"g8", "skip"}, "s");
+  b.Op("Relu", {"s"}, "y");
+  b.Output("y", {2, 32, 7, 6});
+  auto [ref, blocked] = ExpectSameAsNodeByNode(b.Bytes(), {"x"}, {{2, 8, 13, 11}});
+  EXPECT_EQ(blocked, 1u);  // (block 16, the last run)
+
+  Builder two;
+  two.Input("x", {1, 16, 9, 10});
+  two.Conv("x", "a", 16, 16, 1);
+  two.Op("Relu", {"a"}, "ar");
+  two.Op("Relu", {"ar"}, "arr");
+  two.Conv("arr", "g2", 16, 16, 3, 1, 1, 8);  // 8 groups of 2
+  two.Op("Relu", {"g2"}, "g2r");
+  two.Conv("g2r", "c", 16, 16, 1);
+  two.Op("Relu", {"c"}, "cr");
+  two.Op("Relu", {"cr"}, "y");
+  two.Output("y", {1, 16, 9, 10});
+  auto [ref2, blocked2] = ExpectSameAsNodeByNode(two.Bytes(), {"x"}, {{1, 16, 9, 10}});
+  EXPECT_EQ(blocked2, 3u);  // at 16-channel blocks: a group, the node, a group
+}
+
 // Convolutions with one channel block out are cut into slices of output rows at 2 and 3
 // threads: from a plain 3-channel input (copied per slice, a batch of 2), with Clip applied
 // after the primitive, dilated depthwise, and a residual sum, on odd sizes.
 // Grouped convolutions with whole blocks per group (RegNet's groups of 8 channels; 16 per
-// group fills an AVX-512 block too) are members: 8 per group joins 8-channel blocks only, so at
-// 16-channel blocks that convolution stays a node between two groups. Strided, with a fused
-// activation, a residual sum and, at 2-3 threads, slices of whole groups.
+// group fills an AVX-512 block too) are members (8 per group on 16-channel blocks as narrow
+// groups, below). Strided, with a fused activation, a residual sum and, at 2-3 threads, slices
+// of whole groups.
 TEST(BlockedGroup, GroupedConvolutionsWithWholeBlocksPerGroup) {
   Builder b;
   b.Input("x", {1, 16, 20, 18});
