@@ -65,12 +65,11 @@ bool ConvSupported(const ep::NodeView& node, int64_t block, const std::vector<bo
   // Grouped convolutions take whole blocks per group, which oneDNN's kernels need on a blocked
   // layout: RegNet's groups of 8 channels on 8-channel blocks as they are; narrower ones
   // (ResNeXt's 4 or 8 channels on 16-channel blocks) as a convolution of one group per block
-  // whose weights are zero outside the groups' diagonal (blocked_program.cc: NarrowGroups), from
-  // channel counts that fill whole blocks.
+  // whose weights are zero outside the groups' diagonal (NarrowGroups).
   const bool grouped = group > 1 && !depthwise && c % group == 0 && m % group == 0 &&
                        (*w_shape)[1] == c / group &&
                        (((c / group) % block == 0 && (m / group) % block == 0) ||
-                        NarrowGroups(c / group, m / group, c, block));
+                        NarrowGroups(c / group, m / group, block));
   if (group != 1 && !depthwise && !grouped) return false;
   if (group == 1 && (*w_shape)[1] != c) return false;
   if (!TwoDimensional(node.attr_ints("kernel_shape"), 2) ||

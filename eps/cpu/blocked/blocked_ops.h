@@ -45,13 +45,13 @@ template <class IsConstant>
 BlockedOp ClassifyNode(const ep::NodeView& node, int64_t block, IsConstant&& is_constant);
 
 // Whether a grouped convolution of `in_per_group` input and `out_per_group` output channels per
-// group over `channels` channels runs as one group per `block`-channel block, its weights zero
-// outside the groups' diagonal: groups narrower than a block that tile whole blocks (4 or 8
-// channels on 16-channel blocks, 4 on 8), at most 4 groups per block (4x the multiply-adds).
-inline bool NarrowGroups(int64_t in_per_group, int64_t out_per_group, int64_t channels,
-                         int64_t block) {
+// group runs as one group per `block`-channel block, its weights zero outside the groups'
+// diagonal: groups narrower than a block that tile it (4 or 8 channels on 16-channel blocks, 4
+// on 8), at most 4 groups per block (4x the multiply-adds). Channel counts that end inside a
+// block (RegNet's 104) end in a block of fewer groups, its padding lanes computed as zero.
+inline bool NarrowGroups(int64_t in_per_group, int64_t out_per_group, int64_t block) {
   return in_per_group == out_per_group && in_per_group < block && block % in_per_group == 0 &&
-         block / in_per_group <= 4 && channels % block == 0;
+         block / in_per_group <= 4;
 }
 
 // An activation as oneDNN describes it (one eltwise step).

@@ -715,8 +715,12 @@ class Compiler {
     // the extra multiply-adds cost less than leaving the group (ResNeXt-50's 4-channel groups
     // took 2.7 ms per run at one thread as nodes on Zen 4). `picg` and `pocg` are the channels
     // per group the primitive sees.
-    const bool narrow = grouped && icg % Block() != 0 && NarrowGroups(icg, ocg, c, Block());
+    const bool narrow = grouped && icg % Block() != 0 && NarrowGroups(icg, ocg, Block());
     const int64_t picg = narrow ? Block() : icg, pocg = narrow ? Block() : ocg;
+    // The channels the primitives read and write: with narrow groups the last block's padding
+    // lanes too (zero weights and bias; activations that make zero nonzero run after the
+    // primitive on the real lanes, FirstNonZeroStep). (Narrow groups have c == m.)
+    const int64_t pm = narrow ? Padded(m) : m;
     NXRT_EP_ENFORCE(V(y).dims == std::vector<int64_t>({g.batch, m, oh, ow}),
                     "blocked group: " + n.Describe() + " output shape does not match its inputs");
     const memory::dims strides = {g.stride[1], g.stride[2]};
@@ -767,14 +771,15 @@ class Compiler {
         !winograd && !V(x).plain && g.group == 1 && c < Block() &&
         linalg::IsReference(desc_for(src_desc(c, h, w), BlockedDesc(m, oh, ow), m, dnnl::post_ops(),
                                      pad_l, pad_r, c));
-    const int64_t cw = pad_channels ? Block() : c;  // input channels as the primitive sees them
+    // input channels as the primitive sees them
+    const int64_t cw = pad_channels ? Block() : narrow ? pm : c;
     const bool explicit_pad =
         !winograd && (pad_l[0] || pad_l[1] || pad_r[0] || pad_r[1]) &&
-        linalg::IsReference(desc_for(src_desc(cw, h, w), BlockedDesc(m, oh, ow), m,
+        linalg::IsReference(desc_for(src_desc(cw, h, w), BlockedDesc(pm, oh, ow), pm,
                                      dnnl::post_ops(), pad_l, pad_r, cw)) &&
         !linalg::IsReference(
             desc_for(src_desc(cw, h + pad_l[0] + pad_r[0], w + pad_l[1] + pad_r[1]),
-                     BlockedDesc(m, oh, ow), m, dnnl::post_ops(), {0, 0}, {0, 0}, cw));
+                     BlockedDesc(pm, oh, ow), pm, dnnl::post_ops(), {0, 0}, {0, 0}, cw));
     const int64_t ph = explicit_pad ? h + pad_l[0] + pad_r[0] : h;
     const int64_t pw = explicit_pad ? w + pad_l[1] + pad_r[1] : w;
     // Which steps of the fused chain run inside oneDNN's primitive (the rest run in nxrt after
@@ -782,13 +787,16 @@ class Compiler {
     // back to its reference convolution.
     const size_t in_primitive =
         winograd ? chain.size()
-                 : linalg::PrimitiveChainLength(linalg::FirstClip(chain), [&](size_t k) {
-                     const memory::desc dst = BlockedDesc(m, oh, ow);
-                     return linalg::IsReference(
-                         desc_for(src_desc(cw, ph, pw), dst, m, linalg::ChainPostOps(chain, k, dst),
-                                  explicit_pad ? memory::dims{0, 0} : pad_l,
-                                  explicit_pad ? memory::dims{0, 0} : pad_r, cw));
-                   });
+                 : linalg::PrimitiveChainLength(
+                       std::min(linalg::FirstClip(chain),
+                                pm != m ? linalg::FirstNonZeroStep(chain) : chain.size()),
+                       [&](size_t k) {
+                         const memory::desc dst = BlockedDesc(pm, oh, ow);
+                         return linalg::IsReference(desc_for(
+                             src_desc(cw, ph, pw), dst, pm, linalg::ChainPostOps(chain, k, dst),
+                             explicit_pad ? memory::dims{0, 0} : pad_l,
+                             explicit_pad ? memory::dims{0, 0} : pad_r, cw));
+                       });
     // The sum runs as oneDNN's sum post-op (destination prefilled with the addend, or written
     // in place over it) only as the chain's first step; after an activation it is a binary add
     // reading the addend where it lives, or nxrt's own add after the primitive.
@@ -860,13 +868,19 @@ class Compiler {
     std::vector<float> narrow_w;
     if (narrow) {  // [m, icg, kh, kw] -> [m, Block(), kh, kw], each group at its place in a block
       const int64_t taps = kh * kw;
-      narrow_w.assign(static_cast<size_t>(m * Block() * taps), 0.0f);
+      narrow_w.assign(static_cast<size_t>(pm * Block() * taps), 0.0f);
       for (int64_t o = 0; o < m; ++o) {
         const int64_t at = o / ocg * icg % Block();  // the group's first input channel in the block
         std::copy(wdata + o * icg * taps, wdata + (o + 1) * icg * taps,
                   narrow_w.begin() + (o * Block() + at) * taps);
       }
       wdata = narrow_w.data();
+    }
+    std::vector<float> narrow_b;
+    if (bias != nullptr && pm != m) {  // zero for the padding lanes the primitives write
+      narrow_b.assign(static_cast<size_t>(pm), 0.0f);
+      std::copy(bias, bias + m, narrow_b.begin());
+      bias = narrow_b.data();
     }
     // One primitive over output channels [o0, o1) from `src` (at src_at) into `dst` (at dst_at)
     // with these paddings, its weights reordered once into the primitive's layout; `sum_at` is
@@ -969,14 +983,14 @@ class Compiler {
     // grouped convolution, which read only their groups' input channels).
     auto channel_slices = [&](int count) {
       for (auto [o0, o1] :
-           grouped ? linalg::ChannelBlockSlices(m, pocg, count) : Slices(m, count)) {
+           grouped ? linalg::ChannelBlockSlices(pm, pocg, count) : Slices(m, count)) {
         const int64_t os = o1 - o0;
         const int64_t i0 = g.group > 1 ? o0 / pocg * picg : 0;
         const memory::desc src = src_desc(g.group > 1 ? os / pocg * picg : cw, ph, pw);
         const Location sum_at = f.sum >= 0 ? At(f.sum, o0) : Location();
         Call call = make_call(o0, o1, src, src_at(i0), BlockedDesc(os, oh, ow), At(y, o0),
                               conv_pad_l, conv_pad_r, sum_at);
-        set_after(call, o0, o1, oh * ow, 0, sum_at);
+        set_after(call, o0, std::min(o1, m), oh * ow, 0, sum_at);
         if (sum_post_op && !in_place)
           call.copies.push_back(
               {sum_at, At(y, o0), static_cast<size_t>(Padded(os) * oh * ow) * sizeof(float)});
@@ -988,7 +1002,7 @@ class Compiler {
     linalg::ConvWork work;
     work.macs_per_image = static_cast<double>(macs);
     work.weight_bytes = weight_bytes;
-    work.out_channel_blocks = grouped ? m / pocg : (m + Block() - 1) / Block();
+    work.out_channel_blocks = grouped ? pm / pocg : (m + Block() - 1) / Block();
     work.kernel_size = kh * kw;
     work.out_rows = oh;
     work.depthwise = depthwise;

@@ -34,6 +34,22 @@ size_t FirstClip(const std::vector<ChainStep>& chain) {
   return chain.size();
 }
 
+size_t FirstNonZeroStep(const std::vector<ChainStep>& chain) {
+  using A = dnnl::algorithm;
+  for (size_t i = 0; i < chain.size(); ++i) {
+    if (chain[i].sum) continue;
+    const DnnlEltwise& e = chain[i].eltwise;
+    const bool keeps_zero = e.alg == A::eltwise_relu || e.alg == A::eltwise_tanh ||
+                            e.alg == A::eltwise_hardswish || e.alg == A::eltwise_swish ||
+                            e.alg == A::eltwise_gelu_erf || e.alg == A::eltwise_gelu_tanh ||
+                            e.alg == A::eltwise_elu ||
+                            (e.alg == A::eltwise_linear && e.beta == 0.0f) ||
+                            (e.alg == A::eltwise_clip && e.alpha <= 0.0f && e.beta >= 0.0f);
+    if (!keeps_zero) return i;
+  }
+  return chain.size();
+}
+
 size_t PrimitiveChainLength(size_t limit, const std::function<bool(size_t count)>& is_reference) {
   for (size_t k = limit; k > 0; --k)
     if (!is_reference(k)) return k;

@@ -49,6 +49,12 @@ int SumStep(const std::vector<ChainStep>& chain);
 // everything after it always run in nxrt.
 size_t FirstClip(const std::vector<ChainStep>& chain);
 
+// The first activation that makes zero nonzero (Sigmoid, HardSigmoid, a shift); a sum keeps
+// zero (the addend's padding lanes are zero). A convolution that writes a block's padding lanes
+// itself (narrow groups over channels that do not fill whole blocks) runs that step and those
+// after it on the real lanes only, after the primitive: padding lanes stay zero.
+size_t FirstNonZeroStep(const std::vector<ChainStep>& chain);
+
 // How many of the chain's first steps (at most `limit`) run as post-ops: the most for which
 // `is_reference(count)` says oneDNN would not fall back to its reference convolution (0 when
 // even the bare convolution would: the caller then tries another formulation).

@@ -222,8 +222,9 @@ TEST(BlockedGroup, PaddleBlocksBatchNormsAndScalarConstants) {
 
 // Groups narrower than a block (ResNeXt's 4 channels, RegNet's 8 on 16-channel blocks) run as
 // one group per block with weights zero off the diagonal: the whole chain is one group at both
-// block sizes, batch 2, odd sizes, strided, with a residual sum. 2 channels per group on
-// 16-channel blocks (8 groups per block) would cost 8x: that convolution stays a node.
+// block sizes, batch 2, odd sizes, strided, with a residual sum, also where the channels end
+// inside a block. 2 channels per group on 16-channel blocks (8 groups per block) would cost 8x:
+// that convolution stays a node.
 TEST(BlockedGroup, NarrowGroupsRunAsOneGroupPerBlock) {
   Builder b;
   b.Input("x", {2, 8, 13, 11});
@@ -238,6 +239,23 @@ TEST(BlockedGroup, NarrowGroupsRunAsOneGroupPerBlock) {
   b.Output("y", {2, 32, 7, 6});
   auto [ref, blocked] = ExpectSameAsNodeByNode(b.Bytes(), {"x"}, {{2, 8, 13, 11}});
   EXPECT_EQ(blocked, 1u);  // (block 16, the last run)
+
+  // Channel counts that end inside a block (RegNet's 104): the last block holds fewer groups
+  // and padding lanes; a Sigmoid (nonzero at zero) after one, a residual sum after the other.
+  Builder pad;
+  pad.Input("x", {1, 24, 10, 9});
+  pad.Conv("x", "a", 24, 24, 1);
+  pad.Op("Relu", {"a"}, "ar");
+  pad.Conv("ar", "g8", 24, 24, 3, 1, 1, 3);  // 3 groups of 8
+  pad.Op("Sigmoid", {"g8"}, "g8s");
+  pad.Conv("g8s", "g4", 24, 24, 3, 1, 1, 6);  // 6 groups of 4
+  pad.Op("Add", {"g4", "ar"}, "s");
+  pad.Op("Relu", {"s"}, "sr");
+  pad.Conv("sr", "c", 24, 40, 1);
+  pad.Op("GlobalAveragePool", {"c"}, "y");
+  pad.Output("y", {1, 40, 1, 1});
+  auto [ref_pad, blocked_pad] = ExpectSameAsNodeByNode(pad.Bytes(), {"x"}, {{1, 24, 10, 9}});
+  EXPECT_EQ(blocked_pad, 1u);
 
   Builder two;
   two.Input("x", {1, 16, 9, 10});
