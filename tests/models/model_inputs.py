@@ -285,7 +285,7 @@ def zoo_model_names():
     segmenters, detectors, video, optical flow, the YOLO-style detector, speech."""
     return ["resnet18", "densenet121", "googlenet", "inception_v3", "shufflenet_v2_x1_0",
             "mnasnet1_0", "mobilenet_v3_large", "efficientnet_v2_s", "regnet_y_400mf",
-            "convnext_tiny", "swin_t", "alexnet", "vgg11",
+            "resnext50_32x4d", "convnext_tiny", "swin_t", "alexnet", "vgg11",
             "lraspp_mobilenet_v3_large", "deeplabv3_mobilenet_v3_large", "fcn_resnet50",
             "ssdlite320_mobilenet_v3_large", "fasterrcnn_mobilenet_v3_large_320_fpn",
             "retinanet_resnet50_fpn", "r3d_18", "raft_small", "yolov8n_style", "wav2vec2_small"]

@@ -15,7 +15,7 @@ shapes) and NAME.json, which tests/models/model_inputs.py reads to build inputs:
 Models (torchvision 0.14 builders with weights=None unless said otherwise):
     classification, input `input` [1,3,224,224] N(0,1), output `logits` [1,1000]:
         resnet18, densenet121, googlenet, shufflenet_v2_x1_0, mnasnet1_0, mobilenet_v3_large,
-        efficientnet_v2_s, regnet_y_400mf, convnext_tiny, swin_t, alexnet, vgg11;
+        efficientnet_v2_s, regnet_y_400mf, resnext50_32x4d, convnext_tiny, swin_t, alexnet, vgg11;
         inception_v3 at [1,3,299,299]
     segmentation, input `input` [1,3,320,320] N(0,1) (fcn_resnet50: [1,3,256,256], as its
         dilated ResNet-50 costs ~37 GMAC there, ~1 s), output `out` [1,21,H,W] (the 'out' entry of the dict):
@@ -406,8 +406,8 @@ def zoo():
     """Model name -> build(name, generator) -> Export, in model_inputs.zoo_model_names() order."""
     models = {name: classifier(name) for name in (
         "resnet18", "densenet121", "shufflenet_v2_x1_0", "mnasnet1_0",
-        "mobilenet_v3_large", "efficientnet_v2_s", "regnet_y_400mf", "convnext_tiny", "swin_t",
-        "alexnet", "vgg11")}
+        "mobilenet_v3_large", "efficientnet_v2_s", "regnet_y_400mf", "resnext50_32x4d",
+        "convnext_tiny", "swin_t", "alexnet", "vgg11")}
     models["googlenet"] = classifier("googlenet", aux_logits=False, init_weights=True)
     models["inception_v3"] = classifier("inception_v3", size=299, aux_logits=False,
                                         init_weights=True)
