@@ -55,10 +55,22 @@ onnx::TensorProto MakeFloatTensor(const std::string& name, const std::vector<int
 
 void AddFloatValue(onnx::ValueInfoProto* vi, const std::string& name,
                    const std::vector<int64_t>& dims) {
+  AddTypedValue(vi, name, onnx::TensorProto::FLOAT, dims);
+}
+
+void AddTypedValue(onnx::ValueInfoProto* vi, const std::string& name, int type,
+                   const std::vector<int64_t>& dims) {
   vi->set_name(name);
   auto* t = vi->mutable_type()->mutable_tensor_type();
-  t->set_elem_type(onnx::TensorProto::FLOAT);
+  t->set_elem_type(type);
   for (int64_t d : dims) t->mutable_shape()->add_dim()->set_dim_value(d);
+}
+
+void AddStringAttribute(onnx::NodeProto* node, const std::string& name, const std::string& value) {
+  auto* a = node->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::STRING);
+  a->set_s(value);
 }
 
 void AddIntAttribute(onnx::NodeProto* node, const std::string& name, int64_t value) {

@@ -21,6 +21,11 @@ onnx::TensorProto MakeFloatTensor(const std::string& name, const std::vector<int
 // A float graph input or output of static shape `dims`.
 void AddFloatValue(onnx::ValueInfoProto* vi, const std::string& name,
                    const std::vector<int64_t>& dims);
+// A graph input or output of element type `type` (onnx::TensorProto's) and static shape `dims`.
+void AddTypedValue(onnx::ValueInfoProto* vi, const std::string& name, int type,
+                   const std::vector<int64_t>& dims);
+// A string attribute on a node.
+void AddStringAttribute(onnx::NodeProto* node, const std::string& name, const std::string& value);
 // Integer attributes on a node.
 void AddIntAttribute(onnx::NodeProto* node, const std::string& name, int64_t value);
 void AddIntsAttribute(onnx::NodeProto* node, const std::string& name,

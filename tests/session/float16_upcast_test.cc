@@ -60,14 +60,6 @@ onnx::TensorProto HalfTensor(const std::string& name, const std::vector<int64_t>
   return t;
 }
 
-void AddValue(onnx::ValueInfoProto* v, const std::string& name, int type,
-              const std::vector<int64_t>& dims) {
-  v->set_name(name);
-  auto* tt = v->mutable_type()->mutable_tensor_type();
-  tt->set_elem_type(type);
-  for (int64_t d : dims) tt->mutable_shape()->add_dim()->set_dim_value(d);
-}
-
 std::vector<float> Random(size_t n, float scale, std::mt19937& rng) {
   std::normal_distribution<float> d(0.f, scale);
   std::vector<float> v(n);
@@ -87,7 +79,7 @@ std::string Model(bool branch_reads_input) {
   auto* g = m.mutable_graph();
   g->set_name("float16");
   constexpr int kHalf = onnx::TensorProto::FLOAT16;
-  AddValue(g->add_input(), "x", kHalf, {1, 16, 8, 8});
+  nxrt::test::AddTypedValue(g->add_input(), "x", kHalf, {1, 16, 8, 8});
   *g->add_initializer() = HalfTensor("w", {16, 16, 3, 3}, Random(2304, 0.1f, rng));
   *g->add_initializer() = HalfTensor("bias", {16}, Random(16, 0.1f, rng));
   auto conv = MakeNode("Conv", {"x", "w", "bias"}, {"c"}, "conv");
@@ -126,7 +118,7 @@ std::string Model(bool branch_reads_input) {
     onnx::GraphProto b;
     b.set_name(name);
     *b.add_node() = MakeNode("Add", {"r", other}, {name + "_out"}, name + "_add");
-    AddValue(b.add_output(), name + "_out", kHalf, {});
+    nxrt::test::AddTypedValue(b.add_output(), name + "_out", kHalf, {});
     b.mutable_output(0)->mutable_type()->mutable_tensor_type()->clear_shape();
     return b;
   };
@@ -140,10 +132,10 @@ std::string Model(bool branch_reads_input) {
   else_attr->set_type(onnx::AttributeProto::GRAPH);
   *else_attr->mutable_g() = branch("else", "r");
   *g->add_node() = if_node;
-  AddValue(g->add_output(), "y", kHalf, {1, 16, 8, 8});
-  AddValue(g->add_output(), "z", onnx::TensorProto::FLOAT, {1, 16, 8, 8});
-  AddValue(g->add_output(), "s", kHalf, {1, 16});
-  AddValue(g->add_output(), "b", kHalf, {1, 16, 8, 8});
+  nxrt::test::AddTypedValue(g->add_output(), "y", kHalf, {1, 16, 8, 8});
+  nxrt::test::AddTypedValue(g->add_output(), "z", onnx::TensorProto::FLOAT, {1, 16, 8, 8});
+  nxrt::test::AddTypedValue(g->add_output(), "s", kHalf, {1, 16});
+  nxrt::test::AddTypedValue(g->add_output(), "b", kHalf, {1, 16, 8, 8});
   return m.SerializeAsString();
 }
 

@@ -20,6 +20,7 @@ namespace {
 
 using nxrt::test::AddFloatValue;
 using nxrt::test::AddIntAttribute;
+using nxrt::test::AddStringAttribute;
 using nxrt::test::MakeNode;
 
 struct GridCase {
@@ -90,12 +91,8 @@ std::string GridModel(const GridCase& c) {
   auto* g = m.mutable_graph();
   g->set_name("grid_sample");
   auto node = MakeNode("GridSample", {"x", "grid"}, {"y"}, "sample");
-  for (const auto& [name, value] : {std::pair{"mode", c.mode}, {"padding_mode", c.padding}}) {
-    auto* a = node.add_attribute();
-    a->set_name(name);
-    a->set_type(onnx::AttributeProto::STRING);
-    a->set_s(value);
-  }
+  AddStringAttribute(&node, "mode", c.mode);
+  AddStringAttribute(&node, "padding_mode", c.padding);
   AddIntAttribute(&node, "align_corners", c.align_corners ? 1 : 0);
   *g->add_node() = node;
   AddFloatValue(g->add_input(), "x", {c.n, c.c, c.h, c.w});

@@ -18,6 +18,8 @@ namespace {
 
 using nxrt::test::AddIntAttribute;
 using nxrt::test::AddIntsAttribute;
+using nxrt::test::AddStringAttribute;
+using nxrt::test::AddTypedValue;
 using nxrt::test::MakeNode;
 
 struct PoolCase {
@@ -65,14 +67,6 @@ std::vector<T> Reference(const PoolCase& c, const std::vector<T>& x, int64_t oh,
   return y;
 }
 
-void AddValue(onnx::ValueInfoProto* vi, const std::string& name, int type,
-              const std::vector<int64_t>& dims) {
-  vi->set_name(name);
-  auto* tt = vi->mutable_type()->mutable_tensor_type();
-  tt->set_elem_type(type);
-  for (int64_t d : dims) tt->mutable_shape()->add_dim()->set_dim_value(d);
-}
-
 std::string PoolModel(const PoolCase& c, int type, const std::vector<int64_t>& y_dims,
                       int64_t channels_last = 1) {
   onnx::ModelProto m;
@@ -91,16 +85,13 @@ std::string PoolModel(const PoolCase& c, int type, const std::vector<int64_t>& y
   if (c.auto_pad.empty()) {
     AddIntsAttribute(&node, "pads", {c.pt, c.pl, c.pb, c.pr});
   } else {
-    auto* a = node.add_attribute();
-    a->set_name("auto_pad");
-    a->set_type(onnx::AttributeProto::STRING);
-    a->set_s(c.auto_pad);
+    AddStringAttribute(&node, "auto_pad", c.auto_pad);
   }
   AddIntAttribute(&node, "ceil_mode", c.ceil_mode ? 1 : 0);
   AddIntAttribute(&node, "channels_last", channels_last);
   *g->add_node() = node;
-  AddValue(g->add_input(), "x", type, {c.n, c.h, c.w, c.c});
-  AddValue(g->add_output(), "y", type, y_dims);
+  AddTypedValue(g->add_input(), "x", type, {c.n, c.h, c.w, c.c});
+  AddTypedValue(g->add_output(), "y", type, y_dims);
   return m.SerializeAsString();
 }
 

@@ -20,6 +20,7 @@ namespace {
 using nxrt::test::AddFloatValue;
 using nxrt::test::AddIntAttribute;
 using nxrt::test::AddIntsAttribute;
+using nxrt::test::AddStringAttribute;
 using nxrt::test::MakeNode;
 
 struct PoolCase {
@@ -115,10 +116,7 @@ std::string PoolModel(const PoolCase& c, const std::vector<int64_t>& y_dims) {
   if (c.auto_pad.empty()) {
     AddIntsAttribute(&node, "pads", {c.pt, c.pl, c.pb, c.pr});
   } else {
-    auto* a = node.add_attribute();
-    a->set_name("auto_pad");
-    a->set_type(onnx::AttributeProto::STRING);
-    a->set_s(c.auto_pad);
+    AddStringAttribute(&node, "auto_pad", c.auto_pad);
   }
   AddIntAttribute(&node, "ceil_mode", c.ceil_mode ? 1 : 0);
   if (!c.max) AddIntAttribute(&node, "count_include_pad", c.count_include_pad ? 1 : 0);
