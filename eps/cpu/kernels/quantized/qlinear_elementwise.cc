@@ -131,9 +131,9 @@ class QLinearBinary : public ep::Kernel {
     if (!finite) return Scalar(a, b, c, out_shape, sa, sb, k);  // NaN handling of StoreQ
     if (a.shape().size() == b.shape().size() &&
         std::equal(a.shape().begin(), a.shape().end(), b.shape().begin())) {
-      // One shape: one flat run.
-      out_shape = Dims{static_cast<int64_t>(a.size())};
-      sa = sb = Dims{1};
+      // One shape: flat runs of kFlatRun elements, split on the pool (as one run, ResNet-50
+      // int8's 16 residual additions took 1.2 ms at one thread and at two alike).
+      return FlatRuns(a, b, c, static_cast<int64_t>(a.size()), k, ctx);
     }
     if (t == NX_TYPE_UINT8) {
       BinaryBroadcast<kOp>(a.data<uint8_t>(), sa, b.data<uint8_t>(), sb, c.data<uint8_t>(),
@@ -145,6 +145,26 @@ class QLinearBinary : public ep::Kernel {
   }
 
  private:
+  static constexpr int64_t kFlatRun = 16384;
+
+  // a, b and c of one shape and n elements, in runs of kFlatRun split on the pool.
+  static void FlatRuns(const ep::ConstTensor& a, const ep::ConstTensor& b, ep::Tensor& c, int64_t n,
+                       const BinaryConstants& k, ep::KernelContext& ctx) {
+    const size_t runs = static_cast<size_t>((n + kFlatRun - 1) / kFlatRun);
+    ctx.parallel_for(runs, 1, [&](size_t r0, size_t r1) {
+      for (size_t r = r0; r < r1; ++r) {
+        const int64_t at = static_cast<int64_t>(r) * kFlatRun, count = std::min(kFlatRun, n - at);
+        if (a.type() == NX_TYPE_UINT8) {
+          BinaryRun<kOp>(a.data<uint8_t>() + at, 1, b.data<uint8_t>() + at, 1,
+                         c.data<uint8_t>() + at, count, k);
+        } else {
+          BinaryRun<kOp>(a.data<int8_t>() + at, 1, b.data<int8_t>() + at, 1, c.data<int8_t>() + at,
+                         count, k);
+        }
+      }
+    });
+  }
+
   // Element by element: scales whose ratios are not finite (StoreQ turns NaN into 0).
   static void Scalar(const ep::ConstTensor& a, const ep::ConstTensor& b, ep::Tensor& c,
                      const Dims& out_shape, const Dims& sa, const Dims& sb,
