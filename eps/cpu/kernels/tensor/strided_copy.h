@@ -134,12 +134,13 @@ void StridedCopy(const T* src, T* dst, Dims dims, Dims ss, Dims ds, int threads)
   }
 
   // Transpose-like: destination rows contiguous, source rows strided, and an axis `c` that is
-  // contiguous in the source. Copy B x B tiles so both sides stay in cache.
+  // contiguous in the source. Copy B x B tiles so both sides stay in cache. From 2 destination
+  // columns on: an RGB image to NHWC (3 columns) took 0.24 ms row by row, 0.10 ms in tiles.
   if (s_out == 1 && s_in != 1 && s_in != 0) {
     size_t c = rank;
     for (size_t k = 0; k < last; ++k)
       if (ss[k] == 1) c = k;
-    if (c < rank && n >= 4 && dims[c] >= 4) {
+    if (c < rank && n >= 2 && dims[c] >= 4) {
       constexpr int64_t kB = 32;
       int64_t m = dims[c];
       int64_t sc_out = ds[c];
