@@ -14,7 +14,7 @@ markdown table row: requests/s, p50 and p99 latency in ms. The configurations:
   onnxruntime              the same server code on onnxruntime sessions (--session-class)
   nxrt batch 8             nxrt with dynamic batching (--max-batch 8)
   onnxruntime batch 8      onnxruntime with dynamic batching
-  nxrt ray 1 replica       on Ray Serve (--ray), HTTP only: skipped with --grpc or --no-ray
+  nxrt ray 1 replica       on Ray Serve (--ray; gRPC through Ray's proxy): skipped with --no-ray
   nxrt ray 2 replicas
 
 Batching needs a dynamic first dim: a model whose inputs and outputs all have a fixed first dim
@@ -90,9 +90,7 @@ class Server:
         self.http_port = free_port()
         self.grpc_port = free_port() if grpc else -1
         command = [python, "-m", "nxrt.serve", model, "--name", "bench", "--port",
-                   str(self.http_port)] + extra
-        if "--ray" not in extra:
-            command += ["--grpc-port", str(self.grpc_port)]
+                   str(self.http_port), "--grpc-port", str(self.grpc_port)] + extra
         self.log_path = log_path
         self._log = open(log_path, "w")
         self.process = subprocess.Popen(command, stdout=self._log, stderr=subprocess.STDOUT)
@@ -204,7 +202,7 @@ def configurations(args) -> list:
                ("onnxruntime", ["--session-class", "onnxruntime"]),
                ("nxrt batch 8", ["--session-class", "nxrt", "--max-batch", "8"]),
                ("onnxruntime batch 8", ["--session-class", "onnxruntime", "--max-batch", "8"])]
-    if not args.no_ray and not args.grpc:
+    if not args.no_ray:
         configs += [("nxrt ray 1 replica", ["--ray", "--replicas", "1"]),
                     ("nxrt ray 2 replicas", ["--ray", "--replicas", "2"])]
     if args.only:
@@ -218,7 +216,7 @@ def main():
     p.add_argument("--clients", type=int, default=8)
     p.add_argument("--requests", type=int, default=200, help="answered requests per server")
     p.add_argument("--seconds", type=float, help="instead of --requests: load time per server")
-    p.add_argument("--grpc", action="store_true", help="gRPC clients (no Ray rows)")
+    p.add_argument("--grpc", action="store_true", help="gRPC clients instead of HTTP")
     p.add_argument("--threads", type=int, default=0, help="--threads of each server")
     p.add_argument("--no-ray", action="store_true", help="leave out the Ray Serve rows")
     p.add_argument("--python", default=sys.executable, help="the Python running the servers")

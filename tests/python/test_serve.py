@@ -20,6 +20,7 @@ import pytest
 import tritonclient.grpc as triton_grpc
 import tritonclient.http as triton_http
 from conftest import make_model
+import onnx
 from onnx import TensorProto, helper, numpy_helper
 from serve_harness import ServerProcess, nxrt_unavailable_reason, serve_command
 from tritonclient.grpc import service_pb2
@@ -89,6 +90,7 @@ def server(request, model_files, tmp_path_factory):
     s = ServerProcess([str(p) for p in model_files.values()],
                       ["--session-class", request.param, "--threads", "1",
                        "--max-batch", str(MAX_BATCH), "--batch-timeout-ms", "30"], log)
+    s.session_class = request.param
     yield s
     s.stop()
     # uvicorn re-raises the SIGTERM it handled once it has shut down gracefully.
@@ -115,6 +117,21 @@ def metric_samples(server, name: str) -> dict:
 
 
 # ---- health and metadata ----
+
+def test_metrics_show_where_each_model_runs(server, model_files):
+    nodes = metric_samples(server, "nxrt_serve_model_nodes")
+    fallbacks = metric_samples(server, "nxrt_serve_model_fallback_nodes")
+    if server.session_class == "onnxruntime":  # no placement per node to report
+        assert nodes == {} and fallbacks == {}
+        return
+    placed = [(dict(re.findall(r'(\w+)="([^"]*)"', k)), v) for k, v in nodes.items()]
+    for name, path in model_files.items():
+        mine = [(labels, v) for labels, v in placed if labels["model"] == name]
+        # Every node of the model is counted once, on nxrt's CPU EP and a CPU device.
+        assert sum(v for _, v in mine) == len(onnx.load(str(path)).graph.node), (name, nodes)
+        for labels, _ in mine:
+            assert labels["ep"] == "CPU" and labels["device"].startswith("CPU:"), labels
+        assert fallbacks[f'model="{name}"'] == 0
 
 def test_health_and_metadata_http(server):
     client = triton_http.InferenceServerClient(server.url)

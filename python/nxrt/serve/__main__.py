@@ -40,12 +40,13 @@ def _parser() -> argparse.ArgumentParser:
                    help="largest request body accepted (default %(default)s)")
     ray = p.add_argument_group("Ray Serve (docs/serving.md)")
     ray.add_argument("--ray", action="store_true",
-                     help="serve as a Ray Serve application (HTTP only, no gRPC)")
+                     help="serve as a Ray Serve application (HTTP and gRPC through Ray Serve's "
+                     "proxies on --port and --grpc-port)")
     ray.add_argument("--replicas", type=int, default=1,
                      help="copies of the server under --ray, one session each (default "
                      "%(default)s)")
-    ray.add_argument("--address", help="an existing Ray cluster under --ray: ray://HOST:PORT "
-                     "or auto (default: start a local Ray instance)")
+    ray.add_argument("--address", help="an existing Ray cluster under --ray: its GCS "
+                     "HOST:PORT, ray://HOST:PORT or auto (default: start a local Ray instance)")
     return p
 
 

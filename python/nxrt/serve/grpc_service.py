@@ -36,6 +36,10 @@ def _load_proto():
 
 pb, services = _load_proto()
 
+# What a gRPC server (ours below, or Ray Serve's gRPC proxy, which takes it by import path) calls
+# to route the service's methods.
+add_GRPCInferenceServiceServicer_to_server = services.add_GRPCInferenceServiceServicer_to_server
+
 # Datatype -> the InferTensorContents field that carries it when raw contents are not used.
 _CONTENTS_FIELD = {
     "BOOL": "bool_contents", "INT8": "int_contents", "INT16": "int_contents",
@@ -163,8 +167,7 @@ def start_grpc_server(registry, metrics, host: str, port: int, max_request_bytes
         concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="nxrt-serve-grpc"),
         options=[("grpc.max_receive_message_length", max_request_bytes),
                  ("grpc.max_send_message_length", -1)])
-    services.add_GRPCInferenceServiceServicer_to_server(InferenceServicer(registry, metrics),
-                                                         server)
+    add_GRPCInferenceServiceServicer_to_server(InferenceServicer(registry, metrics), server)
     port = server.add_insecure_port(f"{host}:{port}")
     if port == 0:
         raise OSError(f"cannot listen for gRPC on {host}")

@@ -124,7 +124,9 @@ def make_app(registry, metrics, max_request_bytes: int, on_shutdown=lambda: None
 
     @app.get("/metrics")
     async def prometheus():
-        body, content_type = metrics.exposition()
+        # In a thread: on Ray the exposition waits on the other replicas' samples.
+        body, content_type = await asyncio.get_running_loop().run_in_executor(
+            None, metrics.exposition)
         return Response(body, media_type=content_type)
 
     return app

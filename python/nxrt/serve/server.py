@@ -40,6 +40,7 @@ def load_models(config: ServeConfig, metrics: ServeMetrics) -> ModelRegistry:
                 raise
             except Exception as e:  # the runtimes' own load errors (invalid model, ...)
                 raise RuntimeError(f"cannot load {path}: {type(e).__name__}: {e}") from None
+            metrics.model_loaded(name, session)
             registry.add(ServedModel(name, session, config.max_batch,
                                      config.batch_timeout_ms / 1000.0, config.workers,
                                      metrics.run_observer(name)))
