@@ -838,10 +838,12 @@ class Fuser {
     Commit(std::move(fused), chain);
   }
 
-  // Gelu with the exact erf form: nxrt's own (pass 1) or ONNX's (opset 20, approximate none).
+  // Gelu with the exact erf form: nxrt's own (pass 1), onnxruntime's com.microsoft one (what its
+  // optimiser writes into saved models) or ONNX's (opset 20, approximate none).
   static bool IsErfGelu(const Node& n) {
     if (n.inputs.size() != 1) return false;
-    if (n.domain == kNxrtDomain && n.op_type == "Gelu") return true;
+    if ((n.domain == kNxrtDomain || n.domain == "com.microsoft") && n.op_type == "Gelu")
+      return true;
     if (!IsOnnx(n, "Gelu")) return false;
     const Attribute* approximate = n.FindAttribute("approximate");
     return approximate == nullptr || approximate->s == "none";

@@ -478,10 +478,10 @@ nxrt::Value RandomFloats(const std::vector<int64_t>& dims, std::mt19937& rng, fl
   return t;
 }
 
-// a[rows, 37] -> MatMul(W [37, 150]) -> Add(bias) -> activation (none, Relu, LeakyRelu, or the
-// written-out erf Gelu), the Add's operands in either order.
+// a[rows, 37] -> MatMul(W [37, 150]) -> Add(bias) -> activation (none, Relu, LeakyRelu, the
+// written-out erf Gelu or com.microsoft Gelu), the Add's operands in either order.
 struct MatMulChain {
-  std::string activation;          // "", "Relu", "LeakyRelu", "Gelu"
+  std::string activation;          // "", "Relu", "LeakyRelu", "Gelu", "MsGelu"
   std::vector<int64_t> bias_dims;  // {150}, {1, 150}, or one that must not fuse
   bool bias_first = false;
   size_t nodes_when_fused;
@@ -508,6 +508,13 @@ std::string MatMulChainModel(const MatMulChain& c) {
     alpha->set_type(onnx::AttributeProto::FLOAT);
     alpha->set_f(0.1f);
     *g->add_node() = leaky;
+  } else if (c.activation == "MsGelu") {  // onnxruntime's fused form in saved models
+    auto gelu = MakeNode("Gelu", {"s"}, {"y"}, "gelu");
+    gelu.set_domain("com.microsoft");
+    *g->add_node() = gelu;
+    auto* ms = m.add_opset_import();
+    ms->set_domain("com.microsoft");
+    ms->set_version(1);
   } else if (c.activation == "Gelu") {
     *g->add_node() = MakeNode("Div", {"s", "sqrt2"}, {"d"}, "div");
     *g->add_node() = MakeNode("Erf", {"d"}, {"e"}, "erf");
@@ -546,6 +553,7 @@ TEST(GraphFusion, MatMulBiasActivationBecomesOneNode) {
       {"Relu", {150}, true, 1},
       {"LeakyRelu", {1, 150}, false, 1},
       {"Gelu", {150}, false, 1},
+      {"MsGelu", {1, 150}, true, 1},
       {"Relu", {1}, false, 3},          // one value for all columns: not a
                                         // bias per column
       {"Relu", {1, 1, 150}, false, 3},  // would raise the product's rank

@@ -295,6 +295,8 @@ void RegisterActivationKernels(NxKernelRegistry* r) {
   RegisterUnary<GeluOp>(r, "Gelu", 20);
   // The host's graph fusion turns the erf-based GELU pattern of older opsets into this.
   RegisterUnary<GeluOp>(r, "Gelu", 1, "com.nxrt");
+  // onnxruntime's optimiser writes the same fusion as com.microsoft Gelu into the models it saves.
+  RegisterUnary<GeluOp>(r, "Gelu", 1, "com.microsoft");
   RegisterUnary<SwishOp>(r, "Swish", 24);
   RegisterUnary<ShrinkOp>(r, "Shrink", 9);
   RegisterSameType<SwiGlu>(r, "SwiGLU", 28, TypesOf(TypeSet::kFloat));

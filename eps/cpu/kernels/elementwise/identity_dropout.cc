@@ -26,6 +26,7 @@ void CopyTensor(const ep::ConstTensor& x, const ep::Tensor& y, int threads) {
   if (bytes == 0) return;
   const uint8_t* src = static_cast<const uint8_t*>(x.raw());
   uint8_t* dst = static_cast<uint8_t*>(y.mutable_raw());
+  if (src == dst) return;  // the host handed the input's buffer out as the output (Alias)
   ParallelFor(ThreadsFor(threads, bytes / 4), bytes, 4 * kGrain, [&](int64_t b, int64_t e) {
     std::memcpy(dst + b, src + b, static_cast<size_t>(e - b));
   });
@@ -150,7 +151,12 @@ void RegisterIdentityDropoutKernels(NxKernelRegistry* r) {
                               NX_TYPE_FLOAT4E2M1, NX_TYPE_FLOAT8E8M0, NX_TYPE_INT2, NX_TYPE_UINT2});
   // Tensors from opset 1 (first, so tensor nodes always find this definition); sequences from
   // opset 14 and optionals from opset 16, when ONNX added them to Identity.
-  ep::KernelDefBuilder("Identity").Versions(1).Constraint("V", all, {0}, {0}).Build<Identity>(r);
+  // Alias(0, 0): the host may give the output the input's buffer, and then there is no copy.
+  ep::KernelDefBuilder("Identity")
+      .Versions(1)
+      .Constraint("V", all, {0}, {0})
+      .Alias(0, 0)
+      .Build<Identity>(r);
   ep::KernelDefBuilder("Identity")
       .Versions(14, 15)
       .ValueKinds(NX_KIND_SEQUENCE)

@@ -132,10 +132,15 @@ class UnaryKernel : public ep::Kernel {
   std::string name_;
 };
 
-// Registers UnaryKernel<Op> as `op` from opset `since`.
+// Registers UnaryKernel<Op> as `op` from opset `since`. MayInplace(0, 0): y[i] depends on x[i]
+// only, so when x dies at this node the host may give y x's buffer (one buffer less to touch).
 template <class Op>
 void RegisterUnary(NxKernelRegistry* r, const char* op, int since, const char* domain = "") {
-  RegisterSameType<UnaryKernel<Op>>(r, op, since, TypesOf(Op::kTypes), domain);
+  ep::KernelDefBuilder(op, domain)
+      .Versions(since)
+      .Constraint("T", TypesOf(Op::kTypes), {-1}, {-1})
+      .MayInplace(0, 0)
+      .template Build<UnaryKernel<Op>>(r);
 }
 
 }  // namespace nxrt::cpu::elementwise

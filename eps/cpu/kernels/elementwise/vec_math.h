@@ -24,12 +24,15 @@ void GeluTanhArray(const float* x, float* y, int64_t n);
 // x * tanh(log(1 + exp(x)))
 void MishArray(const float* x, float* y, int64_t n);
 
-// The bodies behind SigmoidArray and SwishArray, which pick the AVX-512 ones when the CPU has
-// AVX-512 (vec_math_avx512.cc); named for tests that check both.
+// The bodies behind SigmoidArray, SwishArray, GeluArray and GeluRows, which pick the AVX-512 ones
+// when the CPU has AVX-512 (vec_math_avx512.cc); named for tests that check both.
 void SigmoidArrayAvx2(const float* x, float* y, int64_t n);
 void SwishArrayAvx2(const float* x, float* y, int64_t n, float alpha);
 void SigmoidArrayAvx512(const float* x, float* y, int64_t n);
 void SwishArrayAvx512(const float* x, float* y, int64_t n, float alpha);
+void GeluArrayAvx2(const float* x, float* y, int64_t n);
+void GeluArrayAvx512(const float* x, float* y, int64_t n);
+void GeluRowsAvx512(float* p, int64_t ld, int64_t rows, int64_t cols);
 bool VecMathHasAvx512();
 
 }  // namespace nxrt::cpu::elementwise

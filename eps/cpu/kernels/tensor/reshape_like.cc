@@ -1,5 +1,6 @@
 // Ops that keep the data and change only the shape: Reshape, Flatten, Squeeze and
-// Unsqueeze. The host gives every output its own buffer, so each is one (parallel) memcpy.
+// Unsqueeze. The output usually takes over the input's buffer (Alias); where the host gives it
+// a buffer of its own (a caller-bound output, another memory), each is one (parallel) memcpy.
 #include <algorithm>
 #include <optional>
 
@@ -160,11 +161,13 @@ class Unsqueeze : public ep::Kernel {
 
 }  // namespace
 
+// Alias(0, 0): the output is the input's data under another shape, so the host may hand the
+// input's buffer out as the output (CopyWithShape then copies nothing).
 void RegisterReshapeLike(NxKernelRegistry* r) {
-  ep::KernelDefBuilder("Reshape").Versions(1).Build<Reshape>(r);
-  ep::KernelDefBuilder("Flatten").Versions(1).Build<Flatten>(r);
-  ep::KernelDefBuilder("Squeeze").Versions(1).Build<Squeeze>(r);
-  ep::KernelDefBuilder("Unsqueeze").Versions(1).Build<Unsqueeze>(r);
+  ep::KernelDefBuilder("Reshape").Versions(1).Alias(0, 0).Build<Reshape>(r);
+  ep::KernelDefBuilder("Flatten").Versions(1).Alias(0, 0).Build<Flatten>(r);
+  ep::KernelDefBuilder("Squeeze").Versions(1).Alias(0, 0).Build<Squeeze>(r);
+  ep::KernelDefBuilder("Unsqueeze").Versions(1).Alias(0, 0).Build<Unsqueeze>(r);
 }
 
 }  // namespace nxrt::cpu::tensor

@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <utility>
@@ -123,6 +125,53 @@ TEST(VectorMath, ExpMatchesTheLibrary) {
       EXPECT_TRUE(std::isinf(y[i])) << "x = " << x[i];  // overflows like std::exp
     } else {
       EXPECT_NEAR(y[i], w, 1e-6 * w + 1e-37) << "x = " << x[i];
+    }
+  }
+}
+
+// 0.5 x erfc(-x / sqrt 2) in double: the definition, without 1 + erf's cancellation for x < 0.
+double Gelu(double x) { return 0.5 * x * std::erfc(-x / std::sqrt(2.0)); }
+
+using GeluBody = void (*)(const float*, float*, int64_t);
+
+std::vector<std::pair<const char*, GeluBody>> GeluBodies() {
+  std::vector<std::pair<const char*, GeluBody>> b = {{"dispatch", GeluArray},
+                                                     {"avx2", GeluArrayAvx2}};
+  if (VecMathHasAvx512()) b.emplace_back("avx512", GeluArrayAvx512);
+  return b;
+}
+
+// Relative accuracy everywhere, the negative tail included (down to where results turn
+// subnormal), and the limits: Gelu(inf) = inf, Gelu(-inf) = 0, NaN stays NaN.
+TEST(VectorMath, GeluMatchesTheDefinitionAlsoInTheNegativeTail) {
+  std::vector<float> x = Inputs();
+  for (int i = -15000; i <= 15000; ++i) x.push_back(static_cast<float>(i) * 1e-3f + 1e-4f);
+  for (const auto& [name, body] : GeluBodies()) {
+    SCOPED_TRACE(name);
+    std::vector<float> y(x.size());
+    body(x.data(), y.data(), static_cast<int64_t>(y.size()));
+    double worst = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (std::isnan(x[i])) {
+        EXPECT_TRUE(std::isnan(y[i]));
+        continue;
+      }
+      if (std::isinf(x[i])) {
+        EXPECT_EQ(y[i], x[i] > 0 ? x[i] : 0.0f) << "x = " << x[i];
+        continue;
+      }
+      const double w = Gelu(x[i]);
+      EXPECT_NEAR(y[i], w, 1e-6 * std::fabs(w) + 1e-38) << "x = " << x[i];
+      if (std::fabs(w) > 1e-37) worst = std::max(worst, std::fabs(y[i] - w) / std::fabs(w));
+    }
+    EXPECT_LT(worst, 1e-6);
+    std::printf("[ %s ] Gelu worst relative error %.2g\n", name, worst);
+    // Every tail length, in place.
+    for (int64_t n = 1; n <= 40; ++n) {
+      std::vector<float> v(x.end() - n, x.end()), want(v.size());
+      body(v.data(), want.data(), n);
+      body(v.data(), v.data(), n);
+      EXPECT_EQ(std::memcmp(v.data(), want.data(), sizeof(float) * v.size()), 0) << n;
     }
   }
 }
