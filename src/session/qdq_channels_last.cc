@@ -74,14 +74,25 @@ class ChannelsLast {
     int switched = 0;
     for (Node& n : nodes) {
       const bool conv = IsConv2d(g_, n);
-      const bool add = Is(n, "com.microsoft", "QLinearAdd") && n.inputs.size() == 8 &&
-                       nhwc_.count(n.inputs[0]) && nhwc_.count(n.inputs[3]);
+      // Add or Mul of two NHWC tensors (also a squeeze-and-excitation scale, [N, 1, 1, C] from
+      // the NHWC pool, which broadcasts over H and W as [N, C, 1, 1] did in NCHW).
+      const bool add =
+          (Is(n, "com.microsoft", "QLinearAdd") || Is(n, "com.microsoft", "QLinearMul")) &&
+          n.inputs.size() == 8 && nhwc_.count(n.inputs[0]) && nhwc_.count(n.inputs[3]);
       // (A pool that already reads NHWC by its own attribute keeps its input as it is.)
       const Attribute* layout = n.FindAttribute("channels_last");
       const bool gap = Is(n, "com.microsoft", "QLinearGlobalAveragePool") && !n.inputs.empty() &&
                        nhwc_.count(n.inputs[0]) && (layout == nullptr || layout->i == 0);
       const bool pool = IsQuantizedMaxPool2d(g_, n) && nhwc_.count(n.inputs[0]) && NhwcPool(n);
-      if (conv || add || gap || pool) {
+      // Elementwise on bytes (the tables of qdq_tables.h): any layout, no attribute.
+      const bool table = Is(n, "com.nxrt", "TableLookup") && n.inputs.size() == 2 &&
+                         n.inputs[0] >= 0 && nhwc_.count(n.inputs[0]) && n.outputs.size() == 1;
+      if (table) {
+        n.inputs[0] = nhwc_[n.inputs[0]];
+        const int out = n.outputs[0];
+        n.outputs[0] = NewValue(out, {0, 2, 3, 1});
+        nhwc_[out] = n.outputs[0];
+      } else if (conv || add || gap || pool) {
         // The activation inputs in NHWC; scales, zero points, weights and bias as they are.
         const std::vector<size_t> data = conv  ? std::vector<size_t>{0}
                                          : add ? std::vector<size_t>{0, 3}

@@ -3,12 +3,15 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
 
 #include "nxrt/nxrt_ep_api.h"
 #include "session/qdq_channels_last.h"
+#include "session/qdq_tables.h"
 
 namespace nxrt {
 namespace {
@@ -88,11 +91,15 @@ class QdqFolder {
       } else if (n.op_type == "MatMul") {
         TryMatMul(n);
       } else if (n.op_type == "Add") {
-        TryAdd(n);
+        if (!TryTable(n)) TryAdd(n);
+      } else if (n.op_type == "Mul") {
+        if (!TryTable(n)) TryMul(n);
       } else if (n.op_type == "GlobalAveragePool") {
         TryGlobalAveragePool(n);
       } else if (n.op_type == "MaxPool" || n.op_type == "Flatten" || n.op_type == "Reshape") {
         TryPassThrough(n);
+      } else {
+        TryTable(n);
       }
     }
     if (folds_ == 0) return 0;
@@ -153,6 +160,22 @@ class QdqFolder {
     replacement_[static_cast<size_t>(last.index)] = std::make_unique<Node>(std::move(folded));
     ++folds_;
     return true;
+  }
+
+  // A [256] uint8 or int8 initializer holding `codes`.
+  int AddTableInitializer(const std::string& base, const qdq::Table& codes, NxElementType type) {
+    std::string name = base;
+    for (int i = 1; g_.FindValue(name) >= 0; ++i) name = base + "_" + std::to_string(i);
+    const int v = g_.GetOrAddValue(name);
+    ValueDef& def = g_.value(v);
+    const std::vector<int64_t> dims{256};
+    def.initializer = MakeTensor(type, dims);
+    std::memcpy(def.initializer->data, codes.data(), codes.size());
+    def.type.elem_type = type;
+    def.type.has_shape = true;
+    def.type.dims = dims;
+    def.type.dim_params.assign(1, "");
+    return v;
   }
 
   int AddInt32Initializer(const std::string& base, const std::vector<int32_t>& data) {
@@ -308,6 +331,119 @@ class QdqFolder {
     Commit(std::move(q), {&add, c->node});
   }
 
+  // DQ(a), DQ(b) -> Mul -> Q of two activations => QLinearMul (a squeeze-and-excitation scale,
+  // a gate); a product that is a function of one tensor became a table (TryTable).
+  void TryMul(const Node& mul) {
+    if (mul.inputs.size() != 2 || mul.outputs.size() != 1) return;
+    auto a = ActivationDq(mul.inputs[0]);
+    auto b = ActivationDq(mul.inputs[1]);
+    if (!a || !b || a->zp < 0 || b->zp < 0) return;
+    auto c = SoleQ(mul.outputs[0]);
+    if (!c || c->zp < 0 || a->type != c->type || b->type != c->type) return;
+    Node q;
+    q.name = mul.name.empty() ? "qlinear_mul" : mul.name + "_qlinear";
+    q.op_type = "QLinearMul";
+    q.domain = "com.microsoft";
+    q.inputs = {a->data, a->scale, a->zp, b->data, b->scale, b->zp, c->scale, c->zp};
+    q.outputs = {c->node->outputs[0]};
+    Commit(std::move(q), {&mul, c->node});
+  }
+
+  // An 8-bit value as a table of the codes of some base value: a table this pass made, or the
+  // value itself (the identity).
+  struct Tabulated {
+    int base = -1;
+    bool base_signed = false;
+    qdq::Table codes{};
+  };
+
+  Tabulated AsTable(int v, bool is_signed) const {
+    auto it = tables_.find(v);
+    if (it != tables_.end()) return it->second;
+    Tabulated t{v, is_signed, {}};
+    for (size_t c = 0; c < 256; ++c) t.codes[c] = static_cast<uint8_t>(c);
+    return t;
+  }
+
+  qdq::Quantization QuantizationOf(const QParams& p) const {
+    qdq::Quantization q;
+    q.scale = FloatAt(*Constant(g_, p.scale), 0);
+    q.is_signed = p.type == NX_TYPE_INT8;
+    if (const Value* z = Constant(g_, p.zp)) {
+      q.zero_point = q.is_signed ? int32_t(static_cast<const int8_t*>(z->data)[0])
+                                 : int32_t(static_cast<const uint8_t*>(z->data)[0]);
+    }
+    return q;
+  }
+
+  // DQ -> elementwise float ops -> Q where the ops compute a function of one 8-bit tensor
+  // (qdq_tables.h: unary ops, arithmetic with constant scalars, and binary ops whose two sides
+  // are both functions of the same tensor, as x * sigmoid(x) or GELU's x * (1 + erf(...))) =>
+  // one com.nxrt TableLookup of that tensor's codes. Tables this pass made compose: GELU's
+  // islands become one table.
+  bool TryTable(const Node& op) {
+    if (!op.domain.empty() || op.outputs.size() != 1 || op.inputs.empty()) return false;
+    std::function<float(int)> real;  // base code -> the op's real output
+    Tabulated base;
+    std::vector<int> variable;
+    for (int v : op.inputs)
+      if (v >= 0 && !qdq::ConstantScalar(g_, v)) variable.push_back(v);
+    if (variable.size() == 2) {
+      auto fn = qdq::BinaryFunctionOf(op);
+      auto a = ActivationDq(variable[0]);
+      auto b = ActivationDq(variable[1]);
+      if (!fn || !a || !b) return false;
+      const Tabulated ta = AsTable(a->data, a->type == NX_TYPE_INT8);
+      const Tabulated tb = AsTable(b->data, b->type == NX_TYPE_INT8);
+      if (ta.base != tb.base) return false;
+      const qdq::Quantization qa = QuantizationOf(*a), qb = QuantizationOf(*b);
+      real = [f = *fn, ta, tb, qa, qb](int code) {
+        return f(qdq::Dequantize(qa, ta.codes[static_cast<size_t>(code)]),
+                 qdq::Dequantize(qb, tb.codes[static_cast<size_t>(code)]));
+      };
+      base = ta;
+    } else if (variable.size() == 1) {
+      auto a = ActivationDq(variable[0]);
+      if (!a) return false;
+      auto fn = qdq::UnaryFunctionOf(g_, op, variable[0]);
+      if (!fn) return false;
+      const Tabulated ta = AsTable(a->data, a->type == NX_TYPE_INT8);
+      const qdq::Quantization qa = QuantizationOf(*a);
+      real = [f = *fn, ta, qa](int code) {
+        return f(qdq::Dequantize(qa, ta.codes[static_cast<size_t>(code)]));
+      };
+      base = ta;
+    } else {
+      return false;
+    }
+    // Further elementwise ops up to the QuantizeLinear.
+    std::vector<const Node*> chain{&op};
+    for (const Node* next = SoleConsumer(op.outputs[0]);
+         next != nullptr && !IsOnnx(*next, "QuantizeLinear");
+         next = SoleConsumer(chain.back()->outputs[0])) {
+      auto fn = qdq::UnaryFunctionOf(g_, *next, chain.back()->outputs[0]);
+      if (!fn) return false;
+      real = [f = *fn, inner = std::move(real)](int code) { return f(inner(code)); };
+      chain.push_back(next);
+    }
+    auto y = SoleQ(chain.back()->outputs[0]);
+    if (!y || y->zp < 0) return false;
+    auto table = qdq::Tabulate(base.base_signed, real, QuantizationOf(*y));
+    if (!table) return false;
+    Node t;
+    t.name = (op.name.empty() ? std::string("qdq") : op.name) + "_table";
+    t.op_type = "TableLookup";
+    t.domain = "com.nxrt";
+    t.opset = 1;
+    t.inputs = {base.base, AddTableInitializer(g_.value(y->node->outputs[0]).name + "_table",
+                                               *table, y->type)};
+    t.outputs = {y->node->outputs[0]};
+    chain.push_back(y->node);
+    if (!Commit(std::move(t), chain)) return false;
+    tables_[y->node->outputs[0]] = Tabulated{base.base, base.base_signed, *table};
+    return true;
+  }
+
   void TryGlobalAveragePool(const Node& pool) {
     if (pool.inputs.size() != 1 || pool.outputs.size() != 1) return;
     auto x = ActivationDq(pool.inputs[0]);
@@ -341,10 +477,13 @@ class QdqFolder {
     Commit(std::move(q), {&op, y->node});
   }
 
-  // DQ and Q nodes whose outputs nobody reads any more (their readers were folded).
+  // DQ and Q nodes (and tables: a table composed into a later one) whose outputs nobody reads
+  // any more (their readers were folded).
   void RemoveUnusedQdq() {
     auto unused = [&](const Node& n) {
-      if (!IsOnnx(n, "DequantizeLinear") && !IsOnnx(n, "QuantizeLinear")) return false;
+      if (!IsOnnx(n, "DequantizeLinear") && !IsOnnx(n, "QuantizeLinear") &&
+          !(n.domain == "com.nxrt" && n.op_type == "TableLookup"))
+        return false;
       if (n.outputs.size() != 1 || n.outputs[0] < 0) return false;
       const ValueDef& out = g_.value(n.outputs[0]);
       return out.consumers.empty() && !out.is_graph_output;
@@ -364,6 +503,7 @@ class QdqFolder {
   const KernelRegistry& registry_;
   std::vector<bool> dead_;
   std::vector<std::unique_ptr<Node>> replacement_;
+  std::map<int, Tabulated> tables_;  // the tables this pass made, by output value
   int folds_ = 0;
 };
 

@@ -125,7 +125,63 @@ std::string QuantizedOutputModel() {
   return m.SerializeAsString();
 }
 
-std::vector<nxrt::Value> RunModel(const std::string& bytes, int level, size_t* nodes) {
+// x[1,4,8,8] -> Q/DQ -> GELU written out as quantize_static leaves it (Div by a Constant,
+// Erf, Q/DQ, Add DQ(Q(Constant 1)), Q/DQ, Mul by x's DQ, Q/DQ, Mul by a Constant 0.5, Q/DQ) ->
+// SiLU (Sigmoid, Q/DQ, Mul by its own input) -> Q/DQ -> y: every island is a function of Q(x)
+// alone, so the folding leaves Q(x), one com.nxrt TableLookup and DQ(y). uint8 activations with
+// zero point 128, or int8 with zero point 0.
+std::string ElementwiseQdqModel(bool int8) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  auto* g = m.mutable_graph();
+  g->set_name("qdq_elementwise");
+  const std::string zp = "zp";
+  auto qdq = [&](const std::string& in, float scale, const std::string& out) {
+    const std::string s = out + "_scale";
+    *g->add_initializer() = nxrt::test::MakeFloatTensor(s, {}, {scale});
+    *g->add_node() = MakeNode("QuantizeLinear", {in, s, zp}, {out + "_q"}, out + "_q");
+    *g->add_node() = MakeNode("DequantizeLinear", {out + "_q", s, zp}, {out}, out + "_dq");
+  };
+  auto constant = [&](const std::string& name, float v) {
+    auto c = MakeNode("Constant", {}, {name}, name);
+    auto* a = c.add_attribute();
+    a->set_name("value");
+    a->set_type(onnx::AttributeProto::TENSOR);
+    *a->mutable_t() = nxrt::test::MakeFloatTensor(name, {}, {v});
+    *g->add_node() = c;
+  };
+  qdq("x", 0.03f, "xd");
+  constant("sqrt2", 1.41421356f);
+  constant("one", 1.0f);
+  constant("half", 0.5f);
+  qdq("one", 1.0f / 100.0f, "one_d");
+  *g->add_node() = MakeNode("Div", {"xd", "sqrt2"}, {"d"}, "div");
+  *g->add_node() = MakeNode("Erf", {"d"}, {"e"}, "erf");
+  qdq("e", 1.0f / 120.0f, "ed");
+  *g->add_node() = MakeNode("Add", {"ed", "one_d"}, {"a"}, "add1");
+  qdq("a", 2.0f / 120.0f, "ad");
+  *g->add_node() = MakeNode("Mul", {"xd", "ad"}, {"m"}, "mul_x");
+  qdq("m", 0.06f, "md");
+  *g->add_node() = MakeNode("Mul", {"md", "half"}, {"h"}, "mul_half");
+  qdq("h", 0.03f, "hd");
+  *g->add_node() = MakeNode("Sigmoid", {"hd"}, {"s"}, "sigmoid");
+  qdq("s", 1.0f / 250.0f, "sd");
+  *g->add_node() = MakeNode("Mul", {"hd", "sd"}, {"silu"}, "silu");
+  qdq("silu", 0.03f, "y");
+  if (int8) {
+    *g->add_initializer() = MakeIntTensor(zp, {}, std::vector<int8_t>{0}, onnx::TensorProto::INT8);
+  } else {
+    *g->add_initializer() =
+        MakeIntTensor(zp, {}, std::vector<uint8_t>{128}, onnx::TensorProto::UINT8);
+  }
+  AddFloatValue(g->add_input(), "x", {1, 4, 8, 8});
+  AddFloatValue(g->add_output(), "y", {1, 4, 8, 8});
+  return m.SerializeAsString();
+}
+
+std::vector<nxrt::Value> RunModel(const std::string& bytes, int level, size_t* nodes,
+                                  float low = 0.0f, float high = 4.0f) {
   nxrt::Env env(NX_LOG_ERROR);
   nxrt::SessionOptions options;
   options.SetOptimizationLevel(level).SetIntraOpThreads(1);
@@ -134,7 +190,7 @@ std::vector<nxrt::Value> RunModel(const std::string& bytes, int level, size_t* n
   std::vector<int64_t> dims = {1, 4, 8, 8};
   nxrt::Value x = nxrt::Value::Tensor(NX_TYPE_FLOAT, dims);
   std::mt19937 rng(3);
-  std::uniform_real_distribution<float> uniform(0.0f, 4.0f);
+  std::uniform_real_distribution<float> uniform(low, high);
   for (size_t i = 0; i < x.size(); ++i) x.data<float>()[i] = uniform(rng);
   return session.Run({"x"}, {&x});
 }
@@ -179,6 +235,63 @@ TEST(QdqFolding, QuantizedGraphOutputIsTransposedBack) {
   ASSERT_EQ(a[0].shape(), b[0].shape());
   for (size_t i = 0; i < a[0].size(); ++i)
     EXPECT_NEAR(a[0].data<uint8_t>()[i], b[0].data<uint8_t>()[i], 1) << i;
+}
+
+TEST(QdqFolding, ElementwiseIslandsOfOneTensorBecomeOneTable) {
+  for (bool int8 : {false, true}) {
+    SCOPED_TRACE(int8 ? "int8" : "uint8");
+    const std::string bytes = ElementwiseQdqModel(int8);
+    size_t plain_nodes = 0, folded_nodes = 0;
+    // Inputs over the whole quantized range (+-3.8) and past it (saturation).
+    auto a = RunModel(bytes, 0, &plain_nodes, -4.5f, 4.5f);
+    auto b = RunModel(bytes, 1, &folded_nodes, -4.5f, 4.5f);
+    EXPECT_EQ(plain_nodes, 23u);  // the Constants are initializers once loaded
+    EXPECT_EQ(folded_nodes, 3u);  // Q(x), TableLookup, DQ(y)
+    ASSERT_EQ(a[0].shape(), b[0].shape());
+    size_t exact = 0;
+    for (size_t i = 0; i < a[0].size(); ++i) {
+      const float pa = a[0].data<float>()[i], pb = b[0].data<float>()[i];
+      // The unfolded graph's Erf and Sigmoid are float approximations: a value on a rounding
+      // tie of one requantization may land a step away, and move later steps by as much.
+      EXPECT_NEAR(pa, pb, 2.5f * 0.03f) << i;
+      exact += pa == pb;
+    }
+    EXPECT_GE(exact, a[0].size() * 9 / 10);
+  }
+}
+
+// The same function of the same input, folded or not, in a wider graph: the table's output is
+// also a graph output (it must stay a value of its own), and a float op that reads a folded
+// island's float value keeps the island unfolded.
+TEST(QdqFolding, TableIslandReadByAFloatOpStaysFloat) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  auto* g = m.mutable_graph();
+  g->set_name("qdq_sigmoid");
+  *g->add_node() = MakeNode("QuantizeLinear", {"x", "xs", "zp"}, {"xq"}, "xq");
+  *g->add_node() = MakeNode("DequantizeLinear", {"xq", "xs", "zp"}, {"xd"}, "xd");
+  *g->add_node() = MakeNode("Sigmoid", {"xd"}, {"s"}, "sigmoid");
+  *g->add_node() = MakeNode("QuantizeLinear", {"s", "ss", "zp"}, {"sq"}, "sq");
+  *g->add_node() = MakeNode("DequantizeLinear", {"sq", "ss", "zp"}, {"y"}, "sd");
+  *g->add_node() = MakeNode("Tanh", {"xd"}, {"t"}, "tanh");  // float only: stays
+  *g->add_node() = MakeNode("Relu", {"t"}, {"z"}, "relu");
+  *g->add_initializer() = nxrt::test::MakeFloatTensor("xs", {}, {0.02f});
+  *g->add_initializer() = nxrt::test::MakeFloatTensor("ss", {}, {1.0f / 255.0f});
+  *g->add_initializer() =
+      MakeIntTensor("zp", {}, std::vector<uint8_t>{100}, onnx::TensorProto::UINT8);
+  AddFloatValue(g->add_input(), "x", {1, 4, 8, 8});
+  AddFloatValue(g->add_output(), "y", {1, 4, 8, 8});
+  AddFloatValue(g->add_output(), "z", {1, 4, 8, 8});
+  const std::string bytes = m.SerializeAsString();
+  size_t plain_nodes = 0, folded_nodes = 0;
+  auto a = RunModel(bytes, 0, &plain_nodes, -3.0f, 3.0f);
+  auto b = RunModel(bytes, 1, &folded_nodes, -3.0f, 3.0f);
+  // Q(x), DQ(x) for the Tanh, TableLookup (the Sigmoid island), DQ(y), Tanh, Relu.
+  EXPECT_EQ(folded_nodes, 6u);
+  for (size_t o = 0; o < 2; ++o)
+    for (size_t i = 0; i < a[o].size(); ++i)
+      EXPECT_NEAR(a[o].data<float>()[i], b[o].data<float>()[i], 1.01f / 255.0f) << o << " " << i;
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
-// The CPU EP's com.microsoft quantization contrib operators (kernels/quantized/).
+// The CPU EP's com.microsoft quantization contrib operators and com.nxrt's TableLookup
+// (kernels/quantized/).
 #pragma once
 
 #include <nxrt/nxrt_ep.hpp>
@@ -13,6 +14,7 @@ void RegisterQLinearPoolConcatKernels(NxKernelRegistry* registry);     // qlinea
 void RegisterQGemmKernels(NxKernelRegistry* registry);                 // qgemm.cc
 void RegisterQLinearAveragePoolKernels(NxKernelRegistry* registry);    // qlinear_average_pool.cc
 void RegisterQLinearSoftmaxKernels(NxKernelRegistry* registry);        // qlinear_softmax.cc
+void RegisterTableLookupKernels(NxKernelRegistry* registry);           // table_lookup.cc (com.nxrt)
 
 }  // namespace nxrt::cpu::quantized
 

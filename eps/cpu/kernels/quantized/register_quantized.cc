@@ -11,6 +11,7 @@ void RegisterContribQuantizedKernels(NxKernelRegistry* registry) {
   quantized::RegisterQGemmKernels(registry);
   quantized::RegisterQLinearAveragePoolKernels(registry);
   quantized::RegisterQLinearSoftmaxKernels(registry);
+  quantized::RegisterTableLookupKernels(registry);
 }
 
 }  // namespace nxrt::cpu
