@@ -15,24 +15,6 @@
 
 namespace nxrt::cpu::quantized {
 
-void TableLookupScalar(const uint8_t* src, uint8_t* dst, size_t n, const uint8_t* table) {
-  size_t i = 0;
-  for (; i + 4 <= n; i += 4) {  // four independent loads per step
-    const uint8_t c0 = table[src[i]], c1 = table[src[i + 1]];
-    const uint8_t c2 = table[src[i + 2]], c3 = table[src[i + 3]];
-    dst[i] = c0;
-    dst[i + 1] = c1;
-    dst[i + 2] = c2;
-    dst[i + 3] = c3;
-  }
-  for (; i < n; ++i) dst[i] = table[src[i]];
-}
-
-bool HasAvx512Vbmi() {
-  static const bool has = __builtin_cpu_supports("avx512vbmi") != 0;
-  return has;
-}
-
 namespace {
 
 class TableLookup : public ep::Kernel {
