@@ -87,11 +87,30 @@ class ChannelsLast {
       // Elementwise on bytes (the tables of qdq_tables.h): any layout, no attribute.
       const bool table = Is(n, "com.nxrt", "TableLookup") && n.inputs.size() == 2 &&
                          n.inputs[0] >= 0 && nhwc_.count(n.inputs[0]) && n.outputs.size() == 1;
+      // Split and QLinearConcat along channels of NHWC tensors: along the last axis.
+      const bool split = Is(n, "", "Split") && !n.inputs.empty() && n.inputs[0] >= 0 &&
+                         nhwc_.count(n.inputs[0]) && ChannelAxis(n);
+      const bool concat = Is(n, "com.microsoft", "QLinearConcat") && n.inputs.size() >= 5 &&
+                          (n.inputs.size() - 2) % 3 == 0 && ChannelAxis(n) && AllNhwc(n);
       if (table) {
         n.inputs[0] = nhwc_[n.inputs[0]];
         const int out = n.outputs[0];
         n.outputs[0] = NewValue(out, {0, 2, 3, 1});
         nhwc_[out] = n.outputs[0];
+      } else if (split || concat) {
+        if (split) {
+          n.inputs[0] = nhwc_[n.inputs[0]];
+        } else {
+          for (size_t i = 2; i < n.inputs.size(); i += 3) n.inputs[i] = nhwc_[n.inputs[i]];
+        }
+        SetIntAttr(n, "axis", 3);
+        for (int& out : n.outputs) {
+          if (out < 0) continue;
+          const int original = out;
+          out = NewValue(original, {0, 2, 3, 1});
+          nhwc_[original] = out;
+        }
+        ++switched;
       } else if (conv || add || gap || pool) {
         // The activation inputs in NHWC; scales, zero points, weights and bias as they are.
         const std::vector<size_t> data = conv  ? std::vector<size_t>{0}
@@ -129,6 +148,20 @@ class ChannelsLast {
     if (registry_.Find(probe, nullptr) == nullptr) return false;
     n.domain = probe.domain;
     n.opset = probe.opset;
+    return true;
+  }
+
+  // Whether `n`'s axis attribute names the channels of a 4-D tensor (1 or -3).
+  static bool ChannelAxis(const Node& n) {
+    const Attribute* a = n.FindAttribute("axis");
+    const int64_t axis = a != nullptr ? a->i : (n.op_type == "Split" ? 0 : -1);
+    return axis == 1 || axis == -3;
+  }
+
+  // Whether every data input of a QLinearConcat is NHWC.
+  bool AllNhwc(const Node& n) const {
+    for (size_t i = 2; i < n.inputs.size(); i += 3)
+      if (n.inputs[i] < 0 || !nhwc_.count(n.inputs[i])) return false;
     return true;
   }
 

@@ -96,8 +96,13 @@ class QdqFolder {
         if (!TryTable(n)) TryMul(n);
       } else if (n.op_type == "GlobalAveragePool") {
         TryGlobalAveragePool(n);
-      } else if (n.op_type == "MaxPool" || n.op_type == "Flatten" || n.op_type == "Reshape") {
+      } else if (n.op_type == "MaxPool" || n.op_type == "Flatten" || n.op_type == "Reshape" ||
+                 (n.op_type == "Resize" && IsNearest(n))) {
         TryPassThrough(n);
+      } else if (n.op_type == "Split") {
+        TrySplit(n);
+      } else if (n.op_type == "Concat") {
+        TryConcat(n);
       } else {
         TryTable(n);
       }
@@ -475,6 +480,55 @@ class QdqFolder {
     q.inputs[0] = x->data;
     q.outputs = {y->node->outputs[0]};
     Commit(std::move(q), {&op, y->node});
+  }
+
+  // A Resize that picks input elements (mode nearest): it runs on the 8-bit values themselves.
+  static bool IsNearest(const Node& n) {
+    const Attribute* mode = n.FindAttribute("mode");
+    return mode == nullptr || mode->s == "nearest";
+  }
+
+  // DQ -> Split -> Q on every output, each Q undoing the DQ (YOLO's C2f halves): the Split runs
+  // on the 8-bit tensor.
+  void TrySplit(const Node& split) {
+    if (split.inputs.empty() || split.outputs.empty()) return;
+    auto x = ActivationDq(split.inputs[0]);
+    if (!x) return;
+    std::vector<const Node*> chain;
+    Node q = split;
+    q.inputs[0] = x->data;
+    for (size_t i = 0; i < split.outputs.size(); ++i) {
+      if (split.outputs[i] < 0) return;
+      auto y = SoleQ(split.outputs[i]);
+      if (!y || y->type != x->type || !SameConstant(g_, x->scale, y->scale) ||
+          !SameConstant(g_, x->zp, y->zp))
+        return;
+      q.outputs[i] = y->node->outputs[0];
+      chain.push_back(y->node);
+    }
+    chain.push_back(&split);
+    Commit(std::move(q), chain);
+  }
+
+  // DQ(x1), DQ(x2), ... -> Concat -> Q => QLinearConcat, which copies the inputs quantized like
+  // the output and requantizes the others by table.
+  void TryConcat(const Node& concat) {
+    if (concat.inputs.empty() || concat.outputs.size() != 1) return;
+    auto y = SoleQ(concat.outputs[0]);
+    if (!y || y->zp < 0) return;
+    Node q;
+    q.name = concat.name.empty() ? "qlinear_concat" : concat.name + "_qlinear";
+    q.op_type = "QLinearConcat";
+    q.domain = "com.microsoft";
+    q.inputs = {y->scale, y->zp};
+    for (int v : concat.inputs) {
+      auto x = ActivationDq(v);
+      if (!x || x->zp < 0 || x->type != y->type) return;
+      q.inputs.insert(q.inputs.end(), {x->data, x->scale, x->zp});
+    }
+    for (const Attribute& a : concat.attributes) q.attributes.push_back(a);
+    q.outputs = {y->node->outputs[0]};
+    Commit(std::move(q), {&concat, y->node});
   }
 
   // DQ and Q nodes (and tables: a table composed into a later one) whose outputs nobody reads

@@ -237,6 +237,71 @@ TEST(QdqFolding, QuantizedGraphOutputIsTransposedBack) {
     EXPECT_NEAR(a[0].data<uint8_t>()[i], b[0].data<uint8_t>()[i], 1) << i;
 }
 
+// x[1,4,8,8] -> Q/DQ -> Conv 1x1 (4 -> 8) -> Q/DQ -> Split into halves (each Q/DQ with the
+// same parameters) -> Conv 1x1 (4 -> 4) on the second half -> Q/DQ (another scale) -> Concat of
+// the halves and the conv's output -> Q/DQ -> y[1,12,8,8]: YOLO's C2f block as quantize_static
+// writes it. Folded: Split on the 8-bit tensor, QLinearConcat, both NHWC between the convs.
+std::string SplitConcatQdqModel() {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  auto* g = m.mutable_graph();
+  g->set_name("qdq_c2f");
+  auto qdq = [&](const std::string& in, const std::string& scale, const std::string& out) {
+    *g->add_node() = MakeNode("QuantizeLinear", {in, scale, "zp"}, {out + "_q"}, out + "_q");
+    *g->add_node() = MakeNode("DequantizeLinear", {out + "_q", scale, "zp"}, {out}, out + "_dq");
+  };
+  auto conv = [&](const std::string& in, const std::string& w, int64_t cout, int64_t cin,
+                  const std::string& out, int seed) {
+    std::vector<int8_t> wq(static_cast<size_t>(cout * cin));
+    for (size_t i = 0; i < wq.size(); ++i)
+      wq[i] = static_cast<int8_t>(int((i + seed) * 7 % 41) - 20);
+    *g->add_initializer() = MakeIntTensor(w + "q", {cout, cin, 1, 1}, wq, onnx::TensorProto::INT8);
+    *g->add_node() = MakeNode("DequantizeLinear", {w + "q", "ws", "wzp"}, {w}, w + "_dq");
+    *g->add_node() = MakeNode("Conv", {in, w}, {out}, out);
+  };
+  qdq("x", "xs", "xd");
+  conv("xd", "w1", 8, 4, "c1", 1);
+  qdq("c1", "ys", "c1d");
+  auto split = MakeNode("Split", {"c1d", "halves"}, {"a", "b"}, "split");
+  AddIntAttribute(&split, "axis", 1);
+  *g->add_node() = split;
+  qdq("a", "ys", "ad");
+  qdq("b", "ys", "bd");
+  conv("bd", "w2", 4, 4, "c2", 5);
+  qdq("c2", "zs", "c2d");
+  auto concat = MakeNode("Concat", {"ad", "bd", "c2d"}, {"cat"}, "concat");
+  AddIntAttribute(&concat, "axis", 1);
+  *g->add_node() = concat;
+  qdq("cat", "cs", "y");
+  *g->add_initializer() =
+      MakeIntTensor("halves", {2}, std::vector<int64_t>{4, 4}, onnx::TensorProto::INT64);
+  *g->add_initializer() = MakeIntTensor("wzp", {}, std::vector<int8_t>{0}, onnx::TensorProto::INT8);
+  *g->add_initializer() = nxrt::test::MakeFloatTensor("ws", {}, {0.01f});
+  *g->add_initializer() = nxrt::test::MakeFloatTensor("xs", {}, {kXScale});
+  *g->add_initializer() = nxrt::test::MakeFloatTensor("ys", {}, {kYScale});
+  *g->add_initializer() = nxrt::test::MakeFloatTensor("zs", {}, {0.03f});
+  *g->add_initializer() = nxrt::test::MakeFloatTensor("cs", {}, {kAddScale});
+  *g->add_initializer() =
+      MakeIntTensor("zp", {}, std::vector<uint8_t>{10}, onnx::TensorProto::UINT8);
+  AddFloatValue(g->add_input(), "x", {1, 4, 8, 8});
+  AddFloatValue(g->add_output(), "y", {1, 12, 8, 8});
+  return m.SerializeAsString();
+}
+
+TEST(QdqFolding, SplitAndConcatRunOnBytesInNhwc) {
+  const std::string bytes = SplitConcatQdqModel();
+  size_t plain_nodes = 0, folded_nodes = 0;
+  auto a = RunModel(bytes, 0, &plain_nodes, -1.0f, 3.0f);
+  auto b = RunModel(bytes, 1, &folded_nodes, -1.0f, 3.0f);
+  // Q(x), Transpose to NHWC, QLinearConv, Split, QLinearConv, QLinearConcat, Transpose back,
+  // DQ(y).
+  EXPECT_EQ(folded_nodes, 8u);
+  ASSERT_EQ(a[0].shape(), b[0].shape());
+  for (size_t i = 0; i < a[0].size(); ++i)
+    EXPECT_NEAR(a[0].data<float>()[i], b[0].data<float>()[i], 1.01f * kAddScale) << i;
+}
+
 TEST(QdqFolding, ElementwiseIslandsOfOneTensorBecomeOneTable) {
   for (bool int8 : {false, true}) {
     SCOPED_TRACE(int8 ? "int8" : "uint8");
