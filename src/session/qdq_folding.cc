@@ -208,6 +208,14 @@ class QdqFolder {
       return FloatAt(*xs, 0) * FloatAt(*ws, w.channels == 1 ? 0 : static_cast<size_t>(c));
     };
     std::vector<double> real(static_cast<size_t>(m));
+    // torch shares equal biases through Identity nodes; quantize_static quantizes only the first
+    // user's, so a later one reads Identity(DQ(int32 constant)) of another convolution's scale.
+    for (int hops = 0; hops < 8; ++hops) {
+      const int producer = g_.value(b).producer;
+      if (producer < 0 || !IsOnnx(g_.nodes[static_cast<size_t>(producer)], "Identity")) break;
+      b = g_.nodes[static_cast<size_t>(producer)].inputs[0];
+      if (b < 0) return -1;
+    }
     const int p = g_.value(b).producer;
     if (const Value* f = Constant(g_, b)) {
       if (f->type != NX_TYPE_FLOAT || f->count != static_cast<size_t>(m)) return -1;

@@ -18,11 +18,14 @@ float model's, and
 its largest logit distance to the float model (DIR/resnet50.onnx) may exceed onnxruntime's by at
 most 5% (+0.05). BERT-4 (DIR/bert4_qdq.onnx, QLinearMatMul after folding) runs on 3 token
 sequences: its hidden states' distance to the float model may exceed onnxruntime's by at most
-10% in RMS and 25% in the largest element.
+10% in RMS and 25% in the largest element. EfficientNet-B0 (DIR/efficientnet_b0.onnx) is
+quantized here: its SiLU and squeeze-and-excitation islands must fold into byte tables and NHWC
+QLinearMul, and its logits stay as close to the float model as onnxruntime's (check_efficientnet).
 
 usage: python3 tests/eps/cpu/qdq_check.py --build-dir build [--models build/models]
 """
 import argparse
+import json
 import os
 import shutil
 import subprocess
@@ -261,6 +264,55 @@ def check_bert(nxrt, models, work):
     return failures
 
 
+def check_efficientnet(nxrt, models, work):
+    """EfficientNet-B0 (DIR/efficientnet_b0.onnx) quantized here with quantize_static (QDQ,
+    per-channel int8 weights, uint8 activations, 8 random calibration inputs): its SiLU and
+    squeeze-and-excitation islands must fold (com.nxrt TableLookup, no float Sigmoid left, at
+    most 2 Transposes: in and out of NHWC), and on 3 inputs nxrt's top-1 must equal onnxruntime's
+    or the float model's, its largest logit distance to the float model at most 25% (+0.05)
+    beyond onnxruntime's."""
+    f_path = os.path.join(models, "efficientnet_b0.onnx")
+    if not os.path.exists(f_path):
+        print("SKIP efficientnet_b0 QDQ: models missing")
+        return 0
+    q_path = os.path.join(work, "efficientnet_b0_qdq.onnx")
+    quantize_static(f_path, q_path, Reader("input", (1, 3, 224, 224), 31),
+                    quant_format=QuantFormat.QDQ, per_channel=True,
+                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
+    profile = os.path.join(work, "profile.json")
+    r = subprocess.run([nxrt, "run", q_path, "--repeat", "1", "--profile", profile],
+                       capture_output=True, text=True, timeout=300)
+    if r.returncode != 0:
+        print(f"FAIL efficientnet_b0 QDQ: nxrt failed: {(r.stderr or r.stdout).strip()[-400:]}")
+        return 1
+    with open(profile) as f:
+        events = json.load(f)
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    ops = {}
+    for e in events:
+        if e.get("cat") == "node" and str(e.get("args", {}).get("run")) == "0":
+            op = e["args"].get("op_type")
+            ops[op] = ops.get(op, 0) + 1
+    failures = 0
+    folded = ops.get("TableLookup", 0) > 0 and "Sigmoid" not in ops and ops.get("Transpose", 0) <= 2
+    print(f"{'PASS' if folded else 'FAIL'} efficientnet_b0 QDQ folding: TableLookup "
+          f"{ops.get('TableLookup', 0)}, Sigmoid {ops.get('Sigmoid', 0)}, QLinearMul "
+          f"{ops.get('QLinearMul', 0)}, Transpose {ops.get('Transpose', 0)}")
+    failures += 0 if folded else 1
+    rng = np.random.default_rng(23)
+    for i in range(3):
+        x = rng.standard_normal((1, 3, 224, 224)).astype(np.float32)
+        yf, yo = ort_run(f_path, {"input": x}), ort_run(q_path, {"input": x})
+        yn = run_nxrt(nxrt, q_path, {"input": x}, work)
+        d_ort, d_nx = np.abs(yo - yf).max(), np.abs(yn - yf).max()
+        ok = yn.argmax() in (yo.argmax(), yf.argmax()) and d_nx <= 1.25 * d_ort + 0.05
+        print(f"{'PASS' if ok else 'FAIL'} efficientnet_b0 QDQ input {i}: top-1 float/ort/nxrt "
+              f"{yf.argmax()}/{yo.argmax()}/{yn.argmax()}, max logit distance to float: "
+              f"ort {d_ort:.3f} nxrt {d_nx:.3f}, nxrt-ort {np.abs(yn - yo).max():.3f}")
+        failures += 0 if ok else 1
+    return failures
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--build-dir", default="build")
@@ -273,6 +325,7 @@ def main():
         if args.models:
             failures += check_resnet(nxrt, args.models, work)
             failures += check_bert(nxrt, args.models, work)
+            failures += check_efficientnet(nxrt, args.models, work)
     print(f"{'FAILED' if failures else 'OK'}: {failures} failing case(s)")
     return 1 if failures else 0
 
