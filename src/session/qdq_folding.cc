@@ -91,9 +91,9 @@ class QdqFolder {
       } else if (n.op_type == "MatMul") {
         TryMatMul(n);
       } else if (n.op_type == "Add") {
-        if (!TryTable(n)) TryAdd(n);
+        if (!TryTable(n)) TryBinary(n, "QLinearAdd");
       } else if (n.op_type == "Mul") {
-        if (!TryTable(n)) TryMul(n);
+        if (!TryTable(n)) TryBinary(n, "QLinearMul");
       } else if (n.op_type == "GlobalAveragePool") {
         TryGlobalAveragePool(n);
       } else if (n.op_type == "MaxPool" || n.op_type == "Flatten" || n.op_type == "Reshape" ||
@@ -328,38 +328,23 @@ class QdqFolder {
     Commit(std::move(q), {&mm, y->node});
   }
 
-  void TryAdd(const Node& add) {
-    if (add.inputs.size() != 2 || add.outputs.size() != 1) return;
-    auto a = ActivationDq(add.inputs[0]);
-    auto b = ActivationDq(add.inputs[1]);
+  // DQ(a), DQ(b) -> Add or Mul -> Q of two activations => com.microsoft QLinearAdd / QLinearMul
+  // (`qop`): residual sums, squeeze-and-excitation scales, gates. A sum or product that is a
+  // function of one tensor became a table first (TryTable).
+  void TryBinary(const Node& op, const char* qop) {
+    if (op.inputs.size() != 2 || op.outputs.size() != 1) return;
+    auto a = ActivationDq(op.inputs[0]);
+    auto b = ActivationDq(op.inputs[1]);
     if (!a || !b || a->zp < 0 || b->zp < 0) return;
-    auto c = SoleQ(add.outputs[0]);
+    auto c = SoleQ(op.outputs[0]);
     if (!c || c->zp < 0 || a->type != c->type || b->type != c->type) return;
     Node q;
-    q.name = add.name.empty() ? "qlinear_add" : add.name + "_qlinear";
-    q.op_type = "QLinearAdd";
+    q.name = (op.name.empty() ? std::string(qop) : op.name) + "_qlinear";
+    q.op_type = qop;
     q.domain = "com.microsoft";
     q.inputs = {a->data, a->scale, a->zp, b->data, b->scale, b->zp, c->scale, c->zp};
     q.outputs = {c->node->outputs[0]};
-    Commit(std::move(q), {&add, c->node});
-  }
-
-  // DQ(a), DQ(b) -> Mul -> Q of two activations => QLinearMul (a squeeze-and-excitation scale,
-  // a gate); a product that is a function of one tensor became a table (TryTable).
-  void TryMul(const Node& mul) {
-    if (mul.inputs.size() != 2 || mul.outputs.size() != 1) return;
-    auto a = ActivationDq(mul.inputs[0]);
-    auto b = ActivationDq(mul.inputs[1]);
-    if (!a || !b || a->zp < 0 || b->zp < 0) return;
-    auto c = SoleQ(mul.outputs[0]);
-    if (!c || c->zp < 0 || a->type != c->type || b->type != c->type) return;
-    Node q;
-    q.name = mul.name.empty() ? "qlinear_mul" : mul.name + "_qlinear";
-    q.op_type = "QLinearMul";
-    q.domain = "com.microsoft";
-    q.inputs = {a->data, a->scale, a->zp, b->data, b->scale, b->zp, c->scale, c->zp};
-    q.outputs = {c->node->outputs[0]};
-    Commit(std::move(q), {&mul, c->node});
+    Commit(std::move(q), {&op, c->node});
   }
 
   // An 8-bit value as a table of the codes of some base value: a table this pass made, or the

@@ -14,7 +14,18 @@ namespace {
 // uninitialised source (-Wmaybe-uninitialized) in its own headers.
 constexpr __mmask16 kAllLanes16 = 0xffff;
 
-// exp(x) for x <= 0 (callers pass -|x|): x = n ln2 + r, exp(r) as 1 + r + r^2 P5(r).
+// exp(r) for a reduced argument |r| <= ln2 / 2 (a little more is fine): 1 + r + r^2 P5(r).
+inline __m512 ExpReduced16(__m512 r) {
+  __m512 p = _mm512_set1_ps(1.0f / 5040.0f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+  return _mm512_fmadd_ps(_mm512_mul_ps(p, r), r, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+}
+
+// exp(x) for x <= 0 (callers pass -|x|): x = n ln2 + r, exp(r) by ExpReduced16.
 inline __m512 ExpNonPositive16(__m512 x) {
   // exp rounds to 0 below -104; clamping keeps r finite. max(lo, x) is x when x is NaN.
   const __m512 xc = _mm512_maskz_max_ps(kAllLanes16, _mm512_set1_ps(-104.0f), x);
@@ -23,14 +34,7 @@ inline __m512 ExpNonPositive16(__m512 x) {
       _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), xc);
   r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-  __m512 p = _mm512_set1_ps(1.0f / 5040.0f);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-  p = _mm512_fmadd_ps(_mm512_mul_ps(p, r), r, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-  return _mm512_maskz_scalef_ps(kAllLanes16, p, n);
+  return _mm512_maskz_scalef_ps(kAllLanes16, ExpReduced16(r), n);
 }
 
 // 1 / (1 + exp(-x)); NaN in, NaN out.

@@ -110,7 +110,8 @@ class PRelu : public ep::Kernel {
       slope_dims.assign(x.rank() - 1, 1);  // [C] -> [C, 1, ..., 1]: lines up with axis 1
       slope_dims[0] = x.dim(1);
     }
-    auto plan = PlanBroadcast<2>({x.shape(), std::span<const int64_t>(slope_dims)}, "PRelu", &xshape);
+    auto plan =
+        PlanBroadcast<2>({x.shape(), std::span<const int64_t>(slope_dims)}, "PRelu", &xshape);
     ep::Tensor y = ctx.output(0, xshape, type);
     if (plan.total == 0) return;
     DispatchSet<TypeSet::kNumeric>(type, "PRelu", [&]<class T>() {

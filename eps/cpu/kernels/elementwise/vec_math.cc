@@ -38,23 +38,15 @@ inline __m256 Tanh8(__m256 x) {
 }
 
 // erf(x) = x P(t) / Q(t) with t = x^2 / 16, for |x| <= 3.92 (erf rounds to +-1 beyond, so x is
-// clamped there). A (5, 5) rational fit made for this file (relative-error least squares with
-// numpy against math.erf; max relative error 3e-7 evaluated in float).
+// clamped there), with the (5, 5) rational fit of gelu_erfc.h (kErfP / kErfQ).
 inline __m256 ErfRational8(__m256 x) {
   __m256 xc = _mm256_min_ps(Set(3.92f), _mm256_max_ps(Set(-3.92f), x));
   __m256 t = _mm256_mul_ps(_mm256_mul_ps(xc, xc), Set(1.0f / 16.0f));
-  __m256 p = Set(2.215459505e+00f);
-  p = _mm256_fmadd_ps(p, t, Set(1.865596070e+01f));
-  p = _mm256_fmadd_ps(p, t, Set(1.488356115e+01f));
-  p = _mm256_fmadd_ps(p, t, Set(1.340174224e+01f));
-  p = _mm256_fmadd_ps(p, t, Set(2.991443013e+00f));
-  p = _mm256_fmadd_ps(p, t, Set(1.128379162e+00f));
-  __m256 q = Set(4.061109485e+01f);
-  q = _mm256_fmadd_ps(q, t, Set(7.442732445e+01f));
-  q = _mm256_fmadd_ps(q, t, Set(6.022222603e+01f));
-  q = _mm256_fmadd_ps(q, t, Set(2.886105142e+01f));
-  q = _mm256_fmadd_ps(q, t, Set(7.984425788e+00f));
-  q = _mm256_fmadd_ps(q, t, Set(1.0f));
+  namespace g = gelu_erfc;
+  __m256 p = Set(g::kErfP[0]);
+  for (int i = 1; i < 6; ++i) p = _mm256_fmadd_ps(p, t, Set(g::kErfP[i]));
+  __m256 q = Set(g::kErfQ[0]);
+  for (int i = 1; i < 6; ++i) q = _mm256_fmadd_ps(q, t, Set(g::kErfQ[i]));
   return _mm256_div_ps(_mm256_mul_ps(xc, p), q);
 }
 

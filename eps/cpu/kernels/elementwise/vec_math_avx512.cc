@@ -56,13 +56,7 @@ inline __m512 GeluErfc16(__m512 x) {
   __m512 r = _mm512_fnmadd_ps(n, Set(g::kLn2Hi), mh);
   r = _mm512_fnmadd_ps(n, Set(g::kLn2Lo), r);
   r = _mm512_fnmadd_ps(lo, Set(0.5f), _mm512_add_ps(r, p));
-  __m512 e = Set(1.0f / 5040.0f);  // exp(r) = 1 + r + r^2 P5(r), as ExpNonPositive16
-  e = _mm512_fmadd_ps(e, r, Set(1.0f / 720.0f));
-  e = _mm512_fmadd_ps(e, r, Set(1.0f / 120.0f));
-  e = _mm512_fmadd_ps(e, r, Set(1.0f / 24.0f));
-  e = _mm512_fmadd_ps(e, r, Set(1.0f / 6.0f));
-  e = _mm512_fmadd_ps(e, r, Set(0.5f));
-  e = _mm512_fmadd_ps(_mm512_mul_ps(e, r), r, _mm512_add_ps(r, Set(1.0f)));
+  const __m512 e = ExpReduced16(r);
   const __m512 h =
       _mm512_maskz_scalef_ps(kAllLanes16, _mm512_mul_ps(e, _mm512_mul_ps(t, Set(0.5f))),
                              n);  // erfc(a) / 2
@@ -74,24 +68,17 @@ inline __m512 GeluErfc16(__m512 x) {
 }
 
 // erf(x) for |x| <= 3.92 (clamped beyond, where erf rounds to +-1) as x P(t) / Q(t), t = x^2 / 16:
-// the rational fit of vec_math.cc's ErfRational8, with the division as a reciprocal estimate and
-// one Newton step (Q lies in [1, 4e4]).
+// gelu_erfc.h's rational fit (as ErfRational8 in vec_math.cc), with the division as a reciprocal
+// estimate and one Newton step (Q lies in [1, 4e4]).
 inline __m512 ErfRational16(__m512 x) {
   const __m512 xc = _mm512_maskz_min_ps(kAllLanes16, Set(3.92f),
                                         _mm512_maskz_max_ps(kAllLanes16, Set(-3.92f), x));
   const __m512 t = _mm512_mul_ps(_mm512_mul_ps(xc, xc), Set(1.0f / 16.0f));
-  __m512 p = Set(2.215459505e+00f);
-  p = _mm512_fmadd_ps(p, t, Set(1.865596070e+01f));
-  p = _mm512_fmadd_ps(p, t, Set(1.488356115e+01f));
-  p = _mm512_fmadd_ps(p, t, Set(1.340174224e+01f));
-  p = _mm512_fmadd_ps(p, t, Set(2.991443013e+00f));
-  p = _mm512_fmadd_ps(p, t, Set(1.128379162e+00f));
-  __m512 q = Set(4.061109485e+01f);
-  q = _mm512_fmadd_ps(q, t, Set(7.442732445e+01f));
-  q = _mm512_fmadd_ps(q, t, Set(6.022222603e+01f));
-  q = _mm512_fmadd_ps(q, t, Set(2.886105142e+01f));
-  q = _mm512_fmadd_ps(q, t, Set(7.984425788e+00f));
-  q = _mm512_fmadd_ps(q, t, Set(1.0f));
+  namespace g = gelu_erfc;
+  __m512 p = Set(g::kErfP[0]);
+  for (int i = 1; i < 6; ++i) p = _mm512_fmadd_ps(p, t, Set(g::kErfP[i]));
+  __m512 q = Set(g::kErfQ[0]);
+  for (int i = 1; i < 6; ++i) q = _mm512_fmadd_ps(q, t, Set(g::kErfQ[i]));
   __m512 rq = _mm512_maskz_rcp14_ps(kAllLanes16, q);
   rq = _mm512_fmadd_ps(rq, _mm512_fnmadd_ps(q, rq, Set(1.0f)), rq);
   return _mm512_mul_ps(_mm512_mul_ps(xc, p), rq);
