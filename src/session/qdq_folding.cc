@@ -88,6 +88,8 @@ class QdqFolder {
       if (!n.domain.empty()) continue;
       if (n.op_type == "Conv") {
         TryConv(n);
+      } else if (n.op_type == "QLinearConv") {
+        AdoptQLinearConv(n);
       } else if (n.op_type == "MatMul") {
         TryMatMul(n);
       } else if (n.op_type == "Add") {
@@ -302,6 +304,19 @@ class QdqFolder {
     if (bias >= 0) q.inputs.push_back(bias);
     q.outputs = {y->node->outputs[0]};
     Commit(std::move(q), chain);
+  }
+
+  // ONNX's QLinearConv (quantize_static's QOperator form) with constant int8 weights => the
+  // com.nxrt one (the same inputs and attributes), which the NHWC pass then keeps channels-last
+  // between convolutions, adds and pools as it does for folded QDQ models.
+  void AdoptQLinearConv(const Node& conv) {
+    if (conv.inputs.size() < 8 || conv.outputs.size() != 1 || conv.inputs[3] < 0) return;
+    const Value* w = Constant(g_, conv.inputs[3]);
+    if (w == nullptr || w->type != NX_TYPE_INT8 || w->dims.size() != 4) return;
+    Node q = conv;
+    q.domain = "com.nxrt";
+    q.opset = 1;
+    Commit(std::move(q), {&conv});
   }
 
   // DQ(a), DQ(const 2-D b, per tensor or per column) -> MatMul -> Q => QLinearMatMul.
@@ -562,7 +577,8 @@ int FoldQdq(Graph& graph, const std::vector<std::shared_ptr<EpInstance>>& eps, i
   const KernelRegistry* registry = eps[static_cast<size_t>(cpu_ep)]->registry();
   if (registry == nullptr) return 0;
   bool any = false;
-  for (const Node& n : graph.nodes) any = any || IsOnnx(n, "DequantizeLinear");
+  for (const Node& n : graph.nodes)
+    any = any || IsOnnx(n, "DequantizeLinear") || IsOnnx(n, "QLinearConv");
   if (!any) return 0;
   const int folds = QdqFolder(graph, *registry).Run();
   if (folds > 0) QuantizedChannelsLast(graph, *registry);

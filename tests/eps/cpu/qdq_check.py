@@ -20,7 +20,9 @@ most 5% (+0.05). BERT-4 (DIR/bert4_qdq.onnx, QLinearMatMul after folding) runs o
 sequences: its hidden states' distance to the float model may exceed onnxruntime's by at most
 10% in RMS and 25% in the largest element. EfficientNet-B0 (DIR/efficientnet_b0.onnx) is
 quantized here: its SiLU and squeeze-and-excitation islands must fold into byte tables and NHWC
-QLinearMul, and its logits stay as close to the float model as onnxruntime's (check_efficientnet).
+QLinearMul, and its logits stay as close to the float model as onnxruntime's (check_efficientnet);
+MobileNetV2 quantized in QOperator form runs its QLinearConvs on oneDNN in NHWC
+(check_qoperator).
 
 usage: python3 tests/eps/cpu/qdq_check.py --build-dir build [--models build/models]
 """
@@ -155,6 +157,7 @@ def run_nxrt(nxrt, model_path, feeds, work):
 def ort_run(path, feeds):
     options = ort.SessionOptions()
     options.intra_op_num_threads = 1
+    options.log_severity_level = 3  # not its notes on unused initializers of quantized models
     sess = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
     return sess.run(None, feeds)[0]
 
@@ -264,6 +267,71 @@ def check_bert(nxrt, models, work):
     return failures
 
 
+def profiled_ops(nxrt, model_path, work):
+    """{op_type: count} of one nxrt run, from its profile (ops of another domain than ONNX's as
+    "domain:op_type"); None (with a FAIL line) if it failed."""
+    profile = os.path.join(work, "profile.json")
+    r = subprocess.run([nxrt, "run", model_path, "--repeat", "1", "--profile", profile],
+                       capture_output=True, text=True, timeout=300)
+    if r.returncode != 0:
+        print(f"FAIL {os.path.basename(model_path)}: nxrt failed: "
+              f"{(r.stderr or r.stdout).strip()[-400:]}")
+        return None
+    with open(profile) as f:
+        events = json.load(f)
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    ops = {}
+    for e in events:
+        if e.get("cat") == "node" and str(e.get("args", {}).get("run")) == "0":
+            op = e["args"].get("op_type")
+            domain = e["args"].get("domain", "")
+            key = f"{domain}:{op}" if domain else op
+            ops[key] = ops.get(key, 0) + 1
+    return ops
+
+
+def check_logits(nxrt, name, f_path, q_path, work, seed, slack=1.25):
+    """On 3 inputs: nxrt's top-1 equals onnxruntime's or the float model's, and its largest logit
+    distance to the float model is at most `slack` x onnxruntime's + 0.05. Returns failures."""
+    rng = np.random.default_rng(seed)
+    failures = 0
+    for i in range(3):
+        x = rng.standard_normal((1, 3, 224, 224)).astype(np.float32)
+        yf, yo = ort_run(f_path, {"input": x}), ort_run(q_path, {"input": x})
+        yn = run_nxrt(nxrt, q_path, {"input": x}, work)
+        d_ort, d_nx = np.abs(yo - yf).max(), np.abs(yn - yf).max()
+        ok = yn.argmax() in (yo.argmax(), yf.argmax()) and d_nx <= slack * d_ort + 0.05
+        print(f"{'PASS' if ok else 'FAIL'} {name} input {i}: top-1 float/ort/nxrt "
+              f"{yf.argmax()}/{yo.argmax()}/{yn.argmax()}, max logit distance to float: "
+              f"ort {d_ort:.3f} nxrt {d_nx:.3f}, nxrt-ort {np.abs(yn - yo).max():.3f}")
+        failures += 0 if ok else 1
+    return failures
+
+
+def check_qoperator(nxrt, models, work):
+    """MobileNetV2 (DIR/mobilenet_v2.onnx) quantized here in QOperator form (ONNX QLinearConv,
+    com.microsoft QLinearAdd / QLinearGlobalAveragePool): its QLinearConvs must run as com.nxrt
+    ones kept NHWC (at most 2 Transposes), and its logits stay as close to the float model as
+    onnxruntime's (check_logits). The im2col path it took before was 45x slower."""
+    f_path = os.path.join(models, "mobilenet_v2.onnx")
+    if not os.path.exists(f_path):
+        print("SKIP mobilenet_v2 QOperator: models missing")
+        return 0
+    q_path = os.path.join(work, "mobilenet_v2_qop.onnx")
+    quantize_static(f_path, q_path, Reader("input", (1, 3, 224, 224), 32),
+                    quant_format=QuantFormat.QOperator, per_channel=True,
+                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
+    ops = profiled_ops(nxrt, q_path, work)
+    if ops is None:
+        return 1
+    adopted, onnx_convs = ops.get("com.nxrt:QLinearConv", 0), ops.get("QLinearConv", 0)
+    ok = adopted >= 50 and onnx_convs == 0 and ops.get("Transpose", 0) <= 2
+    print(f"{'PASS' if ok else 'FAIL'} mobilenet_v2 QOperator: com.nxrt QLinearConv {adopted}, "
+          f"ONNX QLinearConv {onnx_convs}, Transpose {ops.get('Transpose', 0)}")
+    return (0 if ok else 1) + check_logits(nxrt, "mobilenet_v2 QOperator", f_path, q_path,
+                                             work, 24)
+
+
 def check_efficientnet(nxrt, models, work):
     """EfficientNet-B0 (DIR/efficientnet_b0.onnx) quantized here with quantize_static (QDQ,
     per-channel int8 weights, uint8 activations, 8 random calibration inputs): its SiLU and
@@ -279,38 +347,17 @@ def check_efficientnet(nxrt, models, work):
     quantize_static(f_path, q_path, Reader("input", (1, 3, 224, 224), 31),
                     quant_format=QuantFormat.QDQ, per_channel=True,
                     activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
-    profile = os.path.join(work, "profile.json")
-    r = subprocess.run([nxrt, "run", q_path, "--repeat", "1", "--profile", profile],
-                       capture_output=True, text=True, timeout=300)
-    if r.returncode != 0:
-        print(f"FAIL efficientnet_b0 QDQ: nxrt failed: {(r.stderr or r.stdout).strip()[-400:]}")
+    ops = profiled_ops(nxrt, q_path, work)
+    if ops is None:
         return 1
-    with open(profile) as f:
-        events = json.load(f)
-    events = events["traceEvents"] if isinstance(events, dict) else events
-    ops = {}
-    for e in events:
-        if e.get("cat") == "node" and str(e.get("args", {}).get("run")) == "0":
-            op = e["args"].get("op_type")
-            ops[op] = ops.get(op, 0) + 1
     failures = 0
-    folded = ops.get("TableLookup", 0) > 0 and "Sigmoid" not in ops and ops.get("Transpose", 0) <= 2
-    print(f"{'PASS' if folded else 'FAIL'} efficientnet_b0 QDQ folding: TableLookup "
-          f"{ops.get('TableLookup', 0)}, Sigmoid {ops.get('Sigmoid', 0)}, QLinearMul "
-          f"{ops.get('QLinearMul', 0)}, Transpose {ops.get('Transpose', 0)}")
+    tables, muls = ops.get("com.nxrt:TableLookup", 0), ops.get("com.microsoft:QLinearMul", 0)
+    folded = tables > 0 and "Sigmoid" not in ops and ops.get("Transpose", 0) <= 2
+    print(f"{'PASS' if folded else 'FAIL'} efficientnet_b0 QDQ folding: TableLookup {tables}, "
+          f"Sigmoid {ops.get('Sigmoid', 0)}, QLinearMul {muls}, "
+          f"Transpose {ops.get('Transpose', 0)}")
     failures += 0 if folded else 1
-    rng = np.random.default_rng(23)
-    for i in range(3):
-        x = rng.standard_normal((1, 3, 224, 224)).astype(np.float32)
-        yf, yo = ort_run(f_path, {"input": x}), ort_run(q_path, {"input": x})
-        yn = run_nxrt(nxrt, q_path, {"input": x}, work)
-        d_ort, d_nx = np.abs(yo - yf).max(), np.abs(yn - yf).max()
-        ok = yn.argmax() in (yo.argmax(), yf.argmax()) and d_nx <= 1.25 * d_ort + 0.05
-        print(f"{'PASS' if ok else 'FAIL'} efficientnet_b0 QDQ input {i}: top-1 float/ort/nxrt "
-              f"{yf.argmax()}/{yo.argmax()}/{yn.argmax()}, max logit distance to float: "
-              f"ort {d_ort:.3f} nxrt {d_nx:.3f}, nxrt-ort {np.abs(yn - yo).max():.3f}")
-        failures += 0 if ok else 1
-    return failures
+    return failures + check_logits(nxrt, "efficientnet_b0 QDQ", f_path, q_path, work, 23)
 
 
 def main():
@@ -326,6 +373,7 @@ def main():
             failures += check_resnet(nxrt, args.models, work)
             failures += check_bert(nxrt, args.models, work)
             failures += check_efficientnet(nxrt, args.models, work)
+            failures += check_qoperator(nxrt, args.models, work)
     print(f"{'FAILED' if failures else 'OK'}: {failures} failing case(s)")
     return 1 if failures else 0
 

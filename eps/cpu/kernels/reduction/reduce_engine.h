@@ -25,6 +25,10 @@ std::unique_ptr<T[]> MakeFilled(int64_t n, const T& v) {
 // on one accumulator and vectorises (lane results are merged at the end).
 template <class Op>
 inline void FoldRun(typename Op::Acc& acc, const typename Op::In* x, int64_t n) {
+  if constexpr (requires { Op::FoldFloats(acc, x, n); }) {
+    Op::FoldFloats(acc, x, n);  // a vector body of the policy's own (max, min of floats)
+    return;
+  }
   using Acc = typename Op::Acc;
   constexpr int kLanes = 16;
   int64_t i = 0;

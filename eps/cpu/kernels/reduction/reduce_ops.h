@@ -16,6 +16,7 @@
 #include <type_traits>
 
 #include "common/half.h"
+#include "kernels/reduction/reduce_minmax_avx2.h"
 
 namespace nxrt::cpu::reduction {
 
@@ -164,6 +165,10 @@ struct MaxOp {
     return std::numeric_limits<Acc>::lowest();  // false for bool
   }
   static void Add(Acc& a, T x) { Merge(a, static_cast<Acc>(x)); }
+  // A contiguous run of floats in vector registers (FoldRun uses it when present).
+  static void FoldFloats(Acc& a, const float* x, int64_t n) requires std::is_same_v<T, float> {
+    FoldMinMaxAvx2<true>(a, x, n);
+  }
   static void Merge(Acc& a, const Acc& v) {
     if constexpr (std::is_floating_point_v<Acc>) {
       a = (v > a || std::isnan(v)) ? v : a;
@@ -184,6 +189,9 @@ struct MinOp {
     return std::numeric_limits<Acc>::max();  // true for bool
   }
   static void Add(Acc& a, T x) { Merge(a, static_cast<Acc>(x)); }
+  static void FoldFloats(Acc& a, const float* x, int64_t n) requires std::is_same_v<T, float> {
+    FoldMinMaxAvx2<false>(a, x, n);
+  }
   static void Merge(Acc& a, const Acc& v) {
     if constexpr (std::is_floating_point_v<Acc>) {
       a = (v < a || std::isnan(v)) ? v : a;
