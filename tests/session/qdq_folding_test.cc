@@ -181,13 +181,13 @@ std::string ElementwiseQdqModel(bool int8) {
 }
 
 std::vector<nxrt::Value> RunModel(const std::string& bytes, int level, size_t* nodes,
-                                  float low = 0.0f, float high = 4.0f) {
+                                  float low = 0.0f, float high = 4.0f,
+                                  std::vector<int64_t> dims = {1, 4, 8, 8}, int threads = 1) {
   nxrt::Env env(NX_LOG_ERROR);
   nxrt::SessionOptions options;
-  options.SetOptimizationLevel(level).SetIntraOpThreads(1);
+  options.SetOptimizationLevel(level).SetIntraOpThreads(threads);
   nxrt::Session session(env, bytes.data(), bytes.size(), &options);
   *nodes = session.ep_node_count(0);
-  std::vector<int64_t> dims = {1, 4, 8, 8};
   nxrt::Value x = nxrt::Value::Tensor(NX_TYPE_FLOAT, dims);
   std::mt19937 rng(3);
   std::uniform_real_distribution<float> uniform(low, high);
@@ -300,6 +300,98 @@ TEST(QdqFolding, SplitAndConcatRunOnBytesInNhwc) {
   ASSERT_EQ(a[0].shape(), b[0].shape());
   for (size_t i = 0; i < a[0].size(); ++i)
     EXPECT_NEAR(a[0].data<float>()[i], b[0].data<float>()[i], 1.01f * kAddScale) << i;
+}
+
+// x[1,16,H,W] -> Q/DQ -> Conv (per-channel int8 weights, int32 bias) -> Relu -> Q/DQ -> y.
+struct BandCase {
+  const char* name;
+  int64_t h, w, k, stride, dilation;
+  std::vector<int64_t> pads;  // top, left, bottom, right
+};
+
+std::string QdqConvModel(const BandCase& c) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  auto* g = m.mutable_graph();
+  g->set_name("qdq_conv_bands");
+  constexpr int64_t kIn = 16, kOut = 32;
+  *g->add_node() = MakeNode("QuantizeLinear", {"x", "xs", "zp"}, {"xq"}, "xq");
+  *g->add_node() = MakeNode("DequantizeLinear", {"xq", "xs", "zp"}, {"xd"}, "xd");
+  auto wdq = MakeNode("DequantizeLinear", {"wq", "ws", "wzp"}, {"w"}, "wd");
+  AddIntAttribute(&wdq, "axis", 0);
+  *g->add_node() = wdq;
+  auto bdq = MakeNode("DequantizeLinear", {"bq", "bs", "bzp"}, {"b"}, "bd");
+  AddIntAttribute(&bdq, "axis", 0);
+  *g->add_node() = bdq;
+  auto conv = MakeNode("Conv", {"xd", "w", "b"}, {"c"}, "conv");
+  AddIntsAttribute(&conv, "pads", c.pads);
+  AddIntsAttribute(&conv, "strides", {c.stride, c.stride});
+  AddIntsAttribute(&conv, "dilations", {c.dilation, c.dilation});
+  *g->add_node() = conv;
+  *g->add_node() = MakeNode("Relu", {"c"}, {"r"}, "relu");
+  *g->add_node() = MakeNode("QuantizeLinear", {"r", "ys", "zp"}, {"rq"}, "rq");
+  *g->add_node() = MakeNode("DequantizeLinear", {"rq", "ys", "zp"}, {"y"}, "rd");
+  std::mt19937 rng(9);
+  std::uniform_int_distribution<int> wdist(-40, 40), bdist(-300, 300);
+  std::vector<int8_t> wq(static_cast<size_t>(kOut * kIn * c.k * c.k)), wzp(kOut, 0);
+  for (int8_t& v : wq) v = static_cast<int8_t>(wdist(rng));
+  std::vector<float> ws(kOut), bs(kOut);
+  std::vector<int32_t> bq(kOut), bzp(kOut, 0);
+  for (int64_t o = 0; o < kOut; ++o) {
+    ws[o] = 0.002f * static_cast<float>(o % 5 + 1);
+    bs[o] = kXScale * ws[o];
+    bq[o] = bdist(rng);
+  }
+  *g->add_initializer() = MakeIntTensor("wq", {kOut, kIn, c.k, c.k}, wq, onnx::TensorProto::INT8);
+  *g->add_initializer() = MakeIntTensor("wzp", {kOut}, wzp, onnx::TensorProto::INT8);
+  *g->add_initializer() = nxrt::test::MakeFloatTensor("ws", {kOut}, ws);
+  *g->add_initializer() = MakeIntTensor("bq", {kOut}, bq, onnx::TensorProto::INT32);
+  *g->add_initializer() = MakeIntTensor("bzp", {kOut}, bzp, onnx::TensorProto::INT32);
+  *g->add_initializer() = nxrt::test::MakeFloatTensor("bs", {kOut}, bs);
+  *g->add_initializer() = nxrt::test::MakeFloatTensor("xs", {}, {kXScale});
+  *g->add_initializer() = nxrt::test::MakeFloatTensor("ys", {}, {kYScale});
+  *g->add_initializer() =
+      MakeIntTensor("zp", {}, std::vector<uint8_t>{7}, onnx::TensorProto::UINT8);
+  AddFloatValue(g->add_input(), "x", {1, kIn, c.h, c.w});
+  auto* y = g->add_output();
+  y->set_name("y");
+  y->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  return m.SerializeAsString();
+}
+
+// Folded int8 convolutions split between threads in bands of output rows (qconv_dnnl.h): every
+// thread count gives the one-thread result bit for bit, for halos from 1x1 to dilated 3x3 and
+// 5x5, strides 1 and 2, symmetric and one-sided padding, and bands that start or end inside
+// the padding; and the folded result stays within a step of the unfolded float graph.
+TEST(QdqFolding, ConvBandsOverThreadsEqualOneThread) {
+  const BandCase cases[] = {
+      {"3x3 pad 1", 25, 23, 3, 1, 1, {1, 1, 1, 1}},
+      {"5x5 stride 2 pad 2", 31, 29, 5, 2, 1, {2, 2, 2, 2}},
+      {"3x3 dilation 2", 20, 21, 3, 1, 2, {2, 2, 2, 2}},
+      {"1x1", 40, 40, 1, 1, 1, {0, 0, 0, 0}},
+      {"3x3 stride 2 pads at the end", 24, 26, 3, 2, 1, {0, 0, 1, 1}},
+      {"3x3 no padding", 18, 30, 3, 1, 1, {0, 0, 0, 0}},
+  };
+  for (const BandCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::string bytes = QdqConvModel(c);
+    const std::vector<int64_t> dims = {1, 16, c.h, c.w};
+    size_t nodes = 0;
+    auto one = RunModel(bytes, 1, &nodes, -1.0f, 4.0f, dims, 1);
+    auto plain = RunModel(bytes, 0, &nodes, -1.0f, 4.0f, dims, 1);
+    ASSERT_EQ(one[0].shape(), plain[0].shape());
+    for (size_t i = 0; i < one[0].size(); ++i)
+      ASSERT_NEAR(one[0].data<float>()[i], plain[0].data<float>()[i], 1.01f * kYScale) << i;
+    for (int threads : {2, 3, 8}) {
+      auto many = RunModel(bytes, 1, &nodes, -1.0f, 4.0f, dims, threads);
+      ASSERT_EQ(many[0].shape(), one[0].shape());
+      EXPECT_EQ(
+          std::memcmp(many[0].data<float>(), one[0].data<float>(), one[0].size() * sizeof(float)),
+          0)
+          << threads << " threads";
+    }
+  }
 }
 
 TEST(QdqFolding, ElementwiseIslandsOfOneTensorBecomeOneTable) {

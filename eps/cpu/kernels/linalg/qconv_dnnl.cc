@@ -125,7 +125,10 @@ std::shared_ptr<DnnlQConv::PlanSet> DnnlQConv::GetPlan(const ConvGeometry& g, in
         params_.channels_last && g.group == 1 && threads > 1 && macs >= kMinParallelMacs
             ? std::min<int64_t>(threads, m / 16)
             : 1;
-    if (parts > 1) {
+    if (params_.channels_last && threads > 1 && macs >= kMinParallelMacs &&
+        BuildRowParts(*set, g, threads)) {
+      // one band of rows per thread
+    } else if (parts > 1) {
       OmpThreadScope omp(1);
       const int64_t step = (m / parts + 15) / 16 * 16;
       for (int64_t b = 0; b < m; b += step) {
@@ -245,6 +248,10 @@ void DnnlQConv::Run(const ConvGeometry& g, const void* x, void* y, int threads) 
     return;
   }
   std::shared_ptr<PlanSet> set = GetPlan(g, threads);
+  if (set->rows) {
+    RunRows(*set, g, x, y, threads);
+    return;
+  }
   if (set->parts.size() > 1) {
     RunSlices(*set, g, x, y, threads);
     return;
@@ -307,6 +314,71 @@ void DnnlQConv::RunSlices(const PlanSet& set, const ConvGeometry& g, const void*
       stream.wait();
       for (int64_t q = 0; q < pixels; ++q)
         std::memcpy(out + q * m + oc0, dense + q * count, static_cast<size_t>(count));
+    }
+  });
+}
+
+}  // namespace nxrt::cpu::linalg
+
+namespace nxrt::cpu::linalg {
+
+bool DnnlQConv::BuildRowParts(PlanSet& set, const ConvGeometry& g, int threads) {
+  const int64_t out_rows = g.out[1];
+  if (g.batch != 1 || g.spatial != 2 || out_rows < 2 * threads) return false;
+  OmpThreadScope omp(1);
+  const int64_t span = (g.kernel[1] - 1) * g.dilation[1] + 1;  // input rows one output row reads
+  for (int64_t p = 0; p < threads; ++p) {
+    const int64_t o0 = out_rows * p / threads, o1 = out_rows * (p + 1) / threads;
+    const int64_t first = o0 * g.stride[1] - g.pad_begin[1];  // may lie in the padding
+    const int64_t end = (o1 - 1) * g.stride[1] - g.pad_begin[1] + span;
+    const int64_t r0 = std::max<int64_t>(0, first), r1 = std::min<int64_t>(g.in[1], end);
+    if (r1 <= r0) return false;
+    ConvGeometry band = g;
+    band.in[1] = r1 - r0;
+    band.out[1] = o1 - o0;
+    band.pad_begin[1] = r0 - first;
+    band.pad_end[1] = end - r1;
+    std::shared_ptr<Plan> plan = BuildPlan(band, 0, g.out_channels);
+    // A band must read and write the plain layouts in place.
+    if (!plan || plan->reorder_src || plan->reorder_dst) {
+      set.parts.clear();
+      set.in_row.clear();
+      set.out_row.clear();
+      return false;
+    }
+    set.parts.push_back(plan);
+    set.oc_begin.push_back(0);
+    set.in_row.push_back(r0);
+    set.out_row.push_back(o0);
+  }
+  set.rows = true;
+  return true;
+}
+
+void DnnlQConv::RunRows(const PlanSet& set, const ConvGeometry& g, const void* x, void* y,
+                        int threads) {
+  const int64_t in_row_bytes = g.in[2] * g.in_channels;  // one 8-bit NHWC row
+  const int64_t out_row_bytes = g.out[2] * g.out_channels;
+  ParallelFor(threads, static_cast<int64_t>(set.parts.size()), 1, [&](int64_t b, int64_t e) {
+    dnnl::engine& engine = DnnlEngine();
+    dnnl::stream& stream = DnnlStream();
+    for (int64_t p = b; p < e; ++p) {
+      const size_t i = static_cast<size_t>(p);
+      const Plan& plan = *set.parts[i];
+      dnnl::memory src(
+          plan.src_plain, engine,
+          const_cast<uint8_t*>(static_cast<const uint8_t*>(x)) + set.in_row[i] * in_row_bytes);
+      dnnl::memory dst(plan.dst_plain, engine,
+                       static_cast<uint8_t*>(y) + set.out_row[i] * out_row_bytes);
+      std::unordered_map<int, dnnl::memory> args{
+          {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, plan.weights}, {DNNL_ARG_DST, dst}};
+      if (!params_.bias.empty()) args.emplace(DNNL_ARG_BIAS, plan.bias);
+      if (params_.x_zero_point != 0)
+        args.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, plan.src_zp);
+      if (params_.y_zero_point != 0)
+        args.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST, plan.dst_zp);
+      plan.conv.execute(stream, args);
+      stream.wait();
     }
   });
 }
