@@ -217,20 +217,7 @@ def check_resnet(nxrt, models, work):
     if not (os.path.exists(q_path) and os.path.exists(f_path)):
         print("SKIP resnet50_int8: models missing")
         return 0
-    rng = np.random.default_rng(21)
-    failures = 0
-    for i in range(4):
-        x = rng.standard_normal((1, 3, 224, 224)).astype(np.float32)
-        yf = ort_run(f_path, {"input": x})
-        yo = ort_run(q_path, {"input": x})
-        yn = run_nxrt(nxrt, q_path, {"input": x}, work)
-        d_ort, d_nx = np.abs(yo - yf).max(), np.abs(yn - yf).max()
-        ok = yn.argmax() in (yo.argmax(), yf.argmax()) and d_nx <= 1.05 * d_ort + 0.05
-        print(f"{'PASS' if ok else 'FAIL'} resnet50_int8 input {i}: top-1 float/ort/nxrt "
-              f"{yf.argmax()}/{yo.argmax()}/{yn.argmax()}, max logit distance to float: "
-              f"ort {d_ort:.3f} nxrt {d_nx:.3f}, nxrt-ort {np.abs(yn - yo).max():.3f}")
-        failures += 0 if ok else 1
-    return failures
+    return check_logits(nxrt, "resnet50_int8", f_path, q_path, work, 21, slack=1.05, count=4)
 
 
 def check_bert(nxrt, models, work):
@@ -290,12 +277,13 @@ def profiled_ops(nxrt, model_path, work):
     return ops
 
 
-def check_logits(nxrt, name, f_path, q_path, work, seed, slack=1.25):
-    """On 3 inputs: nxrt's top-1 equals onnxruntime's or the float model's, and its largest logit
-    distance to the float model is at most `slack` x onnxruntime's + 0.05. Returns failures."""
+def check_logits(nxrt, name, f_path, q_path, work, seed, slack=1.25, count=3):
+    """On `count` inputs: nxrt's top-1 equals onnxruntime's or the float model's, and its largest
+    logit distance to the float model is at most `slack` x onnxruntime's + 0.05. Returns
+    failures."""
     rng = np.random.default_rng(seed)
     failures = 0
-    for i in range(3):
+    for i in range(count):
         x = rng.standard_normal((1, 3, 224, 224)).astype(np.float32)
         yf, yo = ort_run(f_path, {"input": x}), ort_run(q_path, {"input": x})
         yn = run_nxrt(nxrt, q_path, {"input": x}, work)
@@ -308,6 +296,14 @@ def check_logits(nxrt, name, f_path, q_path, work, seed, slack=1.25):
     return failures
 
 
+def quantize_image_model(f_path, q_path, quant_format, seed):
+    """quantize_static of a [1, 3, 224, 224] image model: per-channel int8 weights, uint8
+    activations, 8 random calibration inputs."""
+    quantize_static(f_path, q_path, Reader("input", (1, 3, 224, 224), seed),
+                    quant_format=quant_format, per_channel=True,
+                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
+
+
 def check_qoperator(nxrt, models, work):
     """MobileNetV2 (DIR/mobilenet_v2.onnx) quantized here in QOperator form (ONNX QLinearConv,
     com.microsoft QLinearAdd / QLinearGlobalAveragePool): its QLinearConvs must run as com.nxrt
@@ -318,9 +314,7 @@ def check_qoperator(nxrt, models, work):
         print("SKIP mobilenet_v2 QOperator: models missing")
         return 0
     q_path = os.path.join(work, "mobilenet_v2_qop.onnx")
-    quantize_static(f_path, q_path, Reader("input", (1, 3, 224, 224), 32),
-                    quant_format=QuantFormat.QOperator, per_channel=True,
-                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
+    quantize_image_model(f_path, q_path, QuantFormat.QOperator, 32)
     ops = profiled_ops(nxrt, q_path, work)
     if ops is None:
         return 1
@@ -344,9 +338,7 @@ def check_efficientnet(nxrt, models, work):
         print("SKIP efficientnet_b0 QDQ: models missing")
         return 0
     q_path = os.path.join(work, "efficientnet_b0_qdq.onnx")
-    quantize_static(f_path, q_path, Reader("input", (1, 3, 224, 224), 31),
-                    quant_format=QuantFormat.QDQ, per_channel=True,
-                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
+    quantize_image_model(f_path, q_path, QuantFormat.QDQ, 31)
     ops = profiled_ops(nxrt, q_path, work)
     if ops is None:
         return 1

@@ -242,6 +242,19 @@ std::shared_ptr<DnnlQConv::Plan> DnnlQConv::BuildPlan(const ConvGeometry& g, int
   return plan;
 }
 
+// The primitive of `plan` from src to dst, with the node's bias and zero points.
+void DnnlQConv::Execute(const Plan& plan, const dnnl::memory& src, const dnnl::memory& dst,
+                        dnnl::stream& stream) const {
+  std::unordered_map<int, dnnl::memory> args{
+      {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, plan.weights}, {DNNL_ARG_DST, dst}};
+  if (!params_.bias.empty()) args.emplace(DNNL_ARG_BIAS, plan.bias);
+  if (params_.x_zero_point != 0)
+    args.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, plan.src_zp);
+  if (params_.y_zero_point != 0)
+    args.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST, plan.dst_zp);
+  plan.conv.execute(stream, args);
+}
+
 void DnnlQConv::Run(const ConvGeometry& g, const void* x, void* y, int threads) {
   if (float_conv_) {
     RunFloat(g, x, y, threads);
@@ -269,14 +282,7 @@ void DnnlQConv::Run(const ConvGeometry& g, const void* x, void* y, int threads) 
   }
   if (plan->reorder_dst)
     dst = dnnl::memory(plan->dst_md, engine, ThreadScratch(kScratchDst, plan->dst_md.get_size()));
-  std::unordered_map<int, dnnl::memory> args{
-      {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, plan->weights}, {DNNL_ARG_DST, dst}};
-  if (!params_.bias.empty()) args.emplace(DNNL_ARG_BIAS, plan->bias);
-  if (params_.x_zero_point != 0)
-    args.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, plan->src_zp);
-  if (params_.y_zero_point != 0)
-    args.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST, plan->dst_zp);
-  plan->conv.execute(stream, args);
+  Execute(*plan, src, dst, stream);
   if (plan->reorder_dst) plan->from_dst.execute(stream, dst, dst_user);
   stream.wait();
 }
@@ -303,14 +309,7 @@ void DnnlQConv::RunSlices(const PlanSet& set, const ConvGeometry& g, const void*
       uint8_t* dense = scratch + oc0 * pixels;
       dnnl::memory src(plan.src_plain, engine, const_cast<void*>(x));
       dnnl::memory dst(plan.dst_plain, engine, dense);
-      std::unordered_map<int, dnnl::memory> args{
-          {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, plan.weights}, {DNNL_ARG_DST, dst}};
-      if (!params_.bias.empty()) args.emplace(DNNL_ARG_BIAS, plan.bias);
-      if (params_.x_zero_point != 0)
-        args.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, plan.src_zp);
-      if (params_.y_zero_point != 0)
-        args.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST, plan.dst_zp);
-      plan.conv.execute(stream, args);
+      Execute(plan, src, dst, stream);
       stream.wait();
       for (int64_t q = 0; q < pixels; ++q)
         std::memcpy(out + q * m + oc0, dense + q * count, static_cast<size_t>(count));
@@ -370,14 +369,7 @@ void DnnlQConv::RunRows(const PlanSet& set, const ConvGeometry& g, const void* x
           const_cast<uint8_t*>(static_cast<const uint8_t*>(x)) + set.in_row[i] * in_row_bytes);
       dnnl::memory dst(plan.dst_plain, engine,
                        static_cast<uint8_t*>(y) + set.out_row[i] * out_row_bytes);
-      std::unordered_map<int, dnnl::memory> args{
-          {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, plan.weights}, {DNNL_ARG_DST, dst}};
-      if (!params_.bias.empty()) args.emplace(DNNL_ARG_BIAS, plan.bias);
-      if (params_.x_zero_point != 0)
-        args.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, plan.src_zp);
-      if (params_.y_zero_point != 0)
-        args.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST, plan.dst_zp);
-      plan.conv.execute(stream, args);
+      Execute(plan, src, dst, stream);
       stream.wait();
     }
   });

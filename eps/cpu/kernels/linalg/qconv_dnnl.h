@@ -93,6 +93,8 @@ class DnnlQConv {
   // OpenMP team size.
   std::shared_ptr<Plan> BuildPlan(const ConvGeometry& g, int64_t oc_begin, int64_t oc_count);
   void RunSlices(const PlanSet& set, const ConvGeometry& g, const void* x, void* y, int threads);
+  void Execute(const Plan& plan, const dnnl::memory& src, const dnnl::memory& dst,
+               dnnl::stream& stream) const;
   // Row parts (PlanSet::rows): one image's output rows split between threads; each part's
   // primitive reads its input rows (with the halo its kernel needs, padding only at the image's
   // own edges) and writes its rows of y in place.
