@@ -129,6 +129,12 @@ typedef struct OrtTypeInfo OrtTypeInfo;
 typedef struct OrtTensorTypeAndShapeInfo OrtTensorTypeAndShapeInfo;
 typedef struct OrtOpAttr OrtOpAttr;
 typedef struct OrtExternalInitializerInfo OrtExternalInitializerInfo;
+/* Kernel-based plugins (level 24) */
+typedef struct OrtKernelInfo OrtKernelInfo;
+typedef struct OrtKernelDefBuilder OrtKernelDefBuilder;
+typedef struct OrtKernelDef OrtKernelDef;
+typedef struct OrtDataType OrtDataType; /* a value kind plus, for tensors, an element type */
+typedef struct OrtSharedPrePackedWeightCache OrtSharedPrePackedWeightCache;
 
 /* ---- The tables the host hands out --------------------------------------------------------- */
 
@@ -192,6 +198,47 @@ typedef struct OrtDataTransferImpl {
   OrtStatus* (*CopyTensors)(struct OrtDataTransferImpl* self, const OrtValue** src, OrtValue** dst,
                             OrtSyncStream** streams, size_t count);
 } OrtDataTransferImpl;
+
+/* Level 24: one kernel instance for one node of a kernel-based plugin (OrtEp::GetKernelRegistry),
+ * made by the OrtKernelCreateFunc the plugin registered and released with Release. */
+typedef struct OrtKernelImpl {
+  uint32_t ort_version_supported;
+  uint32_t flags; /* the plugin sets 0; the host may use it */
+  OrtStatus* (*Compute)(struct OrtKernelImpl* self, OrtKernelContext* context);
+  void (*Release)(struct OrtKernelImpl* self);
+  /* Optional (NULL: never packs). Offered each constant input once, before the first run. */
+  OrtStatus* (*PrePackWeight)(struct OrtKernelImpl* self, const OrtValue* tensor, int input_index,
+                              OrtAllocator* allocator, OrtSharedPrePackedWeightCache* cache,
+                              bool* is_packed);
+  /* Optional unless PrePackWeight stores into the cache: the shared copy of a packed weight. */
+  OrtStatus* (*SetSharedPrePackedWeight)(struct OrtKernelImpl* self,
+                                         const void* const* buffer_data_ptrs,
+                                         const size_t* buffer_data_sizes, size_t num_buffers,
+                                         int input_index);
+} OrtKernelImpl;
+
+/* Registered with OrtEpApi::KernelRegistry_AddKernel; `info` is borrowed for the call. */
+typedef OrtStatus* (*OrtKernelCreateFunc)(void* state, const OrtKernelInfo* info,
+                                          OrtKernelImpl** kernel_out);
+
+/* Level 24: what the runtime's Loop and Scan kernels (OrtEpApi::CreateLoopKernel /
+ * CreateScanKernel) ask of the plugin for values in its memory. */
+typedef struct OrtLoopKernelHelper {
+  uint32_t ort_version_supported;
+  void (*Release)(struct OrtLoopKernelHelper* self);
+  OrtStatus* (*ConcatOutput)(struct OrtLoopKernelHelper* self, void* stream_handle,
+                             const OrtValue* const* per_iteration_outputs,
+                             size_t num_per_iteration_outputs, void* output,
+                             size_t output_size_in_bytes);
+} OrtLoopKernelHelper;
+
+typedef struct OrtScanKernelHelper {
+  uint32_t ort_version_supported;
+  void (*Release)(struct OrtScanKernelHelper* self);
+  OrtStatus* (*Transpose)(struct OrtScanKernelHelper* self, const size_t* permutation,
+                          size_t num_permutation_elems, const OrtValue* input,
+                          OrtSyncStream* stream, OrtValue* output);
+} OrtScanKernelHelper;
 
 typedef struct OrtEp {
   uint32_t ort_version_supported;

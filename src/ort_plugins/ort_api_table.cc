@@ -11,6 +11,7 @@
 #include "ort_plugins/ort_ep_adapter.h"
 #include "ort_plugins/ort_host_objects.h"
 #include "ort_plugins/ort_model_editor.h"
+#include "ort_plugins/ort_wrapped_ep.h"
 
 namespace nxrt::ort {
 namespace {
@@ -504,6 +505,7 @@ const Tables& TheTables() {
     Tables t{BuildApi(), BuildEpApi(), BuildEditorApi()};
     InstallValueApi(t.api, t.ep_api);
     InstallEpAdapterApi(t.api, t.ep_api);
+    InstallKernelApi(t.api, t.ep_api);
     InstallModelEditorApi(t.api, t.editor_api);
     return t;
   }();

@@ -12,32 +12,11 @@
 #include "ort_plugins/ort_api_table.h"
 #include "ort_plugins/ort_host_objects.h"
 #include "ort_plugins/ort_model_editor.h"
+#include "ort_plugins/ort_wrapped_ep.h"
 #include "ort_plugins/ort_wrapped_factory.h"
 #include "plugins/host_objects.h"
 
 namespace nxrt::ort {
-
-// One OrtEp seen as an NxEp, for one session.
-struct WrappedEp : NxEp {
-  WrappedFactory* factory = nullptr;
-  OrtEp* ort = nullptr;
-  std::string name;
-  OrtSessionOptions options;
-  std::unique_ptr<OrtLogger> logger;
-  std::vector<const OrtHardwareDevice*> devices;
-  std::vector<const OrtKeyValuePairs*> device_metadata;
-  // Per claimed group (keyed by its nodes' first outputs): the plugin's fusion options.
-  std::mutex mutex;
-  std::map<std::string, bool> drop_initializers;
-  // Every compute info Compile returned; handed back in one call when the EP is released.
-  std::vector<OrtNodeComputeInfo*> compute_infos;
-  // The session writes a compiled model: Compile's EPContext nodes are kept.
-  bool writes_context = false;
-
-  std::string Context(const std::string& what) const {
-    return factory->path + ": EP '" + name + "' " + what;
-  }
-};
 
 // A group the plugin compiled: its compute info and state, and how its inputs map to the
 // group's.
@@ -98,6 +77,11 @@ NxStatus* WrappedGetCapability(NxEp* self, const NxGraph* graph, NxCapability* c
   });
 }
 
+NxStatus* WrappedGetKernelRegistry(NxEp* self, const NxKernelRegistry** registry) {
+  *registry = static_cast<WrappedEp*>(self)->kernels;
+  return nullptr;
+}
+
 void ReleaseCompiledKernel(NxKernel* self) {
   auto* k = static_cast<CompiledKernel*>(self);
   if (k->has_state && k->info->ReleaseState != nullptr) {
@@ -110,7 +94,7 @@ void ReleaseCompiledKernel(NxKernel* self) {
 NxStatus* ComputeCompiledKernel(NxKernel* self, NxKernelContext* ctx) {
   auto* k = static_cast<CompiledKernel*>(self);
   return CatchAsStatus([&] {
-    OrtKernelContext context{ctx, k};
+    OrtKernelContext context{ctx, &k->input_map, k->ep->logger.get()};
     OrtStatus* status = nullptr;
     {
       LibraryScope scope(k->ep->factory->calls.get());
@@ -281,15 +265,6 @@ OrtStatus* AddNodesToFuse(OrtEpGraphSupportInfo* info, const OrtNode* const* nod
   return nullptr;
 }
 
-OrtStatus* AddSingleNode(OrtEpGraphSupportInfo* info, const OrtNode* node) {
-  (void)info;
-  (void)node;
-  return NewOrtStatus(ORT_NOT_IMPLEMENTED,
-                      "EpGraphSupportInfo_AddSingleNode: single nodes run kernels from a kernel "
-                      "registry (onnxruntime API level 24), which nxrt's ORT plugin host does "
-                      "not serve yet; claim nodes with EpGraphSupportInfo_AddNodesToFuse");
-}
-
 const char* NodeComputeContextNodeName(const OrtNodeComputeContext* context) {
   return context ? context->node_name.c_str() : nullptr;
 }
@@ -298,7 +273,7 @@ const char* NodeComputeContextNodeName(const OrtNodeComputeContext* context) {
 
 OrtStatus* KernelContextGetInputCount(const OrtKernelContext* c, size_t* out) {
   if (!c || !out) return NullArgument("KernelContext_GetInputCount");
-  *out = c->kernel->input_map.size();
+  *out = c->input_map ? c->input_map->size() : c->nx->num_inputs;
   return nullptr;
 }
 OrtStatus* KernelContextGetOutputCount(const OrtKernelContext* c, size_t* out) {
@@ -308,9 +283,10 @@ OrtStatus* KernelContextGetOutputCount(const OrtKernelContext* c, size_t* out) {
 }
 OrtStatus* KernelContextGetInput(const OrtKernelContext* c, size_t index, const OrtValue** out) {
   if (!c || !out) return NullArgument("KernelContext_GetInput");
-  if (index >= c->kernel->input_map.size())
+  const size_t count = c->input_map ? c->input_map->size() : c->nx->num_inputs;
+  if (index >= count)
     return NewOrtStatus(ORT_INVALID_ARGUMENT, "KernelContext_GetInput: index out of range");
-  const size_t i = c->kernel->input_map[index];
+  const size_t i = c->input_map ? (*c->input_map)[index] : index;
   *out = reinterpret_cast<const OrtValue*>(i < c->nx->num_inputs ? c->nx->inputs[i] : nullptr);
   return nullptr;
 }
@@ -339,7 +315,7 @@ OrtStatus* KernelContextGetOutput(OrtKernelContext* c, size_t index, const int64
 }
 OrtStatus* KernelContextGetLogger(const OrtKernelContext* c, const OrtLogger** out) {
   if (!c || !out) return NullArgument("KernelContext_GetLogger");
-  *out = c->kernel->ep->logger.get();
+  *out = c->logger;
   return nullptr;
 }
 OrtStatus* KernelContextGetGPUComputeStream(const OrtKernelContext* c, void** out) {
@@ -398,20 +374,36 @@ NxStatus* CreateWrappedEp(WrappedFactory& factory, const NxEpCreateArgs* args, N
     ThrowIfOrtStatus(status, factory.Context("CreateEp failed"));
     NXRT_CHECK(ort != nullptr, NX_INVALID_PLUGIN, factory.Context("CreateEp returned no EP"));
     ep->ort = ort;
-    if (ort->ort_version_supported < 23 || ort->GetName == nullptr ||
-        ort->GetCapability == nullptr || ort->Compile == nullptr ||
-        ort->ReleaseNodeComputeInfos == nullptr) {
+    // An EP compiles groups (Compile + ReleaseNodeComputeInfos), runs kernels from a registry
+    // (level 24: GetKernelRegistry), or both.
+    const bool compiles = ort->Compile != nullptr && ort->ReleaseNodeComputeInfos != nullptr;
+    const bool has_kernels = ort->ort_version_supported >= 24 && ort->GetKernelRegistry != nullptr;
+    auto release = [&] {
+      ReleaseKernelRegistry(*ep);
+      ReleaseDeviceAllocators(*ep);
       LibraryScope scope(factory.calls.get());
       factory.ort->ReleaseEp(factory.ort, ort);
-      Throw(NX_INVALID_PLUGIN, factory.Context("CreateEp returned an EP without GetCapability, "
-                                               "Compile or ReleaseNodeComputeInfos"));
+    };
+    if (ort->ort_version_supported < 23 || ort->GetName == nullptr ||
+        ort->GetCapability == nullptr || (!compiles && !has_kernels)) {
+      release();
+      Throw(NX_INVALID_PLUGIN,
+            factory.Context("CreateEp returned an EP without GetCapability, or with neither "
+                            "Compile and ReleaseNodeComputeInfos nor GetKernelRegistry"));
+    }
+    try {
+      LoadKernelRegistry(*ep);
+    } catch (...) {
+      release();
+      throw;
     }
     NxEp& nx = *ep;
     nx = NxEp{};
     nx.version = 6;
     nx.GetName = &WrappedEpName;
     nx.GetCapability = &WrappedGetCapability;
-    nx.CompileGroup = &WrappedCompileGroup;
+    if (compiles) nx.CompileGroup = &WrappedCompileGroup;
+    if (ep->kernels != nullptr) nx.GetKernelRegistry = &WrappedGetKernelRegistry;
     *out = ep.release();
   });
 }
@@ -419,6 +411,8 @@ NxStatus* CreateWrappedEp(WrappedFactory& factory, const NxEpCreateArgs* args, N
 void ReleaseWrappedEp(WrappedFactory& factory, NxEp* nx) {
   if (nx == nullptr) return;
   std::unique_ptr<WrappedEp> ep(static_cast<WrappedEp*>(nx));
+  ReleaseKernelRegistry(*ep);
+  ReleaseDeviceAllocators(*ep);
   LibraryScope scope(factory.calls.get());
   if (!ep->compute_infos.empty())
     ep->ort->ReleaseNodeComputeInfos(ep->ort, ep->compute_infos.data(), ep->compute_infos.size());
@@ -437,7 +431,6 @@ void InstallEpAdapterApi(OrtApi& api, OrtEpApi& ep_api) {
   api.KernelContext_GetLogger = Slot(&KernelContextGetLogger);
   api.KernelContext_GetGPUComputeStream = Slot(&KernelContextGetGPUComputeStream);
   ep_api.EpGraphSupportInfo_AddNodesToFuse = Slot(&AddNodesToFuse);
-  ep_api.EpGraphSupportInfo_AddSingleNode = Slot(&AddSingleNode);
   ep_api.NodeComputeContext_NodeName = Slot(&NodeComputeContextNodeName);
 }
 

@@ -42,9 +42,12 @@ struct OrtNodeComputeContext {
   std::string node_name;
 };
 
+// What a compute info (compiled group) or an OrtKernelImpl (kernel-registry node) computes with.
 struct OrtKernelContext {
   NxKernelContext* nx = nullptr;
-  const nxrt::ort::CompiledKernel* kernel = nullptr;
+  // Fused-node input k is input (*input_map)[k] of the group; null: the node's inputs as they are.
+  const std::vector<size_t>* input_map = nullptr;
+  const OrtLogger* logger = nullptr;
 };
 
 namespace nxrt::ort {

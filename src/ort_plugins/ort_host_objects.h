@@ -94,6 +94,16 @@ void ForgetEpDevice(const OrtEpDevice* device);
 // Throws the error a plugin's status carries (taking it), as an nxrt::Error naming `context`.
 void ThrowIfOrtStatus(OrtStatus* status, const std::string& context);
 
+// A value the plugin owns from now on (ReleaseValue frees it) (ort_value_api.cc).
+OrtValue* AdoptPluginValue(NxValue* value);
+
+// An nxrt memory as onnxruntime describes it (host memory: CpuMemoryInfo()); process lifetime.
+const OrtMemoryInfo* OrtMemoryInfoFor(const NxMemoryInfo* memory);
+
+// Host memory as onnxruntime describes it, and the host's allocator of it (ort_value_api.cc).
+const OrtMemoryInfo* CpuMemoryInfo();
+OrtAllocator* CpuAllocator();
+
 // The nxrt status code closest to an onnxruntime one.
 NxStatusCode ToNxCode(OrtErrorCode code);
 

@@ -89,6 +89,7 @@ NxStatus* WrappedGetSupportedDevices(NxEpFactory* self, const NxHardwareDevice* 
       supported->added.push_back({d->device, d->metadata.ToKeyValues(), d->options.ToKeyValues()});
     }
     for (auto& d : owned) w->ep_devices.push_back(std::move(d));
+    CollectDeviceMemories(*w);
   });
 }
 
@@ -165,7 +166,7 @@ std::unique_ptr<WrappedFactory> Wrap(OrtEpFactory* ort, OrtReleaseEpFactoryFn re
   if (w->version.empty()) w->version = "0.0.0";
   NxEpFactory& nx = *w;
   nx = NxEpFactory{};
-  nx.version = 9;
+  nx.version = 12;
   nx.GetName = &WrappedName;
   nx.GetVendor = &WrappedVendor;
   nx.GetVersion = &WrappedVersion;
@@ -174,6 +175,7 @@ std::unique_ptr<WrappedFactory> Wrap(OrtEpFactory* ort, OrtReleaseEpFactoryFn re
   nx.ReleaseEp = &WrappedReleaseEp;
   nx.GetSupportedDevices = &WrappedGetSupportedDevices;
   nx.CheckCompatibility = &WrappedCheckCompatibility;
+  InstallDeviceMemoryApi(nx);
   return w;
 }
 

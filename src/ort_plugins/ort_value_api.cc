@@ -47,6 +47,10 @@ void ReleaseValue(OrtValue* value) {
   delete v;
 }
 
+}  // namespace
+
+OrtValue* AdoptPluginValue(Value* value) { return Adopt(value); }
+
 // ---- The host's CPU memory and allocator --------------------------------------------------------
 
 const OrtMemoryInfo* CpuMemoryInfo() {
@@ -61,18 +65,22 @@ const OrtMemoryInfo* CpuMemoryInfo() {
   return info;
 }
 
+namespace {
 void* CpuAlloc(OrtAllocator*, size_t size) {
   return std::aligned_alloc(64, (size + 63) / 64 * 64 + (size == 0 ? 64 : 0));
 }
 void CpuFree(OrtAllocator*, void* block) { std::free(block); }
 const OrtMemoryInfo* CpuInfo(const OrtAllocator*) { return CpuMemoryInfo(); }
 void* CpuReserve(OrtAllocator* a, size_t size) { return CpuAlloc(a, size); }
+}  // namespace
 
 OrtAllocator* CpuAllocator() {
   static OrtAllocator allocator{NXRT_ORT_API_LEVEL, &CpuAlloc, &CpuFree, &CpuInfo,
                                 &CpuReserve,        nullptr,   nullptr};
   return &allocator;
 }
+
+namespace {
 
 OrtStatus* GetAllocatorWithDefaultOptions(OrtAllocator** out) {
   if (!out) return NullArgument("GetAllocatorWithDefaultOptions");
@@ -215,27 +223,32 @@ OrtStatus* GetTensorSizeInBytes(const OrtValue* v, size_t* out) {
   return nullptr;
 }
 
-// The memory description of a value: host memory unless the tensor lives in a device's memory.
-const OrtMemoryInfo* MemoryInfoOf(const Value& v) {
-  if (v.memory == nullptr || HostAccessible(v.memory)) return CpuMemoryInfo();
+const OrtMemoryInfo* MemoryInfoOf(const Value& v) { return OrtMemoryInfoFor(v.memory); }
+
+}  // namespace
+
+const OrtMemoryInfo* OrtMemoryInfoFor(const NxMemoryInfo* memory) {
+  if (memory == nullptr || HostAccessible(memory)) return CpuMemoryInfo();
   static std::mutex mutex;
   static auto* infos = new std::map<const NxMemoryInfo*, std::unique_ptr<OrtMemoryInfo>>();
   std::lock_guard<std::mutex> lock(mutex);
-  auto& slot = (*infos)[v.memory];
+  auto& slot = (*infos)[memory];
   if (!slot) {
     slot = std::make_unique<OrtMemoryInfo>();
-    slot->name = v.memory->name ? v.memory->name : "";
-    slot->id = v.memory->device_id;
-    slot->device.device_type = v.memory->device_type == NX_DEVICE_NPU ? OrtMemoryInfoDeviceType_NPU
-                               : v.memory->device_type == NX_DEVICE_FPGA
+    slot->name = memory->name ? memory->name : "";
+    slot->id = memory->device_id;
+    slot->device.device_type = memory->device_type == NX_DEVICE_NPU ? OrtMemoryInfoDeviceType_NPU
+                               : memory->device_type == NX_DEVICE_FPGA
                                    ? OrtMemoryInfoDeviceType_FPGA
                                    : OrtMemoryInfoDeviceType_GPU;
-    slot->device.vendor_id = v.memory->vendor_id;
-    slot->device.device_id = v.memory->device_id;
-    slot->device.alignment = v.memory->alignment;
+    slot->device.vendor_id = memory->vendor_id;
+    slot->device.device_id = memory->device_id;
+    slot->device.alignment = memory->alignment;
   }
   return slot.get();
 }
+
+namespace {
 
 OrtStatus* GetTensorMemoryInfo(const OrtValue* v, const OrtMemoryInfo** out) {
   if (!v || !out) return NullArgument("GetTensorMemoryInfo");

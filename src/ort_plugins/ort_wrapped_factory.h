@@ -27,8 +27,22 @@ struct WrappedFactory : NxEpFactory {
   std::shared_ptr<OrtLogger> logger;  // the default logger CreateEpFactories received
   // EP devices the factory returned; the host owns them until the factory is released.
   std::vector<std::unique_ptr<OrtEpDevice>> ep_devices;
+  // The device memory of each EP device that has one (EpDevice_AddAllocatorInfo with a memory
+  // the host cannot read), as nxrt describes it (ort_device_memory.cc).
+  struct DeviceMemory {
+    const OrtEpDevice* device = nullptr;
+    const OrtMemoryInfo* ort = nullptr;  // the EP device's
+    NxMemoryInfo nx{};
+  };
+  std::vector<std::unique_ptr<DeviceMemory>> device_memories;
 
   std::string Context(const char* what) const { return path + ": EP '" + name + "' " + what; }
 };
+
+// Device memory of onnxruntime plugins: after GetSupportedDevices, notes which EP devices compute
+// in memory of their own; then the factory's GetDeviceMemoryInfo names it, CreateAllocator hands
+// out the plugin's OrtEpFactory::CreateAllocator and CreateDataTransfer its OrtDataTransferImpl.
+void CollectDeviceMemories(WrappedFactory& factory);
+void InstallDeviceMemoryApi(NxEpFactory& factory);
 
 }  // namespace nxrt::ort

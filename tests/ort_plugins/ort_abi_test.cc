@@ -99,6 +99,13 @@ TEST(OrtAbi, StructsPluginsFillHaveOnnxruntimesLayout) {
   EXPECT_EQ(sizeof(OrtDataTransferImpl), 4 * p);
   EXPECT_EQ(sizeof(OrtAllocator), 7 * p);
   EXPECT_EQ(offsetof(OrtNodeFusionOptions, drop_constant_initializers), 4u);
+  // Kernel-based plugins (level 24): two 32-bit words, then four functions.
+  EXPECT_EQ(offsetof(OrtKernelImpl, flags), 4u);
+  EXPECT_EQ(offsetof(OrtKernelImpl, Compute), 8u);
+  EXPECT_EQ(offsetof(OrtKernelImpl, SetSharedPrePackedWeight), 8 + 3 * p);
+  EXPECT_EQ(sizeof(OrtKernelImpl), 8 + 4 * p);
+  EXPECT_EQ(sizeof(OrtLoopKernelHelper), 3 * p);
+  EXPECT_EQ(sizeof(OrtScanKernelHelper), 3 * p);
 }
 
 TEST(OrtAbi, ImplementedSlotsAreTold) {
@@ -146,19 +153,20 @@ TEST(OrtAbi, UnimplementedSlotsAnswerAndAreCounted) {
     reinterpret_cast<void (*)(void*)>(HostApi()->ReleaseSession)(nullptr);
     reinterpret_cast<void (*)(void*)>(HostApi()->ReleaseSession)(nullptr);
     // An OrtEpApi slot nxrt does not implement yet.
-    using CreateKernelRegistryFn = OrtStatus* (*)(OrtKernelRegistry**);
-    OrtKernelRegistry* registry = nullptr;
-    OrtStatus* e =
-        reinterpret_cast<CreateKernelRegistryFn>(HostEpApi()->CreateKernelRegistry)(&registry);
+    using SetDetailsFn =
+        OrtStatus* (*)(OrtDeviceEpIncompatibilityDetails*, uint32_t, int32_t, const char*);
+    OrtStatus* e = reinterpret_cast<SetDetailsFn>(
+        HostEpApi()->DeviceEpIncompatibilityDetails_SetDetails)(nullptr, 0, 0, nullptr);
     ASSERT_NE(e, nullptr);
-    EXPECT_NE(std::string(e->message).find("OrtEpApi::CreateKernelRegistry"), std::string::npos);
+    EXPECT_NE(std::string(e->message).find("OrtEpApi::DeviceEpIncompatibilityDetails_SetDetails"),
+              std::string::npos);
     FreeOrtStatus(e);
   }
   auto counts = calls.Counts();
   EXPECT_EQ(counts["OrtApi::CreateEnv"], 1u);
   EXPECT_EQ(counts["OrtApi::GetTrainingApi"], 1u);
   EXPECT_EQ(counts["OrtApi::ReleaseSession"], 2u);
-  EXPECT_EQ(counts["OrtEpApi::CreateKernelRegistry"], 1u);
+  EXPECT_EQ(counts["OrtEpApi::DeviceEpIncompatibilityDetails_SetDetails"], 1u);
   EXPECT_EQ(counts.count("OrtApi::CreateStatus"), 0u);  // implemented slots are not counted
 }
 
