@@ -248,9 +248,8 @@ TEST(ConvThreads, EveryThreadCountMatchesTheReference) {
       {"3x3 Winograd, batch 2", 2, 24, 40, 1, {18, 21}, {3, 3}, {1, 1}, {1, 1}, {1, 0, 1, 2}, false, true, false},
       {"3x3 Winograd + Add + Relu", 1, 20, 36, 1, {16, 17}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, true, true, true},
       {"1-D kernel 5", 2, 24, 72, 1, {50}, {5}, {1}, {1}, {2, 2}, true, true, false},
-      // a speech encoder's 1-D convolutions: oneDNN's brgemm kernels want channels-last on
-      // AVX-512, and nxrt's tiled transposes move the input there and the output back (odd
-      // lengths, batch 2, with and without the fused residual)
+      // a speech encoder's 1-D convolutions, on oneDNN's direct kernel (PreferDirectKernel in
+      // conv_dnnl.cc): odd lengths, batch 2, with and without the fused residual
       {"1-D 64 -> 80 stride 2", 2, 64, 80, 1, {97}, {3}, {2}, {1}, {0, 0}, false, true, false},
       {"1-D 48 -> 48 + Add + Relu", 2, 48, 48, 1, {61}, {3}, {1}, {1}, {1, 1}, true, true, true},
       // paths that split without slices: pointwise GEMM, grouped, depthwise
