@@ -240,6 +240,26 @@ typedef struct OrtScanKernelHelper {
                           OrtSyncStream* stream, OrtValue* output);
 } OrtScanKernelHelper;
 
+/* Streams (level 23): an EP that is stream aware (OrtEpFactory::IsStreamAware) queues device work
+ * on streams it creates per memory device; notifications order work between streams and the
+ * host. */
+typedef struct OrtSyncNotificationImpl {
+  uint32_t ort_version_supported;
+  void (*Release)(struct OrtSyncNotificationImpl* self);
+  OrtStatus* (*Activate)(struct OrtSyncNotificationImpl* self);
+  OrtStatus* (*WaitOnDevice)(struct OrtSyncNotificationImpl* self, OrtSyncStream* consumer_stream);
+  OrtStatus* (*WaitOnHost)(struct OrtSyncNotificationImpl* self);
+} OrtSyncNotificationImpl;
+
+struct OrtSyncStreamImpl {
+  uint32_t ort_version_supported;
+  void (*Release)(OrtSyncStreamImpl* self);
+  void* (*GetHandle)(OrtSyncStreamImpl* self); /* the native stream (a cudaStream_t, ...) */
+  OrtStatus* (*CreateNotification)(OrtSyncStreamImpl* self, OrtSyncNotificationImpl** notification);
+  OrtStatus* (*Flush)(OrtSyncStreamImpl* self);
+  OrtStatus* (*OnSessionRunEnd)(OrtSyncStreamImpl* self);
+};
+
 typedef struct OrtEp {
   uint32_t ort_version_supported;
   const char* (*GetName)(const struct OrtEp* self);

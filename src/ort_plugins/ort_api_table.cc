@@ -506,6 +506,7 @@ const Tables& TheTables() {
     InstallValueApi(t.api, t.ep_api);
     InstallEpAdapterApi(t.api, t.ep_api);
     InstallKernelApi(t.api, t.ep_api);
+    InstallStreamApi(t.api, t.ep_api);
     InstallModelEditorApi(t.api, t.editor_api);
     return t;
   }();

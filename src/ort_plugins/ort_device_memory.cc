@@ -112,9 +112,8 @@ bool TransferCanCopy(const NxDataTransfer* self, const NxMemoryInfo* src, const 
   LibraryScope scope(t->factory->calls.get());
   return t->ort->CanCopy(t->ort, &OrtMemoryInfoFor(src)->device, &OrtMemoryInfoFor(dst)->device);
 }
-NxStatus* TransferCopy(NxDataTransfer* self, const NxValue* const* src, NxValue* const* dst,
-                       size_t count) {
-  auto* t = static_cast<WrappedTransfer*>(self);
+NxStatus* CopyOn(WrappedTransfer* t, const NxValue* const* src, NxValue* const* dst, size_t count,
+                 OrtSyncStream* stream) {
   return CatchAsStatus([&] {
     std::vector<const OrtValue*> from(count);
     std::vector<OrtValue*> to(count);
@@ -125,11 +124,21 @@ NxStatus* TransferCopy(NxDataTransfer* self, const NxValue* const* src, NxValue*
     OrtStatus* status = nullptr;
     {
       LibraryScope scope(t->factory->calls.get());
-      // Not stream aware: copies are synchronous, as nxrt's version-2 transfers are.
-      status = t->ort->CopyTensors(t->ort, from.data(), to.data(), nullptr, count);
+      // Without a stream the copies are synchronous; with one the plugin queues them there.
+      std::vector<OrtSyncStream*> streams(stream ? count : 0, stream);
+      status = t->ort->CopyTensors(t->ort, from.data(), to.data(),
+                                   stream ? streams.data() : nullptr, count);
     }
     ThrowIfOrtStatus(status, t->factory->Context("OrtDataTransferImpl::CopyTensors failed"));
   });
+}
+NxStatus* TransferCopy(NxDataTransfer* self, const NxValue* const* src, NxValue* const* dst,
+                       size_t count) {
+  return CopyOn(static_cast<WrappedTransfer*>(self), src, dst, count, nullptr);
+}
+NxStatus* TransferCopyAsync(NxDataTransfer* self, const NxValue* const* src, NxValue* const* dst,
+                            size_t count, NxStream* stream) {
+  return CopyOn(static_cast<WrappedTransfer*>(self), src, dst, count, PluginStreamOf(stream));
 }
 void TransferRelease(NxDataTransfer* self) {
   auto* t = static_cast<WrappedTransfer*>(self);
@@ -164,10 +173,14 @@ NxStatus* CreateDataTransfer(NxEpFactory* self, NxDataTransfer** out) {
     auto t = std::make_unique<WrappedTransfer>();
     NxDataTransfer& nx = *t;
     nx = NxDataTransfer{};
-    nx.version = 2;  // synchronous copies only
+    nx.version = 2;  // synchronous copies ...
     nx.CanCopy = &TransferCanCopy;
     nx.CopyTensors = &TransferCopy;
     nx.Release = &TransferRelease;
+    if (IsStreamAware(*w)) {  // ... and, for a stream-aware plugin, copies on its streams
+      nx.version = NXRT_EP_API_VERSION;
+      nx.CopyTensorsAsync = &TransferCopyAsync;
+    }
     t->factory = w;
     t->ort = ort;
     *out = t.release();

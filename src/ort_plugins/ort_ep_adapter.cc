@@ -77,6 +77,10 @@ NxStatus* WrappedGetCapability(NxEp* self, const NxGraph* graph, NxCapability* c
   });
 }
 
+NxStatus* WrappedCreateStream(NxEp* self, const NxHardwareDevice* device, NxStream** stream) {
+  return CreatePluginStream(*static_cast<WrappedEp*>(self), device, stream);
+}
+
 NxStatus* WrappedGetKernelRegistry(NxEp* self, const NxKernelRegistry** registry) {
   *registry = static_cast<WrappedEp*>(self)->kernels;
   return nullptr;
@@ -318,11 +322,6 @@ OrtStatus* KernelContextGetLogger(const OrtKernelContext* c, const OrtLogger** o
   *out = c->logger;
   return nullptr;
 }
-OrtStatus* KernelContextGetGPUComputeStream(const OrtKernelContext* c, void** out) {
-  if (!c || !out) return NullArgument("KernelContext_GetGPUComputeStream");
-  *out = nullptr;
-  return nullptr;
-}
 
 }  // namespace
 
@@ -399,11 +398,12 @@ NxStatus* CreateWrappedEp(WrappedFactory& factory, const NxEpCreateArgs* args, N
     }
     NxEp& nx = *ep;
     nx = NxEp{};
-    nx.version = 6;
+    nx.version = 13;
     nx.GetName = &WrappedEpName;
     nx.GetCapability = &WrappedGetCapability;
     if (compiles) nx.CompileGroup = &WrappedCompileGroup;
     if (ep->kernels != nullptr) nx.GetKernelRegistry = &WrappedGetKernelRegistry;
+    if (IsStreamAware(factory)) nx.CreateStream = &WrappedCreateStream;
     *out = ep.release();
   });
 }
@@ -429,7 +429,6 @@ void InstallEpAdapterApi(OrtApi& api, OrtEpApi& ep_api) {
   api.KernelContext_GetInput = Slot(&KernelContextGetInput);
   api.KernelContext_GetOutput = Slot(&KernelContextGetOutput);
   api.KernelContext_GetLogger = Slot(&KernelContextGetLogger);
-  api.KernelContext_GetGPUComputeStream = Slot(&KernelContextGetGPUComputeStream);
   ep_api.EpGraphSupportInfo_AddNodesToFuse = Slot(&AddNodesToFuse);
   ep_api.NodeComputeContext_NodeName = Slot(&NodeComputeContextNodeName);
 }

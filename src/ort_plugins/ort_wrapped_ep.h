@@ -67,6 +67,14 @@ OrtAllocator* DeviceAllocator(WrappedEp& ep, const NxMemoryInfo* memory);
 // Releases those (with the EP).
 void ReleaseDeviceAllocators(WrappedEp& ep);
 
+// Streams (ort_streams.cc). Whether the plugin's factory says it is stream aware; a stream of the
+// plugin for the memory of `device` (*stream = NULL where the plugin makes none or the device has
+// no memory of its own); the plugin's stream behind an nxrt stream (null for other streams).
+bool IsStreamAware(const WrappedFactory& factory);
+NxStatus* CreatePluginStream(WrappedEp& ep, const NxHardwareDevice* device, NxStream** stream);
+OrtSyncStream* PluginStreamOf(NxStream* stream);
+void InstallStreamApi(OrtApi& api, OrtEpApi& ep_api);
+
 // Fills the OrtApi / OrtEpApi slots of kernel-based plugins: kernel registries and definitions,
 // kernel infos, single-node claims and kernel lookup, shared pre-packed weights and the
 // runtime's If/Loop/Scan kernels.

@@ -105,6 +105,8 @@ TEST(OrtAbi, StructsPluginsFillHaveOnnxruntimesLayout) {
   EXPECT_EQ(offsetof(OrtKernelImpl, SetSharedPrePackedWeight), 8 + 3 * p);
   EXPECT_EQ(sizeof(OrtKernelImpl), 8 + 4 * p);
   EXPECT_EQ(sizeof(OrtLoopKernelHelper), 3 * p);
+  EXPECT_EQ(sizeof(OrtSyncStreamImpl), 6 * p);
+  EXPECT_EQ(sizeof(OrtSyncNotificationImpl), 5 * p);
   EXPECT_EQ(sizeof(OrtScanKernelHelper), 3 * p);
 }
 

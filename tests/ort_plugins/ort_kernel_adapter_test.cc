@@ -307,6 +307,39 @@ TEST(OrtKernelAdapter, DeviceMemoryComesFromThePluginsAllocatorAndTransfer) {
   EXPECT_EQ(Counter("device_blocks"), blocks);
 }
 
+// A stream-aware plugin: nxrt's streams on its device are the plugin's OrtSyncStreamImpls, its
+// kernels find their stream through KernelContext_GetGPUComputeStream (they fail otherwise),
+// copies in and out are handed the plugin's streams, and values crossing between the streams and
+// the host are ordered by the plugin's notifications; every stream goes back with the session.
+TEST(OrtKernelAdapter, StreamsAreThePluginsStreams) {
+  const std::string bytes = ChainModel();
+  const std::vector<float> want = Reference(bytes, kX, {2, 3});
+  const int streams = Counter("streams"), notifications = Counter("notifications");
+  const int stream_copies = Counter("stream_copies"), host_waits = Counter("host_waits");
+  const int run_ends = Counter("run_ends");
+  {
+    nxrt::Env env(NX_LOG_ERROR);
+    env.RegisterEpLibrary("ort_kernel_test.stream", KernelLib());
+    nxrt::SessionOptions options = PluginOptions();
+    nxrt::Session session(env, bytes.data(), bytes.size(), &options);
+    EXPECT_GT(Counter("streams") - streams, 0);
+    bool on_stream = false;
+    for (const auto& sg : session.assignment_report().subgraphs)
+      on_stream |= sg.ep_name == kEp && !sg.stream.empty();
+    EXPECT_TRUE(on_stream) << "the plugin's kernels are queued on a stream";
+    for (int run = 0; run < 2; ++run) {
+      std::vector<float> got = RunX(session, kX, {2, 3});
+      for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5f * want[i]) << i;
+    }
+    EXPECT_GE(Counter("stream_copies") - stream_copies, 4);  // x in, s out, twice
+    EXPECT_GT(Counter("notifications") - notifications, 0);
+    EXPECT_GT(Counter("host_waits") - host_waits, 0);
+    EXPECT_GE(Counter("run_ends") - run_ends, 2);
+    EXPECT_EQ(env.statistic(std::string("ep.") + kEp + ".ort_unimplemented_calls"), 0);
+  }
+  EXPECT_EQ(Counter("streams"), streams);
+}
+
 // ---- A plugin that breaks the contract ----------------------------------------------------------
 
 struct Broken {

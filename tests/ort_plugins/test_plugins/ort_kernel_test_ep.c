@@ -17,6 +17,11 @@
  *                                       statuses) and claims nothing
  *   "ort_kernel_test.no_compute"        Relu's kernel has no Compute
  *   "ort_kernel_test.wrong_ep"          Relu's definition names the EP "SomeOtherEp"
+ *   "ort_kernel_test.stream"            "device", and stream aware: the factory makes a stream
+ *                                       per memory device (OrtSyncStreamImpl, notifications);
+ *                                       every kernel fails unless KernelContext_
+ *                                       GetGPUComputeStream gives one of its streams, copies
+ *                                       check the streams they are handed
  *   "ort_kernel_test.device"            computes in memory of its own (a GPU-type memory,
  *                                       vendor 0x1234, really malloc'ed blocks with a tag):
  *                                       the factory's CreateAllocator and CreateDataTransfer
@@ -49,6 +54,9 @@
  *   "computed"  Compute calls on the plugin's own kernels
  *   "device_blocks" blocks of the device memory allocated and not yet freed
  *   "copies"    tensors the data transfer copied
+ *   "streams"   streams alive; "notifications" activated; "device_waits" / "host_waits"
+ *   WaitOnDevice / WaitOnHost calls; "stream_copies" tensors copied on a stream; "run_ends"
+ *   OnSessionRunEnd calls
  * and -1 for any other name. */
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -152,11 +160,19 @@ enum {
   C_COMPUTED,
   C_DEVICE_BLOCKS,
   C_COPIES,
+  C_STREAMS,
+  C_NOTIFICATIONS,
+  C_DEVICE_WAITS,
+  C_HOST_WAITS,
+  C_STREAM_COPIES,
+  C_RUN_ENDS,
   C_COUNT
 };
 static atomic_int counters[C_COUNT];
 static const char* const counter_names[C_COUNT] = {
-    "created", "released", "prepacked", "shared", "computed", "device_blocks", "copies"};
+    "created",       "released",      "prepacked", "shared",        "computed",
+    "device_blocks", "copies",        "streams",   "notifications", "device_waits",
+    "host_waits",    "stream_copies", "run_ends"};
 
 EXPORT int OrtKernelTestCounters(const char* which) {
   for (int i = 0; which != NULL && i < C_COUNT; ++i)
@@ -194,6 +210,8 @@ static void Release(OrtStatus* status) {
   } while (0)
 
 static int Mode(const char* name) { return strcmp(mode, name) == 0; }
+/* "stream" computes in the device memory too. */
+static int DeviceMode(void) { return Mode("device") || Mode("stream"); }
 
 /* ---- Factory and devices (as ort_test_ep.c) --------------------------------------------- */
 
@@ -229,7 +247,7 @@ static OrtStatus* AddCpuDevice(OrtEpFactory* self, const OrtHardwareDevice* devi
   CALL(api, ReleaseKeyValuePairsFn, ReleaseKeyValuePairs)(options);
   if (status != NULL) return status;
   OrtMemoryInfo* memory = NULL;
-  if (Mode("device"))
+  if (DeviceMode())
     status = CALL(api, CreateMemoryInfoV2Fn, CreateMemoryInfo_V2)(
         "OrtKernelTestDevice", OrtMemoryInfoDeviceType_GPU, DEVICE_VENDOR, 0,
         OrtDeviceMemoryType_DEFAULT, 64, OrtDeviceAllocator, &memory);
@@ -329,11 +347,15 @@ static bool TransferCanCopy(const OrtDataTransferImpl* self, const OrtMemoryDevi
   (void)self;
   return (IsOurs(src) && (IsHost(dst) || IsOurs(dst))) || (IsHost(src) && IsOurs(dst));
 }
+static int IsTestSyncStream(const OrtSyncStream* s);
 static OrtStatus* TransferCopy(OrtDataTransferImpl* self, const OrtValue** src, OrtValue** dst,
                                OrtSyncStream** streams, size_t count) {
   (void)self;
-  (void)streams;
   for (size_t i = 0; i < count; ++i) {
+    if (streams != NULL) {
+      if (!IsTestSyncStream(streams[i])) return Error(EP_NAME ": CopyTensors on a foreign stream");
+      Count(C_STREAM_COPIES);
+    }
     size_t bytes = 0, dst_bytes = 0;
     const void* from = NULL;
     void* to = NULL;
@@ -356,9 +378,106 @@ static OrtStatus* FactoryCreateDataTransfer(OrtEpFactory* self, OrtDataTransferI
   return NULL;
 }
 
+/* ---- Streams ("stream" mode): synchronous work, but every hand-over checked ------------------ */
+
+#define STREAM_MAGIC 0x53545245414d5321ull /* "STREAMS!" */
+typedef const OrtSyncStreamImpl* (*SyncStreamGetImplFn)(const OrtSyncStream*);
+typedef OrtStatus* (*GetComputeStreamFn)(const OrtKernelContext*, void**);
+
+typedef struct TestStream {
+  OrtSyncStreamImpl base;
+  uint64_t magic;
+} TestStream;
+typedef struct TestNotification {
+  OrtSyncNotificationImpl base;
+  int activated;
+} TestNotification;
+
+static int IsTestStream(const void* p) {
+  return p != NULL && ((const TestStream*)p)->magic == STREAM_MAGIC;
+}
+static int IsTestSyncStream(const OrtSyncStream* s) {
+  return s != NULL && IsTestStream(CALL(ep_api, SyncStreamGetImplFn, SyncStream_GetImpl)(s));
+}
+
+static void NotificationRelease(OrtSyncNotificationImpl* self) { free(self); }
+static OrtStatus* NotificationActivate(OrtSyncNotificationImpl* self) {
+  ((TestNotification*)self)->activated = 1;
+  Count(C_NOTIFICATIONS);
+  return NULL;
+}
+static OrtStatus* NotificationWaitOnDevice(OrtSyncNotificationImpl* self, OrtSyncStream* consumer) {
+  if (!((TestNotification*)self)->activated)
+    return Error(EP_NAME ": wait on a notification not activated");
+  if (!IsTestSyncStream(consumer)) return Error(EP_NAME ": WaitOnDevice for a stream not its own");
+  Count(C_DEVICE_WAITS);
+  return NULL;
+}
+static OrtStatus* NotificationWaitOnHost(OrtSyncNotificationImpl* self) {
+  if (!((TestNotification*)self)->activated)
+    return Error(EP_NAME ": wait on a notification not activated");
+  Count(C_HOST_WAITS);
+  return NULL;
+}
+
+static void StreamRelease(OrtSyncStreamImpl* self) {
+  ((TestStream*)self)->magic = 0;
+  Uncount(C_STREAMS);
+  free(self);
+}
+static void* StreamGetHandle(OrtSyncStreamImpl* self) { return self; }
+static OrtStatus* StreamCreateNotification(OrtSyncStreamImpl* self, OrtSyncNotificationImpl** out) {
+  (void)self;
+  TestNotification* n = calloc(1, sizeof *n);
+  if (n == NULL) return Error(EP_NAME ": out of memory");
+  n->base = (OrtSyncNotificationImpl){NXRT_ORT_API_LEVEL, NotificationRelease, NotificationActivate,
+                                      NotificationWaitOnDevice, NotificationWaitOnHost};
+  *out = &n->base;
+  return NULL;
+}
+static OrtStatus* StreamFlush(OrtSyncStreamImpl* self) {
+  (void)self;
+  return NULL;
+}
+static OrtStatus* StreamOnSessionRunEnd(OrtSyncStreamImpl* self) {
+  (void)self;
+  Count(C_RUN_ENDS);
+  return NULL;
+}
+
+static bool FactoryIsStreamAware(const OrtEpFactory* self) {
+  (void)self;
+  return true;
+}
+static OrtStatus* FactoryCreateSyncStream(OrtEpFactory* self, const OrtMemoryDevice* device,
+                                          const OrtKeyValuePairs* options,
+                                          OrtSyncStreamImpl** out) {
+  (void)self;
+  (void)options;
+  *out = NULL;
+  if (!IsOurs(device)) return Error(EP_NAME ": a stream for a memory that is not its device's");
+  TestStream* s = calloc(1, sizeof *s);
+  if (s == NULL) return Error(EP_NAME ": out of memory");
+  s->base = (OrtSyncStreamImpl){NXRT_ORT_API_LEVEL,       StreamRelease, StreamGetHandle,
+                                StreamCreateNotification, StreamFlush,   StreamOnSessionRunEnd};
+  s->magic = STREAM_MAGIC;
+  Count(C_STREAMS);
+  *out = &s->base;
+  return NULL;
+}
+
+/* In stream mode every kernel runs on one of the plugin's streams. */
+static OrtStatus* CheckOnStream(OrtKernelContext* ctx) {
+  if (!Mode("stream")) return NULL;
+  void* handle = NULL;
+  RETURN_IF(CALL(api, GetComputeStreamFn, KernelContext_GetGPUComputeStream)(ctx, &handle));
+  if (!IsTestStream(handle)) return Error(EP_NAME ": the kernel has no stream of its own");
+  return NULL;
+}
+
 /* In device mode every kernel's input 0 must be in the device memory (the host moved it there). */
 static OrtStatus* CheckInDeviceMemory(OrtKernelContext* ctx) {
-  if (!Mode("device")) return NULL;
+  if (!DeviceMode()) return NULL;
   const OrtValue* in = NULL;
   RETURN_IF(CALL(api, CtxGetInputFn, KernelContext_GetInput)(ctx, 0, &in));
   const OrtMemoryInfo* m = NULL;
@@ -992,6 +1111,7 @@ static OrtStatus* Compute(OrtKernelImpl* self, OrtKernelContext* ctx) {
   const TestKernel* k = (const TestKernel*)self;
   Count(C_COMPUTED);
   RETURN_IF(CheckInDeviceMemory(ctx));
+  RETURN_IF(CheckOnStream(ctx));
   switch (k->kind) {
     case K_ADD_FLOAT:
     case K_ADD_INT64:
@@ -1190,7 +1310,7 @@ EXPORT OrtStatus* CreateEpFactories(const char* registration_name, const OrtApiB
   factory.ReleaseEp = ReleaseEp;
   factory.GetVendorId = FactoryVendorId;
   factory.GetVersion = FactoryVersion;
-  if (Mode("device")) {
+  if (DeviceMode()) {
     device_allocator = (OrtAllocator){NXRT_ORT_API_LEVEL, DeviceAlloc, DeviceFree, DeviceInfo,
                                       DeviceReserve,      NULL,        NULL};
     data_transfer =
@@ -1203,6 +1323,10 @@ EXPORT OrtStatus* CreateEpFactories(const char* registration_name, const OrtApiB
     factory.CreateAllocator = FactoryCreateAllocator;
     factory.ReleaseAllocator = FactoryReleaseAllocator;
     factory.CreateDataTransfer = FactoryCreateDataTransfer;
+  }
+  if (Mode("stream")) {
+    factory.IsStreamAware = FactoryIsStreamAware;
+    factory.CreateSyncStreamForDevice = FactoryCreateSyncStream;
   }
   factories[0] = &factory;
   *num_factories = 1;
