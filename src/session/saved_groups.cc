@@ -1,6 +1,9 @@
 #include "session/saved_groups.h"
 
+#include <set>
+
 #include "base/error.h"
+#include "ort_plugins/ort_plugin_library.h"
 #include "plugins/host_objects.h"
 #include "session/fused_groups.h"
 
@@ -47,6 +50,37 @@ void Inline(Graph& g, size_t index, const Graph& body) {
 }
 
 }  // namespace
+
+void CheckPluginContexts(const Graph& g, const std::vector<std::shared_ptr<EpInstance>>& eps,
+                         const std::map<std::string, std::string>& metadata,
+                         const NxLogger& logger) {
+  std::set<std::string> checked;
+  for (const Node& node : g.nodes) {
+    const std::string source = ContextSource(node);
+    if (source.empty() || !checked.insert(source).second) continue;
+    const auto it = metadata.find("ep_compatibility_info." + source);
+    if (it == metadata.end()) continue;  // nothing recorded: the plugin checks for itself
+    for (const auto& e : eps) {
+      if (e->name() != source || !ort::IsWrappedFactory(e->factory().raw)) continue;
+      std::vector<const NxHardwareDevice*> devices;
+      for (const NxEpDevice* d : e->devices()) devices.push_back(d->device);
+      const NxCompatibility c = CheckContextCompatibility(e->factory(), devices, it->second);
+      NXRT_CHECK(c != NX_COMPATIBILITY_NEEDS_RECOMPILATION && c != NX_COMPATIBILITY_UNSUPPORTED,
+                 NX_INVALID_MODEL,
+                 "the model's EPContext nodes were compiled by EP '" + source +
+                     "' for a device they do not suit (" + CompatibilityName(c) +
+                     "; compatibility '" + it->second +
+                     "'): compile the model again for this device (nxrt compile)");
+      if (c == NX_COMPATIBILITY_SUPPORTED_SUBOPTIMAL) {
+        logger.logger.Log(
+            NX_LOG_WARNING,
+            "the model's EPContext nodes of EP '" + source +
+                "' run on this device but were compiled for another (compatibility '" + it->second +
+                "'); compiling again would suit it better");
+      }
+    }
+  }
+}
 
 int ResolveSavedGroups(Graph& g, const std::vector<std::shared_ptr<EpInstance>>& eps,
                        const std::map<std::string, std::string>& metadata, NxFallbackMode fallback,

@@ -91,6 +91,7 @@ Session::Session(Env& env, std::shared_ptr<Model> model, const SessionOptions& o
     CreateEps(options);
     // Saved groups that kept their original nodes: compiled payload or those nodes.
     ResolveSavedGroups(*model_->graph, eps_, model_->metadata, options.fallback, logger_);
+    CheckPluginContexts(*model_->graph, eps_, model_->metadata, logger_);
     // Before placement: the CPU EP claims float convolutions as blocked-layout groups, which
     // the folded quantized nodes replace.
     if (!dry_run_ && options.optimization_level >= 1) {

@@ -270,6 +270,18 @@ TEST_P(OrtCompile, ThePluginsEpContextNodesAreWrittenAndRunInANewSession) {
       ++asked;
     }
     EXPECT_GT(asked, 0u);
+    // At session creation too, as onnxruntime: payloads that do not suit the device refuse to
+    // load, with the reason; an older program runs (with a warning).
+    nxrt::SessionOptions o;
+    o.AppendEp("OrtTestEp");
+    o.SetFallback(NX_FALLBACK_WARN);
+    std::string err = ErrorOf([&] { nxrt::Session s(env, path, &o); });
+    if (verdict == NX_COMPATIBILITY_UNSUPPORTED) {
+      EXPECT_NE(err.find("compile the model again"), std::string::npos) << err;
+      EXPECT_NE(err.find(info), std::string::npos) << err;
+    } else {
+      EXPECT_EQ(err, "") << info;
+    }
   }
   nxrt::SessionOptions options;
   options.AppendEp("OrtTestEp");  // no scale: the compiled programs carry 2
