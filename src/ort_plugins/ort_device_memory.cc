@@ -59,32 +59,41 @@ void AllocatorRelease(NxAllocator* self) {
   delete a;
 }
 
+// The plugin's allocator of `memory` (one of its EP devices' memories), checked; `found` is that
+// memory's entry. Both nxrt's arenas and kernels that ask for an allocator get theirs here.
+OrtAllocator* NewPluginAllocator(WrappedFactory& w, const NxMemoryInfo* memory,
+                                 const WrappedFactory::DeviceMemory** found) {
+  *found = nullptr;
+  for (const auto& m : w.device_memories)
+    if (memory != nullptr && SameMemory(&m->nx, memory)) *found = m.get();
+  NXRT_CHECK(*found != nullptr, NX_INVALID_ARGUMENT,
+             w.Context("was asked for an allocator of a memory none of its EP devices has"));
+  NXRT_CHECK(HasMemoryFunctions(w) && w.ort->CreateAllocator != nullptr, NX_INVALID_PLUGIN,
+             w.Context("names device memory but has no OrtEpFactory::CreateAllocator"));
+  OrtAllocator* ort = nullptr;
+  OrtStatus* status = nullptr;
+  {
+    LibraryScope scope(w.calls.get());
+    status = w.ort->CreateAllocator(w.ort, (*found)->ort, nullptr, &ort);
+  }
+  ThrowIfOrtStatus(status, w.Context("CreateAllocator failed"));
+  NXRT_CHECK(ort != nullptr, NX_INVALID_PLUGIN, w.Context("CreateAllocator returned none"));
+  if (ort->Alloc == nullptr || ort->Free == nullptr) {
+    if (w.ort->ReleaseAllocator != nullptr) {
+      LibraryScope scope(w.calls.get());
+      w.ort->ReleaseAllocator(w.ort, ort);
+    }
+    Throw(NX_INVALID_PLUGIN, w.Context("CreateAllocator returned one without Alloc or Free"));
+  }
+  return ort;
+}
+
 NxStatus* CreateAllocator(NxEpFactory* self, const NxMemoryInfo* memory, NxAllocator** out) {
   WrappedFactory* w = W(self);
   *out = nullptr;
   return CatchAsStatus([&] {
     const WrappedFactory::DeviceMemory* found = nullptr;
-    for (const auto& m : w->device_memories)
-      if (memory != nullptr && SameMemory(&m->nx, memory)) found = m.get();
-    NXRT_CHECK(found != nullptr, NX_INVALID_ARGUMENT,
-               w->Context("was asked for an allocator of a memory none of its EP devices has"));
-    NXRT_CHECK(HasMemoryFunctions(*w) && w->ort->CreateAllocator != nullptr, NX_INVALID_PLUGIN,
-               w->Context("names device memory but has no OrtEpFactory::CreateAllocator"));
-    OrtAllocator* ort = nullptr;
-    OrtStatus* status = nullptr;
-    {
-      LibraryScope scope(w->calls.get());
-      status = w->ort->CreateAllocator(w->ort, found->ort, nullptr, &ort);
-    }
-    ThrowIfOrtStatus(status, w->Context("CreateAllocator failed"));
-    NXRT_CHECK(ort != nullptr, NX_INVALID_PLUGIN, w->Context("CreateAllocator returned none"));
-    if (ort->Alloc == nullptr || ort->Free == nullptr) {
-      if (w->ort->ReleaseAllocator != nullptr) {
-        LibraryScope scope(w->calls.get());
-        w->ort->ReleaseAllocator(w->ort, ort);
-      }
-      Throw(NX_INVALID_PLUGIN, w->Context("CreateAllocator returned one without Alloc or Free"));
-    }
+    OrtAllocator* ort = NewPluginAllocator(*w, memory, &found);
     auto a = std::make_unique<WrappedAllocator>();
     NxAllocator& nx = *a;
     nx = NxAllocator{};
@@ -206,21 +215,8 @@ OrtAllocator* DeviceAllocator(WrappedEp& ep, const NxMemoryInfo* memory) {
   std::lock_guard<std::mutex> lock(ep.mutex);
   auto it = ep.device_allocators.find(memory);
   if (it != ep.device_allocators.end()) return it->second;
-  WrappedFactory& w = *ep.factory;
   const WrappedFactory::DeviceMemory* found = nullptr;
-  for (const auto& m : w.device_memories)
-    if (SameMemory(&m->nx, memory)) found = m.get();
-  NXRT_CHECK(found != nullptr && HasMemoryFunctions(w) && w.ort->CreateAllocator != nullptr,
-             NX_INVALID_PLUGIN,
-             w.Context("has no allocator for the kernel's memory (OrtEpFactory::CreateAllocator)"));
-  OrtAllocator* a = nullptr;
-  OrtStatus* status = nullptr;
-  {
-    LibraryScope scope(w.calls.get());
-    status = w.ort->CreateAllocator(w.ort, found->ort, nullptr, &a);
-  }
-  ThrowIfOrtStatus(status, w.Context("CreateAllocator failed"));
-  NXRT_CHECK(a != nullptr, NX_INVALID_PLUGIN, w.Context("CreateAllocator returned none"));
+  OrtAllocator* a = NewPluginAllocator(*ep.factory, memory, &found);
   ep.device_allocators[memory] = a;
   return a;
 }
