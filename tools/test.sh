@@ -105,6 +105,8 @@ run_suite "profile: ResNet-50 Chrome trace (schema, node durations vs run time)"
   python3 tests/models/profile_check.py --build-dir build --model build/models/resnet50.onnx
 run_suite "onnxruntime plugin EPs: OpenVINO's plugin (PyPI) hosted, its EP devices vs onnxruntime's" bash -c \
   "python3 tools/scripts/fetch_ort_plugins.py build/ort_plugins && python3 tests/ort_plugins/openvino_plugin_check.py --build-dir build --plugin-dir build/ort_plugins"
+run_suite "onnxruntime plugin EPs: WebGPU's plugin (PyPI, kernel-based) on Mesa's software Vulkan GPU" bash -c \
+  "python3 tools/scripts/fetch_ort_plugins.py build/ort_plugins && python3 tests/ort_plugins/webgpu_plugin_check.py --build-dir build --plugin-dir build/ort_plugins"
 
 # The Python package as a user gets it: a wheel built by pip from the repository (ccache makes
 # its second compile of the C++ cheap), installed into a fresh virtualenv, tested with pytest.

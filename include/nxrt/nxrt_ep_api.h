@@ -1,4 +1,4 @@
-/* nxrt_ep_api.h: the plugin execution-provider (EP) ABI, version 14.
+/* nxrt_ep_api.h: the plugin execution-provider (EP) ABI, version 15.
  *
  * An EP is a shared library that exports two C symbols (see "Library" below). The host hands it
  * a table of host services (NxHostApi); the library hands back factories (NxEpFactory), and each
@@ -110,7 +110,7 @@
 extern "C" {
 #endif
 
-#define NXRT_EP_API_VERSION 14
+#define NXRT_EP_API_VERSION 15
 
 /* ============================================================================================
  * Opaque host objects an EP sees. All are owned by the host.
@@ -530,6 +530,18 @@ struct NxEp {
    * session, before the EP. With a stream, Compute of the EP's kernels queues work on
    * KernelContext_GetStream and may return before the work is done. */
   NxStatus* (*CreateStream)(NxEp* self, const NxHardwareDevice* device, NxStream** stream);
+
+  /* ---- version 15 (optional, may be NULL) ------------------------------------------------
+   * Run boundaries. OnRunStart is called before a run of the session computes anything,
+   * OnRunEnd once the run is over (every kernel has returned and the host has waited for the
+   * EP's streams), both from the thread that called Run; OnRunEnd also when the run failed
+   * (`failed` true). Runs of one session may overlap (one pair per run). An EP that recycles
+   * device buffers per run, or must not run two runs at once, does it here (e.g. holds a lock
+   * from OnRunStart to OnRunEnd). An error from OnRunStart fails the run before it computes
+   * (OnRunEnd is not called for that EP); an error from OnRunEnd fails a run that succeeded.
+   * Control-flow bodies run inside their parent's run and get no calls of their own. */
+  NxStatus* (*OnRunStart)(NxEp* self);
+  NxStatus* (*OnRunEnd)(NxEp* self, bool failed);
 };
 
 /* Filled by the EP in ExportCompiledGroup (the host sets `version` and zeroes the rest). The

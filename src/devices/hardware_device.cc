@@ -4,6 +4,7 @@
 
 #include "devices/cpu_info.h"
 #include "devices/sysfs_scan.h"
+#include "devices/vulkan_software_gpu.h"
 
 namespace nxrt {
 
@@ -43,6 +44,10 @@ const std::vector<NxHardwareDevice>& ProcessHardware() {
     std::vector<NxHardwareDevice> out;
     for (HardwareDevice& d : DiscoverHardware(root != nullptr && root[0] != '\0' ? root : "/sys")) {
       out.push_back(NxHardwareDevice{std::move(d)});
+    }
+    if (SoftwareGpusRequested()) {
+      for (HardwareDevice& d : ScanSoftwareVulkanGpus())
+        out.push_back(NxHardwareDevice{std::move(d)});
     }
     return out;
   }();

@@ -39,7 +39,8 @@ struct NxHardwareDevice : nxrt::HardwareDevice {};
 
 namespace nxrt {
 
-// The devices of this process, discovered on first use under $NXRT_SYSFS_ROOT (default /sys).
+// The devices of this process, discovered on first use under $NXRT_SYSFS_ROOT (default /sys),
+// then the software Vulkan renderers when NXRT_SOFTWARE_GPU=1 asks for them.
 const std::vector<NxHardwareDevice>& ProcessHardware();
 
 }  // namespace nxrt

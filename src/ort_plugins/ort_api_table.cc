@@ -377,6 +377,8 @@ OrtStatus* EpDeviceAddAllocatorInfo(OrtEpDevice* d, const OrtMemoryInfo* info) {
     auto copy = std::make_unique<OrtMemoryInfo>(*info);
     if (RawEnum(info->device.memory_type) == OrtDeviceMemoryType_HOST_ACCESSIBLE)
       d->host_memory = std::move(copy);
+    else if (RawEnum(info->allocator_type) == OrtReadOnlyAllocator)
+      d->read_only_memory = std::move(copy);
     else
       d->device_memory = std::move(copy);
     return nullptr;

@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "base/memory_info.h"
+#include "base/value.h"
 #include "ort_plugins/ort_api_helpers.h"
 #include "ort_plugins/ort_api_table.h"
 #include "ort_plugins/ort_wrapped_ep.h"
@@ -221,7 +222,52 @@ OrtAllocator* DeviceAllocator(WrappedEp& ep, const NxMemoryInfo* memory) {
   return a;
 }
 
+std::shared_ptr<NxValue> DeviceCopyOfWeight(WrappedEp& ep, const NxValue& weight,
+                                            const NxMemoryInfo* memory) {
+  OrtAllocator* a = DeviceAllocator(ep, memory);
+  NxDataTransfer* transfer = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(ep.mutex);
+    if (ep.weight_transfer == nullptr) {
+      ThrowIfStatus(CreateDataTransfer(ep.factory, &ep.weight_transfer),
+                    ep.Context("data transfer for weights"));
+      NXRT_CHECK(ep.weight_transfer != nullptr, NX_INVALID_PLUGIN,
+                 ep.Context("has device memory but no OrtDataTransferImpl to copy weights there"));
+    }
+    transfer = ep.weight_transfer;
+  }
+  const size_t bytes = TensorBytes(weight);
+  void* block = nullptr;
+  {
+    LibraryScope scope(ep.factory->calls.get());
+    block = a->Alloc(a, bytes == 0 ? 1 : bytes);
+  }
+  NXRT_CHECK(block != nullptr, NX_OUT_OF_MEMORY,
+             ep.Context("could not allocate " + std::to_string(bytes) + " bytes of " +
+                        DescribeMemory(memory) + " for a weight"));
+  auto copy = std::make_shared<NxValue>();
+  copy->type = weight.type;
+  copy->dims = weight.dims;
+  copy->count = weight.count;
+  copy->data = block;
+  copy->memory = memory;
+  WrappedFactory* factory = ep.factory;
+  copy->storage = std::shared_ptr<void>(block, [factory, a](void* p) {
+    LibraryScope scope(factory->calls.get());
+    a->Free(a, p);
+  });
+  const NxValue* src = &weight;
+  NxValue* dst = copy.get();
+  ThrowIfStatus(transfer->CopyTensors(transfer, &src, &dst, 1),
+                ep.Context("copying a weight to " + DescribeMemory(memory)));
+  return copy;
+}
+
 void ReleaseDeviceAllocators(WrappedEp& ep) {
+  if (ep.weight_transfer != nullptr) {
+    ep.weight_transfer->Release(ep.weight_transfer);
+    ep.weight_transfer = nullptr;
+  }
   WrappedFactory& w = *ep.factory;
   for (auto& [memory, a] : ep.device_allocators) {
     if (w.ort->ReleaseAllocator == nullptr) continue;

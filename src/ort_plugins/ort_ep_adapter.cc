@@ -81,6 +81,44 @@ NxStatus* WrappedCreateStream(NxEp* self, const NxHardwareDevice* device, NxStre
   return CreatePluginStream(*static_cast<WrappedEp*>(self), device, stream);
 }
 
+// Run boundaries: the plugin's OnRunStart / OnRunEnd (level 23), around a lock for a plugin
+// that cannot run two runs at once.
+NxStatus* WrappedOnRunStart(NxEp* self) {
+  auto* ep = static_cast<WrappedEp*>(self);
+  if (ep->serialize_runs) ep->run_lock.lock();
+  NxStatus* failed = CatchAsStatus([&] {
+    if (ep->ort->OnRunStart == nullptr) return;
+    OrtStatus* status = nullptr;
+    {
+      LibraryScope scope(ep->factory->calls.get());
+      status = ep->ort->OnRunStart(ep->ort, &ep->run_options);
+    }
+    ThrowIfOrtStatus(status, ep->Context("OnRunStart failed"));
+  });
+  if (failed != nullptr && ep->serialize_runs) ep->run_lock.unlock();  // no OnRunEnd follows
+  return failed;
+}
+
+NxStatus* WrappedOnRunEnd(NxEp* self, bool failed) {
+  auto* ep = static_cast<WrappedEp*>(self);
+  NxStatus* result = CatchAsStatus([&] {
+    if (ep->ort->OnRunEnd == nullptr) return;
+    OrtStatus* status = nullptr;
+    {
+      LibraryScope scope(ep->factory->calls.get());
+      // The host has waited for the EP's streams already; the plugin synchronises its own.
+      status = ep->ort->OnRunEnd(ep->ort, &ep->run_options, /*sync_stream=*/true);
+    }
+    if (failed) {  // the run's own error is the one that counts
+      FreeOrtStatus(status);
+      return;
+    }
+    ThrowIfOrtStatus(status, ep->Context("OnRunEnd failed"));
+  });
+  if (ep->serialize_runs) ep->run_lock.unlock();
+  return result;
+}
+
 NxStatus* WrappedGetKernelRegistry(NxEp* self, const NxKernelRegistry** registry) {
   *registry = static_cast<WrappedEp*>(self)->kernels;
   return nullptr;
@@ -396,14 +434,30 @@ NxStatus* CreateWrappedEp(WrappedFactory& factory, const NxEpCreateArgs* args, N
       release();
       throw;
     }
+    if (ort->ort_version_supported >= 24 && ort->IsConcurrentRunSupported != nullptr) {
+      bool supported = true;
+      OrtStatus* concurrent = nullptr;
+      {
+        LibraryScope scope(factory.calls.get());
+        concurrent = ort->IsConcurrentRunSupported(ort, &supported);
+      }
+      // An EP that cannot say is taken at its most careful.
+      if (concurrent != nullptr) {
+        FreeOrtStatus(concurrent);
+        supported = false;
+      }
+      ep->serialize_runs = !supported;
+    }
     NxEp& nx = *ep;
     nx = NxEp{};
-    nx.version = 13;
+    nx.version = 15;
     nx.GetName = &WrappedEpName;
     nx.GetCapability = &WrappedGetCapability;
     if (compiles) nx.CompileGroup = &WrappedCompileGroup;
     if (ep->kernels != nullptr) nx.GetKernelRegistry = &WrappedGetKernelRegistry;
     if (IsStreamAware(factory)) nx.CreateStream = &WrappedCreateStream;
+    nx.OnRunStart = &WrappedOnRunStart;
+    nx.OnRunEnd = &WrappedOnRunEnd;
     *out = ep.release();
   });
 }

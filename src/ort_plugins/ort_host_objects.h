@@ -60,6 +60,9 @@ struct OrtEpDevice {
   OrtKeyValuePairs options;
   std::unique_ptr<OrtMemoryInfo> device_memory;  // EpDevice_AddAllocatorInfo, DEFAULT
   std::unique_ptr<OrtMemoryInfo> host_memory;    // ... HOST_ACCESSIBLE
+  // ... DEFAULT memory of OrtReadOnlyAllocator type (for initializers). Kept apart so that it
+  // does not replace the device allocator's info; nxrt allocates initializers like any tensor.
+  std::unique_ptr<OrtMemoryInfo> read_only_memory;
 };
 
 struct OrtLogger {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <unordered_set>
 
@@ -12,6 +13,7 @@
 #include "base/memory_info.h"
 #include "base/value.h"
 #include "graph/graph.h"
+#include "ort_plugins/onnx_attribute_defaults.h"
 #include "ort_plugins/ort_api_helpers.h"
 #include "ort_plugins/ort_api_table.h"
 #include "ort_plugins/ort_kernel_registry.h"
@@ -35,6 +37,9 @@ struct OrtKernelInfo {
   const nxrt::Config* config = nullptr;
   const NxKernelInfo* nx = nullptr;      // null in a copy: the runtime's kernels need the original
   const NxMemoryInfo* memory = nullptr;  // the kernel's memory (null: host memory)
+  // Constant inputs copied to the kernel's device memory, by input index: what
+  // KernelInfoGetConstantInput_tensor and PrePackWeight hand a device kernel.
+  mutable std::map<size_t, nxrt::ValuePtr> device_constants;
 };
 
 // Where PrePackWeight's StoreWeightData puts shared buffers (the host's cache, for one call).
@@ -58,6 +63,8 @@ OrtStatus* FromNx(NxStatus* s, const char* fn) {
 }
 
 // ---- Registry: the plugin's definitions as nxrt's ----------------------------------------------
+
+bool IsCpuMemType(OrtMemType t) { return t == OrtMemTypeCPUInput || t == OrtMemTypeCPUOutput; }
 
 // Formal parameters beyond this many values of a variadic one are not type-checked (no operator
 // comes close; the list only has to cover the values a node has).
@@ -89,6 +96,15 @@ bool IndicesOf(const std::string& name, const std::vector<std::string>& params, 
   return found;
 }
 
+// The input (or output) indices of the formal parameter called `name`: onnxruntime also lets a
+// kernel constrain a parameter by its name, e.g. Squeeze-13's fixed-type "axes".
+bool FormalIndicesOf(const std::string& name, const std::vector<std::string>& formal_names,
+                     bool variadic, bool heterogeneous, std::vector<int32_t>& out) {
+  std::vector<std::string> marked;
+  for (const std::string& f : formal_names) marked.push_back(f == name ? name : "");
+  return IndicesOf(name, marked, variadic, heterogeneous, out);
+}
+
 // Registers `entry` for the opsets [start, end] in which `schema` (null: unknown operator) is the
 // definition in effect.
 void AddDefinition(NxKernelRegistry* registry, OrtKernelEntry& entry, int32_t start, int32_t end,
@@ -100,14 +116,20 @@ void AddDefinition(NxKernelRegistry* registry, OrtKernelEntry& entry, int32_t st
   for (const auto& [name, types] : d.type_constraints) {
     if (schema == nullptr) continue;  // unknown operator: nothing to bind the names to
     std::vector<int32_t> in, out;
-    const bool bound =
+    bool bound =
         IndicesOf(name, schema->inputs, schema->variadic_input, schema->heterogeneous_input, in) |
         IndicesOf(name, schema->outputs, schema->variadic_output, schema->heterogeneous_output,
                   out);
+    if (!bound) {
+      bound = FormalIndicesOf(name, schema->input_names, schema->variadic_input,
+                              schema->heterogeneous_input, in) |
+              FormalIndicesOf(name, schema->output_names, schema->variadic_output,
+                              schema->heterogeneous_output, out);
+    }
     NXRT_CHECK(bound, NX_INVALID_PLUGIN,
                context + ": kernel definition of " + d.op_type + " (opset " +
-                   std::to_string(schema->since_version) + ") constrains type parameter '" + name +
-                   "', which that operator does not have");
+                   std::to_string(schema->since_version) + ") constrains '" + name +
+                   "', which is neither a type parameter nor a formal parameter of that operator");
     if (in.empty() && out.empty()) continue;  // only heterogeneous values
     std::vector<NxElementType> t;
     for (int e : types) t.push_back(static_cast<NxElementType>(e));
@@ -129,10 +151,12 @@ void AddDefinition(NxKernelRegistry* registry, OrtKernelEntry& entry, int32_t st
     constraints.push_back(c);
   }
   std::vector<int32_t> host_inputs, host_outputs;
+  // Either CPU memory type puts a value on the host, as in onnxruntime: its kernels commonly mark
+  // inputs with OrtMemTypeCPU, which is OrtMemTypeCPUOutput's value.
   for (const auto& [index, mem] : d.input_mem)
-    if (mem == OrtMemTypeCPUInput) host_inputs.push_back(static_cast<int32_t>(index));
+    if (IsCpuMemType(mem)) host_inputs.push_back(static_cast<int32_t>(index));
   for (const auto& [index, mem] : d.output_mem)
-    if (mem == OrtMemTypeCPUOutput) host_outputs.push_back(static_cast<int32_t>(index));
+    if (IsCpuMemType(mem)) host_outputs.push_back(static_cast<int32_t>(index));
   std::vector<NxIoPair> aliases, inplace;
   for (auto [i, o] : d.aliases) aliases.push_back(NxIoPair{i, o});
   for (auto [i, o] : d.mutable_aliases) inplace.push_back(NxIoPair{i, o});
@@ -199,12 +223,32 @@ const OrtMemoryInfo* PackInfo(const OrtAllocator* self) {
 }
 void* PackReserve(OrtAllocator* self, size_t size) { return PackAlloc(self, size); }
 
+// Constant input `index` (host tensor `host`) where the kernel reads it, as onnxruntime places
+// initializers: in the kernel's device memory unless the definition keeps that input on the host.
+// A device copy is made once per kernel and lives as long as its info.
+const NxValue* ConstantWhereKernelReads(const OrtKernelInfo& info, size_t index,
+                                        const NxValue& host) {
+  const NxMemoryInfo* memory = info.memory;
+  if (memory == nullptr || HostAccessible(memory) || host.kind != NX_VALUE_TENSOR) return &host;
+  const auto& input_mem = info.entry->def.input_mem;
+  auto it = input_mem.find(index);
+  if (it != input_mem.end() && IsCpuMemType(it->second)) return &host;
+  static std::mutex mutex;  // rare (kernel creation) and short: one for all kernels
+  std::lock_guard<std::mutex> lock(mutex);
+  ValuePtr& copy = info.device_constants[index];
+  if (!copy) copy = DeviceCopyOfWeight(*info.ep, host, memory);
+  return copy.get();
+}
+
 // A plugin's OrtKernelImpl as an NxKernel.
 struct PluginKernel : NxKernel {
   WrappedEp* ep = nullptr;
   OrtKernelImpl* impl = nullptr;
   const Node* node = nullptr;
   std::unique_ptr<PackAllocator> allocator;  // made at the first PrePackWeight
+  // What the create function was given; it also keeps the device copies of constant inputs,
+  // which work the plugin queued (or a pointer a kernel kept) may still read.
+  std::unique_ptr<OrtKernelInfo> info;
   std::string Context(const std::string& what) const {
     return ep->Context(what + " of " + node->Describe());
   }
@@ -245,12 +289,15 @@ NxStatus* PluginPrePackWeight(NxKernel* self, const NxValue* weight, size_t inpu
                        &PackReserve,       nullptr,    nullptr};
     }
     k->allocator->nx = allocator;
+    // Like onnxruntime, hand the kernel its weight where it computes: a device kernel gets a
+    // device copy (nxrt's session offers the host constant), a host input stays on the host.
+    const NxValue* given = ConstantWhereKernelReads(*k->info, input_index, *weight);
     OrtSharedPrePackedWeightCache shared{cache};
     bool is_packed = false;
     OrtStatus* status = nullptr;
     {
       LibraryScope scope(k->ep->factory->calls.get());
-      status = k->impl->PrePackWeight(k->impl, reinterpret_cast<const OrtValue*>(weight),
+      status = k->impl->PrePackWeight(k->impl, reinterpret_cast<const OrtValue*>(given),
                                       static_cast<int>(input_index), k->allocator.get(),
                                       cache ? &shared : nullptr, &is_packed);
     }
@@ -452,7 +499,10 @@ NxStatus* CreateOrtKernelThunk(void* state, const NxKernelInfo* nx_info, NxKerne
   *out = nullptr;
   return CatchAsStatus([&] {
     WrappedEp* ep = entry->ep;
-    OrtKernelInfo info;
+    // As in onnxruntime, the info outlives the create call: kernels keep it and read the node
+    // from Compute. A plugin kernel owns it; a runtime kernel (If / Loop / Scan) needs none.
+    auto info_owner = std::make_unique<OrtKernelInfo>();
+    OrtKernelInfo& info = *info_owner;
     info.ep = ep;
     info.entry = entry;
     info.node = nx_info->node;
@@ -488,6 +538,8 @@ NxStatus* CreateOrtKernelThunk(void* state, const NxKernelInfo* nx_info, NxKerne
     k->ep = ep;
     k->impl = impl;
     k->node = info.node;
+    info.nx = nullptr;  // the runtime's create-time info does not outlive this call
+    k->info = std::move(info_owner);
     NxKernel& nx = *k;
     nx = NxKernel{};
     nx.version = NXRT_EP_API_VERSION;
@@ -643,6 +695,10 @@ OrtStatus* FindAttr(const char* fn, const OrtKernelInfo* info, const char* name,
                     const Attribute** out) {
   if (!info || !name) return NullArgument(fn);
   const Attribute* a = info->node->FindAttribute(name);
+  if (a == nullptr) {  // as in onnxruntime, the schema's default stands in for a missing one
+    const Node& n = *info->node;
+    a = SchemaDefaultAttribute(n.domain, n.op_type, n.opset, name);
+  }
   if (a == nullptr)
     return NewOrtStatus(ORT_FAIL, std::string(fn) + ": " + info->node->Describe() +
                                       " has no attribute '" + name + "'");
@@ -772,19 +828,58 @@ OrtStatus* GetConstantInput(const OrtKernelInfo* info, size_t index, int* is_con
     return s;
   const Value* init = v >= 0 ? info->node->owner->value(v).initializer.get() : nullptr;
   *is_constant = init != nullptr;
-  *out = reinterpret_cast<const OrtValue*>(init);
-  return nullptr;
+  *out = nullptr;
+  if (init == nullptr) return nullptr;
+  return Guard("KernelInfoGetConstantInput_tensor", [&]() -> OrtStatus* {
+    *out = reinterpret_cast<const OrtValue*>(ConstantWhereKernelReads(*info, index, *init));
+    return nullptr;
+  });
 }
+// What KernelInfoGetAllocator hands out: the caller owns it and frees it with
+// OrtApi::ReleaseAllocator (as in onnxruntime), so each call makes a handle that forwards to the
+// allocator behind it (the host's CPU allocator, or the plugin's of the kernel's device memory).
+struct AllocatorHandle : OrtAllocator {
+  OrtAllocator* target = nullptr;
+};
+OrtAllocator* Target(OrtAllocator* self) { return static_cast<AllocatorHandle*>(self)->target; }
+void* HandleAlloc(OrtAllocator* self, size_t size) {
+  return Target(self)->Alloc(Target(self), size);
+}
+void HandleFree(OrtAllocator* self, void* block) { Target(self)->Free(Target(self), block); }
+const OrtMemoryInfo* HandleInfo(const OrtAllocator* self) {
+  const OrtAllocator* t = static_cast<const AllocatorHandle*>(self)->target;
+  return t->Info(t);
+}
+void* HandleReserve(OrtAllocator* self, size_t size) {
+  OrtAllocator* t = Target(self);
+  return t->version >= 18 && t->Reserve != nullptr ? t->Reserve(t, size) : t->Alloc(t, size);
+}
+LiveSet<AllocatorHandle>& LiveHandles() {
+  static auto* live = new LiveSet<AllocatorHandle>();
+  return *live;
+}
+// Frees a handle KernelInfoGetAllocator made; any other allocator (the host's own, or one a
+// plugin made) is not the caller's to free here and is left alone.
+void ReleaseAllocator(OrtAllocator* allocator) {
+  auto* handle = static_cast<AllocatorHandle*>(allocator);
+  if (allocator == nullptr || !LiveHandles().Remove(handle)) return;
+  delete handle;
+}
+
 OrtStatus* GetAllocator(const OrtKernelInfo* info, OrtMemType mem_type, OrtAllocator** out) {
   if (!info || !out) return NullArgument("KernelInfoGetAllocator");
   *out = nullptr;
-  if (mem_type != OrtMemTypeDefault || info->memory == nullptr || HostAccessible(info->memory)) {
-    *out = CpuAllocator();
-    return nullptr;
-  }
-  // The kernel's device memory: an allocator of the plugin's own, one per EP and memory.
   return Guard("KernelInfoGetAllocator", [&]() -> OrtStatus* {
-    *out = DeviceAllocator(*info->ep, info->memory);
+    auto handle = std::make_unique<AllocatorHandle>();
+    OrtAllocator& a = *handle;
+    a = OrtAllocator{NXRT_ORT_API_LEVEL, &HandleAlloc, &HandleFree, &HandleInfo,
+                     &HandleReserve,     nullptr,      nullptr};
+    const bool host =
+        mem_type != OrtMemTypeDefault || info->memory == nullptr || HostAccessible(info->memory);
+    // The kernel's device memory: an allocator of the plugin's own, one per EP and memory.
+    handle->target = host ? CpuAllocator() : DeviceAllocator(*info->ep, info->memory);
+    LiveHandles().Add(handle.get());
+    *out = handle.release();
     return nullptr;
   });
 }
@@ -893,6 +988,7 @@ void InstallKernelApi(OrtApi& api, OrtEpApi& ep_api) {
   api.KernelInfo_GetOperatorType = Slot(&GetOperatorType);
   api.KernelInfo_GetOperatorSinceVersion = Slot(&GetOperatorSinceVersion);
   api.KernelContext_GetAllocator = Slot(&ContextGetAllocator);
+  api.ReleaseAllocator = Slot(&ReleaseAllocator);
   api.KernelContext_GetScratchBuffer = Slot(&ContextGetScratchBuffer);
   api.KernelContext_ParallelFor = Slot(&ContextParallelFor);
   ep_api.EpGraphSupportInfo_AddSingleNode = Slot(&AddSingleNode);

@@ -17,11 +17,13 @@ struct TypeParamRow {
   int since_version;
   const char* inputs;
   const char* outputs;
+  const char* input_names;
+  const char* output_names;
 };
 
 constexpr TypeParamRow kRows[] = {
-#define NXRT_ONNX_TYPE_PARAMS(domain, op, since, inputs, outputs) \
-  {domain, op, since, inputs, outputs},
+#define NXRT_ONNX_TYPE_PARAMS(domain, op, since, inputs, outputs, input_names, output_names) \
+  {domain, op, since, inputs, outputs, input_names, output_names},
 #include "ort_plugins/onnx_type_params.inc"
 #undef NXRT_ONNX_TYPE_PARAMS
 };
@@ -57,6 +59,9 @@ const SchemaMap& Schemas() {
       p.since_version = row.since_version;
       SplitParams(row.inputs, p.inputs, p.variadic_input, p.heterogeneous_input);
       SplitParams(row.outputs, p.outputs, p.variadic_output, p.heterogeneous_output);
+      bool unused_variadic = false, unused_heterogeneous = false;
+      SplitParams(row.input_names, p.input_names, unused_variadic, unused_heterogeneous);
+      SplitParams(row.output_names, p.output_names, unused_variadic, unused_heterogeneous);
       (*m)[{row.domain, row.op_type}].push_back(std::move(p));  // rows are sorted by version
     }
     return m;
@@ -66,24 +71,7 @@ const SchemaMap& Schemas() {
 
 // ---- Objects the host made -------------------------------------------------------------------
 // Registries and definitions handed to the plugin: a pointer it passes back is read only when it
-// is one of them (a wild pointer is an error, not a crash).
-template <class T>
-struct LiveSet {
-  std::mutex mutex;
-  std::unordered_set<const T*> live;
-  void Add(const T* p) {
-    std::lock_guard<std::mutex> lock(mutex);
-    live.insert(p);
-  }
-  bool Remove(const T* p) {
-    std::lock_guard<std::mutex> lock(mutex);
-    return live.erase(p) != 0;
-  }
-  bool Has(const T* p) {
-    std::lock_guard<std::mutex> lock(mutex);
-    return live.count(p) != 0;
-  }
-};
+// is one of them (a wild pointer is an error, not a crash; LiveSet in ort_api_helpers.h).
 LiveSet<OrtKernelDef>& LiveDefs() {
   static auto* s = new LiveSet<OrtKernelDef>();
   return *s;

@@ -48,13 +48,15 @@ struct OrtKernelRegistry {
 
 namespace nxrt::ort {
 
-// The type parameter of each formal input and output of an ONNX operator schema, as the schema
-// in effect at `since_version` declares it (tools/scripts/gen_onnx_type_params.py).
+// The type parameter and name of each formal input and output of an ONNX operator schema, as the
+// schema in effect at `since_version` declares them (tools/scripts/gen_onnx_type_params.py).
 struct OnnxTypeParams {
   int since_version = 0;
-  std::vector<std::string> inputs;   // "" for a fixed type
-  std::vector<std::string> outputs;  // ditto
-  bool variadic_input = false;       // the last formal input repeats
+  std::vector<std::string> inputs;       // "" for a fixed type
+  std::vector<std::string> outputs;      // ditto
+  std::vector<std::string> input_names;  // the formal parameters' names ("data", "axes", ...)
+  std::vector<std::string> output_names;
+  bool variadic_input = false;  // the last formal input repeats
   bool variadic_output = false;
   bool heterogeneous_input = false;  // ... and its values may each have their own type
   bool heterogeneous_output = false;

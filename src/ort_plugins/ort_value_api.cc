@@ -187,6 +187,19 @@ OrtStatus* GetTensorTypeAndShape(const OrtValue* v, OrtTensorTypeAndShapeInfo** 
     return nullptr;
   });
 }
+// The element type and a view of the dims, valid while the value lives (API level 24).
+OrtStatus* GetTensorElementTypeAndShapeDataReference(const OrtValue* v, int* elem_type,
+                                                     const int64_t** shape, size_t* rank) {
+  if (!v || !elem_type || !shape || !rank)
+    return NullArgument("GetTensorElementTypeAndShapeDataReference");
+  if (V(v)->kind != NX_VALUE_TENSOR)
+    return NewOrtStatus(ORT_INVALID_ARGUMENT,
+                        "GetTensorElementTypeAndShapeDataReference: not a tensor");
+  *elem_type = static_cast<int>(V(v)->type);
+  *shape = V(v)->dims.empty() ? nullptr : V(v)->dims.data();
+  *rank = V(v)->dims.size();
+  return nullptr;
+}
 OrtStatus* GetTypeInfo(const OrtValue* v, OrtTypeInfo** out) {
   if (!v || !out) return NullArgument("GetTypeInfo");
   return Guard("GetTypeInfo", [&]() -> OrtStatus* {
@@ -286,6 +299,7 @@ void InstallValueApi(OrtApi& api, OrtEpApi& ep_api) {
   api.GetValueType = Slot(&GetValueType);
   api.GetTensorTypeAndShape = Slot(&GetTensorTypeAndShape);
   api.GetTypeInfo = Slot(&GetTypeInfo);
+  api.GetTensorElementTypeAndShapeDataReference = Slot(&GetTensorElementTypeAndShapeDataReference);
   api.GetTensorMutableData = Slot(&GetTensorMutableData);
   api.GetTensorData = Slot(&GetTensorData);
   api.GetTensorSizeInBytes = Slot(&GetTensorSizeInBytes);

@@ -49,6 +49,14 @@ struct WrappedEp : NxEp {
   // Allocators of the plugin's device memories that kernels asked for (KernelInfoGetAllocator),
   // released with the EP.
   std::map<const NxMemoryInfo*, OrtAllocator*> device_allocators;
+  // The plugin's data transfer for weights copied to device memory before PrePackWeight.
+  NxDataTransfer* weight_transfer = nullptr;
+  // Runs: the plugin's OnRunStart / OnRunEnd see these (empty) run options; a plugin whose
+  // IsConcurrentRunSupported says no gets one run at a time, as in onnxruntime (run_lock is
+  // held from OnRunStart to OnRunEnd, on the thread that runs).
+  OrtRunOptions run_options;
+  bool serialize_runs = false;
+  std::mutex run_lock;
 
   std::string Context(const std::string& what) const {
     return factory->path + ": EP '" + name + "' " + what;
@@ -64,8 +72,12 @@ void ReleaseKernelRegistry(WrappedEp& ep);
 // The plugin's allocator of device memory `memory` (OrtEpFactory::CreateAllocator), made once per
 // EP; throws with the plugin's reason.
 OrtAllocator* DeviceAllocator(WrappedEp& ep, const NxMemoryInfo* memory);
-// Releases those (with the EP).
+// Releases those and the weight transfer (with the EP).
 void ReleaseDeviceAllocators(WrappedEp& ep);
+// A copy of host tensor `weight` in device memory `memory`, made with the plugin's allocator and
+// data transfer: onnxruntime hands PrePackWeight the weight where the kernel computes.
+std::shared_ptr<NxValue> DeviceCopyOfWeight(WrappedEp& ep, const NxValue& weight,
+                                            const NxMemoryInfo* memory);
 
 // Streams (ort_streams.cc). Whether the plugin's factory says it is stream aware; a stream of the
 // plugin for the memory of `device` (*stream = NULL where the plugin makes none or the device has

@@ -54,4 +54,14 @@ EpInstance::~EpInstance() {
   env_.ReleaseUse(factory_.library);
 }
 
+void EpInstance::OnRunStart() const {
+  if (ep_->version < 15 || ep_->OnRunStart == nullptr) return;
+  ThrowIfStatus(ep_->OnRunStart(ep_), "EP '" + name_ + "' OnRunStart failed");
+}
+
+void EpInstance::OnRunEnd(bool failed) const {
+  if (ep_->version < 15 || ep_->OnRunEnd == nullptr) return;
+  ThrowIfStatus(ep_->OnRunEnd(ep_, failed), "EP '" + name_ + "' OnRunEnd failed");
+}
+
 }  // namespace nxrt

@@ -41,6 +41,10 @@ class EpInstance {
   // A counter the EP keeps about the session (NxEp::GetStatistic, version 11): false when the EP
   // keeps none by that name (or is older); throws the EP's error otherwise.
   bool Statistic(const std::string& key, int64_t* value) const;
+  // Run boundaries (NxEp::OnRunStart / OnRunEnd, version 15); nothing for older EPs. Both throw
+  // the EP's error.
+  void OnRunStart() const;
+  void OnRunEnd(bool failed) const;
 
  private:
   Env& env_;

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstdlib>
 
+#include "devices/vulkan_software_gpu.h"
 #include "plugins/ep_library.h"
 
 namespace nxrt {
@@ -65,7 +66,7 @@ std::vector<Ranked> Collect(const std::vector<const NxEpDevice*>& all, const EpF
   std::vector<Ranked> out;
   for (size_t i = 0; i < all.size(); ++i) {
     EpDeviceFacts f = FactsOf(*all[i], default_cpu);
-    if (keep(f)) out.push_back({all[i], f, i});
+    if (!f.is_software && keep(f)) out.push_back({all[i], f, i});
   }
   return out;
 }
@@ -96,7 +97,7 @@ std::vector<const NxEpDevice*> PreferType(NxDeviceType type,
   std::vector<Ranked> r;
   for (size_t i = 0; i < all.size(); ++i) {
     EpDeviceFacts f = FactsOf(*all[i], default_cpu);
-    if (f.type == type) r.push_back({all[i], f, i});
+    if (f.type == type && !f.is_software) r.push_back({all[i], f, i});
   }
   std::sort(r.begin(), r.end(), BetterOfOneType);
   return Devices(r);
@@ -109,6 +110,7 @@ EpDeviceFacts FactsOf(const NxEpDevice& d, const EpFactory* default_cpu) {
   const NxHardwareDevice& hw = *d.device;
   f.type = hw.type;
   f.is_virtual = IsVirtual(hw);
+  f.is_software = IsSoftwareGpu(hw);
   if (const std::string* disc = hw.Find("discrete")) f.discrete = *disc == "1" ? 1 : 0;
   if (hw.type != NX_DEVICE_GPU) f.discrete = -1;
   f.vendor_match = (d.factory->vendor_id != 0 && d.factory->vendor_id == hw.vendor_id) ||

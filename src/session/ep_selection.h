@@ -23,6 +23,7 @@ struct EpChoice {
 struct EpDeviceFacts {
   NxDeviceType type = NX_DEVICE_OTHER;
   bool is_virtual = false;
+  bool is_software = false;   // a software renderer listed as a GPU (NXRT_SOFTWARE_GPU)
   int discrete = -1;          // 1 discrete, 0 integrated, -1 unknown (GPUs)
   bool vendor_match = false;  // the device's vendor wrote the EP
   bool default_cpu = false;   // the runtime's own CPU EP
@@ -32,8 +33,9 @@ struct EpDeviceFacts {
 EpDeviceFacts FactsOf(const NxEpDevice& d, const EpFactory* default_cpu);
 
 // The EP devices `policy` chooses from `all` (env order), best first. `default_cpu` is the
-// runtime's CPU EP factory (ranked last among CPU EPs). Empty when nothing fits (prefer-gpu on a
-// machine without a GPU EP device): the caller decides about fallback.
+// runtime's CPU EP factory (ranked last among CPU EPs). Software GPUs are never chosen by a
+// policy: they run slower than the CPU EP and serve only explicit choices. Empty when nothing fits
+// (prefer-gpu on a machine without a GPU EP device): the caller decides about fallback.
 std::vector<const NxEpDevice*> RankByPolicy(NxEpSelectionPolicy policy,
                                             const std::vector<const NxEpDevice*>& all,
                                             const EpFactory* default_cpu);

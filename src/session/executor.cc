@@ -227,6 +227,40 @@ void Session::Run(std::span<const std::string_view> input_names,
                   std::span<const Value* const> inputs,
                   std::span<const std::string_view> output_names, std::span<Value* const> bound,
                   const RunLimits& run_options, std::vector<ValuePtr>& results) const {
+  // Every EP hears of the run before anything computes and once it is over (ABI 15). A failed
+  // run ends quietly: its own error is the one to report.
+  auto end_failed = [this](size_t count) {
+    for (size_t i = 0; i < count; ++i) {
+      try {
+        eps_[i]->OnRunEnd(true);
+      } catch (const std::exception&) {
+      }
+    }
+  };
+  size_t started = 0;
+  try {
+    for (; started < eps_.size(); ++started) eps_[started]->OnRunStart();
+    RunSteps(input_names, inputs, output_names, bound, run_options, results);
+  } catch (...) {
+    end_failed(started);
+    throw;
+  }
+  std::exception_ptr first_error;
+  for (const auto& ep : eps_) {
+    try {
+      ep->OnRunEnd(false);
+    } catch (...) {
+      if (!first_error) first_error = std::current_exception();
+    }
+  }
+  if (first_error) std::rethrow_exception(first_error);
+}
+
+void Session::RunSteps(std::span<const std::string_view> input_names,
+                       std::span<const Value* const> inputs,
+                       std::span<const std::string_view> output_names,
+                       std::span<Value* const> bound, const RunLimits& run_options,
+                       std::vector<ValuePtr>& results) const {
   const Graph& g = graph();
   ScratchLease lease = LeaseScratch();
   std::vector<const Value*>& feeds = lease->feeds;

@@ -9,6 +9,7 @@
 #include "base/memory_info.h"
 #include "devices/ep_device.h"
 #include "devices/hardware_device.h"
+#include "devices/vulkan_software_gpu.h"
 #include "graph/group_graph.h"
 #include "plugins/host_objects.h"
 
@@ -67,10 +68,13 @@ std::vector<const NxHardwareDevice*> DevicesOf(const EpInstance& ep) {
 }
 
 // "cpu (AuthenticAMD)"; a virtual device with the id its EP gave it, which tells apart two of
-// one EP: "virtual npu 1 (nxrt examples)".
+// one EP: "virtual npu 1 (nxrt examples)"; a software renderer: "software gpu (Mesa)".
 std::string DescribeHardware(const NxHardwareDevice& d) {
-  return std::string(IsVirtual(d) ? "virtual " : "") + DeviceTypeName(d.type) +
-         (IsVirtual(d) ? " " + std::to_string(d.device_id) : "") + " (" + d.vendor + ")";
+  return std::string(IsVirtual(d)       ? "virtual "
+                     : IsSoftwareGpu(d) ? "software "
+                                        : "") +
+         DeviceTypeName(d.type) + (IsVirtual(d) ? " " + std::to_string(d.device_id) : "") + " (" +
+         d.vendor + ")";
 }
 
 // Why `group` (sorted node indices) is not convex: "" when it is, else the path that leaves it

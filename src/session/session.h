@@ -152,6 +152,10 @@ class Session {
   // ---- end profiling ----
 
  private:
+  // Run's work between the EPs' run boundaries.
+  void RunSteps(std::span<const std::string_view> input_names, std::span<const Value* const> inputs,
+                std::span<const std::string_view> output_names, std::span<Value* const> bound,
+                const RunLimits& run_options, std::vector<ValuePtr>& results) const;
   // One step of the plan: run a node, or copy a value into another memory.
   struct Step {
     bool is_copy = false;

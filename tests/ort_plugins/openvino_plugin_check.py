@@ -56,7 +56,9 @@ def onnxruntime_devices(library):
         ort.unregister_execution_provider_library("openvino")
 
 
-def nxrt_devices(nxrt, library, env=None):
+def nxrt_listing(nxrt, library, env=None):
+    """`nxrt devices --json --ep-library LIBRARY`: the hardware devices and the library's EP
+    devices, as nxrt prints them."""
     run = subprocess.run([nxrt, "devices", "--json", "--ep-library", library],
                          capture_output=True, text=True, env=env, timeout=300)
     if run.returncode != 0:
@@ -65,12 +67,17 @@ def nxrt_devices(nxrt, library, env=None):
     libraries = [lib for lib in listing["ep_libraries"] if lib["path"] == library]
     if len(libraries) != 1:
         raise RuntimeError(f"nxrt devices does not list {library}")
+    return listing["hardware_devices"], libraries[0]["ep_devices"]
+
+
+def nxrt_devices(nxrt, library, env=None):
+    hardware, ep_devices = nxrt_listing(nxrt, library, env)
     out = []
-    for d in libraries[0]["ep_devices"]:
+    for d in ep_devices:
         metadata = {k: v for k, v in d["metadata"].items() if k != "library_path"}
         out.append({"ep": d["ep"], "ep_vendor": d["ep_vendor"], "type": d["device"]["type"],
                     "metadata": metadata, "options": d["options"]})
-    return out, listing["hardware_devices"]
+    return out, hardware
 
 
 # Models and whether every node must run on the plugin (Silero VAD has nodes it declines: those

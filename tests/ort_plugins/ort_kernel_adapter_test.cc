@@ -6,11 +6,13 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <nxrt/nxrt.hpp>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "test_util.h"
@@ -146,6 +148,23 @@ TEST(OrtKernelAdapter, SingleNodesRunThePluginsKernels) {
   }
   // Every kernel the plugin made was released with the session.
   EXPECT_EQ(Counter("released") - released, Counter("created") - created);
+}
+
+// onnxruntime adds a schema's attribute defaults to every node, and its kernels rely on that (no
+// fallback of their own): LeakyRelu without "alpha" reads 0.01 through the kernel info.
+TEST(OrtKernelAdapter, SchemaDefaultsStandInForMissingAttributes) {
+  onnx::ModelProto m = MakeModel({MakeNode("LeakyRelu", {"x"}, {"y"}, "leaky")}, {"x"}, {}, {2, 3});
+  nxrt::test::AddFloatValue(m.mutable_graph()->add_output(), "y", {2, 3});
+  const std::string bytes = nxrt::test::Serialize(m);
+  nxrt::Env env(NX_LOG_ERROR);
+  env.RegisterEpLibrary("ort_kernel_test", KernelLib());
+  nxrt::SessionOptions options = PluginOptions({}, NX_FALLBACK_FORBID);
+  nxrt::Session session(env, bytes.data(), bytes.size(), &options);
+  EXPECT_EQ(Placement(session)["leaky"], kEp);
+  const std::vector<float> got = RunX(session, kX, {2, 3});
+  ASSERT_EQ(got.size(), kX.size());
+  for (size_t i = 0; i < kX.size(); ++i)
+    EXPECT_FLOAT_EQ(got[i], kX[i] >= 0 ? kX[i] : 0.01f * kX[i]) << i;
 }
 
 TEST(OrtKernelAdapter, EpOptionsReachKernelInfos) {
@@ -403,6 +422,44 @@ TEST(OrtKernelAdapter, AFailingComputeReportsThePluginsMessage) {
   std::string err = ErrorOf([&] { RunX(s, kX, {2, 3}); });
   EXPECT_NE(err.find("Relu compute failed on purpose"), std::string::npos) << err;
   EXPECT_NE(ErrorOf([&] { RunX(s, kX, {2, 3}); }), "");  // and again: the session stays usable
+}
+
+// OrtEp::OnRunStart / OnRunEnd bracket every run (nxrt's NxEp version 15); a plugin whose
+// IsConcurrentRunSupported says no never sees two runs at once, even from two threads.
+TEST(OrtKernelAdapter, RunsAreBracketedAndSerialisedWhereThePluginAsks) {
+  for (const char* mode : {"ort_kernel_test", "ort_kernel_test.serial_runs"}) {
+    Broken b(mode);
+    nxrt::SessionOptions options = PluginOptions();
+    nxrt::Session s(b.env, b.bytes.data(), b.bytes.size(), &options);
+    const int starts = Counter("ep_run_starts"), ends = Counter("ep_run_ends");
+    b.ExpectCorrect(s);
+    EXPECT_EQ(Counter("ep_run_starts") - starts, 1) << mode;
+    EXPECT_EQ(Counter("ep_run_ends") - ends, 1) << mode;
+    if (std::string(mode).find("serial_runs") == std::string::npos) continue;
+    const int before = Counter("max_active_runs");
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t)
+      threads.emplace_back([&] {
+        for (int r = 0; r < 5; ++r) b.ExpectCorrect(s);
+      });
+    for (auto& t : threads) t.join();
+    EXPECT_EQ(Counter("ep_run_starts") - starts, 21);
+    EXPECT_EQ(Counter("ep_run_ends") - ends, 21);
+    EXPECT_EQ(Counter("active_runs"), 0);
+    EXPECT_LE(Counter("max_active_runs"), std::max(before, 1)) << "two runs overlapped";
+  }
+}
+
+TEST(OrtKernelAdapter, AFailingOnRunStartFailsTheRunBeforeItComputes) {
+  Broken b("ort_kernel_test.failing_run_start");
+  nxrt::SessionOptions options = PluginOptions();
+  nxrt::Session s(b.env, b.bytes.data(), b.bytes.size(), &options);
+  const int computed = Counter("computed"), ends = Counter("ep_run_ends");
+  std::string err = ErrorOf([&] { RunX(s, kX, {2, 3}); });
+  EXPECT_NE(err.find("OnRunStart failed on purpose"), std::string::npos) << err;
+  EXPECT_EQ(Counter("computed"), computed);
+  EXPECT_EQ(Counter("ep_run_ends"), ends);               // no OnRunEnd after a failed OnRunStart
+  EXPECT_NE(ErrorOf([&] { RunX(s, kX, {2, 3}); }), "");  // and again: no lock is left held
 }
 
 TEST(OrtKernelAdapter, ForeignNodesAndForeignDefinitionsClaimNothing) {

@@ -1,11 +1,14 @@
 """onnxruntime plugin EP libraries through the package, with unchanged onnxruntime code: Intel's
 OpenVINO plugin (PyPI onnxruntime-ep-openvino, fetched by tools/scripts/fetch_ort_plugins.py into
 NXRT_ORT_PLUGINS_DIR, default build/ort_plugins) registered, its EP devices listed, a session
-made with add_provider_for_devices, outputs compared with onnxruntime's CPU EP."""
+made with add_provider_for_devices, outputs compared with onnxruntime's CPU EP; and Microsoft's
+WebGPU plugin (PyPI onnxruntime-ep-webgpu) the same way on Mesa's software Vulkan GPU."""
 
 import gc
 import os
 import pathlib
+import subprocess
+import sys
 
 import numpy as np
 import onnxruntime as real_onnxruntime
@@ -61,3 +64,45 @@ def test_unregistered_plugin_is_gone(openvino_library):
     onnxruntime.unregister_execution_provider_library("openvino")
     assert not [d for d in onnxruntime.get_ep_devices() if d.ep_name == EP]
     onnxruntime.register_execution_provider_library("openvino", openvino_library)  # for teardown
+
+
+# Microsoft's WebGPU plugin (PyPI onnxruntime-ep-webgpu, also fetched by fetch_ort_plugins.py) on
+# Mesa's software Vulkan GPU, which nxrt lists only when NXRT_SOFTWARE_GPU=1 is set before the
+# first device discovery: hence a fresh process running onnxruntime's own calls.
+WEBGPU_SCRIPT = r'''
+import sys
+import numpy as np
+import onnxruntime as real_onnxruntime
+import nxrt as onnxruntime
+
+onnxruntime.register_execution_provider_library("webgpu", sys.argv[1])
+devices = [d for d in onnxruntime.get_ep_devices() if d.ep_name == "WebGpuExecutionProvider"]
+assert len(devices) == 1, devices
+assert devices[0].device.type == onnxruntime.OrtHardwareDeviceType.GPU
+assert devices[0].device.metadata["software"] == "1"
+options = onnxruntime.SessionOptions()
+options.add_provider_for_devices(devices, {})
+session = onnxruntime.InferenceSession(sys.argv[2], sess_options=options)
+x = np.random.default_rng(0).standard_normal((1, 3, 224, 224)).astype(np.float32)
+name = session.get_inputs()[0].name
+got = session.run(None, {name: x})[0]
+want = real_onnxruntime.InferenceSession(
+    sys.argv[2], providers=["CPUExecutionProvider"]).run(None, {name: x})[0]
+np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+del session
+onnxruntime.unregister_execution_provider_library("webgpu")
+print("webgpu ok")
+'''
+
+
+def test_webgpu_plugin_runs_on_the_software_gpu():
+    root = pathlib.Path(os.environ.get("NXRT_ORT_PLUGINS_DIR", REPO / "build" / "ort_plugins"))
+    library = root / "onnxruntime_ep_webgpu/libonnxruntime_providers_webgpu.so"
+    if not library.exists():
+        pytest.fail(f"{library} is missing: run tools/scripts/fetch_ort_plugins.py")
+    run = subprocess.run([sys.executable, "-c", WEBGPU_SCRIPT, str(library),
+                          real_model("squeezenet1_1")],
+                         env=dict(os.environ, NXRT_SOFTWARE_GPU="1"), capture_output=True,
+                         text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "webgpu ok" in run.stdout

@@ -6,6 +6,7 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -367,6 +368,40 @@ TEST(SelectionPolicy, GpusOfUnknownKindRankBetweenDiscreteAndIntegrated) {
   auto frugal = nxrt::RankByPolicy(NX_POLICY_MIN_POWER, all, nullptr);
   ASSERT_EQ(frugal.size(), 1u);
   EXPECT_EQ(frugal[0], all[0]);
+}
+
+TEST(SelectionPolicy, NoPolicyPicksASoftwareGpu) {
+  // A CPU, a real GPU and a software renderer listed as a GPU (NXRT_SOFTWARE_GPU), one EP each.
+  nxrt::EpFactory cpu_ep, gpu_ep, soft_ep;
+  cpu_ep.name = "Cpu";
+  gpu_ep.name = "RealGpu";
+  soft_ep.name = "AnyGpu";
+  std::vector<NxHardwareDevice> hw(3);
+  hw[0].type = NX_DEVICE_CPU;
+  hw[1].type = NX_DEVICE_GPU;
+  hw[2].type = NX_DEVICE_GPU;
+  hw[2].vendor = "Mesa";
+  hw[2].Set("software", "1");
+  hw[2].Set("discrete", "1");  // even a claim to be discrete does not make it a policy's pick
+  std::vector<NxEpDevice> devices(3);
+  nxrt::EpFactory* factories[] = {&cpu_ep, &gpu_ep, &soft_ep};
+  std::vector<const NxEpDevice*> all;
+  for (int i = 0; i < 3; ++i) {
+    devices[i].factory = factories[i];
+    devices[i].device = &hw[i];
+    all.push_back(&devices[i]);
+  }
+  const NxEpDevice* soft = all[2];
+  for (NxEpSelectionPolicy p : {NX_POLICY_PREFER_CPU, NX_POLICY_PREFER_GPU, NX_POLICY_PREFER_NPU,
+                                NX_POLICY_MAX_PERFORMANCE, NX_POLICY_MIN_POWER}) {
+    auto ranked = nxrt::RankByPolicy(p, all, &cpu_ep);
+    EXPECT_EQ(std::count(ranked.begin(), ranked.end(), soft), 0) << nxrt::PolicyName(p);
+  }
+  auto gpus = nxrt::RankByPolicy(NX_POLICY_PREFER_GPU, all, &cpu_ep);
+  ASSERT_EQ(gpus.size(), 1u);
+  EXPECT_EQ(gpus[0], all[1]);
+  // Only the software GPU: prefer-gpu finds nothing (the caller falls back to the CPU EP).
+  EXPECT_TRUE(nxrt::RankByPolicy(NX_POLICY_PREFER_GPU, {all[0], soft}, &cpu_ep).empty());
 }
 
 // ---- Custom callback --------------------------------------------------------------------------

@@ -8,6 +8,9 @@ Plugins (wheel versions and SHA-256 digests are pinned):
     OUT_DIR/onnxruntime_ep_openvino/libonnxruntime_providers_openvino_plugin.so
         Intel's OpenVINO EP as an onnxruntime plugin, onnxruntime-ep-openvino 1.8.1 (bundles
         OpenVINO and TBB next to the plugin; needs no libonnxruntime)
+    OUT_DIR/onnxruntime_ep_webgpu/libonnxruntime_providers_webgpu.so
+        Microsoft's WebGPU EP as an onnxruntime plugin, onnxruntime-ep-webgpu 0.4.0 (Dawn built
+        in; loads the system's Vulkan at run time; a kernel-based plugin, API level 24)
 
 The wheel is downloaded with `python -m pip download --no-deps` into a temporary folder, checked
 against its pinned digest, and its package folder is extracted to OUT_DIR. A plugin already in
@@ -27,6 +30,9 @@ PLUGINS = (
     ("onnxruntime-ep-openvino", "1.8.1",
      "3832643158c8c187fcab6db661cde2a8c06a2b3559d95d0f2411ac0e51c5e924",
      "onnxruntime_ep_openvino", "libonnxruntime_providers_openvino_plugin.so"),
+    ("onnxruntime-ep-webgpu", "0.4.0",
+     "5d8c961eda91a88961cad1fb7621f389f006b18497d6ea9ecf96f729f066cbfb",
+     "onnxruntime_ep_webgpu", "libonnxruntime_providers_webgpu.so"),
 )
 
 

@@ -64,6 +64,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ort_plugins/ort_abi.h"
 
@@ -137,6 +138,9 @@ typedef OrtStatus* (*AddSingleNodeFn)(OrtEpGraphSupportInfo*, const OrtNode*);
 typedef OrtStatus* (*StoreWeightDataFn)(OrtSharedPrePackedWeightCache*, void**, size_t*, size_t);
 typedef OrtStatus* (*InfoGetEpFn)(const OrtKernelInfo*, const OrtEp**);
 typedef OrtStatus* (*CreateIfKernelFn)(const OrtKernelInfo*, OrtKernelImpl**);
+typedef OrtStatus* (*TypeAndShapeRefFn)(const OrtValue*, int*, const int64_t**, size_t*);
+typedef OrtStatus* (*InfoGetAllocatorFn)(const OrtKernelInfo*, OrtMemType, OrtAllocator**);
+typedef void (*ReleaseAllocatorFn)(OrtAllocator*);
 
 /* ONNXTensorElementDataType values this plugin uses. */
 enum { TYPE_FLOAT = 1, TYPE_INT64 = 7, TYPE_BOOL = 9 };
@@ -166,13 +170,17 @@ enum {
   C_HOST_WAITS,
   C_STREAM_COPIES,
   C_RUN_ENDS,
+  C_EP_RUN_STARTS,
+  C_EP_RUN_ENDS,
+  C_ACTIVE_RUNS,
+  C_MAX_ACTIVE_RUNS,
   C_COUNT
 };
 static atomic_int counters[C_COUNT];
 static const char* const counter_names[C_COUNT] = {
-    "created",       "released",      "prepacked", "shared",        "computed",
-    "device_blocks", "copies",        "streams",   "notifications", "device_waits",
-    "host_waits",    "stream_copies", "run_ends"};
+    "created",  "released",      "prepacked",     "shared",       "computed",       "device_blocks",
+    "copies",   "streams",       "notifications", "device_waits", "host_waits",     "stream_copies",
+    "run_ends", "ep_run_starts", "ep_run_ends",   "active_runs",  "max_active_runs"};
 
 EXPORT int OrtKernelTestCounters(const char* which) {
   for (int i = 0; which != NULL && i < C_COUNT; ++i)
@@ -258,6 +266,15 @@ static OrtStatus* AddCpuDevice(OrtEpFactory* self, const OrtHardwareDevice* devi
   if (status != NULL) return status;
   status = CALL(ep_api, AddAllocatorInfoFn, EpDevice_AddAllocatorInfo)(*out, memory);
   CALL(api, ReleaseMemoryInfoFn, ReleaseMemoryInfo)(memory);
+  if (status != NULL || !DeviceMode()) return status;
+  /* Like WebGPU's plugin, a read-only (initializer) allocator of the same memory after the
+   * default one: it must not take the default's place. */
+  status = CALL(api, CreateMemoryInfoV2Fn, CreateMemoryInfo_V2)(
+      "OrtKernelTestDevice", OrtMemoryInfoDeviceType_GPU, DEVICE_VENDOR, 0,
+      OrtDeviceMemoryType_DEFAULT, 64, OrtReadOnlyAllocator, &memory);
+  if (status != NULL) return status;
+  status = CALL(ep_api, AddAllocatorInfoFn, EpDevice_AddAllocatorInfo)(*out, memory);
+  CALL(api, ReleaseMemoryInfoFn, ReleaseMemoryInfo)(memory);
   return status;
 }
 
@@ -288,6 +305,7 @@ typedef OrtMemoryInfoDeviceType (*MemoryDeviceTypeFn)(const OrtMemoryDevice*);
 typedef uint32_t (*MemoryDeviceVendorFn)(const OrtMemoryDevice*);
 typedef OrtStatus* (*TensorMemoryInfoFn)(const OrtValue*, const OrtMemoryInfo**);
 typedef OrtStatus* (*TensorBytesFn)(const OrtValue*, size_t*);
+typedef OrtStatus* (*MemoryInfoAllocatorTypeFn)(const OrtMemoryInfo*, OrtAllocatorType*);
 
 static OrtMemoryInfo* device_memory_info; /* what Info reports; made at registration */
 
@@ -325,6 +343,10 @@ static OrtStatus* FactoryCreateAllocator(OrtEpFactory* self, const OrtMemoryInfo
           OrtMemoryInfoDeviceType_GPU ||
       CALL(ep_api, MemoryDeviceVendorFn, MemoryDevice_GetVendorId)(d) != DEVICE_VENDOR)
     return Error(EP_NAME ": CreateAllocator for a memory that is not its device's");
+  OrtAllocatorType type = OrtInvalidAllocator;
+  RETURN_IF(CALL(api, MemoryInfoAllocatorTypeFn, MemoryInfoGetType)(memory, &type));
+  if (type != OrtDeviceAllocator)
+    return Error(EP_NAME ": CreateAllocator for the read-only allocator's memory info");
   *out = &device_allocator;
   return NULL;
 }
@@ -475,6 +497,18 @@ static OrtStatus* CheckOnStream(OrtKernelContext* ctx) {
   return NULL;
 }
 
+/* In device mode, whether `value` is in the device's memory must be `want` (1 device, 0 host):
+ * onnxruntime puts values where the kernel definition says, and so must the host. */
+static OrtStatus* CheckMemory(const OrtValue* value, int want, const char* what) {
+  if (!DeviceMode()) return NULL;
+  const OrtMemoryInfo* m = NULL;
+  RETURN_IF(CALL(api, TensorMemoryInfoFn, GetTensorMemoryInfo)(value, &m));
+  const int on_device = IsOurs(CALL(ep_api, GetMemoryDeviceFn, MemoryInfo_GetMemoryDevice)(m));
+  if (on_device != want)
+    return Errorf(EP_NAME ": %s is in %s memory", what, on_device ? "device" : "host");
+  return NULL;
+}
+
 /* In device mode every kernel's input 0 must be in the device memory (the host moved it there). */
 static OrtStatus* CheckInDeviceMemory(OrtKernelContext* ctx) {
   if (!DeviceMode()) return NULL;
@@ -537,7 +571,8 @@ static const KernelSpec specs[] = {
     {K_RELU, "Relu", 6, "T", TYPE_FLOAT, NULL, 0, -1, MUTABLE_ALIAS, CreateRelu},
     {K_LEAKY_RELU, "LeakyRelu", 6, "T", TYPE_FLOAT, NULL, 0, -1, NO_ALIAS, CreateLeakyRelu},
     {K_TRANSPOSE, "Transpose", 1, "T", TYPE_FLOAT, NULL, 0, -1, NO_ALIAS, CreateTranspose},
-    {K_RESHAPE, "Reshape", 5, "T", TYPE_FLOAT, NULL, 0, 1, ALIAS, CreateReshape},
+    /* "shape" is a formal parameter's name, not a type parameter: onnxruntime accepts both. */
+    {K_RESHAPE, "Reshape", 5, "T", TYPE_FLOAT, "shape", TYPE_INT64, 1, ALIAS, CreateReshape},
     {K_MATMUL, "MatMul", 1, "T", TYPE_FLOAT, NULL, 0, -1, NO_ALIAS, CreateMatMul},
     {K_IF, "If", 1, "B", TYPE_BOOL, "V", TYPE_FLOAT, 0, NO_ALIAS, CreateIf},
 };
@@ -583,9 +618,12 @@ static OrtStatus* FillBuilder(OrtKernelDefBuilder* b, const KernelSpec* spec, co
   RETURN_IF(CALL(ep_api, BuilderStringFn, KernelDefBuilder_SetExecutionProvider)(b, ep_name));
   RETURN_IF(AddTypeConstraint(b, spec->param, spec->type));
   if (spec->param2 != NULL) RETURN_IF(AddTypeConstraint(b, spec->param2, spec->type2));
+  /* onnxruntime's own kernels mark such inputs OrtMemTypeCPU, which is OrtMemTypeCPUOutput's
+   * value; If uses the explicit OrtMemTypeCPUInput. */
   if (spec->cpu_input >= 0)
     RETURN_IF(CALL(ep_api, BuilderMemTypeFn, KernelDefBuilder_SetInputMemType)(
-        b, (size_t)spec->cpu_input, OrtMemTypeCPUInput));
+        b, (size_t)spec->cpu_input,
+        spec->kind == K_RESHAPE ? OrtMemTypeCPUOutput : OrtMemTypeCPUInput));
   const int zero = 0;
   if (spec->alias == ALIAS)
     RETURN_IF(
@@ -633,6 +671,9 @@ typedef struct TestKernel {
   const float* packed;     /* the packed data (in `owned` or in the host's shared buffer) */
   int64_t packed_k, packed_n;
   int awaiting_shared; /* stored into the cache, SetSharedPrePackedWeight not yet seen */
+  /* As onnxruntime's kernels do, the kernel keeps the info it was made with and reads it again
+   * in Compute: it must live as long as the kernel. */
+  const OrtKernelInfo* info;
 } TestKernel;
 
 #define PACK_HEADER (2 * sizeof(int64_t))
@@ -768,6 +809,7 @@ static OrtStatus* NewKernel(void* state, const OrtKernelInfo* info, TestKernel**
   k->base.Release = ReleaseKernel;
   k->kind = s->spec->kind;
   k->scale = scale;
+  k->info = info;
   *out = k;
   return NULL;
 }
@@ -817,11 +859,13 @@ static OrtStatus* CreateLeakyRelu(void* state, const OrtKernelInfo* info, OrtKer
   *out = NULL;
   TestKernel* k = NULL;
   RETURN_IF(NewKernel(state, info, &k));
+  /* No fallback of its own, as in onnxruntime's kernels: a node without "alpha" reads the
+   * schema's default (0.01) through the host. */
   OrtStatus* status =
       CALL(api, InfoAttrFloatFn, KernelInfoGetAttribute_float)(info, "alpha", &k->alpha);
   if (status != NULL) {
-    Release(status);
-    k->alpha = 0.01f;
+    free(k);
+    return status;
   }
   return Made(k, out);
 }
@@ -870,6 +914,7 @@ static OrtStatus* CreateReshape(void* state, const OrtKernelInfo* info, OrtKerne
                                                                              &shape);
   if (status == NULL && is_constant && shape == NULL)
     status = Error(EP_NAME ": KernelInfoGetConstantInput_tensor: a constant without a value");
+  if (status == NULL && is_constant) status = CheckMemory(shape, 0, "Reshape's constant shape");
   if (status == NULL && is_constant) {
     const void* data = NULL;
     status = CALL(api, GetDataFn, GetTensorData)(shape, &data);
@@ -887,6 +932,26 @@ static OrtStatus* CreateMatMul(void* state, const OrtKernelInfo* info, OrtKernel
   *out = NULL;
   TestKernel* k = NULL;
   RETURN_IF(NewKernel(state, info, &k));
+  /* The kernel's allocator: the caller's to release with OrtApi::ReleaseAllocator. */
+  OrtAllocator* allocator = NULL;
+  OrtStatus* status =
+      CALL(api, InfoGetAllocatorFn, KernelInfoGetAllocator)(info, OrtMemTypeDefault, &allocator);
+  if (status == NULL && allocator == NULL)
+    status = Error(EP_NAME ": KernelInfoGetAllocator returned none");
+  if (status == NULL) {
+    const OrtMemoryDevice* d =
+        CALL(ep_api, GetMemoryDeviceFn, MemoryInfo_GetMemoryDevice)(allocator->Info(allocator));
+    if (DeviceMode() != IsOurs(d))
+      status = Error(EP_NAME ": KernelInfoGetAllocator's allocator is not of the kernel's memory");
+    void* block = allocator->Alloc(allocator, 16);
+    if (status == NULL && block == NULL) status = Error(EP_NAME ": the kernel's allocator failed");
+    if (block != NULL) allocator->Free(allocator, block);
+    CALL(api, ReleaseAllocatorFn, ReleaseAllocator)(allocator);
+  }
+  if (status != NULL) {
+    free(k);
+    return status;
+  }
   k->base.PrePackWeight = PrePackWeight;
   k->base.SetSharedPrePackedWeight = SetSharedPrePackedWeight;
   return Made(k, out);
@@ -938,6 +1003,15 @@ static OrtStatus* Input(OrtKernelContext* ctx, size_t index, Tensor* t) {
   RETURN_IF(CALL(api, CtxGetInputFn, KernelContext_GetInput)(ctx, index, &value));
   if (value == NULL) return Errorf(EP_NAME ": input %zu is missing", index);
   RETURN_IF(ShapeOf(value, t));
+  int type = 0;
+  const int64_t* dims = NULL;
+  size_t rank = 0;
+  RETURN_IF(CALL(api, TypeAndShapeRefFn, GetTensorElementTypeAndShapeDataReference)(value, &type,
+                                                                                    &dims, &rank));
+  if (type != t->type || rank != t->rank || (rank > 0 && dims == NULL) ||
+      (rank > 0 && memcmp(dims, t->dims, rank * sizeof(int64_t)) != 0))
+    return Errorf(EP_NAME ": GetTensorElementTypeAndShapeDataReference disagrees on input %zu",
+                  index);
   return CALL(api, GetDataFn, GetTensorData)(value, &t->data);
 }
 
@@ -1036,6 +1110,9 @@ static OrtStatus* ComputeReshape(const TestKernel* k, OrtKernelContext* ctx) {
   Tensor a, shape;
   RETURN_IF(Input(ctx, 0, &a));
   RETURN_IF(Input(ctx, 1, &shape));
+  const OrtValue* shape_value = NULL;
+  RETURN_IF(CALL(api, CtxGetInputFn, KernelContext_GetInput)(ctx, 1, &shape_value));
+  RETURN_IF(CheckMemory(shape_value, 0, "Reshape's shape input (OrtMemTypeCPU)"));
   if (shape.type != TYPE_INT64 || shape.rank != 1 || shape.count > MAX_RANK)
     return Error(EP_NAME ": Reshape's shape is no 1-D int64 tensor of at most 8 values");
   const int64_t* s = shape.data;
@@ -1110,6 +1187,11 @@ static OrtStatus* ComputeMatMul(const TestKernel* k, OrtKernelContext* ctx) {
 static OrtStatus* Compute(OrtKernelImpl* self, OrtKernelContext* ctx) {
   const TestKernel* k = (const TestKernel*)self;
   Count(C_COMPUTED);
+  char op[64];
+  RETURN_IF(InfoString(k->info, api->KernelInfo_GetOperatorType, 0, 0,
+                       "KernelInfo_GetOperatorType in Compute", op, sizeof op));
+  if (strcmp(op, specs[k->kind].op) != 0)
+    return Errorf(EP_NAME ": the %s kernel's info reads '%s' in Compute", specs[k->kind].op, op);
   RETURN_IF(CheckInDeviceMemory(ctx));
   RETURN_IF(CheckOnStream(ctx));
   switch (k->kind) {
@@ -1142,6 +1224,7 @@ static OrtStatus* PrePackWeight(OrtKernelImpl* self, const OrtValue* tensor, int
     return Error(EP_NAME ": PrePackWeight without a tensor or an allocator");
   Tensor w;
   RETURN_IF(ShapeOf(tensor, &w));
+  RETURN_IF(CheckMemory(tensor, 1, "the weight PrePackWeight got"));
   if (w.rank != 2 || w.type != TYPE_FLOAT) return NULL; /* Compute reads it as it is */
   RETURN_IF(CALL(api, GetDataFn, GetTensorData)(tensor, &w.data));
   const int64_t kk = w.dims[0], n = w.dims[1];
@@ -1241,6 +1324,34 @@ static OrtStatus* GetCapability(OrtEp* self, const OrtGraph* graph,
   return status;
 }
 
+/* Run boundaries: counted; how many runs are between OnRunStart and OnRunEnd at once is
+ * tracked. "serial_runs" says the EP cannot run two runs at once (the host must serialise them);
+ * "failing_run_start" fails every run before it computes. */
+static OrtStatus* OnRunStart(OrtEp* self, const OrtRunOptions* options) {
+  (void)self, (void)options;
+  if (Mode("failing_run_start")) return Error(EP_NAME ": OnRunStart failed on purpose");
+  Count(C_EP_RUN_STARTS);
+  const int active = atomic_fetch_add(&counters[C_ACTIVE_RUNS], 1) + 1;
+  int max = atomic_load(&counters[C_MAX_ACTIVE_RUNS]);
+  while (active > max &&
+         !atomic_compare_exchange_weak(&counters[C_MAX_ACTIVE_RUNS], &max, active)) {
+  }
+  if (Mode("serial_runs")) usleep(2000); /* a window in which an overlapping run would show */
+  return NULL;
+}
+static OrtStatus* OnRunEnd(OrtEp* self, const OrtRunOptions* options, bool sync_stream) {
+  (void)self, (void)options;
+  if (!sync_stream) return Error(EP_NAME ": OnRunEnd without sync_stream");
+  Uncount(C_ACTIVE_RUNS);
+  Count(C_EP_RUN_ENDS);
+  return NULL;
+}
+static OrtStatus* IsConcurrentRunSupported(OrtEp* self, bool* supported) {
+  (void)self;
+  *supported = !Mode("serial_runs");
+  return NULL;
+}
+
 static OrtStatus* GetKernelRegistry(OrtEp* self, const OrtKernelRegistry** registry) {
   *registry = NULL;
   if (Mode("failing_registry")) return Error(EP_NAME ": GetKernelRegistry failed on purpose");
@@ -1276,6 +1387,9 @@ static OrtStatus* CreateEp(OrtEpFactory* self, const OrtHardwareDevice* const* d
   e->base.Compile = NULL;
   e->base.ReleaseNodeComputeInfos = NULL;
   e->base.GetKernelRegistry = GetKernelRegistry;
+  e->base.OnRunStart = OnRunStart;
+  e->base.OnRunEnd = OnRunEnd;
+  e->base.IsConcurrentRunSupported = IsConcurrentRunSupported;
   *ep = &e->base;
   return NULL;
 }
