@@ -542,6 +542,18 @@ struct NxEp {
    * Control-flow bodies run inside their parent's run and get no calls of their own. */
   NxStatus* (*OnRunStart)(NxEp* self);
   NxStatus* (*OnRunEnd)(NxEp* self, bool failed);
+
+  /* Channels-last (version 15, optional, may be NULL: every node stays as the model has it).
+   * For a layout-sensitive operator (Conv, ConvTranspose, MaxPool, AveragePool, LpPool,
+   * GlobalAveragePool, GlobalMaxPool, LRN, BatchNormalization, InstanceNormalization,
+   * DepthToSpace, SpaceToDepth) the host asks whether the EP wants its nodes of that op in
+   * channels-last form; *yes = true, and where the EP's registry has a kernel for that form and
+   * would run the node, the host rewrites it before placement: domain "com.ms.internal.nhwc"
+   * (onnxruntime's name for it), same op type, opset and attributes, input 0 and output 0 in
+   * NHWC (a 4-D tensor [N, H, W, C]), every other input as it was (Conv's weights stay OIHW).
+   * Transposes go where NCHW and NHWC values meet; elementwise nodes and channel Concats between
+   * channels-last nodes work on NHWC values, so chains of them need none. */
+  NxStatus* (*PrefersChannelsLast)(NxEp* self, const char* domain, const char* op_type, bool* yes);
 };
 
 /* Filled by the EP in ExportCompiledGroup (the host sets `version` and zeroes the rest). The

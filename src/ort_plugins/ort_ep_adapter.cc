@@ -119,6 +119,33 @@ NxStatus* WrappedOnRunEnd(NxEp* self, bool failed) {
   return result;
 }
 
+// Channels-last as onnxruntime decides it: the plugin prefers NHWC (GetPreferredDataLayout) and
+// does not decline the op (ShouldConvertDataLayoutForOp: 0 declines, -1 leaves it to the host).
+NxStatus* WrappedPrefersChannelsLast(NxEp* self, const char* domain, const char* op_type,
+                                     bool* yes) {
+  auto* ep = static_cast<WrappedEp*>(self);
+  *yes = false;
+  return CatchAsStatus([&] {
+    if (ep->ort->GetPreferredDataLayout == nullptr) return;
+    OrtEpDataLayout layout = OrtEpDataLayout_NCHW;
+    OrtStatus* status = nullptr;
+    {
+      LibraryScope scope(ep->factory->calls.get());
+      status = ep->ort->GetPreferredDataLayout(ep->ort, &layout);
+    }
+    ThrowIfOrtStatus(status, ep->Context("GetPreferredDataLayout failed"));
+    if (layout != OrtEpDataLayout_NHWC) return;
+    int convert = -1;
+    if (ep->ort->ShouldConvertDataLayoutForOp != nullptr) {
+      LibraryScope scope(ep->factory->calls.get());
+      status = ep->ort->ShouldConvertDataLayoutForOp(ep->ort, domain, op_type, OrtEpDataLayout_NHWC,
+                                                     &convert);
+    }
+    ThrowIfOrtStatus(status, ep->Context("ShouldConvertDataLayoutForOp failed"));
+    *yes = convert != 0;
+  });
+}
+
 NxStatus* WrappedGetKernelRegistry(NxEp* self, const NxKernelRegistry** registry) {
   *registry = static_cast<WrappedEp*>(self)->kernels;
   return nullptr;
@@ -458,6 +485,7 @@ NxStatus* CreateWrappedEp(WrappedFactory& factory, const NxEpCreateArgs* args, N
     if (IsStreamAware(factory)) nx.CreateStream = &WrappedCreateStream;
     nx.OnRunStart = &WrappedOnRunStart;
     nx.OnRunEnd = &WrappedOnRunEnd;
+    nx.PrefersChannelsLast = &WrappedPrefersChannelsLast;
     *out = ep.release();
   });
 }

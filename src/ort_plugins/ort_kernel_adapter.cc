@@ -697,7 +697,9 @@ OrtStatus* FindAttr(const char* fn, const OrtKernelInfo* info, const char* name,
   const Attribute* a = info->node->FindAttribute(name);
   if (a == nullptr) {  // as in onnxruntime, the schema's default stands in for a missing one
     const Node& n = *info->node;
-    a = SchemaDefaultAttribute(n.domain, n.op_type, n.opset, name);
+    // A channels-last node (com.ms.internal.nhwc) has its ONNX operator's attributes.
+    const std::string& domain = n.domain == "com.ms.internal.nhwc" ? std::string() : n.domain;
+    a = SchemaDefaultAttribute(domain, n.op_type, n.opset, name);
   }
   if (a == nullptr)
     return NewOrtStatus(ORT_FAIL, std::string(fn) + ": " + info->node->Describe() +

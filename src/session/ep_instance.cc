@@ -64,4 +64,12 @@ void EpInstance::OnRunEnd(bool failed) const {
   ThrowIfStatus(ep_->OnRunEnd(ep_, failed), "EP '" + name_ + "' OnRunEnd failed");
 }
 
+bool EpInstance::PrefersChannelsLast(const std::string& domain, const std::string& op_type) const {
+  if (ep_->version < 15 || ep_->PrefersChannelsLast == nullptr) return false;
+  bool yes = false;
+  ThrowIfStatus(ep_->PrefersChannelsLast(ep_, domain.c_str(), op_type.c_str(), &yes),
+                "EP '" + name_ + "' PrefersChannelsLast(" + op_type + ") failed");
+  return yes;
+}
+
 }  // namespace nxrt

@@ -45,6 +45,9 @@ class EpInstance {
   // the EP's error.
   void OnRunStart() const;
   void OnRunEnd(bool failed) const;
+  // Whether the EP wants its nodes of `domain`.`op_type` in channels-last form
+  // (NxEp::PrefersChannelsLast, version 15); false for older EPs. Throws the EP's error.
+  bool PrefersChannelsLast(const std::string& domain, const std::string& op_type) const;
 
  private:
   Env& env_;

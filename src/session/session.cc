@@ -11,6 +11,7 @@
 #include "session/constant_folding.h"
 #include "session/constant_identities.h"
 #include "session/env.h"
+#include "session/ep_channels_last.h"
 #include "session/ep_selection.h"
 #include "session/float16_upcast.h"
 #include "session/graph_fusion.h"
@@ -98,6 +99,9 @@ Session::Session(Env& env, std::shared_ptr<Model> model, const SessionOptions& o
       BypassConstantIdentities(*model_->graph);
       UpcastFloat16(*model_->graph, eps_, CpuEpIndex(), config_, logger_.logger);
       FoldQdq(*model_->graph, eps_, CpuEpIndex(), logger_.logger);
+      // EPs that compute channels-last (onnxruntime's WebGPU plugin) get their convolutions and
+      // pools in that form, with as few transposes as the graph allows.
+      EpChannelsLast(*model_->graph, eps_, logger_);
     }
     profile_step.Next("partition");  // profiling
     AssignNodes();

@@ -9,7 +9,8 @@ Vulkan renderer (lavapipe), which nxrt lists as a GPU when NXRT_SOFTWARE_GPU=1:
   memory; a selection policy never picks that device (prefer-gpu leaves the model on the CPU EP);
 - real models run on the plugin (`nxrt run --ep WebGpuExecutionProvider`) and give onnxruntime's
   CPU EP's outputs; nodes the plugin has no kernel for (BERT's int64 shape arithmetic) run on
-  nxrt's CPU EP.
+  nxrt's CPU EP; the plugin prefers NHWC, so convolutions and pools run channels-last, with a
+  transpose only at the ends of each chain.
 
     webgpu_plugin_check.py --build-dir build [--plugin-dir build/ort_plugins]
                            [--models build/models]
@@ -33,8 +34,9 @@ from openvino_plugin_check import compare, nxrt_listing  # noqa: E402  (shared h
 
 EP = "WebGpuExecutionProvider"
 LIBRARY = "onnxruntime_ep_webgpu/libonnxruntime_providers_webgpu.so"
-# (model, every node on the plugin?)
-MODELS = [("mobilenet_v2", True), ("squeezenet1_1", True), ("bert4", False)]
+# (model, every node on the plugin?, nodes the plugin runs): the plugin prefers NHWC, so the
+# convolutional models run channels-last with one Transpose in and one out (100 + 2, 65 + 2).
+MODELS = [("mobilenet_v2", True, 102), ("squeezenet1_1", True, 67), ("bert4", False, 144)]
 
 
 def check_devices(nxrt, library, env, failures):
@@ -97,8 +99,9 @@ def small_model(path):
 def run_models(nxrt, library, models_dir, env, work, failures):
     small = os.path.join(work, "small.onnx")
     small_model(small)
-    cases = [(small, True)] + [(os.path.join(models_dir, n + ".onnx"), w) for n, w in MODELS]
-    for path, whole in cases:
+    cases = [(small, True, 4)] + [(os.path.join(models_dir, n + ".onnx"), w, k)
+                                   for n, w, k in MODELS]
+    for path, whole, expected_nodes in cases:
         name = os.path.basename(path)[:-5]
         if not os.path.exists(path):
             failures.append(f"{path} is missing (tools/scripts/prepare_test_models.sh)")
@@ -114,8 +117,8 @@ def run_models(nxrt, library, models_dir, env, work, failures):
         except RuntimeError as e:
             failures.append(f"{name}: {e}")
             continue
-        if EP not in eps:
-            failures.append(f"{name}: nothing ran on the plugin ({eps})")
+        if f"{EP}={expected_nodes} " not in eps + " ":
+            failures.append(f"{name}: expected {expected_nodes} nodes on the plugin ({eps})")
         if whole and "CPU=" in eps:
             failures.append(f"{name}: nodes fell back to the CPU EP ({eps})")
         if f"{EP}=[gpu Mesa" not in where and f"{EP}=[gpu" not in where:
