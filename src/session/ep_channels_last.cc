@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include "graph/layout_values.h"
 #include "plugins/kernel_registry.h"
 #include "session/ep_instance.h"
 #include "session/placement.h"
@@ -136,43 +137,11 @@ class Rewriter {
     nhwc_[original] = v;
   }
 
-  // A new NHWC value for NCHW `v` (same element type, dims permuted).
-  int NewValue(int v) {
-    const ValueDef original = g_.value(v);
-    std::string name = original.name + "_nhwc";
-    for (int i = 1; g_.FindValue(name) >= 0; ++i)
-      name = original.name + "_nhwc_" + std::to_string(i);
-    const int nv = g_.GetOrAddValue(name);
-    ValueDef& def = g_.value(nv);
-    def.type.kind = original.type.kind;
-    def.type.elem_type = original.type.elem_type;
-    if (original.type.has_shape && original.type.dims.size() == 4) {
-      def.type.has_shape = true;
-      def.type.dims.clear();
-      def.type.dim_params.clear();
-      for (size_t p : {0, 2, 3, 1}) {
-        def.type.dims.push_back(original.type.dims[p]);
-        def.type.dim_params.push_back(
-            original.type.dim_params.size() == 4 ? original.type.dim_params[p] : "");
-      }
-    }
-    return nv;
-  }
+  // A new NHWC value for NCHW `v`.
+  int NewValue(int v) { return AddPermutedValue(g_, v, {0, 2, 3, 1}); }
 
   void AddTranspose(int from, int to, std::vector<int64_t> perm) {
-    Node t;
-    t.owner = &g_;
-    t.name = g_.value(to).name + "_transpose";
-    t.op_type = "Transpose";
-    t.opset = onnx_opset_;
-    t.inputs = {from};
-    t.outputs = {to};
-    Attribute a;
-    a.name = "perm";
-    a.type = NX_ATTR_INTS;
-    a.ints = std::move(perm);
-    t.attributes.push_back(std::move(a));
-    g_.nodes.push_back(std::move(t));
+    AppendTranspose(g_, from, to, std::move(perm), onnx_opset_);
   }
 
   // NCHW `v` as NHWC: its NHWC copy when it has one, else a Transpose made once.

@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "graph/layout_values.h"
 #include "nxrt/nxrt_ep_api.h"
 #include "plugins/kernel_registry.h"
 
@@ -165,44 +166,10 @@ class ChannelsLast {
     return true;
   }
 
-  // A new value for `v` in the layout `perm` gives (same element type, permuted static dims).
-  int NewValue(int v, const std::vector<int64_t>& perm) {
-    const ValueDef original = g_.value(v);
-    std::string name = original.name + "_nhwc";
-    for (int i = 1; g_.FindValue(name) >= 0; ++i)
-      name = original.name + "_nhwc_" + std::to_string(i);
-    const int nv = g_.GetOrAddValue(name);
-    ValueDef& def = g_.value(nv);
-    def.type.kind = original.type.kind;
-    def.type.elem_type = original.type.elem_type;
-    if (original.type.has_shape && original.type.dims.size() == 4) {
-      def.type.has_shape = true;
-      def.type.dims.clear();
-      def.type.dim_params.clear();
-      for (int64_t p : perm) {
-        def.type.dims.push_back(original.type.dims[static_cast<size_t>(p)]);
-        def.type.dim_params.push_back(original.type.dim_params.size() == 4
-                                          ? original.type.dim_params[static_cast<size_t>(p)]
-                                          : "");
-      }
-    }
-    return nv;
-  }
+  int NewValue(int v, const std::vector<int64_t>& perm) { return AddPermutedValue(g_, v, perm); }
 
   void AddTranspose(int from, int to, const std::vector<int64_t>& perm) {
-    Node t;
-    t.owner = &g_;
-    t.name = g_.value(to).name + "_transpose";
-    t.op_type = "Transpose";
-    t.opset = onnx_opset_;
-    t.inputs = {from};
-    t.outputs = {to};
-    Attribute a;
-    a.name = "perm";
-    a.type = NX_ATTR_INTS;
-    a.ints = perm;
-    t.attributes.push_back(a);
-    g_.nodes.push_back(std::move(t));
+    AppendTranspose(g_, from, to, perm, onnx_opset_);
   }
 
   // NCHW `v` as NHWC: its NHWC copy when it has one, else a Transpose made once.
