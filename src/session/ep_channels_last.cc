@@ -59,8 +59,9 @@ bool IsOneElement(const Graph& g, int v) {
 }
 
 bool IsFourD(const Graph& g, int v) {
+  if (v < 0) return false;  // an omitted input
   const ValueDef& d = g.value(v);
-  return v >= 0 && d.type.has_shape && d.type.dims.size() == 4;
+  return d.type.has_shape && d.type.dims.size() == 4;
 }
 
 class Rewriter {
