@@ -11,6 +11,7 @@
 #include "ort_plugins/ort_ep_adapter.h"
 #include "ort_plugins/ort_host_objects.h"
 #include "ort_plugins/ort_model_editor.h"
+#include "ort_plugins/ort_virtual_devices.h"
 #include "ort_plugins/ort_wrapped_ep.h"
 
 namespace nxrt::ort {
@@ -43,14 +44,14 @@ static_assert(sizeof(OrtModelEditorApi) == kEditorApiSlotCount * sizeof(OrtApiSl
 
 constexpr const char* kTableNames[] = {"OrtApi", "OrtEpApi", "OrtModelEditorApi"};
 
-thread_local UnimplementedCalls* current_calls = nullptr;
+thread_local PluginLibraryState* current_calls = nullptr;
 
 std::string QualifiedName(int table, size_t index) {
   return std::string(kTableNames[table]) + "::" + SlotName(table, index);
 }
 
 void RecordStubCall(int table, size_t index) {
-  UnimplementedCalls* calls = current_calls ? current_calls : &UnattributedCalls();
+  PluginLibraryState* calls = current_calls ? current_calls : &UnattributedCalls();
   calls->Record(QualifiedName(table, index));
 }
 
@@ -324,7 +325,7 @@ const OrtKeyValuePairs* EpDeviceEpOptions(const OrtEpDevice* d) {
   return d ? &d->options : nullptr;
 }
 const OrtHardwareDevice* EpDeviceDevice(const OrtEpDevice* d) {
-  return d ? AsOrt(d->device) : nullptr;
+  return d ? AsOrt(d->plugin_device) : nullptr;
 }
 const OrtMemoryInfo* EpDeviceMemoryInfo(const OrtEpDevice* d, OrtDeviceMemoryType type) {
   if (d == nullptr) return nullptr;
@@ -346,6 +347,7 @@ OrtStatus* CreateEpDevice(OrtEpFactory* factory, const OrtHardwareDevice* device
     auto d = std::make_unique<OrtEpDevice>();
     d->factory = factory;
     d->device = AsNx(device);
+    d->plugin_device = d->device;
     const char* name = factory->GetName ? factory->GetName(factory) : nullptr;
     const char* vendor = factory->GetVendor ? factory->GetVendor(factory) : nullptr;
     d->ep_name = name ? name : "";
@@ -402,11 +404,17 @@ uint32_t MemoryDeviceGetDeviceId(const OrtMemoryDevice* d) {
   return d ? static_cast<uint32_t>(d->device_id) : 0;
 }
 
-// Level 24: the env's configuration entries for EP libraries. nxrt's env has none to give yet.
+// Level 24: the env's configuration entries, as the calling library sees them. The one entry
+// nxrt gives is onnxruntime's "allow_virtual_devices", for libraries registered with
+// virtual-device requests (ort_virtual_devices.cc).
 OrtStatus* GetEnvConfigEntries(OrtKeyValuePairs** out) {
   if (out == nullptr) return InvalidArgument("GetEnvConfigEntries", "null argument");
-  *out = new (std::nothrow) OrtKeyValuePairs();
-  return *out ? nullptr : NewOrtStatus(ORT_FAIL, "GetEnvConfigEntries: out of memory");
+  return Guard("GetEnvConfigEntries", [&]() -> OrtStatus* {
+    auto entries = std::make_unique<OrtKeyValuePairs>();
+    if (CurrentLibrary().allow_virtual_devices()) entries->Set("allow_virtual_devices", "1");
+    *out = entries.release();
+    return nullptr;
+  });
 }
 
 // ---- The tables ---------------------------------------------------------------------------------
@@ -509,6 +517,7 @@ const Tables& TheTables() {
     InstallEpAdapterApi(t.api, t.ep_api);
     InstallKernelApi(t.api, t.ep_api);
     InstallStreamApi(t.api, t.ep_api);
+    InstallVirtualDeviceApi(t.ep_api);
     InstallModelEditorApi(t.api, t.editor_api);
     return t;
   }();
@@ -554,7 +563,7 @@ size_t SlotCount(int table) {
                       : 0;
 }
 
-void UnimplementedCalls::Record(const std::string& slot) {
+void PluginLibraryState::Record(const std::string& slot) {
   bool first = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -566,20 +575,24 @@ void UnimplementedCalls::Record(const std::string& slot) {
   }
 }
 
-std::map<std::string, uint64_t> UnimplementedCalls::Counts() const {
+std::map<std::string, uint64_t> PluginLibraryState::Counts() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return counts_;
 }
 
-LibraryScope::LibraryScope(UnimplementedCalls* calls) : previous_(current_calls) {
+LibraryScope::LibraryScope(PluginLibraryState* calls) : previous_(current_calls) {
   current_calls = calls;
 }
 LibraryScope::~LibraryScope() { current_calls = previous_; }
 
-UnimplementedCalls& UnattributedCalls() {
+PluginLibraryState& UnattributedCalls() {
   static auto* calls =
-      new UnimplementedCalls("(unknown library)", Logger(NX_LOG_WARNING, Logger::StderrSink()));
+      new PluginLibraryState("(unknown library)", Logger(NX_LOG_WARNING, Logger::StderrSink()));
   return *calls;
+}
+
+const PluginLibraryState& CurrentLibrary() {
+  return current_calls != nullptr ? *current_calls : UnattributedCalls();
 }
 
 }  // namespace nxrt::ort

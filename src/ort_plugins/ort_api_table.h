@@ -28,17 +28,26 @@ size_t SlotCount(int table);
 // Whether nxrt implements slot `index` (false: the slot holds its stub).
 bool IsImplemented(int table, size_t index);
 
-// Calls one library made to slots nxrt does not implement, by "OrtApi::Name".
-class UnimplementedCalls {
+// What the host keeps per loaded library for the calls it makes into the tables: the calls it
+// made to slots nxrt does not implement, by "OrtApi::Name", and the env configuration entries it
+// sees (OrtEpApi::GetEnvConfigEntries).
+class PluginLibraryState {
  public:
-  UnimplementedCalls(std::string library, Logger logger)
-      : library_(std::move(library)), logger_(std::move(logger)) {}
+  PluginLibraryState(std::string library, Logger logger, bool allow_virtual_devices = false)
+      : library_(std::move(library)),
+        logger_(std::move(logger)),
+        allow_virtual_devices_(allow_virtual_devices) {}
   void Record(const std::string& slot);
   std::map<std::string, uint64_t> Counts() const;
+  // onnxruntime's "allow_virtual_devices" entry: the library was registered with virtual-device
+  // requests (or under a name ending in ".virtual"), so its factories may create virtual
+  // hardware devices (OrtEpApi::CreateHardwareDevice).
+  bool allow_virtual_devices() const { return allow_virtual_devices_; }
 
  private:
   std::string library_;
   Logger logger_;
+  bool allow_virtual_devices_ = false;
   mutable std::mutex mutex_;
   std::map<std::string, uint64_t> counts_;
 };
@@ -47,16 +56,18 @@ class UnimplementedCalls {
 // opens one around every call into a plugin; a plugin's own threads count as unattributed).
 class LibraryScope {
  public:
-  explicit LibraryScope(UnimplementedCalls* calls);
+  explicit LibraryScope(PluginLibraryState* calls);
   ~LibraryScope();
   LibraryScope(const LibraryScope&) = delete;
   LibraryScope& operator=(const LibraryScope&) = delete;
 
  private:
-  UnimplementedCalls* previous_;
+  PluginLibraryState* previous_;
 };
 
 // Stub calls no scope was open for.
-UnimplementedCalls& UnattributedCalls();
+PluginLibraryState& UnattributedCalls();
+// The library whose call is running on this thread (UnattributedCalls() outside any scope).
+const PluginLibraryState& CurrentLibrary();
 
 }  // namespace nxrt::ort

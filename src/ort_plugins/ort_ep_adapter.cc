@@ -414,7 +414,7 @@ NxStatus* CreateWrappedEp(WrappedFactory& factory, const NxEpCreateArgs* args, N
         OrtLogger{session_logger ? *session_logger : factory.logger->logger});
     // The EP devices the session selected, as the factory described them.
     auto add = [&](const OrtEpDevice& d) {
-      ep->devices.push_back(AsOrt(d.device));
+      ep->devices.push_back(AsOrt(d.plugin_device));
       ep->device_metadata.push_back(&d.metadata);
     };
     for (size_t i = 0; args->version >= 3 && i < args->num_devices; ++i) {

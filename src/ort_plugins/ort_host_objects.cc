@@ -210,11 +210,18 @@ NxMemoryInfo ToNxMemoryInfo(const OrtMemoryInfo& info) {
   return m;
 }
 
+namespace {
+std::mutex metadata_mutex;
+using MetadataViews = std::map<const NxHardwareDevice*, std::unique_ptr<OrtKeyValuePairs>>;
+MetadataViews& Views() {
+  static auto* views = new MetadataViews();
+  return *views;
+}
+}  // namespace
+
 const OrtKeyValuePairs* HardwareMetadata(const NxHardwareDevice* device) {
-  static std::mutex mutex;
-  static auto* views = new std::map<const NxHardwareDevice*, std::unique_ptr<OrtKeyValuePairs>>();
-  std::lock_guard<std::mutex> lock(mutex);
-  auto& slot = (*views)[device];
+  std::lock_guard<std::mutex> lock(metadata_mutex);
+  auto& slot = Views()[device];
   if (!slot) {
     slot = std::make_unique<OrtKeyValuePairs>();
     for (const auto& [k, v] : device->metadata) slot->Set(k, v);
@@ -222,6 +229,11 @@ const OrtKeyValuePairs* HardwareMetadata(const NxHardwareDevice* device) {
     if (const std::string* d = device->Find("discrete")) slot->Set("Discrete", *d);
   }
   return slot.get();
+}
+
+void ForgetHardwareMetadata(const NxHardwareDevice* device) {
+  std::lock_guard<std::mutex> lock(metadata_mutex);
+  Views().erase(device);
 }
 
 }  // namespace nxrt::ort

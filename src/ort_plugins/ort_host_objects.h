@@ -53,7 +53,11 @@ struct OrtMemoryInfo {
 // moment the factory returns it from GetSupportedDevices.
 struct OrtEpDevice {
   OrtEpFactory* factory = nullptr;
+  // The hardware device as nxrt knows it: a discovered one, or the host's copy of a virtual one.
   const NxHardwareDevice* device = nullptr;
+  // The one the plugin named in CreateEpDevice and is given back (EpDevice_Device, CreateEp):
+  // `device`, except on a virtual device the plugin made itself (OrtEpApi::CreateHardwareDevice).
+  const NxHardwareDevice* plugin_device = nullptr;
   std::string ep_name;
   std::string ep_vendor;
   OrtKeyValuePairs metadata;
@@ -116,5 +120,7 @@ NxMemoryInfo ToNxMemoryInfo(const OrtMemoryInfo& info);
 // Process-wide key/value views of a hardware device's metadata (HardwareDevice_Metadata): nxrt's
 // keys plus the names onnxruntime's discovery uses where they mean the same thing.
 const OrtKeyValuePairs* HardwareMetadata(const NxHardwareDevice* device);
+// Drops the view of a device that is about to be freed (a plugin's virtual device).
+void ForgetHardwareMetadata(const NxHardwareDevice* device);
 
 }  // namespace nxrt::ort

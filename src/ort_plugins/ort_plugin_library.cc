@@ -2,14 +2,17 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <memory>
 #include <set>
 #include <vector>
 
 #include "base/error.h"
+#include "devices/ep_device.h"
 #include "ort_plugins/ort_api_table.h"
 #include "ort_plugins/ort_ep_adapter.h"
 #include "ort_plugins/ort_host_objects.h"
+#include "ort_plugins/ort_virtual_devices.h"
 #include "ort_plugins/ort_wrapped_factory.h"
 #include "plugins/host_objects.h"
 
@@ -53,42 +56,43 @@ NxStatus* WrappedGetSupportedDevices(NxEpFactory* self, const NxHardwareDevice* 
                                      size_t num_devices, NxEpDeviceList* supported) {
   WrappedFactory* w = Wrapped(self);
   return CatchAsStatus([&] {
-    const std::vector<const OrtHardwareDevice*> offered = OfferOrder(devices, num_devices);
-    OrtEpDevice* out[kMaxEpDevices] = {};
-    size_t count = 0;
-    OrtStatus* status = nullptr;
-    {
-      LibraryScope scope(w->calls.get());
-      status = w->ort->GetSupportedDevices(w->ort, offered.data(), offered.size(), out,
-                                           kMaxEpDevices, &count);
+    // The host's copies of this factory's virtual devices follow the discovered devices.
+    std::vector<const NxHardwareDevice*> hardware, copies;
+    for (size_t i = 0; i < num_devices; ++i) {
+      if (devices[i] != nullptr) (IsVirtual(*devices[i]) ? copies : hardware).push_back(devices[i]);
     }
-    // Whatever the factory created is the host's now, even when it also reports an error.
-    const size_t returned = count < kMaxEpDevices ? count : kMaxEpDevices;
-    std::vector<std::unique_ptr<OrtEpDevice>> owned;
-    for (size_t i = 0; i < returned; ++i) {
-      NXRT_CHECK(IsHostEpDevice(out[i]), NX_INVALID_PLUGIN,
-                 w->Context("GetSupportedDevices returned an EP device the host did not create "
-                            "(null, garbage or released)"));
-      ForgetEpDevice(out[i]);
-      owned.emplace_back(out[i]);
+    std::vector<std::unique_ptr<OrtEpDevice>> answer;
+    if (w->answer && w->offered_hardware == hardware) {
+      answer = std::move(*w->answer);
+    } else {
+      w->kept_virtual.clear();  // they belonged to an answer for other hardware
+      answer = QuerySupportedDevices(*w, hardware);
     }
-    ThrowIfOrtStatus(status, w->Context("GetSupportedDevices failed"));
-    NXRT_CHECK(count <= kMaxEpDevices, NX_INVALID_PLUGIN,
-               w->Context("GetSupportedDevices reported more EP devices than fit"));
+    w->answer.reset();
+    NXRT_CHECK(copies.size() == w->kept_virtual.size(), NX_FAIL,
+               w->Context("was offered virtual devices it did not create"));
     std::set<const NxHardwareDevice*> seen;
-    for (auto& d : owned) {
-      bool offered_device = false;
-      for (const OrtHardwareDevice* o : offered) offered_device |= AsNx(o) == d->device;
-      NXRT_CHECK(offered_device, NX_INVALID_PLUGIN,
-                 w->Context("GetSupportedDevices returned an EP device on a hardware device it "
-                            "was not offered"));
-      NXRT_CHECK(d->factory == w->ort, NX_INVALID_PLUGIN,
-                 w->Context("GetSupportedDevices returned another factory's EP device"));
+    std::vector<std::unique_ptr<OrtEpDevice>> kept;
+    for (auto& d : answer) {
+      if (IsPluginMadeDevice(d->device)) {
+        auto it = std::find(w->kept_virtual.begin(), w->kept_virtual.end(), d.get());
+        if (it == w->kept_virtual.end()) {
+          if (!w->calls->allow_virtual_devices()) {
+            w->logger->logger.Log(NX_LOG_WARNING,
+                                  w->Context("made a virtual device although no virtual device "
+                                             "was requested; its EP device is ignored"));
+          }
+          continue;  // no request asked for it
+        }
+        d->device = copies[static_cast<size_t>(it - w->kept_virtual.begin())];
+      }
       NXRT_CHECK(seen.insert(d->device).second, NX_INVALID_PLUGIN,
                  w->Context("GetSupportedDevices returned two EP devices on one hardware device"));
       supported->added.push_back({d->device, d->metadata.ToKeyValues(), d->options.ToKeyValues()});
+      kept.push_back(std::move(d));
     }
-    for (auto& d : owned) w->ep_devices.push_back(std::move(d));
+    w->kept_virtual.clear();
+    for (auto& d : kept) w->ep_devices.push_back(std::move(d));
     CollectDeviceMemories(*w);
   });
 }
@@ -105,8 +109,14 @@ NxStatus* WrappedCheckCompatibility(NxEpFactory* self, const NxHardwareDevice* c
     if (w->ort->ort_version_supported < 23 ||
         w->ort->ValidateCompiledModelCompatibilityInfo == nullptr)
       return;
+    // The plugin is handed its own device where it made one (a virtual device).
     std::vector<const OrtHardwareDevice*> offered;
-    for (size_t i = 0; i < num_devices; ++i) offered.push_back(AsOrt(devices[i]));
+    for (size_t i = 0; i < num_devices; ++i) {
+      const NxHardwareDevice* device = devices[i];
+      for (const auto& d : w->ep_devices)
+        if (d->device == devices[i]) device = d->plugin_device;
+      offered.push_back(AsOrt(device));
+    }
     OrtCompiledModelCompatibility answer = OrtCompiledModelCompatibility_EP_NOT_APPLICABLE;
     OrtStatus* status = nullptr;
     {
@@ -140,7 +150,7 @@ const char* CopyString(const char* s) { return s ? s : ""; }
 
 std::unique_ptr<WrappedFactory> Wrap(OrtEpFactory* ort, OrtReleaseEpFactoryFn release,
                                      const std::string& path,
-                                     const std::shared_ptr<UnimplementedCalls>& calls,
+                                     const std::shared_ptr<PluginLibraryState>& calls,
                                      const std::shared_ptr<OrtLogger>& logger) {
   auto w = std::make_unique<WrappedFactory>();
   w->ort = ort;
@@ -175,11 +185,50 @@ std::unique_ptr<WrappedFactory> Wrap(OrtEpFactory* ort, OrtReleaseEpFactoryFn re
   nx.ReleaseEp = &WrappedReleaseEp;
   nx.GetSupportedDevices = &WrappedGetSupportedDevices;
   nx.CheckCompatibility = &WrappedCheckCompatibility;
+  nx.CreateVirtualDevices = &WrappedCreateVirtualDevices;
   InstallDeviceMemoryApi(nx);
   return w;
 }
 
 }  // namespace
+
+std::vector<std::unique_ptr<OrtEpDevice>> QuerySupportedDevices(
+    WrappedFactory& factory, const std::vector<const NxHardwareDevice*>& hardware) {
+  WrappedFactory* w = &factory;
+  const std::vector<const OrtHardwareDevice*> offered =
+      OfferOrder(hardware.data(), hardware.size());
+  OrtEpDevice* out[kMaxEpDevices] = {};
+  size_t count = 0;
+  OrtStatus* status = nullptr;
+  {
+    LibraryScope scope(w->calls.get());
+    status = w->ort->GetSupportedDevices(w->ort, offered.data(), offered.size(), out, kMaxEpDevices,
+                                         &count);
+  }
+  // Whatever the factory created is the host's now, even when it also reports an error.
+  const size_t returned = count < kMaxEpDevices ? count : kMaxEpDevices;
+  std::vector<std::unique_ptr<OrtEpDevice>> owned;
+  for (size_t i = 0; i < returned; ++i) {
+    NXRT_CHECK(IsHostEpDevice(out[i]), NX_INVALID_PLUGIN,
+               w->Context("GetSupportedDevices returned an EP device the host did not create "
+                          "(null, garbage or released)"));
+    ForgetEpDevice(out[i]);
+    owned.emplace_back(out[i]);
+  }
+  ThrowIfOrtStatus(status, w->Context("GetSupportedDevices failed"));
+  NXRT_CHECK(count <= kMaxEpDevices, NX_INVALID_PLUGIN,
+             w->Context("GetSupportedDevices reported more EP devices than fit"));
+  for (auto& d : owned) {
+    bool offered_device = IsPluginMadeDevice(d->device);
+    for (const OrtHardwareDevice* o : offered) offered_device |= AsNx(o) == d->device;
+    NXRT_CHECK(offered_device, NX_INVALID_PLUGIN,
+               w->Context("GetSupportedDevices returned an EP device on a hardware device it "
+                          "was not offered and did not create"));
+    NXRT_CHECK(d->factory == w->ort, NX_INVALID_PLUGIN,
+               w->Context("GetSupportedDevices returned another factory's EP device"));
+  }
+  return owned;
+}
 
 bool IsOrtPluginLibrary(void* handle) {
   return dlsym(handle, NXRT_ORT_CREATE_FACTORIES_SYMBOL) != nullptr &&
@@ -188,14 +237,15 @@ bool IsOrtPluginLibrary(void* handle) {
 
 void CreateWrappedFactories(void* handle, const std::string& path,
                             const std::string& registration_name, const Logger& logger,
-                            NxEpFactory** factories, size_t max_factories, size_t* count) {
+                            bool allow_virtual_devices, NxEpFactory** factories,
+                            size_t max_factories, size_t* count) {
   *count = 0;
   auto create =
       reinterpret_cast<OrtCreateEpFactoriesFn>(dlsym(handle, NXRT_ORT_CREATE_FACTORIES_SYMBOL));
   auto release =
       reinterpret_cast<OrtReleaseEpFactoryFn>(dlsym(handle, NXRT_ORT_RELEASE_FACTORY_SYMBOL));
   NXRT_CHECK(create && release, NX_INVALID_PLUGIN, path + ": not an onnxruntime plugin EP library");
-  auto calls = std::make_shared<UnimplementedCalls>(path, logger);
+  auto calls = std::make_shared<PluginLibraryState>(path, logger, allow_virtual_devices);
   auto ort_logger = std::make_shared<OrtLogger>(OrtLogger{logger});
   OrtEpFactory* raw[kMaxOrtFactories] = {};
   size_t created = 0;
@@ -237,6 +287,11 @@ void ReleaseWrappedFactory(NxEpFactory* factory) {
     if (!TakeOrtStatus(status, code, message)) message = "a status the host did not create";
     w->logger->logger.Log(NX_LOG_WARNING, w->Context("ReleaseEpFactory failed: ") + message);
   }
+}
+
+void SetOfferedHardware(NxEpFactory* factory,
+                        const std::vector<const NxHardwareDevice*>& hardware) {
+  if (IsWrappedFactory(factory)) Wrapped(factory)->offered_hardware = hardware;
 }
 
 bool IsWrappedFactory(const NxEpFactory* factory) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "base/logger.h"
 #include "nxrt/nxrt_ep_api.h"
@@ -18,9 +19,15 @@ bool IsOrtPluginLibrary(void* handle);
 // Calls the library's CreateEpFactories and fills `factories` with wrappers (at most
 // `max_factories`, *count set). Throws NX_INVALID_PLUGIN or the library's own error.
 // `logger` gets the library's log messages and the host's warnings about it.
+// `allow_virtual_devices`: the env entry of that name the library sees (ort_virtual_devices.h).
 void CreateWrappedFactories(void* handle, const std::string& path,
                             const std::string& registration_name, const Logger& logger,
-                            NxEpFactory** factories, size_t max_factories, size_t* count);
+                            bool allow_virtual_devices, NxEpFactory** factories,
+                            size_t max_factories, size_t* count);
+
+// Tells a wrapped factory which discovered hardware it will be offered, before the host asks it
+// for virtual devices (it answers both from one GetSupportedDevices call). No-op for others.
+void SetOfferedHardware(NxEpFactory* factory, const std::vector<const NxHardwareDevice*>& hardware);
 
 // Releases a wrapper and, through the library's ReleaseEpFactory, the factory inside it.
 void ReleaseWrappedFactory(NxEpFactory* factory);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,7 +24,7 @@ struct WrappedFactory : NxEpFactory {
   std::string vendor;
   std::string version;
   uint32_t vendor_id = 0;
-  std::shared_ptr<UnimplementedCalls> calls;
+  std::shared_ptr<PluginLibraryState> calls;
   std::shared_ptr<OrtLogger> logger;  // the default logger CreateEpFactories received
   // EP devices the factory returned; the host owns them until the factory is released.
   std::vector<std::unique_ptr<OrtEpDevice>> ep_devices;
@@ -35,6 +36,14 @@ struct WrappedFactory : NxEpFactory {
     NxMemoryInfo nx{};
   };
   std::vector<std::unique_ptr<DeviceMemory>> device_memories;
+  // The discovered hardware the host offers (SetOfferedHardware), and the plugin's answer to
+  // GetSupportedDevices for it when CreateVirtualDevices asked first: GetSupportedDevices then
+  // takes that answer instead of asking again (ort_virtual_devices.cc).
+  std::vector<const NxHardwareDevice*> offered_hardware;
+  std::optional<std::vector<std::unique_ptr<OrtEpDevice>>> answer;
+  // EP devices of `answer` on the plugin's own virtual devices that requests kept, in the order
+  // their host copies were added.
+  std::vector<const OrtEpDevice*> kept_virtual;
 
   std::string Context(const char* what) const { return path + ": EP '" + name + "' " + what; }
 };
@@ -43,6 +52,11 @@ struct WrappedFactory : NxEpFactory {
 // in memory of their own; then the factory's GetDeviceMemoryInfo names it, CreateAllocator hands
 // out the plugin's OrtEpFactory::CreateAllocator and CreateDataTransfer its OrtDataTransferImpl.
 void CollectDeviceMemories(WrappedFactory& factory);
+
+// The plugin's GetSupportedDevices for `hardware` (discovered devices): EP devices the host now
+// owns, each on one of `hardware` or on a device the plugin made (CreateHardwareDevice).
+std::vector<std::unique_ptr<OrtEpDevice>> QuerySupportedDevices(
+    WrappedFactory& factory, const std::vector<const NxHardwareDevice*>& hardware);
 void InstallDeviceMemoryApi(NxEpFactory& factory);
 
 }  // namespace nxrt::ort

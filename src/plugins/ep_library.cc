@@ -82,6 +82,19 @@ void SetUpMemory(EpFactory& f, const std::string& path) {
   f.arena = std::make_shared<BufferPool>(size_t{256} << 20, f.allocator);
 }
 
+// onnxruntime's convention: an onnxruntime plugin registered under a name ending in ".virtual"
+// may create virtual devices of any type (there it sets the env's "allow_virtual_devices").
+bool AsksForAnyVirtualDevice(const std::string& registration_name) {
+  const std::string suffix = ".virtual";
+  return registration_name.size() > suffix.size() &&
+         registration_name.compare(registration_name.size() - suffix.size(), suffix.size(),
+                                   suffix) == 0;
+}
+const std::vector<VirtualDeviceRequest>& AnyVirtualDevice() {
+  static const std::vector<VirtualDeviceRequest> any = {{NX_DEVICE_GPU, {}}, {NX_DEVICE_NPU, {}}};
+  return any;
+}
+
 // Asks a version-3 factory for the virtual devices of every request; the runtime marks and owns
 // them.
 // Adds the count made for each request to `per_request`.
@@ -244,6 +257,7 @@ std::unique_ptr<EpLibrary> EpLibrary::Load(const std::string& path,
     lib->release_factory_ = &ort::ReleaseWrappedFactory;
     ort::CreateWrappedFactories(lib->handle_, path, registration_name,
                                 logger ? *logger : Logger(NX_LOG_WARNING, Logger::StderrSink()),
+                                !requests.empty() || AsksForAnyVirtualDevice(registration_name),
                                 raw, kMaxFactories, &count);
   } else {
     Throw(NX_INVALID_PLUGIN, path + ": not an EP library (it exports neither nxrt's " +
@@ -265,7 +279,15 @@ std::unique_ptr<EpLibrary> EpLibrary::Load(const std::string& path,
     for (EpFactory& f : lib->factories_) SetUpMemory(f, path);
     for (EpFactory& f : lib->factories_) {
       lib->per_request_.resize(requests.size(), 0);
-      auto created = CreateVirtualDevices(f, requests, path, lib->per_request_);
+      ort::SetOfferedHardware(f.raw, hardware);
+      std::vector<std::unique_ptr<NxHardwareDevice>> created;
+      if (requests.empty() && ort::IsWrappedFactory(f.raw) &&
+          AsksForAnyVirtualDevice(registration_name)) {
+        std::vector<size_t> unreported(AnyVirtualDevice().size(), 0);
+        created = CreateVirtualDevices(f, AnyVirtualDevice(), path, unreported);
+      } else {
+        created = CreateVirtualDevices(f, requests, path, lib->per_request_);
+      }
       std::vector<const NxHardwareDevice*> offered = hardware;
       for (auto& v : created) offered.push_back(v.get());
       for (auto& v : created) lib->virtual_devices_.push_back(std::move(v));

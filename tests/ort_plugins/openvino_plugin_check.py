@@ -41,8 +41,8 @@ LIBRARY = "onnxruntime_ep_openvino/libonnxruntime_providers_openvino_plugin.so"
 DEVICE_TYPES = {"CPU": "cpu", "GPU": "gpu", "NPU": "npu"}
 
 
-def onnxruntime_devices(library):
-    ort.register_execution_provider_library("openvino", library)
+def onnxruntime_devices(library, registration="openvino"):
+    ort.register_execution_provider_library(registration, library)
     try:
         out = []
         for d in ort.get_ep_devices():
@@ -53,13 +53,13 @@ def onnxruntime_devices(library):
                         "metadata": dict(d.ep_metadata), "options": dict(d.ep_options)})
         return out
     finally:
-        ort.unregister_execution_provider_library("openvino")
+        ort.unregister_execution_provider_library(registration)
 
 
-def nxrt_listing(nxrt, library, env=None):
-    """`nxrt devices --json --ep-library LIBRARY`: the hardware devices and the library's EP
-    devices, as nxrt prints them."""
-    run = subprocess.run([nxrt, "devices", "--json", "--ep-library", library],
+def nxrt_listing(nxrt, library, env=None, extra=()):
+    """`nxrt devices --json --ep-library LIBRARY [EXTRA...]`: the hardware devices and the
+    library's EP devices, as nxrt prints them."""
+    run = subprocess.run([nxrt, "devices", "--json", "--ep-library", library, *extra],
                          capture_output=True, text=True, env=env, timeout=300)
     if run.returncode != 0:
         raise RuntimeError(f"nxrt devices failed ({run.returncode}):\n{run.stderr}")
@@ -70,14 +70,38 @@ def nxrt_listing(nxrt, library, env=None):
     return listing["hardware_devices"], libraries[0]["ep_devices"]
 
 
-def nxrt_devices(nxrt, library, env=None):
-    hardware, ep_devices = nxrt_listing(nxrt, library, env)
+def nxrt_devices(nxrt, library, env=None, extra=()):
+    hardware, ep_devices = nxrt_listing(nxrt, library, env, extra)
     out = []
     for d in ep_devices:
         metadata = {k: v for k, v in d["metadata"].items() if k != "library_path"}
         out.append({"ep": d["ep"], "ep_vendor": d["ep_vendor"], "type": d["device"]["type"],
-                    "metadata": metadata, "options": d["options"]})
+                    "metadata": metadata, "options": d["options"],
+                    "virtual": d["device"].get("metadata", {}).get("is_virtual") == "1"})
     return out, hardware
+
+
+def check_virtual_devices(nxrt, library, env):
+    """The plugin's virtual NPUs (one per NPU generation): onnxruntime lists them for a
+    registration name ending in ".virtual"; nxrt for a --virtual request, filtered by its
+    options. Compiling for them needs Intel's NPU compiler, which no wheel ships: not tried."""
+    failures = []
+    platforms = lambda devices: sorted(d["metadata"].get("npu_platform", "?") for d in devices
+                                       if d["type"] == "npu")
+    expected = platforms(onnxruntime_devices(library, "openvino.virtual"))
+    got, _ = nxrt_devices(nxrt, library, env, ["--virtual", "npu"])
+    print(f"virtual NPUs: onnxruntime (openvino.virtual) {expected}; nxrt --virtual npu "
+          f"{platforms(got)}")
+    if not expected or platforms(got) != expected:
+        failures.append(f"virtual NPUs differ: onnxruntime {expected}, nxrt {platforms(got)}")
+    if not all(d["virtual"] for d in got if d["type"] == "npu"):
+        failures.append("a virtual NPU is not marked is_virtual")
+    if expected:
+        one, _ = nxrt_devices(nxrt, library, env, ["--virtual", f"npu:npu_platform={expected[0]}"])
+        print(f"  --virtual npu:npu_platform={expected[0]}: {platforms(one)}")
+        if platforms(one) != [expected[0]]:
+            failures.append(f"--virtual npu:npu_platform={expected[0]} gave {platforms(one)}")
+    return failures
 
 
 # Models and whether every node must run on the plugin (Silero VAD has nodes it declines: those
@@ -283,6 +307,8 @@ def main():
         for d in presented:
             if d["metadata"].get("ov_device") != "CPU":
                 failures.append(f"{d['ep']}: ov_device {d['metadata'].get('ov_device')}, not CPU")
+
+    failures += check_virtual_devices(nxrt, library, plain)
 
     # Models: where onnxruntime lists no device for the plugin, nxrt presents the CPU as Intel's.
     env = dict(plain)

@@ -135,7 +135,7 @@ TEST(OrtAbi, LibrariesNegotiateTheHostsLevel) {
 }
 
 TEST(OrtAbi, UnimplementedSlotsAnswerAndAreCounted) {
-  UnimplementedCalls calls("test library", Logger(NX_LOG_ERROR, nullptr));
+  PluginLibraryState calls("test library", Logger(NX_LOG_ERROR, nullptr));
   {
     LibraryScope scope(&calls);
     // A status slot: ORT_NOT_IMPLEMENTED naming it.

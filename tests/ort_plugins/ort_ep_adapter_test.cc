@@ -95,6 +95,35 @@ void RunsOnThePlugin(const std::string& registration, const std::string& scale) 
 
 TEST(OrtEpAdapter, GroupsCompileAndRunOnThePlugin) { RunsOnThePlugin("ort_test", ""); }
 
+// A session on a virtual NPU the plugin made itself: the plugin is handed its own device back
+// (its CreateEp refuses any other), and the report names the virtual device.
+TEST(OrtEpAdapter, ASessionRunsOnAVirtualDeviceThePluginMade) {
+  nxrt::Env env(NX_LOG_ERROR);
+  env.RegisterEpLibrary("ort_test", OrtTestLib(), {{NX_DEVICE_NPU, {{"arch", "t2"}}}});
+  std::vector<nxrt::EpDevice> npu;
+  for (const nxrt::EpDevice& d : env.ep_devices())
+    if (d.ep_name() == "OrtTestEp" && d.hardware().is_virtual()) npu.push_back(d);
+  ASSERT_EQ(npu.size(), 1u);
+  EXPECT_EQ(npu[0].hardware().metadata("arch"), "t2");
+  nxrt::SessionOptions options;
+  options.AppendEpDevices(npu);
+  std::string bytes = ModelBytes();
+  nxrt::Session session(env, bytes.data(), bytes.size(), &options);
+  size_t on_npu = 0;
+  for (const auto& sg : session.assignment_report().subgraphs) {
+    if (sg.ep_name != "OrtTestEp") continue;
+    ASSERT_EQ(sg.devices.size(), 1u);
+    EXPECT_TRUE(sg.devices[0].is_virtual());
+    EXPECT_EQ(sg.devices[0].metadata("arch"), "t2");
+    on_npu += sg.nodes.size();
+  }
+  EXPECT_EQ(on_npu, 3u);
+  float x[6] = {0.5f, 2, -1, 3, -4, 0.25f};
+  std::vector<float> want = Expected(x, 1.0f);
+  std::vector<float> got = RunModel(session, x);
+  for (int i = 0; i < 6; ++i) EXPECT_NEAR(got[i], want[i], 1e-5f * want[i]) << i;
+}
+
 TEST(OrtEpAdapter, EpOptionsReachThePluginAsSessionConfigEntries) {
   RunsOnThePlugin("ort_test", "2");
 }

@@ -54,6 +54,53 @@ TEST(OrtPluginLibrary, FactoryAndEpDevicesComeThroughTheAdapter) {
   EXPECT_NE(env.FindFactory("OrtTestEp"), nullptr);
 }
 
+// The virtual NPUs of OrtTestEp's EP devices, by their "arch" metadata.
+std::vector<std::string> VirtualArchs(Env& env) {
+  std::vector<std::string> out;
+  EpFactory* f = env.FindFactory("OrtTestEp");
+  if (f == nullptr) return out;
+  for (const NxEpDevice* d : f->devices) {
+    if (!IsVirtual(*d->device)) continue;
+    EXPECT_EQ(d->device->type, NX_DEVICE_NPU);
+    EXPECT_EQ(d->device->vendor_id, 0x1234u);
+    EXPECT_EQ(d->device->Get("discovered_by"), "OrtTestEp");
+    EXPECT_EQ(Value(d->metadata, "target"), d->device->Get("arch"));
+    out.push_back(d->device->Get("arch"));
+  }
+  return out;
+}
+
+TEST(OrtPluginLibrary, VirtualDevicesThePluginMakesAnswerTheRequests) {
+  std::vector<std::string> warnings;  // about virtual devices
+  Env env(Logger(NX_LOG_WARNING, [&](NxLogLevel, const std::string& m) {
+    if (m.find("virtual") != m.npos) warnings.push_back(m);
+  }));
+  using Archs = std::vector<std::string>;
+  auto registered = [&](const std::string& name, const std::vector<VirtualDeviceRequest>& r) {
+    env.RegisterLibrary(name, OrtTestLib(), r);
+    Archs archs = VirtualArchs(env);
+    env.UnregisterLibrary(name);
+    return archs;
+  };
+  // No request: the plugin does not see "allow_virtual_devices" and makes none.
+  EXPECT_EQ(registered("ort_test", {}), Archs{});
+  // A request keeps the plugin's devices of its type whose metadata or EP metadata match.
+  EXPECT_EQ(registered("ort_test", {{NX_DEVICE_NPU, {}}}), (Archs{"t1", "t2"}));
+  EXPECT_EQ(registered("ort_test", {{NX_DEVICE_NPU, {{"arch", "t2"}}}}), Archs{"t2"});
+  EXPECT_EQ(registered("ort_test", {{NX_DEVICE_NPU, {{"target", "t1"}}}}), Archs{"t1"});
+  EXPECT_EQ(registered("ort_test", {{NX_DEVICE_NPU, {{"arch", "t1"}}}, {NX_DEVICE_NPU, {}}}),
+            (Archs{"t1", "t2"}));
+  EXPECT_TRUE(warnings.empty()) << warnings.front();
+  // Nothing of the type, or nothing with the options: no device, and the warnings say why.
+  EXPECT_EQ(registered("ort_test", {{NX_DEVICE_GPU, {}}}), Archs{});
+  EXPECT_EQ(registered("ort_test", {{NX_DEVICE_NPU, {{"arch", "t9"}}}}), Archs{});
+  bool offers = false;
+  for (const std::string& w : warnings) offers |= w.find("offers: arch=t1, arch=t2") != w.npos;
+  EXPECT_TRUE(offers);
+  // onnxruntime's convention: a name ending in ".virtual" allows every type.
+  EXPECT_EQ(registered("ort_test.virtual", {}), (Archs{"t1", "t2"}));
+}
+
 void ExpectRegisterError(Env& env, const std::string& name, NxStatusCode code,
                          const std::string& fragment) {
   try {

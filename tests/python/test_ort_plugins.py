@@ -66,6 +66,31 @@ def test_unregistered_plugin_is_gone(openvino_library):
     onnxruntime.register_execution_provider_library("openvino", openvino_library)  # for teardown
 
 
+def test_a_virtual_registration_lists_the_plugins_virtual_npus(openvino_library):
+    # onnxruntime's convention, unchanged code: a name ending in ".virtual" lets the plugin make
+    # virtual devices; OpenVINO's makes one NPU per generation.
+    onnxruntime.register_execution_provider_library("openvino_npu.virtual", openvino_library)
+    try:
+        npus = [d for d in onnxruntime.get_ep_devices()
+                if d.ep_name == EP and d.device.type == onnxruntime.OrtHardwareDeviceType.NPU]
+        assert sorted(d.ep_metadata["npu_platform"] for d in npus) == [
+            "4000", "5010", "5020", "6010"]
+        assert all(d.device.metadata["is_virtual"] == "1" for d in npus)
+        assert all(d.ep_metadata["ov_device"] == "NPU" for d in npus)
+    finally:
+        onnxruntime.unregister_execution_provider_library("openvino_npu.virtual")
+    # nxrt's own form: a request for one generation.
+    onnxruntime.register_execution_provider_library(
+        "openvino_5010", openvino_library,
+        virtual_devices=[(onnxruntime.OrtHardwareDeviceType.NPU, {"npu_platform": "5010"})])
+    try:
+        npus = [d for d in onnxruntime.get_ep_devices()
+                if d.ep_name == EP and d.device.type == onnxruntime.OrtHardwareDeviceType.NPU]
+        assert [d.ep_metadata["npu_platform"] for d in npus] == ["5010"]
+    finally:
+        onnxruntime.unregister_execution_provider_library("openvino_5010")
+
+
 # Microsoft's WebGPU plugin (PyPI onnxruntime-ep-webgpu, also fetched by fetch_ort_plugins.py) on
 # Mesa's software Vulkan GPU, which nxrt lists only when NXRT_SOFTWARE_GPU=1 is set before the
 # first device discovery: hence a fresh process running onnxruntime's own calls.

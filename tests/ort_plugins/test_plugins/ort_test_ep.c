@@ -25,6 +25,13 @@
  *   "ort_test.garbage_context"   Compile returns an EPContext "node" it did not make
  *   "ort_test.context_not_epcontext"  Compile returns a Relu node as its EPContext node
  *
+ * Virtual devices, as onnxruntime plugins make them: when the env's configuration entries
+ * (OrtEpApi::GetEnvConfigEntries, read in CreateEpFactories) say "allow_virtual_devices" = "1",
+ * the factory makes two NPUs of its own (OrtEpApi::CreateHardwareDevice, metadata
+ * "is_virtual" = "1" and "arch" = "t1" / "t2") and offers an EP device on each (EP metadata
+ * "target" = the arch); it releases them with the factory. CreateEp fails when handed a
+ * non-CPU device that is not one of them: the host must give the plugin its own pointers back.
+ *
  * Its EP (OrtTestEp) claims float Add, Sub, Mul and Relu nodes, each as a group of one, and
  * computes them (Add/Sub/Mul on equal shapes, or with a one-element second input).
  *
@@ -63,6 +70,11 @@ typedef OrtStatus* (*CreateEpDeviceFn)(OrtEpFactory*, const OrtHardwareDevice*,
                                        const OrtKeyValuePairs*, const OrtKeyValuePairs*,
                                        OrtEpDevice**);
 typedef OrtStatus* (*AddAllocatorInfoFn)(OrtEpDevice*, const OrtMemoryInfo*);
+typedef OrtStatus* (*GetEnvConfigEntriesFn)(OrtKeyValuePairs**);
+typedef const char* (*GetKeyValueFn)(const OrtKeyValuePairs*, const char*);
+typedef OrtStatus* (*CreateHardwareDeviceFn)(OrtHardwareDeviceType, uint32_t, uint32_t, const char*,
+                                             const OrtKeyValuePairs*, OrtHardwareDevice**);
+typedef void (*ReleaseHardwareDeviceFn)(OrtHardwareDevice*);
 typedef OrtStatus* (*GetCountFn)(const void*, size_t*);
 typedef OrtStatus* (*GetNodesFn)(const OrtGraph*, const OrtNode**, size_t);
 typedef OrtStatus* (*GetStringFn)(const void*, const char**);
@@ -99,6 +111,9 @@ static const OrtApi* api;
 static const OrtEpApi* ep_api;
 static const OrtModelEditorApi* editor_api;
 static char mode[64];
+/* "allow_virtual_devices" from the env's configuration entries, and the NPUs made then. */
+static int allow_virtual_devices;
+static OrtHardwareDevice* virtual_npus[2];
 /* What the plugin saw when it called a slot nxrt does not implement, reported as metadata. */
 static char stub_check[256] = "not run";
 
@@ -151,10 +166,48 @@ static OrtStatus* AddCpuDevice(OrtEpFactory* self, const OrtHardwareDevice* devi
   return status;
 }
 
+/* Makes the two virtual NPUs (once) and adds an EP device on each. */
+static OrtStatus* AddVirtualNpus(OrtEpFactory* self, OrtEpDevice** ep_devices,
+                                 size_t max_ep_devices, size_t* num_ep_devices) {
+  static const char* const arch[2] = {"t1", "t2"};
+  AddKeyValuePairFn add = CALL(api, AddKeyValuePairFn, AddKeyValuePair);
+  for (int i = 0; i < 2 && *num_ep_devices < max_ep_devices; ++i) {
+    OrtStatus* status = NULL;
+    if (virtual_npus[i] == NULL) {
+      OrtKeyValuePairs* hw = NULL;
+      CALL(api, CreateKeyValuePairsFn, CreateKeyValuePairs)(&hw);
+      add(hw, "is_virtual", "1");
+      add(hw, "arch", arch[i]);
+      status = CALL(ep_api, CreateHardwareDeviceFn, CreateHardwareDevice)(
+          OrtHardwareDeviceType_NPU, 0x1234, 0x100 + (uint32_t)i, "nxrt tests", hw,
+          &virtual_npus[i]);
+      CALL(api, ReleaseKeyValuePairsFn, ReleaseKeyValuePairs)(hw);
+      if (status != NULL) return status;
+    }
+    OrtKeyValuePairs* metadata = NULL;
+    CALL(api, CreateKeyValuePairsFn, CreateKeyValuePairs)(&metadata);
+    add(metadata, "target", arch[i]);
+    status = CALL(ep_api, CreateEpDeviceFn, CreateEpDevice)(self, virtual_npus[i], metadata, NULL,
+                                                            &ep_devices[*num_ep_devices]);
+    CALL(api, ReleaseKeyValuePairsFn, ReleaseKeyValuePairs)(metadata);
+    if (status != NULL) return status;
+    ++*num_ep_devices;
+  }
+  return NULL;
+}
+
+static int IsVirtualNpu(const OrtHardwareDevice* device) {
+  return device != NULL && (device == virtual_npus[0] || device == virtual_npus[1]);
+}
+
 static OrtStatus* GetSupportedDevices(OrtEpFactory* self, const OrtHardwareDevice* const* devices,
                                       size_t num_devices, OrtEpDevice** ep_devices,
                                       size_t max_ep_devices, size_t* num_ep_devices) {
   *num_ep_devices = 0;
+  if (allow_virtual_devices) {
+    OrtStatus* status = AddVirtualNpus(self, ep_devices, max_ep_devices, num_ep_devices);
+    if (status != NULL) return status;
+  }
   if (Mode("garbage_device")) {
     static char not_a_device[64];
     ep_devices[0] = (OrtEpDevice*)not_a_device;
@@ -570,6 +623,12 @@ static OrtStatus* CreateEp(OrtEpFactory* self, const OrtHardwareDevice* const* d
   (void)self, (void)devices, (void)metadata, (void)logger;
   *ep = NULL;
   if (num_devices == 0) return Error("CreateEp: no device");
+  for (size_t i = 0; i < num_devices; ++i) {
+    if (CALL(api, HardwareDeviceTypeFn, HardwareDevice_Type)(devices[i]) !=
+            OrtHardwareDeviceType_CPU &&
+        !IsVirtualNpu(devices[i]))
+      return Error("CreateEp was handed a hardware device this plugin did not make");
+  }
   if (Mode("null_ep")) return NULL;
   TestEp* e = calloc(1, sizeof *e);
   if (e == NULL) return Error("out of memory");
@@ -652,6 +711,12 @@ EXPORT OrtStatus* CreateEpFactories(const char* registration_name, const OrtApiB
     return (OrtStatus*)not_a_status;
   }
   if (Mode("no_factories")) return NULL;
+  OrtKeyValuePairs* env_config = NULL;
+  OrtStatus* status = CALL(ep_api, GetEnvConfigEntriesFn, GetEnvConfigEntries)(&env_config);
+  if (status != NULL) return status;
+  const char* allow = CALL(api, GetKeyValueFn, GetKeyValue)(env_config, "allow_virtual_devices");
+  allow_virtual_devices = allow != NULL && strcmp(allow, "1") == 0;
+  CALL(api, ReleaseKeyValuePairsFn, ReleaseKeyValuePairs)(env_config);
   CheckStub();
   memset(&factory, 0, sizeof factory);
   factory.ort_version_supported = NXRT_ORT_API_LEVEL;
@@ -669,5 +734,10 @@ EXPORT OrtStatus* CreateEpFactories(const char* registration_name, const OrtApiB
 }
 
 EXPORT OrtStatus* ReleaseEpFactory(OrtEpFactory* released) {
-  return released == &factory ? NULL : Error("ReleaseEpFactory: not this library's factory");
+  if (released != &factory) return Error("ReleaseEpFactory: not this library's factory");
+  for (int i = 0; i < 2; ++i) {
+    CALL(ep_api, ReleaseHardwareDeviceFn, ReleaseHardwareDevice)(virtual_npus[i]);
+    virtual_npus[i] = NULL;
+  }
+  return NULL;
 }
