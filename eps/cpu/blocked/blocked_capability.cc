@@ -1,7 +1,10 @@
 #include "blocked/blocked_capability.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
+#include <optional>
+#include <string>
 #include <unordered_map>
 
 #include "blocked/blocked_ops.h"
@@ -52,6 +55,74 @@ struct NodeTable {
   std::vector<std::vector<int>> consumers;  // per node: nodes reading any of its outputs
   std::vector<char> graph_output;           // per node: one of its outputs leaves the graph
 };
+
+// The value of a one-element float initializer read by `node` (the other operand than `x`).
+std::optional<float> ScalarOperand(const ep::NodeView& node, const std::string& x) {
+  for (size_t k = 0; k < node.input_count(); ++k) {
+    ep::ValueInfoView v = node.input(k);
+    if (!v.present() || v.name() == x) continue;
+    std::optional<ep::ConstTensor> c = v.constant();
+    if (c && c->type() == NX_TYPE_FLOAT && c->size() == 1) return c->data<float>()[0];
+  }
+  return std::nullopt;
+}
+
+bool Near(std::optional<float> v, float want) {
+  return v && std::fabs(*v - want) <= 1e-3f * std::fabs(want);
+}
+
+// The only consumer of node i's output, when it has exactly one and the value stays in the
+// graph; else -1.
+int SoleConsumer(const NodeTable& t, int i) {
+  const auto& c = t.consumers[static_cast<size_t>(i)];
+  return c.size() == 1 && !t.graph_output[static_cast<size_t>(i)] ? c[0] : -1;
+}
+
+std::string OutputName(const NodeTable& t, int i) {
+  return ep::NodeView(t.nodes[static_cast<size_t>(i)]).output(0).name();
+}
+
+// Whether the Erf node i sits in a whole written-out Gelu, x / sqrt(2) (or x * 1/sqrt(2)) ->
+// Erf -> + 1 -> * x -> * 0.5, every step a member and read only by the next.
+bool InWholeGelu(const NodeTable& t, int i) {
+  auto op_is = [&](int n, BlockedOp op, const char* type) {
+    return n >= 0 && t.op[static_cast<size_t>(n)] == op &&
+           ep::NodeView(t.nodes[static_cast<size_t>(n)]).op_type() == type;
+  };
+  auto view = [&](int n) { return ep::NodeView(t.nodes[static_cast<size_t>(n)]); };
+  const int scale = t.producers[static_cast<size_t>(i)][0];
+  if (scale < 0 || SoleConsumer(t, scale) != i ||
+      t.op[static_cast<size_t>(scale)] != BlockedOp::kLinear)
+    return false;
+  const std::string erf_in = OutputName(t, scale);
+  std::string x;
+  for (size_t k = 0; k < view(scale).input_count(); ++k)
+    if (!view(scale).input(k).constant()) x = view(scale).input(k).name();
+  const bool scaled =
+      (op_is(scale, BlockedOp::kLinear, "Div") &&
+       Near(ScalarOperand(view(scale), x), 1.41421356f)) ||
+      (op_is(scale, BlockedOp::kLinear, "Mul") && Near(ScalarOperand(view(scale), x), 0.70710678f));
+  const int add = SoleConsumer(t, i);
+  if (!scaled || !op_is(add, BlockedOp::kLinear, "Add") ||
+      ScalarOperand(view(add), OutputName(t, i)) != 1.0f)
+    return false;
+  const int mul = SoleConsumer(t, add);
+  if (!op_is(mul, BlockedOp::kMul, "Mul")) return false;
+  const std::string a = view(mul).input(0).name(), b = view(mul).input(1).name();
+  const std::string plus_one = OutputName(t, add);
+  if (!((a == x && b == plus_one) || (a == plus_one && b == x))) return false;
+  const int half = SoleConsumer(t, mul);
+  return op_is(half, BlockedOp::kLinear, "Mul") &&
+         ScalarOperand(view(half), OutputName(t, mul)) == 0.5f;
+}
+
+// Erf is a member only inside a whole written-out Gelu (the program runs the pattern as one
+// Gelu; an Erf on its own has no blocked step).
+void KeepOnlyWholeGelus(NodeTable& t) {
+  for (size_t i = 0; i < t.nodes.size(); ++i)
+    if (t.op[i] == BlockedOp::kGeluErf && !InWholeGelu(t, static_cast<int>(i)))
+      t.op[i] = BlockedOp::kNone;
+}
 
 NodeTable ReadGraph(const NxGraph* graph, const NxKernelRegistry* registry,
                     const NxCapability* capability, int block) {
@@ -127,6 +198,7 @@ NodeTable ReadGraph(const NxGraph* graph, const NxKernelRegistry* registry,
     }
     if (!changed) break;
   }
+  KeepOnlyWholeGelus(t);
   return t;
 }
 

@@ -114,13 +114,32 @@ bool PoolSupported(const ep::NodeView& node, bool max) {
   return StaticDims(node.input(0))[1] == StaticDims(node.output(0))[1];
 }
 
+// A one-input, one-output float node whose output has its input's 4-D shape.
+bool ElementwiseOnBlockable(const ep::NodeView& node, const std::vector<bool>& constant) {
+  return node.input_count() == 1 && node.output_count() == 1 && !constant[0] &&
+         IsBlockable(node.input(0)) && IsBlockable(node.output(0)) &&
+         SameDims(node.input(0), node.output(0));
+}
+
+// Gelu in its exact erf form: ONNX's (opset 20) without the tanh approximation, or
+// com.microsoft's.
+bool IsErfGelu(const ep::NodeView& node) {
+  if (node.op_type() != "Gelu") return false;
+  if (node.domain() == "com.microsoft") return true;
+  return node.domain().empty() && node.attr_string("approximate", "none") == "none";
+}
+
 }  // namespace
 
 BlockedOp ClassifyWithConstants(const ep::NodeView& node, int64_t block,
                                 const std::vector<bool>& constant) {
+  if (IsErfGelu(node))
+    return ElementwiseOnBlockable(node, constant) ? BlockedOp::kActivation : BlockedOp::kNone;
   if (!node.domain().empty()) return BlockedOp::kNone;
   const std::string op = node.op_type();
   const size_t inputs = node.input_count();
+  if (op == "Erf")
+    return ElementwiseOnBlockable(node, constant) ? BlockedOp::kGeluErf : BlockedOp::kNone;
   // Ops that only rename or reshape a constant (the data stays as it is): torch shares weights
   // through Identity, PaddlePaddle reshapes each bias of a squeeze-and-excitation block to
   // [1, C, 1, 1] before its Add. With constant inputs they are views of that constant.

@@ -18,7 +18,11 @@ namespace nxrt::cpu::blocked {
 enum class BlockedOp {
   kNone,           // not in a blocked group
   kConv,           // 2-D Conv, constant weights (and bias); group 1, depthwise or grouped
-  kActivation,     // Relu, LeakyRelu, Sigmoid, Tanh, HardSwish, HardSigmoid, Clip
+  kActivation,     // Relu, LeakyRelu, Sigmoid, Tanh, HardSwish, HardSigmoid, Clip, Gelu (erf
+                   // form: ONNX opset 20 with approximate "none", com.microsoft)
+  kGeluErf,        // Erf inside a written-out Gelu, x / sqrt(2) -> Erf -> + 1 -> * x -> * 0.5
+                   // (PaddlePaddle, torch): a member only with the whole pattern (the capability
+                   // checks it), which the program runs as one Gelu
   kLinear,         // Add, Sub, Mul or Div with a one-element constant: x * a + b
   kBatchNorm,      // BatchNormalization for inference, constant statistics
   kAdd,            // same shapes, or one side [N, C, 1, 1]; or x + c, x - c (Sub) with a

@@ -76,6 +76,7 @@ class Compiler {
     InferShapes();
     MarkPlainInputs();
     PlanFusions();
+    PlanWrittenGelus();
     PlanConcats();
     for (size_t i = 0; i < desc_.nodes.size(); ++i) {
       if (fused_[i] || ops_[i] == BlockedOp::kConstantAlias) continue;
@@ -118,6 +119,7 @@ class Compiler {
       out_.push_back(node.outputs);
     }
     fused_.assign(n, false);
+    gelu_of_.assign(n, -1);
     conv_.resize(n);
   }
 
@@ -305,6 +307,7 @@ class Compiler {
     if (op == "Sigmoid") return {step(A::eltwise_logistic, 0.0f, 0.0f)};
     if (op == "Tanh") return {step(A::eltwise_tanh, 0.0f, 0.0f)};
     if (op == "HardSwish") return {step(A::eltwise_hardswish, 0.0f, 0.0f)};
+    if (op == "Gelu") return {step(A::eltwise_gelu_erf, 0.0f, 0.0f)};  // the erf form only
     if (op == "HardSigmoid") {
       return {step(A::eltwise_linear, n.Float("alpha", 0.2f), n.Float("beta", 0.5f)),
               step(A::eltwise_clip, 0.0f, 1.0f)};
@@ -384,6 +387,53 @@ class Compiler {
     return -1;
   }
 
+  // A written-out Gelu of y (PaddlePaddle's, torch's): y / sqrt(2) (or * 1/sqrt(2)) -> Erf
+  // -> + 1 -> * y -> * 0.5, each step read only by the next. When y's readers hold that
+  // pattern, marks its nodes fused and returns the value it ends in, else -1.
+  int WrittenGelu(int y) {
+    auto linear = [&](int node, float a, float b) {
+      if (node < 0 || ops_[static_cast<size_t>(node)] != BlockedOp::kLinear) return false;
+      const Eltwise e = Activation(node)[0];
+      return std::fabs(e.alpha - a) <= 1e-3f * std::fabs(a) && e.beta == b;
+    };
+    for (int scale : V(y).readers) {
+      if (!linear(scale, 0.70710678f, 0.0f)) continue;
+      const int erf = SoleReader(out_[static_cast<size_t>(scale)][0]);
+      if (erf < 0 || ops_[static_cast<size_t>(erf)] != BlockedOp::kGeluErf) continue;
+      const int add = SoleReader(out_[static_cast<size_t>(erf)][0]);
+      if (!linear(add, 1.0f, 1.0f)) continue;
+      const int mul = SoleReader(out_[static_cast<size_t>(add)][0]);
+      if (mul < 0 || ops_[static_cast<size_t>(mul)] != BlockedOp::kMul) continue;
+      const std::vector<int>& m = in_[static_cast<size_t>(mul)];
+      const int plus_one = out_[static_cast<size_t>(add)][0];
+      if (!((m[0] == y && m[1] == plus_one) || (m[0] == plus_one && m[1] == y))) continue;
+      const int half = SoleReader(out_[static_cast<size_t>(mul)][0]);
+      if (!linear(half, 0.5f, 0.0f)) continue;
+      for (int node : {scale, erf, add, mul, half}) fused_[static_cast<size_t>(node)] = true;
+      return out_[static_cast<size_t>(half)][0];
+    }
+    return -1;
+  }
+
+  // Written-out Gelus that no convolution took: each runs as one Gelu step, emitted where its
+  // last node was (`gelu_of_` names the value it reads there).
+  void PlanWrittenGelus() {
+    for (size_t e = 0; e < desc_.nodes.size(); ++e) {
+      if (ops_[e] != BlockedOp::kGeluErf || fused_[e]) continue;
+      const int scale = V(in_[e][0]).producer;
+      NXRT_EP_ENFORCE(scale >= 0 && !fused_[static_cast<size_t>(scale)],
+                      "blocked group: " + Node(static_cast<int>(e)).Describe() +
+                          " is not part of a whole written-out Gelu");
+      const int x = ActInput(scale);
+      const int end = WrittenGelu(x);
+      NXRT_EP_ENFORCE(end >= 0, "blocked group: " + Node(static_cast<int>(e)).Describe() +
+                                    " is not part of a whole written-out Gelu");
+      const int half = V(end).producer;
+      fused_[static_cast<size_t>(half)] = false;  // the node that emits the Gelu
+      gelu_of_[static_cast<size_t>(half)] = x;
+    }
+  }
+
   static size_t FirstClip(const std::vector<Fused>& chain) {
     for (size_t i = 0; i < chain.size(); ++i)
       if (!chain[i].sum &&
@@ -426,6 +476,13 @@ class Compiler {
         if (CanAppend(f, {{static_cast<int>(dnnl::algorithm::eltwise_hardswish), 0.0f, 0.0f}})) {
           if (int end = WrittenHardSwish(y); end >= 0) {
             Append(f, {{static_cast<int>(dnnl::algorithm::eltwise_hardswish), 0.0f, 0.0f}});
+            y = end;
+            continue;
+          }
+        }
+        if (CanAppend(f, {{static_cast<int>(dnnl::algorithm::eltwise_gelu_erf), 0.0f, 0.0f}})) {
+          if (int end = WrittenGelu(y); end >= 0) {
+            Append(f, {{static_cast<int>(dnnl::algorithm::eltwise_gelu_erf), 0.0f, 0.0f}});
             y = end;
             continue;
           }
@@ -656,6 +713,12 @@ class Compiler {
   }
 
   void EmitNode(int node) {
+    if (const int x = gelu_of_[static_cast<size_t>(node)]; x >= 0) {
+      Enter(x, node);
+      EmitActivation(node, x, {{static_cast<int>(dnnl::algorithm::eltwise_gelu_erf), 0.0f, 0.0f}});
+      Leave(out_[static_cast<size_t>(node)][0], node);
+      return;
+    }
     std::vector<int> reads = in_[static_cast<size_t>(node)];
     if (ops_[static_cast<size_t>(node)] == BlockedOp::kConv)
       reads.push_back(conv_[static_cast<size_t>(node)].sum);  // the fused Add's other operand
@@ -667,7 +730,7 @@ class Compiler {
         return;
       case BlockedOp::kActivation:
       case BlockedOp::kLinear:
-        EmitActivation(node);
+        EmitActivation(node, ActInput(node), Activation(node));
         break;
       case BlockedOp::kBatchNorm:
         EmitBatchNorm(node);
@@ -1214,13 +1277,13 @@ class Compiler {
     return at;
   }
 
-  void EmitActivation(int node) {
-    const int x = ActInput(node), y = out_[static_cast<size_t>(node)][0];
+  // y = acts(x), y the node's output (x its input, or a written-out Gelu's).
+  void EmitActivation(int node, int x, const std::vector<Eltwise>& acts) {
+    const int y = out_[static_cast<size_t>(node)][0];
     Allocate(y);
     const int64_t c = V(x).dims[1], h = V(x).dims[2], w = V(x).dims[3];
-    Step step = NewStep(node, OpType(node));
+    Step step = NewStep(node, gelu_of_[static_cast<size_t>(node)] >= 0 ? "Gelu" : OpType(node));
     step.images = V(x).dims[0];
-    const std::vector<Eltwise> acts = Activation(node);
     // oneDNN runs the activations before the first Clip, nxrt the rest (see Call::after).
     size_t clip = 0;
     while (clip < acts.size() &&
@@ -1474,6 +1537,7 @@ class Compiler {
   std::vector<BlockedOp> ops_;
   std::vector<std::vector<int>> in_, out_;
   std::vector<bool> fused_;
+  std::vector<int> gelu_of_;  // per node: the x of the written-out Gelu it emits, or -1
   std::vector<ConvFusion> conv_;
   std::vector<size_t> buffer_bytes_;
   std::set<int> concat_direct_;  // Concat nodes whose inputs are written in place

@@ -220,6 +220,33 @@ TEST(BlockedGroup, PaddleBlocksBatchNormsAndScalarConstants) {
   ExpectSameAsNodeByNode(b.Bytes(), {"x"}, {{1, 3, 20, 16}});
 }
 
+// PP-OCRv6's blocks: Gelu written out with Erf on a group's input (one Gelu step) and after a
+// convolution (its post-op), in both scale forms; the group takes all of them. An Erf whose
+// pattern is broken (its value also leaves the graph) stays a node, and the rest still groups.
+TEST(BlockedGroup, WrittenGelusRunInsideTheGroup) {
+  Builder b;
+  b.Input("x", {1, 20, 9, 11});
+  b.WrittenGelu("x", "g0");  // a group input: a standalone Gelu step
+  b.Conv("g0", "c1", 20, 24, 1);
+  b.WrittenGelu("c1", "g1", true);  // the convolution's post-op
+  b.Conv("g1", "c2", 24, 24, 3, 1, 1, 24);
+  b.Op("Relu", {"c2"}, "r2");
+  b.WrittenGelu("r2", "g2");  // after a Relu: a standalone step again
+  b.Conv("g2", "y", 24, 8, 1);
+  b.Output("y", {1, 8, 9, 11});
+  auto [ref, blocked] = ExpectSameAsNodeByNode(b.Bytes(), {"x"}, {{1, 20, 9, 11}});
+  EXPECT_EQ(blocked, 1u);  // every node in one compiled group
+
+  Builder broken;
+  broken.Input("x", {1, 16, 8, 8});
+  broken.Conv("x", "c1", 16, 16, 1);
+  broken.WrittenGelu("c1", "g1");
+  broken.Conv("g1", "y", 16, 16, 3);
+  broken.Output("y", {1, 16, 8, 8});
+  broken.Output("g1_e", {1, 16, 8, 8});  // the Erf's value leaves the graph
+  ExpectSameAsNodeByNode(broken.Bytes(), {"x"}, {{1, 16, 8, 8}});
+}
+
 // Groups narrower than a block (ResNeXt's 4 channels, RegNet's 8 on 16-channel blocks) run as
 // one group per block with weights zero off the diagonal: the whole chain is one group at both
 // block sizes, batch 2, odd sizes, strided, with a residual sum, also where the channels end

@@ -81,6 +81,18 @@ class Builder {
     Op("Mul", {x, y + "_c"}, y + "_m");
     Op("Div", {y + "_m", y + "_6"}, y);
   }
+  // Gelu written out (PaddlePaddle, torch): x / sqrt(2) (or x * 1/sqrt(2)) -> Erf -> + 1 -> * x
+  // -> * 0.5.
+  void WrittenGelu(const std::string& x, const std::string& y, bool multiply = false) {
+    Constant(y + "_s", {}, {multiply ? 0.70710678f : 1.41421356f});
+    Constant(y + "_1", {}, {1.0f});
+    Constant(y + "_h", {}, {0.5f});
+    Op(multiply ? "Mul" : "Div", {x, y + "_s"}, y + "_d");
+    Op("Erf", {y + "_d"}, y + "_e");
+    Op("Add", {y + "_e", y + "_1"}, y + "_a");
+    Op("Mul", {y + "_a", x}, y + "_m");
+    Op("Mul", {y + "_m", y + "_h"}, y);
+  }
   void Output(const std::string& name, std::vector<int64_t> dims) {
     AddFloatValue(g_->add_output(), name, dims);
   }
