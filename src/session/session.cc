@@ -9,12 +9,12 @@
 #include "base/error.h"
 #include "base/memory_info.h"
 #include "session/constant_folding.h"
-#include "session/constant_identities.h"
 #include "session/env.h"
 #include "session/ep_channels_last.h"
 #include "session/ep_selection.h"
 #include "session/float16_upcast.h"
 #include "session/graph_fusion.h"
+#include "session/identity_bypass.h"
 #include "session/qdq_folding.h"
 #include "session/saved_groups.h"
 
@@ -96,7 +96,7 @@ Session::Session(Env& env, std::shared_ptr<Model> model, const SessionOptions& o
     // Before placement: the CPU EP claims float convolutions as blocked-layout groups, which
     // the folded quantized nodes replace.
     if (!dry_run_ && options.optimization_level >= 1) {
-      BypassConstantIdentities(*model_->graph);
+      BypassIdentities(*model_->graph);
       UpcastFloat16(*model_->graph, eps_, CpuEpIndex(), config_, logger_.logger);
       FoldQdq(*model_->graph, eps_, CpuEpIndex(), logger_.logger);
       // EPs that compute channels-last (onnxruntime's WebGPU plugin) get their convolutions and

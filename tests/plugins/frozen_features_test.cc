@@ -328,6 +328,7 @@ TEST_P(FrozenFeaturesV2, IdentityDeclaredAsAnAliasGetsItsInputsBuffer) {
             {Info("a", F, {2, 3}), Info("b", F, {2, 3})}, {Info("y", F, {2, 3})}));
   auto a = Floats({2, 3}, kA), b = Floats({2, 3}, kB);
   nxrt::SessionOptions o = On(Ep());
+  o.SetOptimizationLevel(0);  // keeps the Identity (level 1 bypasses every Identity)
   nxrt::Session s(*env_, bytes.data(), bytes.size(), &o);
   ExpectAllOn(s.assignment_report(), Ep());
   const size_t aliased = Count("identity_aliased");

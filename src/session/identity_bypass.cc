@@ -1,12 +1,12 @@
-#include "session/constant_identities.h"
+#include "session/identity_bypass.h"
 
 #include <algorithm>
 #include <vector>
 
 namespace nxrt {
 
-int BypassConstantIdentities(Graph& graph) {
-  // value -> the initializer it is an Identity of (following chains of Identities).
+int BypassIdentities(Graph& graph) {
+  // value -> the value it is an Identity of (following chains of Identities).
   std::vector<int> source(graph.values.size(), -1);
   std::vector<bool> removed(graph.nodes.size(), false);
   int count = 0;
@@ -16,9 +16,9 @@ int BypassConstantIdentities(Graph& graph) {
       continue;
     const int in = n.inputs[0], out = n.outputs[0];
     const ValueDef& x = graph.value(in);
-    int constant = source[static_cast<size_t>(in)];
-    if (constant < 0 && x.initializer && !x.is_graph_input && !x.is_outer_scope) constant = in;
-    if (constant < 0) continue;
+    int origin = source[static_cast<size_t>(in)];
+    if (origin < 0 && !x.is_outer_scope) origin = in;
+    if (origin < 0) continue;
     const ValueDef& y = graph.value(out);
     if (y.is_graph_output) continue;
     bool read_by_name = false;  // a subgraph's outer-scope reference
@@ -28,7 +28,7 @@ int BypassConstantIdentities(Graph& graph) {
                                                 reader.implicit_inputs.end(), out) > 0;
     }
     if (read_by_name) continue;
-    source[static_cast<size_t>(out)] = constant;
+    source[static_cast<size_t>(out)] = origin;
     removed[static_cast<size_t>(n.index)] = true;
     ++count;
   }

@@ -1,7 +1,8 @@
-// Identity nodes of initializers (what torch.onnx writes for deduplicated weights) are bypassed
-// before placement (src/session/constant_identities.h): convolutions whose bias comes through
-// one still form a single blocked group, with the outputs of the unoptimised graph. An Identity
-// whose output is a graph output stays.
+// Identity nodes are bypassed before placement (src/session/identity_bypass.h): of initializers
+// (what torch.onnx writes for deduplicated weights), so convolutions whose bias comes through
+// one still form a single blocked group, and of computed values (PaddlePaddle's), so they do not
+// cut a group in two; the outputs are those of the unoptimised graph. An Identity whose output
+// is a graph output stays.
 #include <gtest/gtest.h>
 
 #include <nxrt/nxrt.hpp>
@@ -18,10 +19,11 @@ using nxrt::test::AddIntsAttribute;
 using nxrt::test::MakeFloatTensor;
 using nxrt::test::MakeNode;
 
-// x[1,16,8,8] -> Conv(w1, Identity(b)) -> Relu -> Conv(w2, Identity(Identity(b))) -> y; with
-// `b_is_input` the bias initializer is also a graph input, with `b_out` its first Identity's
-// output is a graph output too.
-std::string Model(bool b_is_input, bool b_out) {
+// x[1,16,8,8] -> Conv(w1, Identity(b)) -> Relu -> [Identity ->] Conv(w2, Identity(Identity(b)))
+// -> y; with `b_is_input` the bias initializer is also a graph input, with `b_out` its first
+// Identity's output is a graph output too, with `r_identity` an Identity sits between the Relu
+// and the second Conv.
+std::string Model(bool b_is_input, bool b_out, bool r_identity = false) {
   onnx::ModelProto m;
   m.set_ir_version(8);
   m.add_opset_import()->set_version(17);
@@ -32,7 +34,8 @@ std::string Model(bool b_is_input, bool b_out) {
   auto c1 = MakeNode("Conv", {"x", "w1", "b1"}, {"c1"}, "conv1");
   AddIntsAttribute(&c1, "pads", {1, 1, 1, 1});
   *g->add_node() = c1;
-  *g->add_node() = MakeNode("Relu", {"c1"}, {"r"}, "relu");
+  *g->add_node() = MakeNode("Relu", {"c1"}, {r_identity ? "r0" : "r"}, "relu");
+  if (r_identity) *g->add_node() = MakeNode("Identity", {"r0"}, {"r"}, "id_r");
   auto c2 = MakeNode("Conv", {"r", "w2", "b2"}, {"y"}, "conv2");
   AddIntsAttribute(&c2, "pads", {1, 1, 1, 1});
   *g->add_node() = c2;
@@ -82,7 +85,7 @@ void ExpectSameOutputs(const Result& a, const Result& b) {
   }
 }
 
-TEST(ConstantIdentities, ConvolutionsReadingThemFormOneGroup) {
+TEST(IdentityBypass, ConvolutionsReadingThemFormOneGroup) {
   const std::string bytes = Model(false, false);
   const Result plain = RunAt(bytes, 0), optimized = RunAt(bytes, 1);
   EXPECT_EQ(plain.nodes, 5u);
@@ -90,7 +93,15 @@ TEST(ConstantIdentities, ConvolutionsReadingThemFormOneGroup) {
   ExpectSameOutputs(plain, optimized);
 }
 
-TEST(ConstantIdentities, GraphOutputsAndInitializersDeclaredAsInputsKeepTheirValues) {
+TEST(IdentityBypass, AnIdentityOfAComputedValueDoesNotCutTheGroup) {
+  const std::string bytes = Model(false, false, true);
+  const Result plain = RunAt(bytes, 0), optimized = RunAt(bytes, 1);
+  EXPECT_EQ(plain.nodes, 6u);
+  EXPECT_EQ(optimized.nodes, 1u);  // Conv, Relu, Conv: one group again
+  ExpectSameOutputs(plain, optimized);
+}
+
+TEST(IdentityBypass, GraphOutputsAndInitializersDeclaredAsInputsKeepTheirValues) {
   {  // b1 is a graph output: id1 stays (id2 reads b1, a constant's Identity, and goes).
     const std::string bytes = Model(false, true);
     const Result plain = RunAt(bytes, 0), optimized = RunAt(bytes, 1);
