@@ -101,6 +101,59 @@ TEST(IdentityBypass, AnIdentityOfAComputedValueDoesNotCutTheGroup) {
   ExpectSameOutputs(plain, optimized);
 }
 
+// GhostNet's module: two convolutions, their outputs concatenated along channels, then sliced to
+// the module's width [0, end) before the next convolution. When `end` covers all 16 channels the
+// Slice keeps everything and goes (the group is whole again); a Slice that cuts stays.
+std::string SliceModel(int64_t end) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(13);
+  auto* g = m.mutable_graph();
+  g->set_name("ghost");
+  auto conv = [&](const std::string& x, const std::string& w, const std::string& y, int64_t c_out,
+                  int64_t c_in) {
+    auto n = MakeNode("Conv", {x, w}, {y}, y);
+    AddIntsAttribute(&n, "pads", {1, 1, 1, 1});
+    *g->add_node() = n;
+    std::mt19937 rng(static_cast<unsigned>(c_out * 7 + c_in));
+    std::normal_distribution<float> normal(0.0f, 0.1f);
+    std::vector<float> data(static_cast<size_t>(c_out * c_in * 9));
+    for (float& v : data) v = normal(rng);
+    *g->add_initializer() = MakeFloatTensor(w, {c_out, c_in, 3, 3}, data);
+  };
+  conv("x", "wa", "a", 8, 16);
+  conv("a", "wb", "b", 8, 8);
+  auto cat = MakeNode("Concat", {"a", "b"}, {"ab"}, "cat");
+  nxrt::test::AddIntAttribute(&cat, "axis", 1);
+  *g->add_node() = cat;
+  *g->add_node() = MakeNode("Slice", {"ab", "starts", "ends", "axes"}, {"s"}, "slice");
+  for (const auto& [name, value] :
+       std::vector<std::pair<std::string, int64_t>>{{"starts", 0}, {"ends", end}, {"axes", 1}}) {
+    onnx::TensorProto* t = g->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::INT64);
+    t->add_dims(1);
+    t->add_int64_data(value);
+  }
+  conv("s", "wc", "y", 16, end < 16 ? end : 16);
+  AddFloatValue(g->add_input(), "x", {1, 16, 8, 8});
+  AddFloatValue(g->add_output(), "y", {1, 16, 8, 8});
+  return m.SerializeAsString();
+}
+
+TEST(IdentityBypass, ASliceThatKeepsEverythingGoesToo) {
+  for (int64_t end : {16, 1000}) {  // the axis's size, or past it
+    const std::string bytes = SliceModel(end);
+    const Result plain = RunAt(bytes, 0), optimized = RunAt(bytes, 1);
+    EXPECT_EQ(optimized.nodes, 1u) << end;  // Conv, Conv, Concat, Conv: one group
+    ExpectSameOutputs(plain, optimized);
+  }
+  const std::string cut = SliceModel(12);
+  const Result plain = RunAt(cut, 0), optimized = RunAt(cut, 1);
+  EXPECT_GT(optimized.nodes, 1u);  // the Slice stays, between two groups
+  ExpectSameOutputs(plain, optimized);
+}
+
 TEST(IdentityBypass, GraphOutputsAndInitializersDeclaredAsInputsKeepTheirValues) {
   {  // b1 is a graph output: id1 stays (id2 reads b1, a constant's Identity, and goes).
     const std::string bytes = Model(false, true);

@@ -245,17 +245,21 @@ int FirstNonConvexMember(const NodeTable& t, const std::vector<int>& group) {
 }
 
 bool Worthwhile(const NodeTable& t, const std::vector<int>& group) {
-  int convs = 0, others = 0;
+  int convs = 0, structural = 0;
   for (int i : group) {
     const BlockedOp op = t.op[static_cast<size_t>(i)];
-    if (op == BlockedOp::kConv)
-      ++convs;
-    else if (op != BlockedOp::kConstantAlias)
-      ++others;
+    if (op == BlockedOp::kConv) ++convs;
+    structural += op == BlockedOp::kMaxPool || op == BlockedOp::kAveragePool ||
+                  op == BlockedOp::kGlobalPool || op == BlockedOp::kConcat ||
+                  op == BlockedOp::kBatchNorm;
   }
-  // A lone convolution gains nothing from the layout: the Conv kernel reorders as well as a
-  // group would. Two operators share at least one reorder.
-  return convs >= 1 && convs + others >= 2;
+  // A lone convolution gains nothing from the layout, nor does one with only what the Conv
+  // kernel fuses itself (activations, scalar affine steps, a written-out Gelu, a residual Add or
+  // Mul): the nodes' own kernels skip the two reorders and the padded channels. A lone
+  // depthwise 3x3 + Relu over 36 channels at 56x56 took 0.143 ms as a group, 0.043 as nodes
+  // (onnxruntime 0.074). Two convolutions, or one with a pool, Concat or BatchNormalization,
+  // share at least one reorder.
+  return convs >= 2 || (convs == 1 && structural >= 1);
 }
 
 // A group without the constant views whose value is also read outside it (or leaves the graph):

@@ -1,5 +1,8 @@
 #include "blocked/blocked_ops.h"
 
+#include <algorithm>
+#include <optional>
+
 namespace nxrt::cpu::blocked {
 
 bool IsBlockable(const ep::ValueInfoView& v) {
@@ -121,6 +124,28 @@ bool ElementwiseOnBlockable(const ep::NodeView& node, const std::vector<bool>& c
          SameDims(node.input(0), node.output(0));
 }
 
+// ReduceMean over both spatial axes, dimensions kept: a GlobalAveragePool (PP-LCNet's
+// squeeze-and-excitation blocks). The axes come from the attribute (before opset 18) or a
+// constant input.
+bool SpatialMean(const ep::NodeView& node, const std::vector<bool>& constant) {
+  if (node.output_count() != 1 || node.attr_int("keepdims", 1) != 1 ||
+      !IsBlockable(node.input(0)) || !IsBlockable(node.output(0)))
+    return false;
+  std::vector<int64_t> axes;
+  if (node.opset() < 18) {
+    if (node.input_count() != 1) return false;
+    axes = node.attr_ints("axes");
+  } else {
+    if (node.input_count() != 2 || !node.input(1).present() || !constant[1]) return false;
+    std::optional<ep::ConstTensor> a = node.input(1).constant();
+    if (!a || a->type() != NX_TYPE_INT64) return false;
+    axes.assign(a->data<int64_t>(), a->data<int64_t>() + a->size());
+  }
+  for (int64_t& axis : axes) axis = axis < 0 ? axis + 4 : axis;
+  std::sort(axes.begin(), axes.end());
+  return axes == std::vector<int64_t>{2, 3};
+}
+
 // Gelu in its exact erf form: ONNX's (opset 20) without the tanh approximation, or
 // com.microsoft's.
 bool IsErfGelu(const ep::NodeView& node) {
@@ -214,6 +239,8 @@ BlockedOp ClassifyWithConstants(const ep::NodeView& node, int64_t block,
   if (op == "MaxPool") return PoolSupported(node, true) ? BlockedOp::kMaxPool : BlockedOp::kNone;
   if (op == "AveragePool")
     return PoolSupported(node, false) ? BlockedOp::kAveragePool : BlockedOp::kNone;
+  if (op == "ReduceMean")
+    return SpatialMean(node, constant) ? BlockedOp::kGlobalPool : BlockedOp::kNone;
   if (op == "GlobalAveragePool" || op == "GlobalMaxPool") {
     if (inputs != 1 || node.output_count() != 1) return BlockedOp::kNone;
     if (!IsBlockable(node.input(0)) || !IsBlockable(node.output(0))) return BlockedOp::kNone;

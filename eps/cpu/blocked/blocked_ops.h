@@ -31,7 +31,8 @@ enum class BlockedOp {
                    // or x * c with a constant c of one value per channel
   kMaxPool,        // 2-D, without the Indices output
   kAveragePool,    // 2-D
-  kGlobalPool,     // GlobalAveragePool, GlobalMaxPool
+  kGlobalPool,     // GlobalAveragePool, GlobalMaxPool; ReduceMean over the spatial axes with
+                   // keepdims
   kConcat,         // along channels
   kConstantAlias,  // Identity, Reshape, Squeeze, Unsqueeze or Flatten of a constant (torch
                    // exports share weights through Identity; PaddlePaddle reshapes biases)

@@ -239,12 +239,45 @@ TEST(BlockedGroup, WrittenGelusRunInsideTheGroup) {
 
   Builder broken;
   broken.Input("x", {1, 16, 8, 8});
-  broken.Conv("x", "c1", 16, 16, 1);
+  broken.Conv("x", "c0", 16, 16, 1);
+  broken.Conv("c0", "c1", 16, 16, 1);
   broken.WrittenGelu("c1", "g1");
-  broken.Conv("g1", "y", 16, 16, 3);
+  broken.Conv("g1", "g2", 16, 16, 3);
+  broken.Conv("g2", "y", 16, 16, 1);
   broken.Output("y", {1, 16, 8, 8});
   broken.Output("g1_e", {1, 16, 8, 8});  // the Erf's value leaves the graph
   ExpectSameAsNodeByNode(broken.Bytes(), {"x"}, {{1, 16, 8, 8}});
+}
+
+// PP-LCNet's squeeze-and-excitation: ReduceMean over H and W with kept dimensions is a global
+// average pool inside the group (axes as an attribute and, from opset 18, as an input; negative
+// axes too). A ReduceMean over the channels, or without kept dimensions, stays a node.
+TEST(BlockedGroup, SpatialReduceMeansPoolInsideTheGroup) {
+  for (int opset : {13, 18}) {
+    SCOPED_TRACE("opset " + std::to_string(opset));
+    Builder b(opset);
+    b.Input("x", {1, 24, 10, 12});
+    b.Conv("x", "c1", 24, 24, 3, 1, 1, 24);
+    b.ReduceMean("c1", "m", opset == 18 ? std::vector<int64_t>{-1, -2} : std::vector<int64_t>{2, 3},
+                 opset);
+    b.Conv("m", "s1", 24, 6, 1);
+    b.Op("Relu", {"s1"}, "s1r");
+    b.Conv("s1r", "s2", 6, 24, 1);
+    b.Op("HardSigmoid", {"s2"}, "g");
+    b.Op("Mul", {"c1", "g"}, "scaled");
+    b.Conv("scaled", "y", 24, 16, 1);
+    b.Output("y", {1, 16, 10, 12});
+    auto [ref, blocked] = ExpectSameAsNodeByNode(b.Bytes(), {"x"}, {{1, 24, 10, 12}});
+    EXPECT_EQ(blocked, 1u);
+  }
+  Builder channels(13);
+  channels.Input("x", {1, 16, 6, 6});
+  channels.Conv("x", "c1", 16, 16, 1);
+  channels.Conv("c1", "r1", 16, 16, 3);  // the two convolutions: the group
+  channels.ReduceMean("r1", "m", {1}, 13);
+  channels.Conv("m", "y", 1, 8, 1);
+  channels.Output("y", {1, 8, 6, 6});
+  ExpectSameAsNodeByNode(channels.Bytes(), {"x"}, {{1, 16, 6, 6}});
 }
 
 // Groups narrower than a block (ResNeXt's 4 channels, RegNet's 8 on 16-channel blocks) run as
@@ -286,14 +319,15 @@ TEST(BlockedGroup, NarrowGroupsRunAsOneGroupPerBlock) {
 
   Builder two;
   two.Input("x", {1, 16, 9, 10});
-  two.Conv("x", "a", 16, 16, 1);
+  two.Conv("x", "a0", 16, 16, 1);
+  two.Conv("a0", "a", 16, 16, 1);
   two.Op("Relu", {"a"}, "ar");
   two.Op("Relu", {"ar"}, "arr");
   two.Conv("arr", "g2", 16, 16, 3, 1, 1, 8);  // 8 groups of 2
   two.Op("Relu", {"g2"}, "g2r");
   two.Conv("g2r", "c", 16, 16, 1);
   two.Op("Relu", {"c"}, "cr");
-  two.Op("Relu", {"cr"}, "y");
+  two.Conv("cr", "y", 16, 16, 1);
   two.Output("y", {1, 16, 9, 10});
   auto [ref2, blocked2] = ExpectSameAsNodeByNode(two.Bytes(), {"x"}, {{1, 16, 9, 10}});
   EXPECT_EQ(blocked2, 3u);  // at 16-channel blocks: a group, the node, a group

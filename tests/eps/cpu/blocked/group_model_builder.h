@@ -120,6 +120,17 @@ class Builder {
   void Op(const std::string& op, const std::vector<std::string>& in, const std::string& y) {
     *g_->add_node() = MakeNode(op, in, {y}, y);
   }
+  // ReduceMean over `axes` with keepdims: an attribute before opset 18, an input from it on.
+  void ReduceMean(const std::string& x, const std::string& y, std::vector<int64_t> axes,
+                  int opset) {
+    if (opset >= 18) {
+      Int64Constant(y + "_axes", {static_cast<int64_t>(axes.size())}, axes);
+      Op("ReduceMean", {x, y + "_axes"}, y);
+    } else {
+      Op("ReduceMean", {x}, y);
+      AddIntsAttribute(g_->mutable_node(g_->node_size() - 1), "axes", axes);
+    }
+  }
   void Clip(const std::string& x, const std::string& y, float lo, float hi) {
     *g_->add_initializer() = MakeFloatTensor(y + "_lo", {}, {lo});
     *g_->add_initializer() = MakeFloatTensor(y + "_hi", {}, {hi});
