@@ -82,6 +82,11 @@ struct Avx2 {
   static Vec Set1(float v) { return _mm256_set1_ps(v); }
   static Vec Fma(Vec a, Vec b, Vec c) { return _mm256_fmadd_ps(a, b, c); }
   static Vec Add(Vec a, Vec b) { return _mm256_add_ps(a, b); }
+  static float ReduceAdd(Vec v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+  }
   static Vec Mul(Vec a, Vec b) { return _mm256_mul_ps(a, b); }
   static Vec Div(Vec a, Vec b) { return _mm256_div_ps(a, b); }
   // vmaxps returns its second operand unless the first is greater (NaN compares false).

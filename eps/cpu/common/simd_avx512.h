@@ -37,6 +37,7 @@ struct Avx512 {
   static Vec Set1(float v) { return _mm512_set1_ps(v); }
   static Vec Fma(Vec a, Vec b, Vec c) { return _mm512_fmadd_ps(a, b, c); }
   static Vec Add(Vec a, Vec b) { return _mm512_add_ps(a, b); }
+  static float ReduceAdd(Vec v) { return _mm512_reduce_add_ps(v); }
   static Vec Mul(Vec a, Vec b) { return _mm512_mul_ps(a, b); }
   static Vec Div(Vec a, Vec b) { return _mm512_div_ps(a, b); }
   // vmaxps returns its second operand unless the first is greater (NaN compares false).

@@ -23,7 +23,8 @@ bool HasAvx512() {
 void ExpectBodyMatchesReference(RangeFn range) {
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  const int64_t ks[] = {1, 3, 7, 8, 9, 16, 17, 33, 100, 1280};
+  // Up to 2048 the rows are read one by one, above it four at a time (gemv_body.h).
+  const int64_t ks[] = {1, 3, 7, 8, 9, 16, 17, 33, 64, 100, 1280, 2048, 2049, 4100};
   const int64_t ns[] = {1, 2, 3, 4, 5, 7, 8, 15, 16, 31, 32, 33, 63, 64, 65, 100, 130};
   for (bool contiguous_k : {true, false}) {
     for (int64_t k : ks) {
