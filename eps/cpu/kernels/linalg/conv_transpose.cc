@@ -239,14 +239,7 @@ class ConvTranspose : public ep::Kernel {
       return;
     }
     ConvTransposeImpl<float>(g, x, bias, y, threads, [&](int64_t grp, const float* xg, float* col) {
-      PointwiseJob job;
-      job.out_channels = rows;
-      job.in_channels = icg;
-      job.pixels = in_size;
-      job.x = xg;
-      job.packed_w = packed_.packed.data() + grp * packed_.per_group;
-      job.y = col;
-      RunPointwise(packed_.isa, job, threads);
+      ColumnProduct(grp, rows, icg, in_size, xg, col, threads);
     });
   }
 
@@ -282,19 +275,25 @@ class ConvTranspose : public ep::Kernel {
             const int64_t pixels = (r1 - r0) * width;
             for (int64_t k = 0; k < icg; ++k)
               std::copy_n(xg + k * in_size + r0 * width, pixels, xc + k * pixels);
-            PointwiseJob job;
-            job.out_channels = rows;
-            job.in_channels = icg;
-            job.pixels = pixels;
-            job.x = xc;
-            job.packed_w = packed_.packed.data() + grp * packed_.per_group;
-            job.y = col;
-            RunPointwise(packed_.isa, job, 1);
+            ColumnProduct(grp, rows, icg, pixels, xc, col, 1);
             Col2ImTiled(g, col, pixels, r0, r1, ocg, bg, yg);
           }
         });
       }
     }
+  }
+
+  // col [rows, pixels] = group grp's packed W^T * x [icg, pixels], on the pointwise kernel.
+  void ColumnProduct(int64_t grp, int64_t rows, int64_t icg, int64_t pixels, const float* x,
+                     float* col, int threads) const {
+    PointwiseJob job;
+    job.out_channels = rows;
+    job.in_channels = icg;
+    job.pixels = pixels;
+    job.x = x;
+    job.packed_w = packed_.packed.data() + grp * packed_.per_group;
+    job.y = col;
+    RunPointwise(packed_.isa, job, threads);
   }
 
   static constexpr int64_t kMaxChunkedWeights = 32 << 10;  // floats (128 KiB)
