@@ -11,8 +11,9 @@ void Gemv(const GemvProblem& p, int threads) {
   if (p.n <= 0) return;
   const bool avx512 = DetectedIsa() == Isa::kAvx512;
   auto range = avx512 ? &GemvRangeAvx512 : &GemvRangeAvx2;
-  // Units the bodies handle whole: 4 rows (dot products) or 4 vectors of outputs (axpy).
-  const int64_t unit = p.contiguous_k ? 4 : 4 * (avx512 ? 16 : 8);
+  // Units the bodies handle whole: 4 rows (dot products), a panel, or 4 vectors of outputs
+  // (axpy).
+  const int64_t unit = p.contiguous_k ? 4 : p.panel > 0 ? p.panel : 4 * (avx512 ? 16 : 8);
   const int64_t units = (p.n + unit - 1) / unit;
   const int64_t macs_per_unit = unit * (p.k > 0 ? p.k : 1);
   const int64_t grain =

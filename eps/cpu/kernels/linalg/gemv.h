@@ -19,6 +19,11 @@ struct GemvProblem {
   const float* m = nullptr;
   int64_t ld = 0;             // the stride that is not 1
   bool contiguous_k = false;  // true: (k, j) at m[j * ld + k]; false: at m[k * ld + j]
+  // When > 0 (contiguous_k false), the matrix is in column panels of `panel` floats, as
+  // oneDNN's blocked matmul weights (BA16a64b and the like) keep it: panel q holds columns
+  // [q * panel, (q + 1) * panel) as rows of `panel` floats, (k, j) at
+  // m[q * ld + k * panel + j % panel], the columns past n zero.
+  int64_t panel = 0;
   float alpha = 1.0f, beta = 0.0f;
   float* y = nullptr;  // contiguous; read only when beta != 0
 };

@@ -9,6 +9,8 @@
 #pragma once
 
 #include <cstdint>
+#include <stdexcept>
+#include <string>
 
 #include "kernels/linalg/gemv.h"
 
@@ -105,8 +107,52 @@ void AxpyColumns(const GemvProblem& p, int64_t j_begin, int64_t j_end) {
   }
 }
 
+// Column panels (GemvProblem::panel): panel q's rows, one after the other (the whole matrix is
+// one sequential stream), each x[k] broadcast into NV vectors of the panel's outputs. The last
+// panel's columns past n are computed into a scratch row and dropped.
+template <class S, int NV>
+void PanelColumns(const GemvProblem& p, int64_t j_begin, int64_t j_end) {
+  constexpr int64_t L = S::kLanes;
+  const int64_t width = NV * L;
+  for (int64_t j = j_begin; j < j_end; j += width) {
+    const float* w = p.m + (j / width) * p.ld;
+    typename S::Vec acc[NV];
+    for (int v = 0; v < NV; ++v) acc[v] = S::Set1(0.0f);
+    for (int64_t k = 0; k < p.k; ++k, w += width) {
+      const typename S::Vec xk = S::Set1(p.x[k]);
+      for (int v = 0; v < NV; ++v) acc[v] = S::Fma(S::Load(w + v * L), xk, acc[v]);
+    }
+    alignas(64) float out[NV * L];
+    const int64_t count = j_end - j < width ? j_end - j : width;
+    for (int v = 0; v < NV; ++v) S::Store(out + v * L, S::Mul(acc[v], S::Set1(p.alpha)));
+    for (int64_t i = 0; i < count; ++i)
+      p.y[j + i] = p.beta == 0.0f ? out[i] : out[i] + p.beta * p.y[j + i];
+  }
+}
+
+template <class S>
+void Panels(const GemvProblem& p, int64_t j_begin, int64_t j_end) {
+  switch (p.panel / S::kLanes) {
+    case 1:
+      return PanelColumns<S, 1>(p, j_begin, j_end);
+    case 2:
+      return PanelColumns<S, 2>(p, j_begin, j_end);
+    case 3:
+      return PanelColumns<S, 3>(p, j_begin, j_end);
+    case 4:
+      return PanelColumns<S, 4>(p, j_begin, j_end);
+    case 6:
+      return PanelColumns<S, 6>(p, j_begin, j_end);
+    case 8:
+      return PanelColumns<S, 8>(p, j_begin, j_end);
+    default:
+      throw std::runtime_error("Gemv: unsupported panel width " + std::to_string(p.panel));
+  }
+}
+
 template <class S>
 void Range(const GemvProblem& p, int64_t j_begin, int64_t j_end) {
+  if (p.panel > 0) return Panels<S>(p, j_begin, j_end);
   if (!p.contiguous_k) return AxpyColumns<S>(p, j_begin, j_end);
   int64_t j = j_begin;
   if (p.k > kLongRow)

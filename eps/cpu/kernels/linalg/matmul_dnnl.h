@@ -102,6 +102,11 @@ class DnnlPackedMatMul {
   bool has_bias_;
   std::vector<DnnlEltwise> post_;
   bool column_sliceable_;  // the plain [N, K] layout: a slice of columns is a run of its rows
+  // oneDNN's BA16a{16,32,48,64}b blocked layouts are column panels of that many floats (rows of
+  // K padded to 16): one row of A runs as a matrix-vector product over them (gemv.h), 0 for
+  // other layouts.
+  int64_t panel_width_ = 0;
+  int64_t panel_floats_ = 0;  // one panel: padded K x panel_width_
   AuditTarget audit_;
   std::mutex mu_;
   // Per row count, thread count and columns; the 64 most recently used are kept.
