@@ -277,8 +277,9 @@ TEST(ConvThreads, EveryThreadCountMatchesTheReference) {
 
 // The single-pass depthwise bodies (depthwise_2d.h), AVX2 and AVX-512 each, on planes whose
 // widths are not multiples of either vector (1 to 57), rows shorter than a tile of 8, padding
-// on one side only, both strides, dilation, a channel multiplier and the fused residual; plus
-// kernels that take the other loops (3x1, 1x5, 7x7, 17 wide, stride 3, stride 2 x 1); fused
+// on one side only, both strides, dilation, a channel multiplier and the fused residual; 3x3,
+// 5x5 and 7x7 (input rows reused across output rows); plus kernels that take the other loops
+// (3x1, 1x5, 17 wide, stride 3, stride 2 x 1); fused
 // activations in registers, after the store and in those other loops.
 TEST(ConvDepthwise, BothIsasMatchTheReference) {
   // clang-format off
@@ -299,6 +300,9 @@ TEST(ConvDepthwise, BothIsasMatchTheReference) {
       {"3x1", 1, 4, 4, 4, {11, 19}, {3, 1}, {1, 1}, {1, 1}, {1, 0, 1, 0}, true, true, false},
       {"1x5 stride 2", 1, 4, 4, 4, {9, 40}, {1, 5}, {2, 2}, {1, 1}, {0, 2, 0, 2}, true, true, false},
       {"7x7", 1, 3, 3, 3, {20, 20}, {7, 7}, {1, 1}, {1, 1}, {3, 3, 3, 3}, true, true, false},
+      {"7x7 64 wide, 13 rows", 1, 4, 4, 4, {13, 64}, {7, 7}, {1, 1}, {1, 1}, {3, 3, 3, 3}, true, true, false},
+      {"7x7 stride 2 odd", 2, 3, 3, 3, {23, 37}, {7, 7}, {2, 2}, {1, 1}, {3, 2, 3, 1}, true, true, false},
+      {"7x7 Swish", 1, 3, 3, 3, {9, 30}, {7, 7}, {1, 1}, {1, 1}, {3, 3, 3, 3}, true, true, false, "Swish"},
       {"17 wide kernel", 1, 2, 2, 2, {6, 40}, {1, 17}, {1, 1}, {1, 1}, {0, 8, 0, 8}, true, true, false},
       {"stride 3", 1, 3, 3, 3, {20, 20}, {3, 3}, {3, 3}, {1, 1}, {1, 1, 1, 1}, true, true, false},
       {"stride 2 x 1", 1, 3, 3, 3, {20, 21}, {3, 3}, {2, 1}, {1, 1}, {1, 1, 1, 1}, true, true, false},
