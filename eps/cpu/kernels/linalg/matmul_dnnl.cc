@@ -192,38 +192,21 @@ void DnnlPackedMatMul::Run(const float* a, int64_t m, float* c, int threads, con
     ApplyEltwiseRange(post_, c, m * n_);
     return;
   }
-  if (m == 1 && column_sliceable_) {
-    // One row against the plain [N, K] weight: N dot products, bound by reading the weight.
-    // The primitive would wake oneDNN's OpenMP team for it (PaddleOCR cls's 200 x 2
-    // classifier: 14 us at one thread, 38 at two; the dot products take well under 1 us).
+  if (m == 1 && (column_sliceable_ || panel_width_ > 0)) {
+    // One row: a matrix-vector product bound by reading the weight, as one stream (gemv.h).
+    // Against the plain [N, K] weight the primitive would wake oneDNN's OpenMP team for it
+    // (PaddleOCR cls's 200 x 2 classifier: 14 us at one thread, 38 at two; the dot products
+    // take well under 1 us); against oneDNN's column panels (a decoder step whose row count is
+    // symbolic, so the weight was packed for the primitive) it took 1.3-1.6x onnxruntime's time
+    // (gpt2's [768 x 50257] head).
     GemvProblem p;
     p.k = k_;
     p.n = n_;
     p.x = a;
     p.m = w_;
-    p.ld = k_;
-    p.contiguous_k = true;
-    p.alpha = alpha_;
-    p.y = c;
-    if (has_bias_) {
-      std::copy(bias, bias + n_, c);
-      p.beta = 1.0f;
-    }
-    Gemv(p, threads);
-    ApplyEltwiseRange(post_, c, n_);
-    return;
-  }
-  if (m == 1 && panel_width_ > 0) {
-    // One row against oneDNN's column panels (a decoder step whose row count is symbolic, so
-    // the weight was packed for the primitive): read as one stream; the primitive took 1.3-1.6x
-    // onnxruntime's time on these (gpt2's [768 x 50257] head).
-    GemvProblem p;
-    p.k = k_;
-    p.n = n_;
-    p.x = a;
-    p.m = w_;
-    p.panel = panel_width_;
-    p.ld = panel_floats_;
+    p.contiguous_k = column_sliceable_;
+    p.panel = column_sliceable_ ? 0 : panel_width_;
+    p.ld = column_sliceable_ ? k_ : panel_floats_;
     p.alpha = alpha_;
     p.y = c;
     if (has_bias_) {
