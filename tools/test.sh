@@ -3,7 +3,8 @@
 #   1. unit tests (GoogleTest via CTest)
 #   2. ONNX backend node tests of the pinned onnx wheel, against tests/conformance/onnx_node_pass.txt
 #   3. Debian's onnx-1.12 node tests, against tests/conformance/debian_node_pass.txt
-#   4. real models (torchvision exports, BERT, LSTM+GRU, PaddleOCR, Silero VAD, Magika, ddddocr,
+#   4. real models (torchvision exports, BERT, LSTM+GRU, PaddleOCR v4 and PP-OCRv6, Silero VAD,
+#      Magika, ddddocr, NudeNet (YOLOv8n), openWakeWord,
 #      float16 conversions of MobileNetV2 and BERT)
 #      compared with onnxruntime (and a zoo of 23 more architectures: classifiers, segmenters,
 #      detectors, video, optical flow, a YOLOv8-style detector, speech; none may run a oneDNN
@@ -65,7 +66,7 @@ run_suite "debian onnx-1.12 pytorch-converted, pytorch-operator, simple tests" \
 models=""
 for m in resnet50 mobilenet_v2 mobilenet_v3_small efficientnet_b0 squeezenet1_1 vit_b_16 transformer_encoder bert4 \
     lstm_gru ppocr_det ppocr_rec ppocr_cls silero_vad magika ddddocr_common bert4_fused \
-    mobilenet_v2_fp16 bert4_fp16; do
+    mobilenet_v2_fp16 bert4_fp16 ppocrv6_det ppocrv6_rec nudenet_320n oww_melspectrogram oww_embedding; do
   models+=" --only $m"
 done
 run_suite "plugin ABI history: each frozen header version (tests/plugins/abi_vN) only appends" \

@@ -412,9 +412,10 @@ def format_line(result, width=20):
 
 
 def list_models(models_dir, only, zoo=False):
-    """Known models (of the zoo with `zoo`) in their fixed order, then any other .onnx files in
-    the folder."""
-    names = model_inputs.zoo_model_names() if zoo else model_inputs.known_model_names()
+    """Known models (of the zoo with `zoo`; else the bench's, then the other wheel models) in
+    their fixed order, then any other .onnx files in the folder."""
+    names = (model_inputs.zoo_model_names() if zoo
+             else model_inputs.known_model_names() + model_inputs.wheel_model_names())
     if os.path.isdir(models_dir):
         extra = sorted(f[:-5] for f in os.listdir(models_dir)
                        if f.endswith(".onnx") and f[:-5] not in names)

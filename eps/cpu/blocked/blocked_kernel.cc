@@ -151,6 +151,9 @@ class ProgramRunner {
       for (const PadCopy& c : call.pad_copies)
         RunPadCopy(c, reinterpret_cast<const float*>(Address(c.from, image, state)),
                    reinterpret_cast<float*>(Address(c.to, image, state)));
+      for (const MeanCall& m : call.means)
+        RunMean(m, reinterpret_cast<const float*>(Address(m.from, image, state)),
+                reinterpret_cast<float*>(Address(m.to, image, state)));
       if (call.winograd) {
         call.winograd->Run(reinterpret_cast<const float*>(Address(call.winograd_src, image, state)),
                            reinterpret_cast<float*>(Address(call.winograd_dst, image, state)),
@@ -180,6 +183,27 @@ class ProgramRunner {
       if (call.after.empty() && !call.after_sum) continue;
       RunAfter(call, Address(call.after_at, image, state),
                call.after_sum ? Address(call.after_sum_at, image, state) : nullptr);
+    }
+  }
+
+  // Per block, each lane's pixels are summed in float over runs of 64 pixels (short enough to
+  // stay exact to a few ulps; the lanes vectorize) and the runs' sums are added in double.
+  static void RunMean(const MeanCall& m, const float* from, float* to) {
+    constexpr int kMaxBlock = 16;
+    constexpr int64_t kRun = 64;
+    const int64_t b = m.block;
+    for (int64_t blk = 0; blk < m.blocks; ++blk) {
+      const float* src = from + blk * m.pixels * b;
+      double total[kMaxBlock] = {};
+      for (int64_t p0 = 0; p0 < m.pixels; p0 += kRun) {
+        float run[kMaxBlock] = {};
+        const int64_t p1 = std::min(m.pixels, p0 + kRun);
+        for (int64_t p = p0; p < p1; ++p)
+          for (int64_t l = 0; l < b; ++l) run[l] += src[p * b + l];
+        for (int64_t l = 0; l < b; ++l) total[l] += run[l];
+      }
+      for (int64_t l = 0; l < b; ++l)
+        to[blk * b + l] = static_cast<float>(total[l] / static_cast<double>(m.pixels));
     }
   }
 

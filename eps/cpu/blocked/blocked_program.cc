@@ -1406,6 +1406,17 @@ class Compiler {
     const int64_t oh = V(y).dims[2], ow = V(y).dims[3];
     Step step = NewStep(node, OpType(node));
     step.images = V(x).dims[0];
+    if (kind == BlockedOp::kGlobalPool && alg != dnnl::algorithm::pooling_max) {
+      // nxrt's mean, summed in double (MeanCall), not oneDNN's float running sum.
+      for (auto [c0, c1] : Slices(c, SliceCount(c * h * w * 4 >= kMinSliceBytes))) {
+        Call call;
+        call.means.push_back({At(x, c0), At(y, c0), (c1 - c0 + Block() - 1) / Block(), h * w,
+                              static_cast<int>(Block())});
+        step.parts.push_back({call});
+      }
+      Push(std::move(step), {x}, {y});
+      return;
+    }
     for (auto [c0, c1] : Slices(c, SliceCount(c * h * w * 4 >= kMinSliceBytes))) {
       memory::desc src = BlockedDesc(c1 - c0, h, w), dst = BlockedDesc(c1 - c0, oh, ow);
       dnnl::pooling_v2_forward::desc d(dnnl::prop_kind::forward_inference, alg, src, dst, strides,

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/broadcast.h"
+#include "common/parallel.h"
 #include "kernels/linalg/conv_geometry.h"
 #include "kernels/linalg/dnnl_util.h"
 #include "kernels/linalg/kernel_setup.h"
@@ -47,79 +48,107 @@ std::vector<quantized::PackedInt8B> PackConvWeights(quantized::Int8GemmPath path
   return groups;
 }
 
-// rows[o * kdim + c * kernel_size + tap] = x[c][the input position of output o and tap], or `pad`
-// (the zero point: centred, a zero) outside the input. One row per output position: the A
-// operand of the GEMM.
+// rows[(o - begin) * kdim + c * kernel_size + tap] = x[c][the input position of output o and
+// tap], or `pad` (the zero point: centred, a zero) outside the input, for output positions
+// [begin, end): one row per output position, the A operand of the GEMM. Per position and tap,
+// one tight loop over the channels (measured faster than runs of taps per channel: 3 x 3 and
+// 1 x 1 windows make runs too short to pay for their loop).
 template <class T>
-void Im2Rows(const ConvGeometry& g, const T* x, int64_t channels, T pad, T* rows) {
+void Im2Rows(const ConvGeometry& g, const T* x, int64_t channels, T pad, T* rows, int64_t begin,
+             int64_t end) {
+  // Locals, not g's fields: stores through an 8-bit pointer may alias anything, so the compiler
+  // would reload every field after each byte written.
   const int64_t in_size = g.in_size(), ks = g.kernel_size(), kdim = channels * ks;
-  int64_t o = 0;
-  for (int64_t o0 = 0; o0 < g.out[0]; ++o0)
-    for (int64_t o1 = 0; o1 < g.out[1]; ++o1)
-      for (int64_t o2 = 0; o2 < g.out[2]; ++o2, ++o) {
-        T* row = rows + o * kdim;
-        int64_t tap = 0;
-        for (int64_t k0 = 0; k0 < g.kernel[0]; ++k0) {
-          const int64_t i0 = o0 * g.stride[0] - g.pad_begin[0] + k0 * g.dilation[0];
-          for (int64_t k1 = 0; k1 < g.kernel[1]; ++k1) {
-            const int64_t i1 = o1 * g.stride[1] - g.pad_begin[1] + k1 * g.dilation[1];
-            for (int64_t k2 = 0; k2 < g.kernel[2]; ++k2, ++tap) {
-              const int64_t i2 = o2 * g.stride[2] - g.pad_begin[2] + k2 * g.dilation[2];
-              const bool inside =
-                  i0 >= 0 && i0 < g.in[0] && i1 >= 0 && i1 < g.in[1] && i2 >= 0 && i2 < g.in[2];
-              const int64_t at = (i0 * g.in[1] + i1) * g.in[2] + i2;
-              for (int64_t c = 0; c < channels; ++c) {
-                row[c * ks + tap] = inside ? x[c * in_size + at] : pad;
-              }
-            }
+  const int64_t in0 = g.in[0], in1 = g.in[1], in2 = g.in[2];
+  const int64_t out1 = g.out[1], out2 = g.out[2];
+  const int64_t kh0 = g.kernel[0], kh1 = g.kernel[1], kw = g.kernel[2];
+  const int64_t d0 = g.dilation[0], d1 = g.dilation[1], d2 = g.dilation[2];
+  const int64_t s0 = g.stride[0], s1 = g.stride[1], s2 = g.stride[2];
+  const int64_t p0 = g.pad_begin[0], p1 = g.pad_begin[1], p2 = g.pad_begin[2];
+  for (int64_t o = begin; o < end; ++o) {
+    const int64_t o2 = o % out2, o1 = (o / out2) % out1, o0 = o / (out2 * out1);
+    T* row = rows + (o - begin) * kdim;
+    int64_t tap = 0;
+    for (int64_t k0 = 0; k0 < kh0; ++k0) {
+      const int64_t i0 = o0 * s0 - p0 + k0 * d0;
+      for (int64_t k1 = 0; k1 < kh1; ++k1) {
+        const int64_t i1 = o1 * s1 - p1 + k1 * d1;
+        for (int64_t k2 = 0; k2 < kw; ++k2, ++tap) {
+          const int64_t i2 = o2 * s2 - p2 + k2 * d2;
+          T* dst = row + tap;
+          if (i0 < 0 || i0 >= in0 || i1 < 0 || i1 >= in1 || i2 < 0 || i2 >= in2) {
+            for (int64_t c = 0; c < channels; ++c) dst[c * ks] = pad;
+            continue;
           }
+          const T* src = x + (i0 * in1 + i1) * in2 + i2;
+          for (int64_t c = 0; c < channels; ++c) dst[c * ks] = src[c * in_size];
         }
       }
+    }
+  }
 }
 
-// int32 convolution of (x - x_zp) and (w - w_zp) (+ bias); the result, NCHW, lives in a
-// per-thread scratch slot. Per image and group: the 8-bit input as one row of taps per output
-// position, times the packed weights, exactly in int32 on the blocked 8-bit GEMM (the AVX2,
-// VNNI or AMX micro-kernel the CPU has), then transposed into the channel planes.
-int32_t* IntegerConv(const ConvGeometry& g, const ep::ConstTensor& x,
-                     const std::vector<quantized::PackedInt8B>& weights, int32_t x_zp,
-                     const int32_t* bias, ep::KernelContext& ctx) {
+// int32 convolution of (x - x_zp) and (w - w_zp) (+ bias) into `acc` (NCHW, the output's
+// size). Per image and group: the 8-bit input as one row of taps per output position, times the
+// packed weights, exactly in int32 on the blocked 8-bit GEMM (the AVX2, VNNI or AMX micro-kernel
+// the CPU has), then transposed into the channel planes. The rows are made and converted for the
+// GEMM in parallel chunks of output positions (each chunk's rows still in cache when converted),
+// and the transposition runs in parallel blocks of positions.
+void IntegerConv(const ConvGeometry& g, const ep::ConstTensor& x,
+                 const std::vector<quantized::PackedInt8B>& weights, int32_t x_zp,
+                 const int32_t* bias, int32_t* acc, ep::KernelContext& ctx) {
   const int64_t icg = g.in_channels_per_group(), ocg = g.out_channels_per_group();
   const int64_t kdim = icg * g.kernel_size(), in_size = g.in_size(), out_size = g.out_size();
   NXRT_EP_ENFORCE(static_cast<int64_t>(weights.size()) == g.group,
                   "ConvInteger: packed weights do not match the groups");
-  const size_t out_count = static_cast<size_t>(g.batch * g.out_channels * out_size);
-  int32_t* acc = static_cast<int32_t*>(ThreadScratch(kScratchC, out_count * sizeof(int32_t)));
+  const int threads = ctx.threads();
   thread_local std::vector<uint8_t> rows;  // reused across runs
   thread_local std::vector<int32_t> product;
   thread_local quantized::PreparedInt8A prepared;
   rows.resize(static_cast<size_t>(out_size * kdim));
   product.resize(static_cast<size_t>(out_size * ocg));
+  // The chunks below run on pool threads: they must reach this thread's buffers through these
+  // (a thread_local named inside a lambda is the running thread's own).
+  uint8_t* rows_data = rows.data();
+  int32_t* product_data = product.data();
+  quantized::PreparedInt8A& a = prepared;
   const bool is_int8 = x.type() == NX_TYPE_INT8;
+  // About 16 KiB of rows per chunk; about 4 K outputs per transposition block.
+  const int64_t rows_grain = std::max<int64_t>(1, (int64_t{16} << 10) / std::max<int64_t>(1, kdim));
+  constexpr int64_t kBlock = 256;
+  const int64_t blocks = (out_size + kBlock - 1) / kBlock;
+  const int64_t block_grain = std::max<int64_t>(1, 4096 / (kBlock * std::max<int64_t>(1, ocg)));
   for (int64_t n = 0; n < g.batch; ++n) {
     for (int64_t grp = 0; grp < g.group; ++grp) {
       const int64_t first = (n * g.in_channels + grp * icg) * in_size;
-      if (is_int8) {
-        Im2Rows(g, x.data<int8_t>() + first, icg, static_cast<int8_t>(x_zp),
-                reinterpret_cast<int8_t*>(rows.data()));
-      } else {
-        Im2Rows(g, x.data<uint8_t>() + first, icg, static_cast<uint8_t>(x_zp), rows.data());
-      }
       const quantized::PackedInt8B& w = weights[grp];
-      quantized::PrepareInt8A(rows.data(), x.type(), out_size, kdim, x_zp, w, prepared);
+      quantized::ShapeInt8A(x.type(), out_size, x_zp, w, a);
+      ParallelFor(threads, out_size, rows_grain, [&](int64_t begin, int64_t end) {
+        uint8_t* chunk = rows_data + begin * kdim;
+        if (is_int8) {
+          Im2Rows(g, x.data<int8_t>() + first, icg, static_cast<int8_t>(x_zp),
+                  reinterpret_cast<int8_t*>(chunk), begin, end);
+        } else {
+          Im2Rows(g, x.data<uint8_t>() + first, icg, static_cast<uint8_t>(x_zp), chunk, begin, end);
+        }
+        quantized::PrepareInt8ARows(chunk, x.type(), begin, end, kdim, w, a);
+      });
       quantized::Int8GemmOutput out;
-      out.y32 = product.data();
+      out.y32 = product_data;
       out.ldy = ocg;
-      quantized::Int8Gemm(prepared, w, out, ctx.threads());
+      quantized::Int8Gemm(a, w, out, threads);
       int32_t* yg = acc + (n * g.out_channels + grp * ocg) * out_size;
-      for (int64_t c = 0; c < ocg; ++c) {
-        const int32_t b = bias != nullptr ? bias[grp * ocg + c] : 0;
-        int32_t* plane = yg + c * out_size;
-        for (int64_t o = 0; o < out_size; ++o) plane[o] = product[o * ocg + c] + b;
-      }
+      const int32_t* group_bias = bias != nullptr ? bias + grp * ocg : nullptr;
+      ParallelFor(threads, blocks, block_grain, [&](int64_t b0, int64_t b1) {
+        const int64_t o_begin = b0 * kBlock, o_end = std::min(out_size, b1 * kBlock);
+        for (int64_t c = 0; c < ocg; ++c) {
+          const int32_t b = group_bias != nullptr ? group_bias[c] : 0;
+          int32_t* plane = yg + c * out_size;
+          for (int64_t o = o_begin; o < o_end; ++o) plane[o] = product_data[o * ocg + c] + b;
+        }
+      });
     }
   }
-  return acc;
 }
 
 // The packed weights of a node whose weight (input `w_index`) and weight zero point (input
@@ -165,13 +194,13 @@ class ConvInteger : public ep::Kernel {
                                               attrs_.op + ": w_zero_point");
     std::vector<int64_t> y_dims = g.output_dims();
     ep::Tensor y = ctx.output(0, y_dims, NX_TYPE_INT32);
-    const int64_t count = ShapeSize(y_dims);
-    if (count == 0) return;
-    const int32_t* acc =
-        weights_.empty()
-            ? IntegerConv(g, x, PackConvWeights(path_, g.group, w, w_zp), x_zp[0], nullptr, ctx)
-            : IntegerConv(g, x, weights_, x_zp[0], nullptr, ctx);
-    std::copy(acc, acc + count, y.data<int32_t>());
+    if (ShapeSize(y_dims) == 0) return;
+    if (weights_.empty()) {
+      IntegerConv(g, x, PackConvWeights(path_, g.group, w, w_zp), x_zp[0], nullptr,
+                  y.data<int32_t>(), ctx);
+    } else {
+      IntegerConv(g, x, weights_, x_zp[0], nullptr, y.data<int32_t>(), ctx);
+    }
   }
 
  private:
@@ -282,10 +311,13 @@ class QLinearConv : public ep::Kernel {
     ep::Tensor y = ctx.output(0, y_dims, y_type);
     if (ShapeSize(y_dims) == 0) return;
     const int32_t* b = bias ? bias->data<int32_t>() : nullptr;
-    const int32_t* acc =
-        weights_.empty()
-            ? IntegerConv(g, x, PackConvWeights(path_, g.group, w, w_zp), x_zp[0], b, ctx)
-            : IntegerConv(g, x, weights_, x_zp[0], b, ctx);
+    const size_t out_count = static_cast<size_t>(ShapeSize(y_dims));
+    int32_t* acc = static_cast<int32_t*>(ThreadScratch(kScratchC, out_count * sizeof(int32_t)));
+    if (weights_.empty()) {
+      IntegerConv(g, x, PackConvWeights(path_, g.group, w, w_zp), x_zp[0], b, acc, ctx);
+    } else {
+      IntegerConv(g, x, weights_, x_zp[0], b, acc, ctx);
+    }
     // x_scale * w_scale / y_scale in float32 (as the scales are), applied in double.
     std::vector<double> scale(w_scale.size());
     for (size_t c = 0; c < w_scale.size(); ++c) scale[c] = (x_scale[0] * w_scale[c]) / y_scale[0];

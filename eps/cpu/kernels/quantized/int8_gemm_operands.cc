@@ -218,46 +218,61 @@ PackedInt8B PackInt8B(Int8GemmPath path, const void* b, NxElementType type, int6
   return p;
 }
 
-void PrepareInt8A(const void* a, NxElementType type, int64_t rows, int64_t k, int32_t zero_point,
-                  const PackedInt8B& w, PreparedInt8A& out) {
+void ShapeInt8A(NxElementType type, int64_t rows, int32_t zero_point, const PackedInt8B& w,
+                PreparedInt8A& out) {
   out.rows = rows;
   out.ld = w.k_padded;
   out.scale = 1.f;
-  const bool is_int8 = type == NX_TYPE_INT8;
-  const size_t size = static_cast<size_t>(rows * out.ld);
   if (UsesQuads(w.path)) {
     PadRows(w.path, out);
     out.row_sum.resize(static_cast<size_t>(rows));
-    out.zero_point = zero_point + (is_int8 ? 128 : 0);
-    for (int64_t m = 0; m < rows; ++m) {
+    out.zero_point = zero_point + (type == NX_TYPE_INT8 ? 128 : 0);
+  } else {
+    out.a16.resize(static_cast<size_t>(rows * out.ld));
+    out.zero_point = zero_point;
+  }
+}
+
+void PrepareInt8ARows(const void* a, NxElementType type, int64_t begin, int64_t end, int64_t k,
+                      const PackedInt8B& w, PreparedInt8A& out) {
+  const bool is_int8 = type == NX_TYPE_INT8;
+  if (UsesQuads(w.path)) {
+    for (int64_t m = begin; m < end; ++m) {
       uint8_t* dst = out.a8.data() + m * out.ld;
+      const int64_t i = m - begin;
       int32_t sum = 0;
       if (is_int8) {
-        const int8_t* src = static_cast<const int8_t*>(a) + m * k;
-        for (int64_t i = 0; i < k; ++i) dst[i] = static_cast<uint8_t>(src[i] + 128);
+        const int8_t* src = static_cast<const int8_t*>(a) + i * k;
+        for (int64_t j = 0; j < k; ++j) dst[j] = static_cast<uint8_t>(src[j] + 128);
       } else {
-        const uint8_t* src = static_cast<const uint8_t*>(a) + m * k;
+        const uint8_t* src = static_cast<const uint8_t*>(a) + i * k;
         std::copy(src, src + k, dst);
       }
-      for (int64_t i = 0; i < k; ++i) sum += dst[i];
+      for (int64_t j = 0; j < k; ++j) sum += dst[j];
       std::fill(dst + k, dst + out.ld, uint8_t{0});
       out.row_sum[m] = sum;
     }
     return;
   }
-  out.a16.resize(size);
-  out.zero_point = zero_point;
-  for (int64_t m = 0; m < rows; ++m) {
+  const int32_t zero_point = out.zero_point;
+  for (int64_t m = begin; m < end; ++m) {
     int16_t* dst = out.a16.data() + m * out.ld;
+    const int64_t i = m - begin;
     if (is_int8) {
-      const int8_t* src = static_cast<const int8_t*>(a) + m * k;
-      for (int64_t i = 0; i < k; ++i) dst[i] = static_cast<int16_t>(src[i] - zero_point);
+      const int8_t* src = static_cast<const int8_t*>(a) + i * k;
+      for (int64_t j = 0; j < k; ++j) dst[j] = static_cast<int16_t>(src[j] - zero_point);
     } else {
-      const uint8_t* src = static_cast<const uint8_t*>(a) + m * k;
-      for (int64_t i = 0; i < k; ++i) dst[i] = static_cast<int16_t>(src[i] - zero_point);
+      const uint8_t* src = static_cast<const uint8_t*>(a) + i * k;
+      for (int64_t j = 0; j < k; ++j) dst[j] = static_cast<int16_t>(src[j] - zero_point);
     }
     std::fill(dst + k, dst + out.ld, int16_t{0});
   }
+}
+
+void PrepareInt8A(const void* a, NxElementType type, int64_t rows, int64_t k, int32_t zero_point,
+                  const PackedInt8B& w, PreparedInt8A& out) {
+  ShapeInt8A(type, rows, zero_point, w, out);
+  PrepareInt8ARows(a, type, 0, rows, k, w, out);
 }
 
 void QuantizeFloatA(const float* a, int64_t rows, int64_t k, const PackedInt8B& w,

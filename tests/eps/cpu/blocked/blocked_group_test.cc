@@ -280,6 +280,58 @@ TEST(BlockedGroup, SpatialReduceMeansPoolInsideTheGroup) {
   ExpectSameAsNodeByNode(channels.Bytes(), {"x"}, {{1, 16, 6, 6}});
 }
 
+// A global average pool inside a group sums a large plane exactly enough: PP-OCRv6 det's
+// ReduceMean over 160 x 160 was 2e-4 off (relative) when oneDNN's pooling added the pixels one
+// after another in float. Values near 100 (a 1 x 1 identity convolution with bias 100) over
+// 192 x 192 pixels: the group's mean, at both block sizes and through GlobalAveragePool and
+// ReduceMean, equals the float64 mean to 1e-6.
+TEST(BlockedGroup, GlobalMeansOfLargePlanesStayAccurate) {
+  const int64_t c = 20, h = 192, w = 192;
+  for (const std::string op : {"GlobalAveragePool", "ReduceMean"}) {
+    Builder b;
+    b.Input("x", {1, c, h, w});
+    std::vector<float> identity(static_cast<size_t>(c * c), 0.0f);
+    for (int64_t i = 0; i < c; ++i) identity[static_cast<size_t>(i * c + i)] = 1.0f;
+    b.Constant("id_w", {c, c, 1, 1}, identity);
+    b.Constant("id_b", {c}, std::vector<float>(static_cast<size_t>(c), 100.0f));
+    b.Raw(MakeNode("Conv", {"x", "id_w", "id_b"}, {"shifted"}, "shifted"));
+    if (op == "ReduceMean") {
+      b.ReduceMean("shifted", "y", {2, 3}, 17);
+    } else {
+      b.Op(op, {"shifted"}, "y");
+    }
+    b.Output("y", {1, c, 1, 1});
+    const std::string bytes = b.Bytes();
+    const std::vector<int64_t> dims{1, c, h, w};
+    nxrt::Value x = nxrt::Value::Tensor(NX_TYPE_FLOAT, dims);
+    std::mt19937 rng(5);
+    std::uniform_real_distribution<float> noise(-1.0f, 1.0f);
+    for (size_t i = 0; i < x.size(); ++i) x.data<float>()[i] = noise(rng);
+    std::vector<double> want(static_cast<size_t>(c), 0.0);
+    for (int64_t ch = 0; ch < c; ++ch) {
+      for (int64_t p = 0; p < h * w; ++p)
+        want[static_cast<size_t>(ch)] += double(x.data<float>()[ch * h * w + p]) + 100.0;
+      want[static_cast<size_t>(ch)] /= static_cast<double>(h * w);
+    }
+    for (const std::string layout : {"8", "16"}) {
+      SCOPED_TRACE(op + ", block " + layout);
+      nxrt::Env env(NX_LOG_ERROR);
+      nxrt::SessionOptions options;
+      options.SetIntraOpThreads(2)
+          .SetConfig("ep.cpu.blocked_layout", layout)
+          .SetLogLevel(NX_LOG_ERROR);
+      nxrt::Session session(env, bytes.data(), bytes.size(), &options);
+      EXPECT_EQ(session.ep_node_count(0), 1u);  // the convolution and the mean: one group
+      std::vector<nxrt::Value> out = session.Run({"x"}, {&x});
+      ASSERT_EQ(out[0].size(), static_cast<size_t>(c));
+      for (int64_t ch = 0; ch < c; ++ch) {
+        const double got = out[0].data<float>()[ch], ref = want[static_cast<size_t>(ch)];
+        EXPECT_LE(std::fabs(got - ref), 1e-6 * std::fabs(ref)) << "channel " << ch;
+      }
+    }
+  }
+}
+
 // Groups narrower than a block (ResNeXt's 4 channels, RegNet's 8 on 16-channel blocks) run as
 // one group per block with weights zero off the diagonal: the whole chain is one group at both
 // block sizes, batch 2, odd sizes, strided, with a residual sum, also where the channels end
