@@ -1,10 +1,11 @@
 // Runs a compiled blocked group (blocked_steps.h): finds the program for the inputs' shapes
 // (the one compiled ahead for static shapes; otherwise compiled on the first run with these
-// shapes and kept), takes the state of one run (arena and bound primitive arguments), then runs
+// shapes and kept), takes the state of one run (bound primitive arguments) and an arena from the
+// kernel's pool, then runs
 // each step's slices (times the batch) in parallel on the session's pool, each a
 // single-threaded oneDNN call sequence on this thread's stream. The oneDNN memory objects of a
-// run state are made on its first run and only re-pointed at the kernel's inputs, outputs and
-// this thread's scratchpad afterwards.
+// run state are made on its first run (and again when it gets another arena buffer) and only
+// re-pointed at the kernel's inputs, outputs and this thread's scratchpad afterwards.
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -31,24 +32,82 @@ struct Bound {
   int scratch = -1;          // index of the scratchpad argument
 };
 
-// Everything one run needs of its own: the arena (64-byte aligned) and the bindings into it.
+// Arena memory shared by every program of one kernel (64-byte aligned buffers). A run takes a
+// buffer at least as large as its program's arena and gives it back, so a kernel fed many shapes
+// (an OCR model on lines and pages of every size: one program per shape) keeps writing the pages
+// it has touched, one buffer per concurrent run, instead of each program's own arena: PP-OCR det
+// on 30 image sizes faulted in 10K fresh pages (40 MB, about 20 ms) per new size, and held an
+// arena per size.
+class ArenaPool {
+ public:
+  struct Buffer {
+    char* data = nullptr;
+    size_t bytes = 0;
+  };
+  ArenaPool() = default;
+  ~ArenaPool() {
+    for (const Buffer& b : free_) std::free(b.data);
+  }
+  ArenaPool(const ArenaPool&) = delete;
+  ArenaPool& operator=(const ArenaPool&) = delete;
+
+  // The smallest free buffer of at least `bytes`; else a new one, in place of the largest free
+  // one (too small) so that sequential runs keep a single buffer.
+  Buffer Take(size_t bytes) {
+    bytes = std::max<size_t>(64, (bytes + 63) / 64 * 64);
+    Buffer too_small;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto best = free_.end();
+      for (auto it = free_.begin(); it != free_.end(); ++it)
+        if (it->bytes >= bytes && (best == free_.end() || it->bytes < best->bytes)) best = it;
+      if (best != free_.end()) {
+        Buffer b = *best;
+        free_.erase(best);
+        return b;
+      }
+      if (!free_.empty()) {
+        auto largest =
+            std::max_element(free_.begin(), free_.end(),
+                             [](const Buffer& a, const Buffer& b) { return a.bytes < b.bytes; });
+        too_small = *largest;
+        free_.erase(largest);
+      }
+    }
+    std::free(too_small.data);
+    Buffer b{static_cast<char*>(std::aligned_alloc(64, bytes)), bytes};
+    if (b.data == nullptr) ep::Fail(NX_OUT_OF_MEMORY, "blocked group: no memory for its arena");
+    return b;
+  }
+  void Give(Buffer b) {
+    std::lock_guard<std::mutex> lock(mu_);
+    free_.push_back(b);
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<Buffer> free_;
+};
+
+// Everything one run needs of its own: the bindings of its calls to an arena (ArenaPool's), the
+// kernel's inputs and outputs. Bindings are made for one arena address and remade when a run
+// gets another buffer.
 class RunState {
  public:
-  RunState(size_t arena_bytes, size_t bindings, size_t inputs, size_t outputs)
-      : arena_(static_cast<char*>(std::aligned_alloc(64, Round(arena_bytes)))),
-        bound(bindings),
-        inputs(inputs, nullptr),
-        outputs(outputs, nullptr) {
-    if (arena_ == nullptr) ep::Fail(NX_OUT_OF_MEMORY, "blocked group: no memory for its arena");
-  }
-  ~RunState() { std::free(arena_); }
+  RunState(size_t bindings, size_t inputs, size_t outputs)
+      : bound(bindings), inputs(inputs, nullptr), outputs(outputs, nullptr) {}
   RunState(const RunState&) = delete;
   RunState& operator=(const RunState&) = delete;
   char* arena() const { return arena_; }
+  // Points this run at `arena`; bindings made for another address are dropped.
+  void UseArena(char* arena) {
+    if (arena == arena_) return;
+    for (Bound& b : bound) b = Bound{};
+    arena_ = arena;
+  }
 
  private:
-  static size_t Round(size_t bytes) { return std::max<size_t>(64, (bytes + 63) / 64 * 64); }
-  char* arena_;
+  char* arena_ = nullptr;
 
  public:
   std::vector<Bound> bound;  // per call and image
@@ -58,20 +117,30 @@ class RunState {
 // One compiled program and the run states of its runs.
 class ProgramRunner {
  public:
-  explicit ProgramRunner(Program program) : p_(std::move(program)) {}
+  ProgramRunner(Program program, std::shared_ptr<ArenaPool> arenas)
+      : p_(std::move(program)), arenas_(std::move(arenas)) {}
   const Program& program() const { return p_; }
-  // The bytes of one run's arena.
-  size_t arena_bytes() const { return p_.arena_bytes; }
 
   void Run(ep::KernelContext& ctx) {
     std::unique_ptr<RunState> state = TakeState();
+    ArenaPool::Buffer arena = arenas_->Take(p_.arena_bytes);
+    state->UseArena(arena.data);
+    // Gives the arena and the state back however the run ends.
+    struct Return {
+      ProgramRunner* runner;
+      std::unique_ptr<RunState>& state;
+      ArenaPool::Buffer arena;
+      ~Return() {
+        runner->arenas_->Give(arena);
+        runner->GiveState(std::move(state));
+      }
+    } give_back{this, state, arena};
     for (size_t i = 0; i < p_.inputs.size(); ++i) {
       if (!p_.inputs[i].used) continue;
       ep::ConstTensor x = ctx.input(i);
       const std::vector<int64_t>& want = p_.inputs[i].dims;
       if (x.type() != NX_TYPE_FLOAT ||
           !std::equal(want.begin(), want.end(), x.shape().begin(), x.shape().end())) {
-        GiveState(std::move(state));
         ep::Fail(NX_INVALID_ARGUMENT, "blocked group: input " + std::to_string(i) +
                                           " must be float" + ShapeToString(want) + ", got " +
                                           ep::ElementTypeName(x.type()) + ShapeToString(x.shape()));
@@ -84,19 +153,13 @@ class ProgramRunner {
     }
     const bool profiling = ctx.IsProfiling();
     SingleOmpThread one;
-    try {
-      for (const Step& step : p_.steps) {
-        const uint64_t begin = profiling ? ep::ProfilerNowNs() : 0;
-        RunStep(step, *state);
-        if (profiling)
-          ctx.AddProfileEvent(step.name, begin, ep::ProfilerNowNs(),
-                              {{"op", step.op}, {"slices", std::to_string(step.parts.size())}});
-      }
-    } catch (...) {
-      GiveState(std::move(state));
-      throw;
+    for (const Step& step : p_.steps) {
+      const uint64_t begin = profiling ? ep::ProfilerNowNs() : 0;
+      RunStep(step, *state);
+      if (profiling)
+        ctx.AddProfileEvent(step.name, begin, ep::ProfilerNowNs(),
+                            {{"op", step.op}, {"slices", std::to_string(step.parts.size())}});
     }
-    GiveState(std::move(state));
   }
 
  private:
@@ -291,8 +354,8 @@ class ProgramRunner {
         return s;
       }
     }
-    return std::make_unique<RunState>(p_.arena_bytes, static_cast<size_t>(p_.calls * p_.images),
-                                      p_.inputs.size(), p_.output_dims.size());
+    return std::make_unique<RunState>(static_cast<size_t>(p_.calls * p_.images), p_.inputs.size(),
+                                      p_.output_dims.size());
   }
   void GiveState(std::unique_ptr<RunState> state) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -300,6 +363,7 @@ class ProgramRunner {
   }
 
   Program p_;
+  std::shared_ptr<ArenaPool> arenas_;
   std::mutex mu_;
   std::vector<std::unique_ptr<RunState>> free_;
 };
@@ -308,7 +372,7 @@ class BlockedKernel : public ep::Kernel {
  public:
   BlockedKernel(GroupDesc desc, const BlockedOptions& options, std::optional<Program> program)
       : desc_(std::move(desc)), options_(options) {
-    if (program) fixed_ = std::make_shared<ProgramRunner>(std::move(*program));
+    if (program) fixed_ = std::make_shared<ProgramRunner>(std::move(*program), arenas_);
     if (!options_.weights) options_.weights = std::make_shared<WeightCache>();
   }
 
@@ -323,12 +387,11 @@ class BlockedKernel : public ep::Kernel {
  private:
   // Shapes known only at run time: the program for these input shapes, compiled on first use
   // (its oneDNN primitives are made for these shapes: about 1 ms per convolution). The programs
-  // are kept, least recently used dropped first, up to kMaxPrograms and kArenaBudget bytes of
-  // their activation arenas (a run still using a dropped one keeps it alive): an OCR recognizer
-  // fed text lines of 40 widths recompiled on every run with 16 kept, 2.7x its run time.
+  // are kept, least recently used dropped first, up to kMaxPrograms (a run still using a dropped
+  // one keeps it alive); their runs share the kernel's arenas (ArenaPool). An OCR recognizer fed
+  // text lines of 40 widths recompiled on every run with 16 kept, 2.7x its run time.
   std::shared_ptr<ProgramRunner> Runner(ep::KernelContext& ctx) {
     static constexpr size_t kMaxPrograms = 128;
-    static constexpr size_t kArenaBudget = size_t{512} << 20;
     SmallVector<int64_t, 32> key;
     for (const GroupValue& v : desc_.values) {
       if (v.input < 0 || v.constant) continue;
@@ -348,21 +411,15 @@ class BlockedKernel : public ep::Kernel {
     std::vector<std::vector<int64_t>> dims(desc_.num_inputs);
     for (size_t i = 0; i < key.size(); i += 5)
       dims[static_cast<size_t>(key[i])] = {key[i + 1], key[i + 2], key[i + 3], key[i + 4]};
-    auto runner = std::make_shared<ProgramRunner>(CompileProgram(desc_, dims, options_));
+    auto runner = std::make_shared<ProgramRunner>(CompileProgram(desc_, dims, options_), arenas_);
     programs_.emplace_back(key.to_vector(), runner);
-    auto arena_bytes = [&] {
-      size_t sum = 0;
-      for (const auto& p : programs_) sum += p.second->arena_bytes();
-      return sum;
-    };
-    while (programs_.size() > 1 &&
-           (programs_.size() > kMaxPrograms || arena_bytes() > kArenaBudget))
-      programs_.erase(programs_.begin());
+    while (programs_.size() > kMaxPrograms) programs_.erase(programs_.begin());
     return runner;
   }
 
   GroupDesc desc_;
   BlockedOptions options_;
+  std::shared_ptr<ArenaPool> arenas_ = std::make_shared<ArenaPool>();
   std::shared_ptr<ProgramRunner> fixed_;
   std::mutex mu_;
   std::vector<std::pair<std::vector<int64_t>, std::shared_ptr<ProgramRunner>>> programs_;

@@ -639,8 +639,9 @@ TEST(BlockedGroup, ManyInputWidthsAreCompiledOnceEach) {
   EXPECT_EQ(a.statistic("ep.CPU.primitives"), after_first_pass);
 }
 
-// Runs of one session from several threads at once (each takes an arena of its own; programs
-// for new shapes are compiled while other runs go on) equal serial runs.
+// Runs of one session from several threads at once (each takes an arena buffer of its own from
+// the kernel's pool, which the programs of all shapes share; programs for new shapes are
+// compiled while other runs go on) equal serial runs.
 TEST(BlockedGroup, ConcurrentRunsOfOneSessionEqualSerialRuns) {
   Builder b;
   b.Input("x", {1, 8, -1, -1});
