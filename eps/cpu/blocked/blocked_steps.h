@@ -81,6 +81,7 @@ struct Call {
   std::vector<MeanCall> means;        // after the pad copies
   bool has_primitive = false;
   dnnl::primitive primitive;
+  std::optional<dnnl::primitive_desc_base> pending;  // while compiling: what `primitive` becomes
   std::vector<Arg> args;
   size_t scratch_bytes = 0;
   // Activations run by nxrt after the primitive, in place over `after_blocks` blocks of
