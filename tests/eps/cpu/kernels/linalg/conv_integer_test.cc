@@ -14,12 +14,19 @@
 #include <string>
 #include <vector>
 
+#include "eps/cpu/kernels/linalg/int8_tensor_util.h"
 #include "test_util.h"
 
 namespace {
 
 using nxrt::test::AddIntsAttribute;
+using nxrt::test::AddTensorInput;
+using nxrt::test::Int8Tensor;
 using nxrt::test::MakeNode;
+using nxrt::test::OnnxInt8Type;
+using nxrt::test::RandomInt8;
+using nxrt::test::ToProto;
+using nxrt::test::ToValue;
 
 struct Case {
   std::string name;
@@ -31,63 +38,18 @@ struct Case {
   bool w_constant = true;
 };
 
-struct Int8Data {
-  std::vector<int64_t> dims;
-  std::vector<int32_t> values;
-  bool is_signed = false;
-};
-
-int OnnxType(bool is_signed) {
-  return is_signed ? onnx::TensorProto::INT8 : onnx::TensorProto::UINT8;
-}
-
-Int8Data Random(std::vector<int64_t> dims, bool is_signed, std::mt19937& rng) {
-  Int8Data t{std::move(dims), {}, is_signed};
-  int64_t count = 1;
-  for (int64_t d : t.dims) count *= d;
-  std::uniform_int_distribution<int> dist(is_signed ? -128 : 0, is_signed ? 127 : 255);
-  for (int64_t i = 0; i < count; ++i) t.values.push_back(dist(rng));
-  return t;
-}
-
-onnx::TensorProto ToProto(const std::string& name, const Int8Data& t) {
-  onnx::TensorProto p;
-  p.set_name(name);
-  p.set_data_type(OnnxType(t.is_signed));
-  for (int64_t d : t.dims) p.add_dims(d);
-  std::string raw(t.values.size(), '\0');
-  for (size_t i = 0; i < t.values.size(); ++i) raw[i] = static_cast<char>(t.values[i]);
-  p.set_raw_data(raw);
-  return p;
-}
-
-nxrt::Value ToValue(const Int8Data& t) {
-  nxrt::Value v = nxrt::Value::Tensor(t.is_signed ? NX_TYPE_INT8 : NX_TYPE_UINT8, t.dims);
-  auto* bytes = v.data<uint8_t>();
-  for (size_t i = 0; i < t.values.size(); ++i) bytes[i] = static_cast<uint8_t>(t.values[i]);
-  return v;
-}
-
-void AddInput(onnx::GraphProto* g, const std::string& name, int type,
-              const std::vector<int64_t>& dims) {
-  auto* v = g->add_input();
-  v->set_name(name);
-  auto* tt = v->mutable_type()->mutable_tensor_type();
-  tt->set_elem_type(type);
-  for (int64_t d : dims) tt->mutable_shape()->add_dim()->set_dim_value(d);
-}
-
 struct Operands {
-  Int8Data x, w, x_zp, w_zp;
+  Int8Tensor x, w, x_zp, w_zp;
 };
 
 Operands MakeOperands(const Case& c, std::mt19937& rng) {
-  Operands o{Random(c.x_dims, c.x_signed, rng), Random(c.w_dims, c.w_signed, rng),
-             Random({}, c.x_signed, rng),
-             Random(c.per_channel_zp ? std::vector<int64_t>{c.w_dims[0]} : std::vector<int64_t>{},
-                    c.w_signed, rng)};
+  Operands o{
+      RandomInt8(c.x_dims, c.x_signed, rng), RandomInt8(c.w_dims, c.w_signed, rng),
+      RandomInt8({}, c.x_signed, rng),
+      RandomInt8(c.per_channel_zp ? std::vector<int64_t>{c.w_dims[0]} : std::vector<int64_t>{},
+                 c.w_signed, rng)};
   // Zero points near the middle of the range, as quantizers choose them.
-  for (Int8Data* zp : {&o.x_zp, &o.w_zp}) {
+  for (Int8Tensor* zp : {&o.x_zp, &o.w_zp}) {
     for (auto& z : zp->values) z = (zp->is_signed ? 0 : 128) + z % 20;
   }
   return o;
@@ -163,11 +125,11 @@ Result RunModel(const Case& c, const Operands& o, int threads, const std::string
   model.add_opset_import()->set_version(13);
   auto* g = model.mutable_graph();
   g->set_name("conv_integer");
-  AddInput(g, "x", OnnxType(c.x_signed), c.x_dims);
+  AddTensorInput(g, "x", OnnxInt8Type(c.x_signed), c.x_dims);
   if (c.w_constant) {
     *g->add_initializer() = ToProto("w", o.w);
   } else {
-    AddInput(g, "w", OnnxType(c.w_signed), c.w_dims);
+    AddTensorInput(g, "w", OnnxInt8Type(c.w_signed), c.w_dims);
   }
   *g->add_initializer() = ToProto("x_zp", o.x_zp);
   *g->add_initializer() = ToProto("w_zp", o.w_zp);

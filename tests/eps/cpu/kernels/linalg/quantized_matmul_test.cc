@@ -14,62 +14,20 @@
 #include <string>
 #include <vector>
 
+#include "eps/cpu/kernels/linalg/int8_tensor_util.h"
 #include "test_util.h"
 
 namespace {
 
+using nxrt::test::AddTensorInput;
+using nxrt::test::Int8Tensor;
 using nxrt::test::MakeFloatTensor;
 using nxrt::test::MakeNode;
+using nxrt::test::RandomInt8;
+using nxrt::test::ToProto;
+using nxrt::test::ToValue;
 
-int OnnxType(bool is_signed) {
-  return is_signed ? onnx::TensorProto::INT8 : onnx::TensorProto::UINT8;
-}
-
-NxElementType NxType(bool is_signed) { return is_signed ? NX_TYPE_INT8 : NX_TYPE_UINT8; }
-
-// 8-bit values stored as int32 for the test's arithmetic.
-struct Int8Tensor {
-  std::vector<int64_t> dims;
-  std::vector<int32_t> values;
-  bool is_signed = false;
-};
-
-Int8Tensor RandomInt8(std::vector<int64_t> dims, bool is_signed, std::mt19937& rng) {
-  Int8Tensor t{std::move(dims), {}, is_signed};
-  int64_t count = 1;
-  for (int64_t d : t.dims) count *= d;
-  std::uniform_int_distribution<int> dist(is_signed ? -128 : 0, is_signed ? 127 : 255);
-  t.values.resize(static_cast<size_t>(count));
-  for (auto& v : t.values) v = dist(rng);
-  return t;
-}
-
-onnx::TensorProto ToProto(const std::string& name, const Int8Tensor& t) {
-  onnx::TensorProto p;
-  p.set_name(name);
-  p.set_data_type(OnnxType(t.is_signed));
-  for (int64_t d : t.dims) p.add_dims(d);
-  std::string raw(t.values.size(), '\0');
-  for (size_t i = 0; i < t.values.size(); ++i) raw[i] = static_cast<char>(t.values[i]);
-  p.set_raw_data(raw);
-  return p;
-}
-
-nxrt::Value ToValue(const Int8Tensor& t) {
-  nxrt::Value v = nxrt::Value::Tensor(NxType(t.is_signed), t.dims);
-  auto* bytes = v.data<uint8_t>();
-  for (size_t i = 0; i < t.values.size(); ++i) bytes[i] = static_cast<uint8_t>(t.values[i]);
-  return v;
-}
-
-void AddInput(onnx::GraphProto* g, const std::string& name, int type,
-              const std::vector<int64_t>& dims) {
-  auto* v = g->add_input();
-  v->set_name(name);
-  auto* tt = v->mutable_type()->mutable_tensor_type();
-  tt->set_elem_type(type);
-  for (int64_t d : dims) tt->mutable_shape()->add_dim()->set_dim_value(d);
-}
+int OnnxType(bool is_signed) { return nxrt::test::OnnxInt8Type(is_signed); }
 
 struct Case {
   std::vector<int64_t> a_dims, b_dims;
@@ -195,11 +153,11 @@ Result RunModel(const Case& c, const Operands& o, bool qlinear, int threads) {
   m.add_opset_import()->set_version(13);
   auto* g = m.mutable_graph();
   g->set_name("quantized_matmul");
-  AddInput(g, "a", OnnxType(c.a_signed), c.a_dims);
+  AddTensorInput(g, "a", OnnxType(c.a_signed), c.a_dims);
   if (c.b_constant) {
     *g->add_initializer() = ToProto("b", o.b);
   } else {
-    AddInput(g, "b", OnnxType(c.b_signed), c.b_dims);
+    AddTensorInput(g, "b", OnnxType(c.b_signed), c.b_dims);
   }
   *g->add_initializer() = ToProto("a_zp", o.a_zp);
   *g->add_initializer() = ToProto("b_zp", o.b_zp);
