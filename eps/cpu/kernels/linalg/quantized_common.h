@@ -10,6 +10,7 @@
 #include <nxrt/nxrt_ep.hpp>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "common/broadcast.h"
@@ -102,6 +103,23 @@ inline void Requantize(double value, int32_t zero_point, NxElementType out_type,
     static_cast<int8_t*>(out)[index] = static_cast<int8_t>(std::clamp(r, -128.0, 127.0));
   } else {
     static_cast<uint8_t*>(out)[index] = static_cast<uint8_t>(std::clamp(r, 0.0, 255.0));
+  }
+}
+
+// Requantize over `count` sums of one scale: out[i] = Requantize(acc[i] * scale), raised to at
+// least `floor` (a fused Relu: the zero point; else the type's minimum). The element type is
+// chosen once, so the loop vectorizes (it was a call per element: 1.2 M outputs of a 1x1
+// convolution took 12 ms).
+template <class T>
+void RequantizeRun(const int32_t* acc, int64_t count, double scale, int32_t zero_point,
+                   int32_t floor, T* out) {
+  constexpr double kLo = std::is_signed_v<T> ? -128.0 : 0.0;
+  constexpr double kHi = std::is_signed_v<T> ? 127.0 : 255.0;
+  const double lo = std::max(kLo, static_cast<double>(floor));
+  for (int64_t i = 0; i < count; ++i) {
+    double r = std::nearbyint(static_cast<double>(acc[i]) * scale) + zero_point;
+    if (std::isnan(r)) r = 0.0;
+    out[i] = static_cast<T>(std::clamp(std::max(r, lo), kLo, kHi));
   }
 }
 

@@ -7,6 +7,7 @@
 // constant int8 weights of zero point 0, constant scales and zero points it runs on oneDNN's int8
 // primitives (qconv_dnnl.h), weights reordered once at kernel creation.
 #include <algorithm>
+#include <limits>
 #include <memory>
 #include <nxrt/nxrt_ep.hpp>
 #include <optional>
@@ -17,6 +18,7 @@
 #include "common/broadcast.h"
 #include "common/parallel.h"
 #include "kernels/linalg/conv_geometry.h"
+#include "kernels/linalg/depthwise_integer_conv.h"
 #include "kernels/linalg/dnnl_util.h"
 #include "kernels/linalg/kernel_setup.h"
 #include "kernels/linalg/linalg_kernels.h"
@@ -162,6 +164,7 @@ std::vector<quantized::PackedInt8B> ConstantWeights(const ep::KernelInfo& info,
   if (!w || !IsInt8Type(w->type()) || w->rank() < 3 || attrs.group < 1 ||
       w->dim(0) % attrs.group != 0)
     return {};
+  if (attrs.group > 1 && w->dim(1) == 1) return {};  // depthwise: DepthwiseIntegerConv
   std::optional<ep::ConstTensor> zp;
   if (info.has_input(zp_index)) {
     zp = info.constant_input(zp_index);
@@ -178,7 +181,7 @@ std::vector<quantized::PackedInt8B> ConstantWeights(const ep::KernelInfo& info,
 class ConvInteger : public ep::Kernel {
  public:
   explicit ConvInteger(const ep::KernelInfo& info)
-      : attrs_(info), path_(quantized::KernelInt8GemmPath(info)) {
+      : attrs_(info), path_(quantized::KernelInt8GemmPath(info)), isa_(KernelIsa(info)) {
     weights_ = ConstantWeights(info, attrs_, path_, 1, 3);
   }
 
@@ -195,7 +198,10 @@ class ConvInteger : public ep::Kernel {
     std::vector<int64_t> y_dims = g.output_dims();
     ep::Tensor y = ctx.output(0, y_dims, NX_TYPE_INT32);
     if (ShapeSize(y_dims) == 0) return;
-    if (weights_.empty()) {
+    if (SuitsDepthwiseIntegerConv(g)) {
+      DepthwiseIntegerConv(g, x.raw(), x.type() == NX_TYPE_INT8, w.raw(), w.type() == NX_TYPE_INT8,
+                           x_zp[0], w_zp, nullptr, y.data<int32_t>(), ctx.threads(), isa_);
+    } else if (weights_.empty()) {
       IntegerConv(g, x, PackConvWeights(path_, g.group, w, w_zp), x_zp[0], nullptr,
                   y.data<int32_t>(), ctx);
     } else {
@@ -206,6 +212,7 @@ class ConvInteger : public ep::Kernel {
  private:
   ConvAttributes attrs_;
   quantized::Int8GemmPath path_;
+  Isa isa_;                                      // of the depthwise path's float kernels
   std::vector<quantized::PackedInt8B> weights_;  // when constant (ConstantWeights)
 };
 
@@ -259,6 +266,7 @@ class QLinearConv : public ep::Kernel {
     dnnl_ = MakeDnnlQConv(info, relu_);
     if (dnnl_) dnnl_->SetAudit(KernelAudit(info));
     path_ = quantized::KernelInt8GemmPath(info);
+    isa_ = KernelIsa(info);
     // With oneDNN's primitive the weights are its own; a run it declines packs them per run.
     if (!dnnl_) weights_ = ConstantWeights(info, attrs_, path_, 3, 5);
   }
@@ -313,25 +321,34 @@ class QLinearConv : public ep::Kernel {
     const int32_t* b = bias ? bias->data<int32_t>() : nullptr;
     const size_t out_count = static_cast<size_t>(ShapeSize(y_dims));
     int32_t* acc = static_cast<int32_t*>(ThreadScratch(kScratchC, out_count * sizeof(int32_t)));
-    if (weights_.empty()) {
+    if (SuitsDepthwiseIntegerConv(g)) {
+      DepthwiseIntegerConv(g, x.raw(), x.type() == NX_TYPE_INT8, w.raw(), w.type() == NX_TYPE_INT8,
+                           x_zp[0], w_zp, b, acc, ctx.threads(), isa_);
+    } else if (weights_.empty()) {
       IntegerConv(g, x, PackConvWeights(path_, g.group, w, w_zp), x_zp[0], b, acc, ctx);
     } else {
       IntegerConv(g, x, weights_, x_zp[0], b, acc, ctx);
     }
-    // x_scale * w_scale / y_scale in float32 (as the scales are), applied in double.
+    // x_scale * w_scale / y_scale in float32 (as the scales are), applied in double; planes in
+    // parallel.
     std::vector<double> scale(w_scale.size());
     for (size_t c = 0; c < w_scale.size(); ++c) scale[c] = (x_scale[0] * w_scale[c]) / y_scale[0];
-    const int64_t plane = g.out_size();
+    const int64_t plane = g.out_size(), planes = g.batch * m;
+    const int32_t floor = relu_ ? y_zp[0] : std::numeric_limits<int32_t>::min();
     void* out = y.mutable_raw();
-    size_t idx = 0;
-    for (int64_t n = 0; n < g.batch; ++n)
-      for (int64_t c = 0; c < m; ++c) {
-        const double s = scale[w_scale.size() > 1 ? c : 0];
-        for (int64_t p = 0; p < plane; ++p, ++idx) {
-          Requantize(static_cast<double>(acc[idx]) * s, y_zp[0], y_type, out, idx);
-        }
-      }
-    if (relu_) ClampBelow(out, idx, y_type, y_zp[0]);
+    ParallelFor(
+        ctx.threads(), planes, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, plane)),
+        [&](int64_t begin, int64_t end) {
+          for (int64_t p = begin; p < end; ++p) {
+            const double s = scale[w_scale.size() > 1 ? static_cast<size_t>(p % m) : 0];
+            const int32_t* sums = acc + p * plane;
+            if (y_type == NX_TYPE_INT8) {
+              RequantizeRun(sums, plane, s, y_zp[0], floor, static_cast<int8_t*>(out) + p * plane);
+            } else {
+              RequantizeRun(sums, plane, s, y_zp[0], floor, static_cast<uint8_t*>(out) + p * plane);
+            }
+          }
+        });
   }
 
  private:
@@ -340,21 +357,12 @@ class QLinearConv : public ep::Kernel {
   static Dims ToNchw(std::span<const int64_t> d) { return Dims{d[0], d[3], d[1], d[2]}; }
   static Dims ToNhwc(std::span<const int64_t> d) { return Dims{d[0], d[2], d[3], d[1]}; }
 
-  static void ClampBelow(void* out, size_t n, NxElementType t, int32_t lo) {
-    if (t == NX_TYPE_INT8) {
-      auto* p = static_cast<int8_t*>(out);
-      for (size_t i = 0; i < n; ++i) p[i] = static_cast<int8_t>(std::max<int32_t>(p[i], lo));
-    } else {
-      auto* p = static_cast<uint8_t*>(out);
-      for (size_t i = 0; i < n; ++i) p[i] = static_cast<uint8_t>(std::max<int32_t>(p[i], lo));
-    }
-  }
-
   ConvAttributes attrs_;
   bool relu_;
   bool channels_last_;
   std::unique_ptr<DnnlQConv> dnnl_;
   quantized::Int8GemmPath path_ = quantized::Int8GemmPath::kAvx2;
+  Isa isa_ = Isa::kAvx2;                         // of the depthwise path's float kernels
   std::vector<quantized::PackedInt8B> weights_;  // when constant (ConstantWeights)
 };
 

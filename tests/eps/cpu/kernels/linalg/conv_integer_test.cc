@@ -5,7 +5,9 @@
 // for uint8 and int8 inputs and weights, padding that cuts windows on every side, strides,
 // dilations, groups, a batch, 1-D convolutions, per-channel weight zero points, weights given at
 // run time, and outputs large enough to be split over threads (ddddocr common_old's 24 x 24
-// 3 x 3 over 32 x 80).
+// 3 x 3 over 32 x 80); depthwise convolutions (their direct path, depthwise_integer_conv.h) with
+// strides, dilations, a channel multiplier, cut windows and run-time weights, on the float
+// kernels and (over 258 taps) the direct int32 loop.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -199,6 +201,26 @@ std::vector<Case> Cases() {
   Case run_time = Make("1x1 with weights at run time", {1, 40, 30, 31}, {33, 40, 1, 1});
   run_time.w_constant = false;
   cases.push_back(run_time);
+  // Depthwise (DepthwiseIntegerConv): quantize_dynamic's MobileNetV2 and EfficientNet.
+  cases.push_back(Make("depthwise 3x3", {1, 32, 28, 30}, {32, 1, 3, 3}, {1, 1, 1, 1}, {}, {}, 32));
+  Case strided = Make("depthwise 3x3 stride 2, int8 x, per-channel zero points", {2, 24, 17, 20},
+                      {24, 1, 3, 3}, {1, 1, 1, 1}, {2, 2}, {}, 24);
+  strided.x_signed = true;
+  strided.per_channel_zp = true;
+  cases.push_back(strided);
+  Case multiplier = Make("depthwise multiplier 2, dilated, asymmetric pads, uint8 w",
+                         {1, 8, 15, 13}, {16, 1, 3, 3}, {2, 0, 1, 3}, {1, 2}, {2, 2}, 8);
+  multiplier.w_signed = false;
+  cases.push_back(multiplier);
+  Case run_time_dw = Make("depthwise 5x5, weights at run time", {1, 16, 12, 40}, {16, 1, 5, 5},
+                          {2, 2, 2, 2}, {}, {}, 16);
+  run_time_dw.w_constant = false;
+  cases.push_back(run_time_dw);
+  cases.push_back(Make("depthwise 1-D", {1, 12, 50}, {12, 1, 7}, {3, 3}, {2}, {}, 12));
+  // Over 258 taps a float sum could round: the direct int32 loop, stride 2 and 1.
+  cases.push_back(Make("depthwise 17x17, stride 2", {1, 4, 20, 22}, {4, 1, 17, 17}, {8, 8, 8, 8},
+                       {2, 2}, {}, 4));
+  cases.push_back(Make("depthwise 17x17", {1, 3, 18, 19}, {3, 1, 17, 17}, {8, 7, 8, 9}, {}, {}, 3));
   return cases;
 }
 
