@@ -1,8 +1,8 @@
 // The float route: the input centred into floats (planes in parallel), the weights centred, the
-// float depthwise kernel, each output plane turned back into int32 (plus the bias) by its
-// epilogue while in cache. The direct route (kernels over 258 taps): per output plane, each
-// output row starts at the bias, then every tap adds its centred weight times the centred input
-// over the run of output columns whose input column lies inside the row.
+// float depthwise kernel, each output plane stored (integer_conv_output.h) by its epilogue while
+// in cache. The direct route (kernels over 258 taps): per output plane, each output row starts
+// at zero, then every tap adds its centred weight times the centred input over the run of output
+// columns whose input column lies inside the row; the plane is stored once summed.
 #include "kernels/linalg/depthwise_integer_conv.h"
 
 #include <algorithm>
@@ -26,7 +26,7 @@ void ColumnRange(int64_t offset, int64_t stride, int64_t width, int64_t out_widt
 
 template <class TX, class TW>
 void Planes(const ConvGeometry& g, const TX* x, const TW* w, int32_t x_zp,
-            const std::vector<int32_t>& w_zp, const int32_t* bias, int32_t* y, int64_t begin,
+            const std::vector<int32_t>& w_zp, const IntegerConvOutput& y, int64_t begin,
             int64_t end) {
   const int64_t ih = g.in[1], iw = g.in[2], oh = g.out[1], ow = g.out[2];
   const int64_t kh = g.kernel[1], kw = g.kernel[2], taps = kh * kw;
@@ -34,16 +34,15 @@ void Planes(const ConvGeometry& g, const TX* x, const TW* w, int32_t x_zp,
   const int64_t ph = g.pad_begin[1], pw = g.pad_begin[2];
   const int64_t channels = g.out_channels, multiplier = g.out_channels / g.in_channels;
   std::vector<int32_t> wc(static_cast<size_t>(taps));
+  std::vector<int32_t> sums(static_cast<size_t>(oh * ow));
   for (int64_t p = begin; p < end; ++p) {
     const int64_t n = p / channels, m = p % channels;
     const TX* plane = x + (n * g.in_channels + m / multiplier) * ih * iw;
     const int32_t zp = w_zp[w_zp.size() > 1 ? static_cast<size_t>(m) : 0];
     for (int64_t t = 0; t < taps; ++t) wc[static_cast<size_t>(t)] = int32_t(w[m * taps + t]) - zp;
-    const int32_t b = bias != nullptr ? bias[m] : 0;
-    int32_t* out = y + p * oh * ow;
     for (int64_t oy = 0; oy < oh; ++oy) {
-      int32_t* acc = out + oy * ow;
-      std::fill(acc, acc + ow, b);
+      int32_t* acc = sums.data() + oy * ow;
+      std::fill(acc, acc + ow, 0);
       for (int64_t ky = 0; ky < kh; ++ky) {
         const int64_t iy = oy * sh - ph + ky * dh;
         if (iy < 0 || iy >= ih) continue;
@@ -63,6 +62,7 @@ void Planes(const ConvGeometry& g, const TX* x, const TW* w, int32_t x_zp,
         }
       }
     }
+    StoreRun(y, m, sums.data(), p * oh * ow, oh * ow);
   }
 }
 
@@ -71,8 +71,7 @@ constexpr int64_t kExactFloatTaps = 258;
 
 template <class TX, class TW>
 void ViaFloat(const ConvGeometry& g, const TX* x, const TW* w, int32_t x_zp,
-              const std::vector<int32_t>& w_zp, const int32_t* bias, int32_t* y, int threads,
-              Isa isa) {
+              const std::vector<int32_t>& w_zp, const IntegerConvOutput& y, int threads, Isa isa) {
   const int64_t in_planes = g.batch * g.in_channels, in_size = g.in_size();
   const int64_t out_size = g.out_size(), taps = g.kernel_size(), m_count = g.out_channels;
   float* xf = static_cast<float*>(
@@ -94,10 +93,7 @@ void ViaFloat(const ConvGeometry& g, const TX* x, const TW* w, int32_t x_zp,
   DepthwiseConvNchw(g, xf, wf.data(), nullptr, nullptr, yf, threads, isa,
                     [&](float* plane, int64_t count) {
                       const int64_t first = plane - yf;
-                      const int32_t b = bias != nullptr ? bias[(first / out_size) % m_count] : 0;
-                      int32_t* out = y + first;
-                      for (int64_t i = 0; i < count; ++i)
-                        out[i] = static_cast<int32_t>(plane[i]) + b;
+                      StoreRun(y, (first / out_size) % m_count, plane, first, count);
                     });
 }
 
@@ -110,13 +106,13 @@ bool SuitsDepthwiseIntegerConv(const ConvGeometry& g) {
 
 void DepthwiseIntegerConv(const ConvGeometry& g, const void* x, bool x_signed, const void* w,
                           bool w_signed, int32_t x_zp, const std::vector<int32_t>& w_zp,
-                          const int32_t* bias, int32_t* y, int threads, Isa isa) {
+                          const IntegerConvOutput& y, int threads, Isa isa) {
   const auto* xs = static_cast<const int8_t*>(x);
   const auto* xu = static_cast<const uint8_t*>(x);
   const auto* ws = static_cast<const int8_t*>(w);
   const auto* wu = static_cast<const uint8_t*>(w);
   if (g.kernel_size() <= kExactFloatTaps) {
-    auto run = [&](auto* xt, auto* wt) { ViaFloat(g, xt, wt, x_zp, w_zp, bias, y, threads, isa); };
+    auto run = [&](auto* xt, auto* wt) { ViaFloat(g, xt, wt, x_zp, w_zp, y, threads, isa); };
     if (x_signed) {
       w_signed ? run(xs, ws) : run(xs, wu);
     } else {
@@ -128,7 +124,7 @@ void DepthwiseIntegerConv(const ConvGeometry& g, const void* x, bool x_signed, c
   const int64_t per_plane = g.out_size() * g.kernel_size();
   const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, per_plane));
   ParallelFor(threads, planes, grain, [&](int64_t begin, int64_t end) {
-    auto run = [&](auto* xt, auto* wt) { Planes(g, xt, wt, x_zp, w_zp, bias, y, begin, end); };
+    auto run = [&](auto* xt, auto* wt) { Planes(g, xt, wt, x_zp, w_zp, y, begin, end); };
     if (x_signed) {
       w_signed ? run(xs, ws) : run(xs, wu);
     } else {

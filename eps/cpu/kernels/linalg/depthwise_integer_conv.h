@@ -14,6 +14,7 @@
 
 #include "common/cpu_features.h"
 #include "kernels/linalg/conv_geometry.h"
+#include "kernels/linalg/integer_conv_output.h"
 
 namespace nxrt::cpu::linalg {
 
@@ -21,13 +22,14 @@ namespace nxrt::cpu::linalg {
 // multiplier), at most two spatial dimensions.
 bool SuitsDepthwiseIntegerConv(const ConvGeometry& g);
 
-// y[n, m, o] = bias[m] + sum over taps inside the input of (x - x_zp) * (w - w_zp[m]), for an
-// NCHW `x` of int8 (`x_signed`) or uint8 and weights [M, 1, kh, kw] of int8 (`w_signed`) or
-// uint8; `w_zp` holds one zero point or one per output channel, `bias` is null or M values.
-// Positions outside the input count as x_zp (ConvInteger's padding), i.e. add nothing. Output
-// planes run in parallel on up to `threads` threads, on the float kernels of `isa`.
+// The sums bias[m] + sum over taps inside the input of (x - x_zp) * (w - w_zp[m]) into `out`
+// (int32 or requantized planes, integer_conv_output.h), for an NCHW `x` of int8 (`x_signed`) or
+// uint8 and weights [M, 1, kh, kw] of int8 (`w_signed`) or uint8; `w_zp` holds one zero point or
+// one per output channel. Positions outside the input count as x_zp (ConvInteger's padding),
+// i.e. add nothing. Output planes run in parallel on up to `threads` threads, on the float
+// kernels of `isa`, each plane stored as soon as it is summed.
 void DepthwiseIntegerConv(const ConvGeometry& g, const void* x, bool x_signed, const void* w,
                           bool w_signed, int32_t x_zp, const std::vector<int32_t>& w_zp,
-                          const int32_t* bias, int32_t* y, int threads, Isa isa);
+                          const IntegerConvOutput& out, int threads, Isa isa);
 
 }  // namespace nxrt::cpu::linalg

@@ -3,6 +3,8 @@
 // channel), widening inputs to int32 with the zero point removed, and requantizing.
 #pragma once
 
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -107,12 +109,12 @@ inline void Requantize(double value, int32_t zero_point, NxElementType out_type,
 }
 
 // Requantize over `count` sums of one scale: out[i] = Requantize(acc[i] * scale), raised to at
-// least `floor` (a fused Relu: the zero point; else the type's minimum). The element type is
-// chosen once, so the loop vectorizes (it was a call per element: 1.2 M outputs of a 1x1
-// convolution took 12 ms).
+// least `floor` (a fused Relu: the zero point; else the type's minimum). RequantizeRunScalar is
+// the definition; RequantizeRun computes the same 16 at a time with AVX2 (a scalar loop took
+// 15% of a QOperator MobileNetV2).
 template <class T>
-void RequantizeRun(const int32_t* acc, int64_t count, double scale, int32_t zero_point,
-                   int32_t floor, T* out) {
+void RequantizeRunScalar(const int32_t* acc, int64_t count, double scale, int32_t zero_point,
+                         int32_t floor, T* out) {
   constexpr double kLo = std::is_signed_v<T> ? -128.0 : 0.0;
   constexpr double kHi = std::is_signed_v<T> ? 127.0 : 255.0;
   const double lo = std::max(kLo, static_cast<double>(floor));
@@ -121,6 +123,43 @@ void RequantizeRun(const int32_t* acc, int64_t count, double scale, int32_t zero
     if (std::isnan(r)) r = 0.0;
     out[i] = static_cast<T>(std::clamp(std::max(r, lo), kLo, kHi));
   }
+}
+
+// 16 sums (in two registers of 8) as RequantizeRunScalar, for a finite scale, as 16 bytes: the
+// product is then finite, and clamping it to +-2^30 (which saturates either way) keeps the
+// conversion in range; the conversion rounds half to even as nearbyint does in the default rounding
+// mode, and the packs saturate to T.
+template <class T>
+inline __m128i Requantize16(__m256i lo8, __m256i hi8, double scale, int32_t zero_point,
+                            int32_t floor) {
+  const __m256d s = _mm256_set1_pd(scale), lim = _mm256_set1_pd(1073741824.0);
+  const __m256d neg_lim = _mm256_set1_pd(-1073741824.0);
+  const __m128i zp = _mm_set1_epi32(zero_point), fl = _mm_set1_epi32(floor);
+  const __m128i quarter[4] = {_mm256_castsi256_si128(lo8), _mm256_extracti128_si256(lo8, 1),
+                              _mm256_castsi256_si128(hi8), _mm256_extracti128_si256(hi8, 1)};
+  __m128i q[4];
+  for (int i = 0; i < 4; ++i) {
+    __m256d d = _mm256_cvtepi32_pd(quarter[i]);
+    d = _mm256_min_pd(_mm256_max_pd(_mm256_mul_pd(d, s), neg_lim), lim);
+    q[i] = _mm_max_epi32(_mm_add_epi32(_mm256_cvtpd_epi32(d), zp), fl);
+  }
+  const __m128i w0 = _mm_packs_epi32(q[0], q[1]), w1 = _mm_packs_epi32(q[2], q[3]);
+  return std::is_signed_v<T> ? _mm_packs_epi16(w0, w1) : _mm_packus_epi16(w0, w1);
+}
+
+template <class T>
+void RequantizeRun(const int32_t* acc, int64_t count, double scale, int32_t zero_point,
+                   int32_t floor, T* out) {
+  int64_t i = 0;
+  if (std::isfinite(scale)) {
+    for (; i + 16 <= count; i += 16) {
+      const auto* v = reinterpret_cast<const __m256i*>(acc + i);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i),
+                       Requantize16<T>(_mm256_loadu_si256(v), _mm256_loadu_si256(v + 1), scale,
+                                       zero_point, floor));
+    }
+  }
+  RequantizeRunScalar(acc + i, count - i, scale, zero_point, floor, out + i);
 }
 
 }  // namespace nxrt::cpu::linalg

@@ -1,15 +1,18 @@
-// ConvInteger (eps/cpu/kernels/linalg/quantized_conv.cc: rows of taps made in parallel chunks,
-// the blocked 8-bit GEMM, a parallel transposition into the channel planes) run end to end
-// through one-node models equals the operator's definition computed directly in int64: at 1 to
-// 3 threads, on the AVX2 (int16 pairs) and the widest (VNNI where the CPU has it) GEMM paths,
-// for uint8 and int8 inputs and weights, padding that cuts windows on every side, strides,
-// dilations, groups, a batch, 1-D convolutions, per-channel weight zero points, weights given at
-// run time, and outputs large enough to be split over threads (ddddocr common_old's 24 x 24
-// 3 x 3 over 32 x 80); depthwise convolutions (their direct path, depthwise_integer_conv.h) with
-// strides, dilations, a channel multiplier, cut windows and run-time weights, on the float
-// kernels and (over 258 taps) the direct int32 loop.
+// ConvInteger and QLinearConv (eps/cpu/kernels/linalg/quantized_conv.cc: the weights times the
+// input's columns of taps straight into the output planes, integer_conv_planes.h) run end to end
+// through one-node models equal the operators' definitions computed directly in int64: at 1 to
+// 3 threads, on the AVX2 (int16 pairs) and the widest (VNNI quads where the CPU has it, with
+// AVX-512 stores) paths, for uint8 and int8 inputs and weights, padding that cuts windows on every
+// side, strides, dilations, groups, a batch, 1-D convolutions, per-channel weight zero points,
+// weights given at run time, and outputs large enough to be split over threads (ddddocr
+// common_old's 24 x 24 3 x 3 over 32 x 80); depthwise convolutions (their direct path,
+// depthwise_integer_conv.h) with strides, dilations, a channel multiplier, cut windows and
+// run-time weights, on the float kernels and (over 258 taps) the direct int32 loop. QLinearConv
+// requantizes the same sums to int8 or uint8, with bias, per-channel scales and a fused Relu.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <nxrt/nxrt.hpp>
 #include <random>
@@ -21,9 +24,12 @@
 
 namespace {
 
+using nxrt::test::AddIntAttribute;
 using nxrt::test::AddIntsAttribute;
+using nxrt::test::AddStringAttribute;
 using nxrt::test::AddTensorInput;
 using nxrt::test::Int8Tensor;
+using nxrt::test::MakeFloatTensor;
 using nxrt::test::MakeNode;
 using nxrt::test::OnnxInt8Type;
 using nxrt::test::RandomInt8;
@@ -115,6 +121,13 @@ std::vector<int32_t> Reference(const Case& c, const Operands& o) {
   return y;
 }
 
+void AddConvAttributes(const Case& c, onnx::NodeProto& node) {
+  if (!c.pads.empty()) AddIntsAttribute(&node, "pads", c.pads);
+  if (!c.strides.empty()) AddIntsAttribute(&node, "strides", c.strides);
+  if (!c.dilations.empty()) AddIntsAttribute(&node, "dilations", c.dilations);
+  if (c.group != 1) AddIntAttribute(&node, "group", c.group);
+}
+
 struct Result {
   std::vector<int64_t> dims;
   std::vector<int32_t> y;
@@ -136,15 +149,7 @@ Result RunModel(const Case& c, const Operands& o, int threads, const std::string
   *g->add_initializer() = ToProto("x_zp", o.x_zp);
   *g->add_initializer() = ToProto("w_zp", o.w_zp);
   onnx::NodeProto node = MakeNode("ConvInteger", {"x", "w", "x_zp", "w_zp"}, {"y"}, "conv");
-  if (!c.pads.empty()) AddIntsAttribute(&node, "pads", c.pads);
-  if (!c.strides.empty()) AddIntsAttribute(&node, "strides", c.strides);
-  if (!c.dilations.empty()) AddIntsAttribute(&node, "dilations", c.dilations);
-  if (c.group != 1) {
-    auto* a = node.add_attribute();
-    a->set_name("group");
-    a->set_type(onnx::AttributeProto::INT);
-    a->set_i(c.group);
-  }
+  AddConvAttributes(c, node);
   *g->add_node() = node;
   auto* y = g->add_output();
   y->set_name("y");
@@ -233,6 +238,158 @@ TEST(ConvInteger, MatchesTheDefinitionAtEveryThreadCountAndPath) {
       for (int threads : {1, 2, 3}) {
         SCOPED_TRACE(c.name + ", isa '" + isa + "', threads " + std::to_string(threads));
         const Result got = RunModel(c, o, threads, isa);
+        EXPECT_EQ(got.dims, OutputDims(c));
+        ASSERT_EQ(got.y, want);
+        EXPECT_EQ(got.reference_primitives, 0);
+      }
+    }
+  }
+}
+
+// QLinearConv's requantization: scales, an output zero point, a bias and optionally a fused Relu
+// (com.nxrt QLinearConv, what QDQ folding makes of a convolution followed by Relu).
+struct Requant {
+  float x_scale = 0.f, y_scale = 0.f;
+  std::vector<float> w_scale;  // 1 or M
+  std::vector<int32_t> bias;   // M
+  int32_t y_zp = 0;
+  bool y_signed = false;
+  bool relu = false;
+};
+
+Requant MakeRequant(const Case& c, bool y_signed, bool relu, std::mt19937& rng) {
+  Requant q;
+  const int64_t m = c.w_dims[0];
+  int64_t kdim = 1;
+  for (size_t i = 1; i < c.w_dims.size(); ++i) kdim *= c.w_dims[i];
+  std::uniform_real_distribution<float> ws(0.002f, 0.02f);
+  std::uniform_int_distribution<int32_t> bias(-3000, 3000);
+  q.x_scale = 0.05f;
+  q.w_scale.resize(c.per_channel_zp ? static_cast<size_t>(m) : 1);
+  for (float& v : q.w_scale) v = ws(rng);
+  for (int64_t i = 0; i < m; ++i) q.bias.push_back(bias(rng));
+  // Sums of kdim products of about 75 x 75 spread over about 75 * 75 * sqrt(kdim): mapped to
+  // about +-120 output steps, so that some saturate at both ends.
+  q.y_scale = q.x_scale * q.w_scale[0] * 75.f * 75.f * std::sqrt(static_cast<float>(kdim)) / 120.f;
+  q.y_zp = y_signed ? 7 : 121;
+  q.y_signed = y_signed;
+  q.relu = relu;
+  return q;
+}
+
+// The operator's definition as nxrt documents it (IntegerConvOutput): the scale
+// x_scale * w_scale / y_scale in float, the product with the exact sum in double, rounded half
+// to even, plus the zero point, saturated (and at least the zero point with a Relu).
+std::vector<int32_t> Requantized(const Case& c, const Requant& q, const std::vector<int32_t>& acc) {
+  const std::vector<int64_t> y_dims = OutputDims(c);
+  const int64_t m_count = y_dims[1];
+  int64_t plane = 1;
+  for (size_t i = 2; i < y_dims.size(); ++i) plane *= y_dims[i];
+  const double lo = q.y_signed ? -128.0 : 0.0, hi = q.y_signed ? 127.0 : 255.0;
+  std::vector<int32_t> y(acc.size());
+  for (size_t i = 0; i < acc.size(); ++i) {
+    const int64_t m = static_cast<int64_t>(i) / plane % m_count;
+    const float s =
+        (q.x_scale * q.w_scale[q.w_scale.size() > 1 ? static_cast<size_t>(m) : 0]) / q.y_scale;
+    const int64_t sum = int64_t(acc[i]) + q.bias[static_cast<size_t>(m)];
+    double r = std::nearbyint(static_cast<double>(sum) * static_cast<double>(s)) + q.y_zp;
+    if (q.relu) r = std::max(r, static_cast<double>(q.y_zp));
+    y[i] = static_cast<int32_t>(std::clamp(r, lo, hi));
+  }
+  return y;
+}
+
+Result RunQLinearConv(const Case& c, const Operands& o, const Requant& q, int threads,
+                      const std::string& isa) {
+  onnx::ModelProto model;
+  model.set_ir_version(8);
+  model.add_opset_import()->set_version(13);
+  if (q.relu) {
+    auto* nx = model.add_opset_import();
+    nx->set_domain("com.nxrt");
+    nx->set_version(1);
+  }
+  auto* g = model.mutable_graph();
+  g->set_name("qlinear_conv");
+  AddTensorInput(g, "x", OnnxInt8Type(c.x_signed), c.x_dims);
+  if (c.w_constant) {
+    *g->add_initializer() = ToProto("w", o.w);
+  } else {
+    AddTensorInput(g, "w", OnnxInt8Type(c.w_signed), c.w_dims);
+  }
+  *g->add_initializer() = ToProto("x_zp", o.x_zp);
+  *g->add_initializer() = ToProto("w_zp", o.w_zp);
+  *g->add_initializer() = MakeFloatTensor("x_scale", {}, {q.x_scale});
+  *g->add_initializer() = MakeFloatTensor(
+      "w_scale", q.w_scale.size() > 1 ? std::vector<int64_t>{c.w_dims[0]} : std::vector<int64_t>{},
+      q.w_scale);
+  *g->add_initializer() = MakeFloatTensor("y_scale", {}, {q.y_scale});
+  nxrt::test::Int8Tensor y_zp{{}, {q.y_zp}, q.y_signed};
+  *g->add_initializer() = ToProto("y_zp", y_zp);
+  onnx::TensorProto bias;
+  bias.set_name("bias");
+  bias.set_data_type(onnx::TensorProto::INT32);
+  bias.add_dims(c.w_dims[0]);
+  for (int32_t b : q.bias) bias.add_int32_data(b);
+  *g->add_initializer() = bias;
+  onnx::NodeProto node = MakeNode(
+      "QLinearConv", {"x", "x_scale", "x_zp", "w", "w_scale", "w_zp", "y_scale", "y_zp", "bias"},
+      {"y"}, "conv");
+  if (q.relu) {
+    node.set_domain("com.nxrt");
+    AddStringAttribute(&node, "activation", "Relu");
+  }
+  AddConvAttributes(c, node);
+  *g->add_node() = node;
+  auto* y = g->add_output();
+  y->set_name("y");
+  y->mutable_type()->mutable_tensor_type()->set_elem_type(OnnxInt8Type(q.y_signed));
+  const std::string bytes = model.SerializeAsString();
+
+  nxrt::Env env(NX_LOG_ERROR);
+  nxrt::SessionOptions options;
+  options.SetIntraOpThreads(threads);
+  if (!isa.empty()) options.SetConfig("ep.cpu.isa", isa);
+  nxrt::Session session(env, bytes.data(), bytes.size(), &options);
+  nxrt::Value x = ToValue(o.x), w = ToValue(o.w);
+  std::vector<nxrt::Value> out =
+      c.w_constant ? session.Run({"x"}, {&x}) : session.Run({"x", "w"}, {&x, &w});
+  Result r;
+  r.dims = out[0].shape();
+  for (size_t i = 0; i < out[0].size(); ++i) {
+    r.y.push_back(q.y_signed ? int32_t(out[0].data<int8_t>()[i])
+                             : int32_t(out[0].data<uint8_t>()[i]));
+  }
+  r.reference_primitives = session.statistic("ep.CPU.reference_primitives");
+  return r;
+}
+
+// QLinearConv where oneDNN's int8 primitive does not take it (uint8 weights, weight zero points,
+// 1-D, run-time weights): tiles requantized as they are summed (integer_conv_planes.h) or the
+// depthwise path's planes, for int8 and uint8 outputs, with and without a fused Relu, per-tensor
+// and per-channel scales; short last panels (positions not a multiple of 16) and channel counts
+// not a multiple of the tile's rows.
+TEST(QLinearConv, IntegerPathsMatchTheDefinitionAtEveryThreadCountAndPath) {
+  std::mt19937 rng(33);
+  int variant = 0;
+  for (const Case& c : Cases()) {
+    const Operands o = MakeOperands(c, rng);
+    const std::vector<int32_t> acc = Reference(c, o);
+    const bool y_signed = variant % 2 == 1, relu = variant % 3 == 0;
+    ++variant;
+    const Requant q = MakeRequant(c, y_signed, relu, rng);
+    const std::vector<int32_t> want = Requantized(c, q, acc);
+    // Both ends of the range are reached (the scales are meant to saturate some outputs).
+    const int32_t lo = y_signed ? -128 : 0, hi = y_signed ? 127 : 255;
+    EXPECT_NE(std::find(want.begin(), want.end(), hi), want.end()) << c.name;
+    if (!relu) {
+      EXPECT_NE(std::find(want.begin(), want.end(), lo), want.end()) << c.name;
+    }
+    for (const std::string isa : {"avx2", ""}) {
+      for (int threads : {1, 2, 3}) {
+        SCOPED_TRACE(c.name + ", isa '" + isa + "', threads " + std::to_string(threads) +
+                     (y_signed ? ", int8 y" : ", uint8 y") + (relu ? ", Relu" : ""));
+        const Result got = RunQLinearConv(c, o, q, threads, isa);
         EXPECT_EQ(got.dims, OutputDims(c));
         ASSERT_EQ(got.y, want);
         EXPECT_EQ(got.reference_primitives, 0);
