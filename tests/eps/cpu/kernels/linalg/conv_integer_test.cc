@@ -134,6 +134,37 @@ struct Result {
   int64_t reference_primitives = -1;
 };
 
+// Runs the one-node `model` on x (and w, when given at run time): its output (int32, int8 or
+// uint8) as int32 values, and the session's count of reference primitives.
+Result Run(const onnx::ModelProto& model, const Case& c, const Operands& o, int threads,
+           const std::string& isa) {
+  const std::string bytes = model.SerializeAsString();
+  nxrt::Env env(NX_LOG_ERROR);
+  nxrt::SessionOptions options;
+  options.SetIntraOpThreads(threads);
+  if (!isa.empty()) options.SetConfig("ep.cpu.isa", isa);
+  nxrt::Session session(env, bytes.data(), bytes.size(), &options);
+  nxrt::Value x = ToValue(o.x), w = ToValue(o.w);
+  std::vector<nxrt::Value> out =
+      c.w_constant ? session.Run({"x"}, {&x}) : session.Run({"x", "w"}, {&x, &w});
+  Result r;
+  r.dims = out[0].shape();
+  for (size_t i = 0; i < out[0].size(); ++i) {
+    switch (out[0].type()) {
+      case NX_TYPE_INT8:
+        r.y.push_back(out[0].data<int8_t>()[i]);
+        break;
+      case NX_TYPE_UINT8:
+        r.y.push_back(out[0].data<uint8_t>()[i]);
+        break;
+      default:
+        r.y.push_back(out[0].data<int32_t>()[i]);
+    }
+  }
+  r.reference_primitives = session.statistic("ep.CPU.reference_primitives");
+  return r;
+}
+
 Result RunModel(const Case& c, const Operands& o, int threads, const std::string& isa) {
   onnx::ModelProto model;
   model.set_ir_version(8);
@@ -154,22 +185,7 @@ Result RunModel(const Case& c, const Operands& o, int threads, const std::string
   auto* y = g->add_output();
   y->set_name("y");
   y->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::INT32);
-  const std::string bytes = model.SerializeAsString();
-
-  nxrt::Env env(NX_LOG_ERROR);
-  nxrt::SessionOptions options;
-  options.SetIntraOpThreads(threads);
-  if (!isa.empty()) options.SetConfig("ep.cpu.isa", isa);
-  nxrt::Session session(env, bytes.data(), bytes.size(), &options);
-  nxrt::Value x = ToValue(o.x), w = ToValue(o.w);
-  std::vector<nxrt::Value> out =
-      c.w_constant ? session.Run({"x"}, {&x}) : session.Run({"x", "w"}, {&x, &w});
-  Result r;
-  r.dims = out[0].shape();
-  const int32_t* data = out[0].data<int32_t>();
-  r.y.assign(data, data + out[0].size());
-  r.reference_primitives = session.statistic("ep.CPU.reference_primitives");
-  return r;
+  return Run(model, c, o, threads, isa);
 }
 
 Case Make(std::string name, std::vector<int64_t> x, std::vector<int64_t> w,
@@ -344,24 +360,7 @@ Result RunQLinearConv(const Case& c, const Operands& o, const Requant& q, int th
   auto* y = g->add_output();
   y->set_name("y");
   y->mutable_type()->mutable_tensor_type()->set_elem_type(OnnxInt8Type(q.y_signed));
-  const std::string bytes = model.SerializeAsString();
-
-  nxrt::Env env(NX_LOG_ERROR);
-  nxrt::SessionOptions options;
-  options.SetIntraOpThreads(threads);
-  if (!isa.empty()) options.SetConfig("ep.cpu.isa", isa);
-  nxrt::Session session(env, bytes.data(), bytes.size(), &options);
-  nxrt::Value x = ToValue(o.x), w = ToValue(o.w);
-  std::vector<nxrt::Value> out =
-      c.w_constant ? session.Run({"x"}, {&x}) : session.Run({"x", "w"}, {&x, &w});
-  Result r;
-  r.dims = out[0].shape();
-  for (size_t i = 0; i < out[0].size(); ++i) {
-    r.y.push_back(q.y_signed ? int32_t(out[0].data<int8_t>()[i])
-                             : int32_t(out[0].data<uint8_t>()[i]));
-  }
-  r.reference_primitives = session.statistic("ep.CPU.reference_primitives");
-  return r;
+  return Run(model, c, o, threads, isa);
 }
 
 // QLinearConv where oneDNN's int8 primitive does not take it (uint8 weights, weight zero points,
