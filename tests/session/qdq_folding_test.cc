@@ -451,4 +451,73 @@ TEST(QdqFolding, TableIslandReadByAFloatOpStaysFloat) {
       EXPECT_NEAR(a[o].data<float>()[i], b[o].data<float>()[i], 1.01f / 255.0f) << o << " " << i;
 }
 
+// x[3, 40] -> Q/DQ -> Gemm(transB = 1, per-output-channel int8 weights [24, 40], int32 bias in
+// the product's scale) [-> Q/DQ] -> y: torch's Linear as quantize_static writes it. The Gemm
+// becomes one com.microsoft QGemm (8-bit output when a Q follows, float otherwise).
+std::string QdqGemmModel(bool quantized_output) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  auto* g = m.mutable_graph();
+  g->set_name("qdq_gemm");
+  *g->add_node() = MakeNode("QuantizeLinear", {"x", "xs", "zp"}, {"xq"}, "xq");
+  *g->add_node() = MakeNode("DequantizeLinear", {"xq", "xs", "zp"}, {"xd"}, "xd");
+  auto wdq = MakeNode("DequantizeLinear", {"wq", "ws", "wzp"}, {"w"}, "w_dq");
+  AddIntAttribute(&wdq, "axis", 0);
+  *g->add_node() = wdq;
+  auto bdq = MakeNode("DequantizeLinear", {"bq", "bs", "bzp"}, {"b"}, "b_dq");
+  AddIntAttribute(&bdq, "axis", 0);
+  *g->add_node() = bdq;
+  auto gemm = MakeNode("Gemm", {"xd", "w", "b"}, {quantized_output ? "g" : "y"}, "gemm");
+  AddIntAttribute(&gemm, "transB", 1);
+  *g->add_node() = gemm;
+  if (quantized_output) {
+    *g->add_node() = MakeNode("QuantizeLinear", {"g", "ys", "zp"}, {"gq"}, "gq");
+    *g->add_node() = MakeNode("DequantizeLinear", {"gq", "ys", "zp"}, {"y"}, "gd");
+  }
+  std::mt19937 rng(9);
+  std::uniform_int_distribution<int> wdist(-60, 60), bdist(-500, 500);
+  std::vector<int8_t> wq(24 * 40), wzp(24, 0);
+  std::vector<float> ws(24), bs(24);
+  std::vector<int32_t> bq(24), bzp(24, 0);
+  for (int8_t& v : wq) v = static_cast<int8_t>(wdist(rng));
+  for (int c = 0; c < 24; ++c) {
+    ws[c] = 0.002f * static_cast<float>(c + 1);
+    bs[c] = kXScale * ws[c];
+    bq[c] = bdist(rng);
+  }
+  *g->add_initializer() = MakeIntTensor("wq", {24, 40}, wq, onnx::TensorProto::INT8);
+  *g->add_initializer() = MakeIntTensor("wzp", {24}, wzp, onnx::TensorProto::INT8);
+  *g->add_initializer() = nxrt::test::MakeFloatTensor("ws", {24}, ws);
+  *g->add_initializer() = MakeIntTensor("bq", {24}, bq, onnx::TensorProto::INT32);
+  *g->add_initializer() = MakeIntTensor("bzp", {24}, bzp, onnx::TensorProto::INT32);
+  *g->add_initializer() = nxrt::test::MakeFloatTensor("bs", {24}, bs);
+  *g->add_initializer() = nxrt::test::MakeFloatTensor("xs", {}, {kXScale});
+  *g->add_initializer() = nxrt::test::MakeFloatTensor("ys", {}, {kYScale});
+  *g->add_initializer() =
+      MakeIntTensor("zp", {}, std::vector<uint8_t>{0}, onnx::TensorProto::UINT8);
+  AddFloatValue(g->add_input(), "x", {3, 40});
+  AddFloatValue(g->add_output(), "y", {3, 24});
+  return m.SerializeAsString();
+}
+
+TEST(QdqFolding, GemmOfQuantizedOperandsBecomesQGemm) {
+  for (bool quantized_output : {true, false}) {
+    SCOPED_TRACE(quantized_output ? "quantized output" : "float output");
+    const std::string bytes = QdqGemmModel(quantized_output);
+    size_t plain_nodes = 0, folded_nodes = 0;
+    auto a = RunModel(bytes, 0, &plain_nodes, 0.0f, 4.0f, {3, 40});
+    auto b = RunModel(bytes, 1, &folded_nodes, 0.0f, 4.0f, {3, 40});
+    EXPECT_EQ(plain_nodes, quantized_output ? 7u : 5u);
+    // Q(x), QGemm [, DQ(y)].
+    EXPECT_EQ(folded_nodes, quantized_output ? 3u : 2u);
+    ASSERT_EQ(a[0].shape(), b[0].shape());
+    // The exact int32 product against float arithmetic on the dequantized operands: equal to
+    // float rounding, or a step where a requantization rounds a tie differently.
+    const float tolerance = quantized_output ? 1.01f * kYScale : 1e-3f;
+    for (size_t i = 0; i < a[0].size(); ++i)
+      EXPECT_NEAR(a[0].data<float>()[i], b[0].data<float>()[i], tolerance) << i;
+  }
+}
+
 }  // namespace
