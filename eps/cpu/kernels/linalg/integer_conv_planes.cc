@@ -189,15 +189,17 @@ void PackPairs(const uint8_t* columns, int64_t k_padded, bool x_signed, int32_t 
   }
 }
 
-// sum[c] = sum over the kdim real taps of (column value - x_zp).
+// sum[c] = sum over the kdim real taps of (column value - x_zp), modulo 2^32 like the int32 sums
+// themselves (unsigned, so that a hostile model's huge kdim wraps instead of overflowing).
 template <class T>
 void ColumnSums(const uint8_t* columns, int64_t kdim, int32_t x_zp, int32_t* sum) {
-  int32_t s[kW] = {};
+  uint32_t s[kW] = {};
   for (int64_t k = 0; k < kdim; ++k) {
     const T* row = reinterpret_cast<const T*>(columns + k * kW);
-    for (int64_t c = 0; c < kW; ++c) s[c] += row[c];
+    for (int64_t c = 0; c < kW; ++c) s[c] += static_cast<uint32_t>(row[c]);
   }
-  for (int64_t c = 0; c < kW; ++c) sum[c] = s[c] - static_cast<int32_t>(kdim) * x_zp;
+  const auto zp_total = static_cast<uint32_t>(kdim * x_zp);
+  for (int64_t c = 0; c < kW; ++c) sum[c] = static_cast<int32_t>(s[c] - zp_total);
 }
 
 // The tile's mm channels from m0 on, positions [j0, j0 + cols) of the image whose first output
@@ -209,7 +211,7 @@ void FinishTile(const int32_t* tile, int mm, int64_t m0, int64_t j0, int64_t col
   const bool quads = quantized::UsesQuads(w.path);
   if (quads) {
     for (int r = 0; r < mm; ++r) {
-      add[r] = x_term * w.row_sum[static_cast<size_t>(m0 + r)];
+      add[r] = static_cast<int32_t>(int64_t{x_term} * w.row_sum[static_cast<size_t>(m0 + r)]);
       za[r] = w.row_zp[static_cast<size_t>(m0 + r)];
     }
   }
@@ -278,6 +280,7 @@ PlaneConvWeights PackPlaneConvWeights(Int8GemmPath gemm_path, const void* w, boo
   }
   for (int64_t r = 0; r < m; ++r) {
     const int32_t z = zp[zp.size() > 1 ? static_cast<size_t>(r) : 0];
+    int64_t row_sum = 0;
     for (int64_t k = 0; k < kdim; ++k) {
       const int64_t i = r * kdim + k;
       const int32_t v = w_signed ? int32_t(static_cast<const int8_t*>(w)[i])
@@ -286,12 +289,15 @@ PlaneConvWeights PackPlaneConvWeights(Int8GemmPath gemm_path, const void* w, boo
       if (quads) {
         const int32_t shifted = v + (w_signed ? 128 : 0);
         p.a8[at] = static_cast<uint8_t>(shifted);
-        p.row_sum[static_cast<size_t>(r)] += shifted;
+        row_sum += shifted;
       } else {
         p.a16[at] = static_cast<int16_t>(v - z);
       }
     }
-    if (quads) p.row_zp[static_cast<size_t>(r)] = z + (w_signed ? 128 : 0);
+    if (quads) {
+      p.row_sum[static_cast<size_t>(r)] = static_cast<int32_t>(row_sum);  // modulo 2^32
+      p.row_zp[static_cast<size_t>(r)] = z + (w_signed ? 128 : 0);
+    }
   }
   return p;
 }
