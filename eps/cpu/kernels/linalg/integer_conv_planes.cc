@@ -23,13 +23,16 @@ namespace nxrt::cpu::linalg {
 namespace {
 
 using quantized::Int8GemmPath;
-constexpr int64_t kW = quantized::kInt8PanelWidth;  // output positions per panel
-constexpr int64_t kMaxRows = 8;                     // output channels per tile, at most
+constexpr int64_t kW = quantized::kInt8PanelWidth;     // output positions per panel
+constexpr int64_t kMaxRows = quantized::kInt8AmxRows;  // output channels per tile, at most
 // Bytes of packed columns per task: the block stays in L2 while the weight tiles pass over it.
 constexpr int64_t kBlockBytes = int64_t{64} << 10;
 
 int RowsPerTile(Int8GemmPath path) {
   switch (path) {
+    case Int8GemmPath::kAmx:
+    case Int8GemmPath::kPortableAmx:
+      return quantized::kInt8AmxRows;
     case Int8GemmPath::kAvx512Vnni:
     case Int8GemmPath::kPortableQuads:
       return quantized::kInt8VnniRows;
@@ -40,7 +43,24 @@ int RowsPerTile(Int8GemmPath path) {
   }
 }
 static_assert(quantized::kInt8VnniRows <= kMaxRows && quantized::kInt8Avx2Rows <= kMaxRows &&
-              quantized::kInt8AvxVnniRows <= kMaxRows);
+              quantized::kInt8AvxVnniRows <= kMaxRows && kMaxRows % 16 == 0);
+
+// The AMX tile configuration of this thread for one task range: loaded on entry, released on
+// exit (another library may configure tiles its own way between our calls).
+class AmxTiles {
+ public:
+  explicit AmxTiles(bool active) : active_(active) {
+    if (active_) quantized::AmxTileConfigure();
+  }
+  ~AmxTiles() {
+    if (active_) quantized::AmxTileRelease();
+  }
+  AmxTiles(const AmxTiles&) = delete;
+  AmxTiles& operator=(const AmxTiles&) = delete;
+
+ private:
+  bool active_;
+};
 
 // One thread's buffers, kept across tasks and runs.
 struct Scratch {
@@ -228,49 +248,53 @@ void FinishTile(const int32_t* tile, int mm, int64_t m0, int64_t j0, int64_t col
   StoreTile(out, t);
 }
 
-// c = rows [m0, m0 + mm) of the packed weights times one packed panel.
+// c = rows [m0, m0 + mm) of the packed weights times one packed panel. The AMX paths multiply
+// mm rounded up to 16 rows (the weights hold zero rows past the last channel, `c` room for them);
+// with fewer than kAmxMinRows rows the VNNI micro-kernel reads the same layout.
 void Tile(Int8GemmPath path, int mm, const PlaneConvWeights& w, int64_t m0, const void* panel,
           int32_t* c) {
   const int64_t kp = w.k_padded;
+  const auto* b8 = static_cast<const int8_t*>(panel);
+  const auto* b16 = static_cast<const int16_t*>(panel);
+  // (Only the quad paths hold a8, only the pair paths a16.)
+  auto a8 = [&] { return w.a8.data() + m0 * kp; };
   switch (path) {
+    case Int8GemmPath::kAmx:
+      if (mm >= quantized::kAmxMinRows)
+        return quantized::Int8TileAmx(mm, a8(), kp, b8, kp / 4, c, false);
+      return quantized::Int8TileAvx512Vnni(mm, a8(), kp, b8, kp / 4, c, false);
+    case Int8GemmPath::kPortableAmx:
+      return quantized::Int8TilePortableQuads((mm + 15) / 16 * 16, a8(), kp, b8, kp / 4, c, false);
     case Int8GemmPath::kAvx512Vnni:
-      return quantized::Int8TileAvx512Vnni(mm, w.a8.data() + m0 * kp, kp,
-                                           static_cast<const int8_t*>(panel), kp / 4, c, false);
+      return quantized::Int8TileAvx512Vnni(mm, a8(), kp, b8, kp / 4, c, false);
     case Int8GemmPath::kAvxVnni:
-      return quantized::Int8TileAvxVnni(mm, w.a8.data() + m0 * kp, kp,
-                                        static_cast<const int8_t*>(panel), kp / 4, c, false);
+      return quantized::Int8TileAvxVnni(mm, a8(), kp, b8, kp / 4, c, false);
     case Int8GemmPath::kPortableQuads:
-      return quantized::Int8TilePortableQuads(mm, w.a8.data() + m0 * kp, kp,
-                                              static_cast<const int8_t*>(panel), kp / 4, c, false);
+      return quantized::Int8TilePortableQuads(mm, a8(), kp, b8, kp / 4, c, false);
     case Int8GemmPath::kAvx2:
-      return quantized::Int8TileAvx2(mm, w.a16.data() + m0 * kp, kp,
-                                     static_cast<const int16_t*>(panel), kp / 2, c, false);
+      return quantized::Int8TileAvx2(mm, w.a16.data() + m0 * kp, kp, b16, kp / 2, c, false);
     default:
-      return quantized::Int8TilePortable(mm, w.a16.data() + m0 * kp, kp,
-                                         static_cast<const int16_t*>(panel), kp / 2, c, false);
+      return quantized::Int8TilePortable(mm, w.a16.data() + m0 * kp, kp, b16, kp / 2, c, false);
   }
 }
 
 }  // namespace
 
-Int8GemmPath PlaneConvPath(Int8GemmPath gemm_path) {
-  if (gemm_path == Int8GemmPath::kAmx) return Int8GemmPath::kAvx512Vnni;
-  if (gemm_path == Int8GemmPath::kPortableAmx) return Int8GemmPath::kPortableQuads;
-  return gemm_path;
-}
-
 PlaneConvWeights PackPlaneConvWeights(Int8GemmPath gemm_path, const void* w, bool w_signed,
                                       int64_t m, int64_t kdim, int64_t group,
                                       const std::vector<int32_t>& zp) {
   PlaneConvWeights p;
-  p.path = PlaneConvPath(gemm_path);
+  p.path = gemm_path;
   const bool quads = quantized::UsesQuads(p.path);
   p.group = group;
   p.ocg = group > 0 ? m / group : 0;
   p.kdim = kdim;
-  const int64_t step = quads ? 4 : 2;
+  const bool amx = quantized::UsesAmxTiles(p.path);
+  // k in whole pairs, quads or (AMX) tile rows of 64; AMX tiles also read up to 15 rows past the
+  // last channel (zero).
+  const int64_t step = amx ? 4 * quantized::kAmxQuadsPerTile : quads ? 4 : 2;
   p.k_padded = (kdim + step - 1) / step * step;
-  const size_t size = static_cast<size_t>(m * p.k_padded);
+  const size_t size = static_cast<size_t>((m + (amx ? 15 : 0)) * p.k_padded);
   if (quads) {
     p.a8.assign(size, 0);
     p.row_sum.assign(static_cast<size_t>(m), 0);
@@ -334,6 +358,7 @@ void PlaneIntegerConv(const ConvGeometry& g, const void* x, bool x_signed, int32
   const auto* xb = static_cast<const uint8_t*>(x);
 
   ParallelFor(threads, tasks, grain, [&](int64_t t0, int64_t t1) {
+    const AmxTiles amx(path == Int8GemmPath::kAmx);
     thread_local Scratch s;  // the running thread's own
     s.columns.resize(static_cast<size_t>(panel_elems));
     if (quads) {

@@ -28,7 +28,9 @@ namespace nxrt::cpu::linalg {
 // channel m's kdim = C / group * kernel_size values. On the pair paths (kAvx2, kPortable) a row
 // holds w - zp[m] as int16; on the quad paths it holds w as u8 (int8 shifted by +128), with the
 // row's sum and shifted zero point for the exact corrections (int8_gemm_core.cc's identity with
-// the operands' roles exchanged).
+// the operands' roles exchanged). The AMX paths (kAmx, kPortableAmx) pad k to 64 and add 15
+// zero rows, so tiles of 16 channels x 64 taps can be loaded whole; they multiply 32 output
+// channels at a time.
 struct PlaneConvWeights {
   quantized::Int8GemmPath path = quantized::Int8GemmPath::kAvx2;
   int64_t group = 0, ocg = 0, kdim = 0;
@@ -39,12 +41,8 @@ struct PlaneConvWeights {
   std::vector<int32_t> row_zp;   // quad paths: zp[m] (+128 for int8 weights)
 };
 
-// The path PlaneIntegerConv runs for a GEMM path: the AMX paths take their VNNI counterparts
-// (a tile of 16 output channels x 64 taps would be mostly padding for these shapes).
-quantized::Int8GemmPath PlaneConvPath(quantized::Int8GemmPath gemm_path);
-
-// Packs `w` ([m, kdim], int8 when `w_signed`, else uint8) for `group` groups; `zp` has one entry
-// or m.
+// Packs `w` ([m, kdim], int8 when `w_signed`, else uint8) for `group` groups and `gemm_path`
+// (the 8-bit GEMM's path for this CPU, int8_gemm_core.h); `zp` has one entry or m.
 PlaneConvWeights PackPlaneConvWeights(quantized::Int8GemmPath gemm_path, const void* w,
                                       bool w_signed, int64_t m, int64_t kdim, int64_t group,
                                       const std::vector<int32_t>& zp);
