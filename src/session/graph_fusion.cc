@@ -131,6 +131,7 @@ class Fuser {
       if (pass == 2) {
         if (IsOnnx(n, "MatMul")) TryMatMul(n);
         if (IsOnnx(n, "MatMulInteger")) TryMatMulIntegerToFloat(n);
+        if (IsOnnx(n, "ConvInteger")) TryConvIntegerToFloat(n);
         if (IsOnnx(n, "Softmax")) TryAttention(n);
       } else if (IsOnnx(n, "Conv")) {
         TryConv(n);
@@ -581,6 +582,87 @@ class Fuser {
       }
     }
     while (!fused.inputs.empty() && fused.inputs.back() < 0) fused.inputs.pop_back();
+    fused.outputs = {chain.back()->outputs[0]};
+    Commit(std::move(fused), chain);
+  }
+
+  // quantize_dynamic's convolution: ConvInteger(x, const W [M, ...], x_zp, const w_zp) ->
+  // Cast(float) -> Mul(., x_scale * w_scale) [-> Add(const bias of M along the channel axis)]
+  // [-> Relu | Clip], both scales per tensor (x's from DynamicQuantizeLinear, w's a constant) =>
+  // com.nxrt ConvIntegerToFloat, whose tiles go to float once where the chain wrote an int32
+  // copy and made three float passes over it (a third of quantize_dynamic's MobileNetV2). The
+  // same float operations in the same order: float(sum) * (x_s * w_s) (+ bias), then the clamp.
+  void TryConvIntegerToFloat(const Node& conv) {
+    if (conv.inputs.size() < 2 || conv.outputs.size() != 1 || conv.inputs[0] < 0 ||
+        conv.inputs[1] < 0)
+      return;
+    const ValuePtr& w = g_.value(conv.inputs[1]).initializer;
+    if (!w || w->dims.size() < 3 || (w->type != NX_TYPE_INT8 && w->type != NX_TYPE_UINT8)) return;
+    const int64_t m = w->dims[0];
+    const size_t rank = w->dims.size();  // of the output too
+    const int x_zp = conv.inputs.size() > 2 ? conv.inputs[2] : -1;
+    const int w_zp = conv.inputs.size() > 3 ? conv.inputs[3] : -1;
+    if (x_zp >= 0 && !PerTensor(x_zp)) return;
+    if (w_zp >= 0 && !g_.value(w_zp).initializer) return;
+    const Node* cast = SoleConsumer(g_, conv.outputs[0], dead_);
+    if (!cast || !IsOnnx(*cast, "Cast") || !SameEp(conv, *cast) || cast->outputs.size() != 1)
+      return;
+    const Attribute* to = cast->FindAttribute("to");
+    if (!to || to->i != NX_TYPE_FLOAT) return;
+    const Node* mul = SoleConsumer(g_, cast->outputs[0], dead_);
+    if (!mul || !IsOnnx(*mul, "Mul") || !SameEp(conv, *mul) || mul->inputs.size() != 2 ||
+        mul->outputs.size() != 1)
+      return;
+    const int scales = mul->inputs[0] == cast->outputs[0] ? mul->inputs[1] : mul->inputs[0];
+    if (scales < 0 || scales == cast->outputs[0] || g_.value(scales).producer < 0) return;
+    const Node& product = g_.nodes[static_cast<size_t>(g_.value(scales).producer)];
+    if (!IsOnnx(product, "Mul") || product.inputs.size() != 2 || product.inputs[0] < 0 ||
+        product.inputs[1] < 0)
+      return;
+    auto w_scale_of = [&](int v) {
+      const ValuePtr& c = g_.value(v).initializer;
+      return c && c->type == NX_TYPE_FLOAT && c->count == 1;
+    };
+    int x_scale = product.inputs[0], w_scale = product.inputs[1];
+    if (!w_scale_of(w_scale) || !PerTensor(x_scale)) std::swap(x_scale, w_scale);
+    if (!w_scale_of(w_scale) || !PerTensor(x_scale)) return;
+    if (g_.value(x_scale).type.elem_type != NX_TYPE_FLOAT) return;
+
+    Node fused;
+    fused.name = conv.name.empty() ? "conv_integer_to_float" : conv.name + "_to_float";
+    fused.domain = "com.nxrt";
+    fused.op_type = "ConvIntegerToFloat";
+    fused.attributes = conv.attributes;
+    fused.inputs = {conv.inputs[0], conv.inputs[1], x_zp, w_zp, x_scale, w_scale};
+    std::vector<const Node*> chain{&conv, cast, mul};
+    const Node* next = SoleConsumer(g_, mul->outputs[0], dead_);
+    if (next && IsOnnx(*next, "Add") && SameEp(conv, *next) && next->inputs.size() == 2 &&
+        next->outputs.size() == 1) {
+      const int bias = next->inputs[0] == mul->outputs[0] ? next->inputs[1] : next->inputs[0];
+      const ValuePtr& c =
+          bias >= 0 && bias != mul->outputs[0] ? g_.value(bias).initializer : ValuePtr{};
+      // One value per output channel, broadcast along axis 1: [1, M, 1...] or [M, 1...].
+      bool per_channel = c && c->type == NX_TYPE_FLOAT && static_cast<int64_t>(c->count) == m &&
+                         (c->dims.size() == rank || c->dims.size() == rank - 1);
+      if (per_channel) {
+        const size_t axis = c->dims.size() == rank ? 1 : 0;
+        for (size_t d = 0; d < c->dims.size(); ++d)
+          per_channel = per_channel && c->dims[d] == (d == axis ? m : 1);
+      }
+      if (per_channel) {
+        fused.inputs.push_back(bias);
+        chain.push_back(next);
+        next = SoleConsumer(g_, next->outputs[0], dead_);
+      }
+    }
+    std::string act;
+    std::vector<float> params;
+    if (next && SameEp(conv, *next) && next->outputs.size() == 1 &&
+        ActivationOf(g_, *next, &act, &params) && (act == "Relu" || act == "Clip")) {
+      fused.attributes.push_back(StringAttr("activation", act));
+      if (act == "Clip") fused.attributes.push_back(FloatsAttr("activation_params", params));
+      chain.push_back(next);
+    }
     fused.outputs = {chain.back()->outputs[0]};
     Commit(std::move(fused), chain);
   }

@@ -867,3 +867,100 @@ TEST(GraphFusion, DynamicQuantizedMatMulBecomesMatMulIntegerToFloat) {
 }
 
 }  // namespace
+
+namespace {
+
+// quantize_dynamic's convolution: x -> DynamicQuantizeLinear -> ConvInteger(8-bit W [M, C / g,
+// k...], its zero point) -> Cast(float) -> Mul(., x_scale * w_scale) [-> Add(bias [1, M, 1...])]
+// [-> Relu | Clip(0, 6)].
+struct DynamicConv {
+  std::vector<int64_t> x_dims, w_dims;
+  int64_t group = 1;
+  bool uint8_weights = false, bias = true;
+  std::string activation;  // "", "Relu" or "Clip"
+};
+
+std::string DynamicQuantizedConvModel(const DynamicConv& c) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  auto* g = m.mutable_graph();
+  g->set_name("dynamic_quantized_conv");
+  AddFloatValue(g->add_input(), "x", c.x_dims);
+  std::mt19937 rng(6);
+  std::uniform_int_distribution<int> byte(0, 255);
+  onnx::TensorProto w;
+  w.set_name("w");
+  w.set_data_type(c.uint8_weights ? onnx::TensorProto::UINT8 : onnx::TensorProto::INT8);
+  int64_t count = 1;
+  for (int64_t d : c.w_dims) {
+    w.add_dims(d);
+    count *= d;
+  }
+  std::string raw(static_cast<size_t>(count), '\0');
+  for (char& b : raw) b = static_cast<char>(byte(rng));
+  w.set_raw_data(raw);
+  *g->add_initializer() = w;
+  onnx::TensorProto w_zp;
+  w_zp.set_name("w_zp");
+  w_zp.set_data_type(w.data_type());
+  w_zp.set_raw_data(std::string(1, static_cast<char>(c.uint8_weights ? 131 : -3)));
+  *g->add_initializer() = w_zp;
+  *g->add_initializer() = nxrt::test::MakeFloatTensor("w_scale", {}, {0.0071f});
+  *g->add_node() = MakeNode("DynamicQuantizeLinear", {"x"}, {"xq", "xs", "xz"}, "dql");
+  auto conv = MakeNode("ConvInteger", {"xq", "w", "xz", "w_zp"}, {"y32"}, "conv");
+  const size_t spatial = c.x_dims.size() - 2;
+  AddIntsAttribute(&conv, "pads", std::vector<int64_t>(2 * spatial, 1));
+  if (c.group != 1) AddIntAttribute(&conv, "group", c.group);
+  *g->add_node() = conv;
+  auto cast = MakeNode("Cast", {"y32"}, {"yf"}, "cast");
+  AddIntAttribute(&cast, "to", onnx::TensorProto::FLOAT);
+  *g->add_node() = cast;
+  *g->add_node() = MakeNode("Mul", {"xs", "w_scale"}, {"scales"}, "scales");
+  *g->add_node() = MakeNode("Mul", {"yf", "scales"}, {"scaled"}, "scale");
+  std::string last = "scaled";
+  if (c.bias) {
+    const int64_t m = c.w_dims[0];
+    std::vector<float> b(static_cast<size_t>(m));
+    for (int64_t i = 0; i < m; ++i)
+      b[static_cast<size_t>(i)] = 0.37f * static_cast<float>(i % 7) - 1.1f;
+    std::vector<int64_t> dims(c.x_dims.size(), 1);
+    dims[1] = m;
+    *g->add_initializer() = nxrt::test::MakeFloatTensor("bias", dims, b);
+    *g->add_node() = MakeNode("Add", {last, "bias"}, {"biased"}, "bias_add");
+    last = "biased";
+  }
+  if (c.activation == "Relu") {
+    *g->add_node() = MakeNode("Relu", {last}, {"act"}, "relu");
+    last = "act";
+  } else if (c.activation == "Clip") {
+    *g->add_initializer() = nxrt::test::MakeFloatTensor("lo", {}, {0.0f});
+    *g->add_initializer() = nxrt::test::MakeFloatTensor("hi", {}, {6.0f});
+    *g->add_node() = MakeNode("Clip", {last, "lo", "hi"}, {"act"}, "clip");
+    last = "act";
+  }
+  AddFloatOutput(g, last);
+  return m.SerializeAsString();
+}
+
+// ConvInteger -> Cast -> Mul(scales) [-> Add(bias)] [-> Relu | Clip] becomes one com.nxrt
+// ConvIntegerToFloat (the DynamicQuantizeLinear and the scales' Mul stay), with the unfused
+// graph's outputs: dense, grouped, depthwise and 1-D convolutions, int8 and uint8 weights.
+TEST(GraphFusion, DynamicQuantizedConvBecomesConvIntegerToFloat) {
+  const std::vector<DynamicConv> cases{
+      {{1, 8, 20, 19}, {24, 8, 3, 3}, 1, false, true, "Clip"},
+      {{2, 6, 11, 13}, {10, 3, 3, 3}, 2, true, true, "Relu"},
+      {{1, 16, 14, 15}, {16, 1, 3, 3}, 16, false, true, "Clip"},
+      {{1, 12, 50}, {10, 12, 5}, 1, false, false, ""},
+  };
+  std::mt19937 rng(12);
+  for (const DynamicConv& c : cases) {
+    SCOPED_TRACE("group " + std::to_string(c.group) + ", " + std::to_string(c.x_dims.size() - 2) +
+                 "-D, activation '" + c.activation + "'");
+    nxrt::Value x = RandomFloats(c.x_dims, rng);
+    const size_t unfused = 5 + (c.bias ? 1 : 0) + (c.activation.empty() ? 0 : 1);
+    ExpectFusionKeepsOutputs(DynamicQuantizedConvModel(c), unfused, 3, {"x"}, {&x});
+  }
+}
+
+}  // namespace

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 
 #include "kernels/linalg/quantized_common.h"
@@ -17,6 +18,24 @@ namespace {
 // Output channel m's 16 sums lo, hi (bias not yet added) to element `at` on, `count` <= 16 kept.
 void Store16(const IntegerConvOutput& out, int64_t m, __m256i lo, __m256i hi, int64_t at,
              int64_t count) {
+  if (out.yf != nullptr) {
+    // Separate multiply and add, as the unfused Mul and Add round.
+    const __m256 s = _mm256_set1_ps(out.fscale_of(m)), b = _mm256_set1_ps(out.fbias_of(m));
+    const __m256 act_lo = _mm256_set1_ps(out.act_lo), act_hi = _mm256_set1_ps(out.act_hi);
+    const bool clamp_lo = out.act_lo > -std::numeric_limits<float>::infinity();
+    const bool clamp_hi = out.act_hi < std::numeric_limits<float>::infinity();
+    auto finish = [&](__m256i v) {
+      __m256 f = _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(v), s), b);
+      if (clamp_lo) f = _mm256_max_ps(f, act_lo);
+      if (clamp_hi) f = _mm256_min_ps(f, act_hi);
+      return f;
+    };
+    alignas(32) float v[16];
+    _mm256_store_ps(v, finish(lo));
+    _mm256_store_ps(v + 8, finish(hi));
+    std::memcpy(out.yf + at, v, static_cast<size_t>(count) * sizeof(float));
+    return;
+  }
   const __m256i b = _mm256_set1_epi32(out.bias_of(m));
   lo = _mm256_add_epi32(lo, b);
   hi = _mm256_add_epi32(hi, b);

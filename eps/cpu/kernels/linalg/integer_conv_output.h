@@ -14,12 +14,21 @@
 
 namespace nxrt::cpu::linalg {
 
-// NCHW planes: int32 (y32), or 8-bit (y8):
+// NCHW planes: int32 (y32), 8-bit (y8) or float (yf):
 // y8 = saturate(max(round-half-even(sum * scale[m]) + zero_point, floor)), 0 where the product is
 // NaN (RequantizeRunScalar's arithmetic, quantized_common.h). `bias` (null or one per output
 // channel) is added to every sum first.
+// yf = min(max(float(sum) * fscale[m] + fbias[m], act_lo), act_hi), each step rounded as
+// quantize_dynamic's unfused Cast, Mul and Add are (no fused multiply-add): ConvInteger's
+// float-scaled output (com.nxrt ConvIntegerToFloat) with its Relu or Clip.
 struct IntegerConvOutput {
   int32_t* y32 = nullptr;
+  float* yf = nullptr;
+  const float* fscale = nullptr;  // yf: one per output channel, or one when per_tensor_fscale
+  bool per_tensor_fscale = false;
+  const float* fbias = nullptr;  // yf: null or one per output channel
+  float act_lo = -std::numeric_limits<float>::infinity();
+  float act_hi = std::numeric_limits<float>::infinity();
   void* y8 = nullptr;
   bool y8_signed = false;
   const double* scale = nullptr;  // y8: one per output channel, or one when per_tensor_scale
@@ -31,6 +40,8 @@ struct IntegerConvOutput {
 
   int32_t bias_of(int64_t m) const { return bias != nullptr ? bias[m] : 0; }
   double scale_of(int64_t m) const { return scale[per_tensor_scale ? 0 : m]; }
+  float fscale_of(int64_t m) const { return fscale[per_tensor_fscale ? 0 : m]; }
+  float fbias_of(int64_t m) const { return fbias != nullptr ? fbias[m] : 0.0f; }
 };
 
 // A tile of `rows` output channels (m0 on) x 16 positions: row r's sums are

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "kernels/linalg/integer_conv_output.h"
 #include "kernels/linalg/quantized_common.h"
@@ -25,8 +26,20 @@ __mmask16 FirstLanes(int64_t count) {
 
 // Output channel m's 16 sums `v` (bias not yet added) to element `at` on, the first `count`.
 void Store16(const IntegerConvOutput& out, int64_t m, __m512i v, int64_t at, int64_t count) {
-  v = _mm512_maskz_add_epi32(kAll, v, _mm512_set1_epi32(out.bias_of(m)));
   const __mmask16 keep = FirstLanes(count);
+  if (out.yf != nullptr) {
+    // Separate multiply and add, as the unfused Mul and Add round.
+    __m512 f = _mm512_maskz_cvtepi32_ps(kAll, v);
+    f = _mm512_maskz_mul_ps(kAll, f, _mm512_set1_ps(out.fscale_of(m)));
+    f = _mm512_maskz_add_ps(kAll, f, _mm512_set1_ps(out.fbias_of(m)));
+    if (out.act_lo > -std::numeric_limits<float>::infinity())
+      f = _mm512_maskz_max_ps(kAll, f, _mm512_set1_ps(out.act_lo));
+    if (out.act_hi < std::numeric_limits<float>::infinity())
+      f = _mm512_maskz_min_ps(kAll, f, _mm512_set1_ps(out.act_hi));
+    _mm512_mask_storeu_ps(out.yf + at, keep, f);
+    return;
+  }
+  v = _mm512_maskz_add_epi32(kAll, v, _mm512_set1_epi32(out.bias_of(m)));
   if (out.y32 != nullptr) {
     _mm512_mask_storeu_epi32(out.y32 + at, keep, v);
     return;

@@ -2,7 +2,8 @@
 // input's columns of taps straight into the output planes on the 8-bit GEMM's micro-kernels
 // (integer_conv_planes.h), zero points (the weight's per tensor or per output channel) removed
 // exactly in int32, QLinearConv requantizing each tile as it is summed; depthwise convolutions
-// on their own path (depthwise_integer_conv.h).
+// on their own path (depthwise_integer_conv.h). com.nxrt ConvIntegerToFloat: ConvInteger with
+// quantize_dynamic's float scaling, bias and activation fused (graph_fusion.cc).
 // com.nxrt QLinearConv (what session/qdq_folding.h makes of quantize_static's QDQ convolutions)
 // is the same op with an optional fused activation="Relu" (a clamp at y_zero_point); with
 // constant int8 weights of zero point 0, constant scales and zero points it runs on oneDNN's int8
@@ -110,8 +111,77 @@ class ConvInteger : public ep::Kernel {
  private:
   ConvAttributes attrs_;
   quantized::Int8GemmPath path_;
-  Isa isa_;                                  // of the depthwise path's float kernels
+  Isa isa_;  // of the depthwise path's float kernels and the output stores
   std::optional<PlaneConvWeights> weights_;  // when constant (ConstantWeights)
+};
+
+// com.nxrt ConvIntegerToFloat: what graph fusion (src/session/graph_fusion.cc) makes of
+// quantize_dynamic's ConvInteger -> Cast(float) -> Mul(x_scale * w_scale) [-> Add(bias)]
+// [-> Relu | Clip]. Inputs x, w, x_zero_point, w_zero_point (optional), x_scale (one float),
+// w_scale (one float) and B (optional, one float per output channel); attribute activation ""
+// (none), "Relu" or "Clip" (activation_params: min, max). Y = act(float(sum) * (x_scale *
+// w_scale) + B[m]), rounded step by step as the unfused ops (integer_conv_output.h): the tiles
+// go to float planes once, where the chain made an int32 and three float passes.
+class ConvIntegerToFloat : public ep::Kernel {
+ public:
+  explicit ConvIntegerToFloat(const ep::KernelInfo& info)
+      : attrs_(info), path_(quantized::KernelInt8GemmPath(info)), isa_(KernelIsa(info)) {
+    weights_ = ConstantWeights(info, attrs_, path_, 1, 3);
+    const std::string act = info.attr_string("activation", "");
+    if (act == "Relu") {
+      act_lo_ = 0.0f;
+    } else if (act == "Clip") {
+      const std::vector<float> bounds = info.attr_floats("activation_params");
+      NXRT_EP_ENFORCE(bounds.size() == 2,
+                      attrs_.op + ": a Clip activation needs activation_params (min, max)");
+      act_lo_ = bounds[0];
+      act_hi_ = bounds[1];
+    } else {
+      NXRT_EP_ENFORCE(act.empty(), attrs_.op + ": unsupported activation '" + act + "'");
+    }
+  }
+
+  void Compute(ep::KernelContext& ctx) override {
+    ep::ConstTensor x = ctx.input(0);
+    ep::ConstTensor w = ctx.input(1);
+    NXRT_EP_ENFORCE(IsInt8Type(x.type()) && IsInt8Type(w.type()),
+                    attrs_.op + ": x and w must be int8 or uint8");
+    ConvGeometry g = ComputeConvGeometry(attrs_, x.shape(), w.shape());
+    std::vector<int32_t> x_zp =
+        ReadZeroPoint(ctx.optional_input(2), x.type(), 1, attrs_.op + ": x_zero_point");
+    std::vector<int32_t> w_zp = ReadZeroPoint(ctx.optional_input(3), w.type(), g.out_channels,
+                                              attrs_.op + ": w_zero_point");
+    const std::vector<float> x_scale = ReadScale(ctx.input(4), 1, attrs_.op + ": x_scale");
+    const std::vector<float> w_scale = ReadScale(ctx.input(5), 1, attrs_.op + ": w_scale");
+    const float scale = x_scale[0] * w_scale[0];  // as the chain's Mul of the two
+    std::optional<ep::ConstTensor> bias = ctx.optional_input(6);
+    if (bias) {
+      NXRT_EP_ENFORCE(
+          bias->type() == NX_TYPE_FLOAT && static_cast<int64_t>(bias->size()) == g.out_channels,
+          attrs_.op + ": B must hold one float per output channel (" +
+              std::to_string(g.out_channels) + "), got " + ShapeToString(bias->shape()));
+    }
+    std::vector<int64_t> y_dims = g.output_dims();
+    ep::Tensor y = ctx.output(0, y_dims, NX_TYPE_FLOAT);
+    if (ShapeSize(y_dims) == 0) return;
+    IntegerConvOutput out;
+    out.yf = y.data<float>();
+    out.fscale = &scale;
+    out.per_tensor_fscale = true;
+    out.fbias = bias ? bias->data<float>() : nullptr;
+    out.act_lo = act_lo_;
+    out.act_hi = act_hi_;
+    out.isa = isa_;
+    Convolve(g, x, w, x_zp[0], w_zp, weights_, path_, isa_, out, ctx.threads());
+  }
+
+ private:
+  ConvAttributes attrs_;
+  quantized::Int8GemmPath path_;
+  Isa isa_;  // of the depthwise path's float kernels and the output stores
+  std::optional<PlaneConvWeights> weights_;
+  float act_lo_ = -std::numeric_limits<float>::infinity();
+  float act_hi_ = std::numeric_limits<float>::infinity();
 };
 
 // The oneDNN path for a node whose weights, scales, zero points and bias are constants with
@@ -250,6 +320,7 @@ class QLinearConv : public ep::Kernel {
 
 void RegisterQuantizedConvKernels(NxKernelRegistry* r) {
   ep::KernelDefBuilder("ConvInteger").Versions(10).Build<ConvInteger>(r);
+  ep::KernelDefBuilder("ConvIntegerToFloat", "com.nxrt").Versions(1).Build<ConvIntegerToFloat>(r);
   ep::KernelDefBuilder("QLinearConv").Versions(10).Build<QLinearConv>(r);
   ep::KernelDefBuilder("QLinearConv", "com.nxrt").Versions(1).Build<QLinearConv>(r);
 }
