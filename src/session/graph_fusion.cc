@@ -522,6 +522,46 @@ class Fuser {
     return IsOnnx(p, "DynamicQuantizeLinear") && p.outputs.size() == 3 && p.outputs[0] != v;
   }
 
+  // The float scaling quantize_dynamic writes after an integer product `op` (MatMulInteger or
+  // ConvInteger, its zero points given): Cast(float) -> Mul(., a_scale * w_scale), where the
+  // scales' Mul multiplies the activations' per-tensor scale and a float constant that
+  // `weight_scale` accepts. The Cast, the Mul and the two scales (activations', weights'), if
+  // that is what follows `op`.
+  struct IntegerScaling {
+    const Node* cast = nullptr;
+    const Node* mul = nullptr;
+    int a_scale = -1, w_scale = -1;
+  };
+  template <class WeightScale>
+  std::optional<IntegerScaling> ScalingAfter(const Node& op, int a_zp, int w_zp,
+                                             WeightScale&& weight_scale) const {
+    if (a_zp >= 0 && !PerTensor(a_zp)) return std::nullopt;
+    if (w_zp >= 0 && !g_.value(w_zp).initializer) return std::nullopt;
+    IntegerScaling s;
+    s.cast = SoleConsumer(g_, op.outputs[0], dead_);
+    if (!s.cast || !IsOnnx(*s.cast, "Cast") || !SameEp(op, *s.cast) || s.cast->outputs.size() != 1)
+      return std::nullopt;
+    const Attribute* to = s.cast->FindAttribute("to");
+    if (!to || to->i != NX_TYPE_FLOAT) return std::nullopt;
+    s.mul = SoleConsumer(g_, s.cast->outputs[0], dead_);
+    if (!s.mul || !IsOnnx(*s.mul, "Mul") || !SameEp(op, *s.mul) || s.mul->inputs.size() != 2 ||
+        s.mul->outputs.size() != 1)
+      return std::nullopt;
+    const int cast_out = s.cast->outputs[0];
+    const int scales = s.mul->inputs[0] == cast_out ? s.mul->inputs[1] : s.mul->inputs[0];
+    if (scales < 0 || scales == cast_out || g_.value(scales).producer < 0) return std::nullopt;
+    const Node& product = g_.nodes[static_cast<size_t>(g_.value(scales).producer)];
+    if (!IsOnnx(product, "Mul") || product.inputs.size() != 2 || product.inputs[0] < 0 ||
+        product.inputs[1] < 0)
+      return std::nullopt;
+    s.a_scale = product.inputs[0];
+    s.w_scale = product.inputs[1];
+    if (!weight_scale(s.w_scale) || !PerTensor(s.a_scale)) std::swap(s.a_scale, s.w_scale);
+    if (!weight_scale(s.w_scale) || !PerTensor(s.a_scale)) return std::nullopt;
+    if (g_.value(s.a_scale).type.elem_type != NX_TYPE_FLOAT) return std::nullopt;
+    return s;
+  }
+
   // quantize_dynamic's product: MatMulInteger(A, const 2-D B, a_zp, b_zp) -> Cast(float) ->
   // Mul(., a_scale * b_scale) [-> Add(const bias of N)], the scales' product a Mul of A's
   // per-tensor scale and B's constant one => com.microsoft MatMulIntegerToFloat, whose 8-bit
@@ -536,39 +576,20 @@ class Fuser {
     const int64_t n = b->dims[1];
     const int a_zp = mm.inputs.size() > 2 ? mm.inputs[2] : -1;
     const int b_zp = mm.inputs.size() > 3 ? mm.inputs[3] : -1;
-    if (a_zp >= 0 && !PerTensor(a_zp)) return;
-    if (b_zp >= 0 && !g_.value(b_zp).initializer) return;
-    const Node* cast = SoleConsumer(g_, mm.outputs[0], dead_);
-    if (!cast || !IsOnnx(*cast, "Cast") || !SameEp(mm, *cast) || cast->outputs.size() != 1) return;
-    const Attribute* to = cast->FindAttribute("to");
-    if (!to || to->i != NX_TYPE_FLOAT) return;
-    const Node* mul = SoleConsumer(g_, cast->outputs[0], dead_);
-    if (!mul || !IsOnnx(*mul, "Mul") || !SameEp(mm, *mul) || mul->inputs.size() != 2 ||
-        mul->outputs.size() != 1)
-      return;
-    const int scales = mul->inputs[0] == cast->outputs[0] ? mul->inputs[1] : mul->inputs[0];
-    if (scales < 0 || scales == cast->outputs[0] || g_.value(scales).producer < 0) return;
-    const Node& product = g_.nodes[static_cast<size_t>(g_.value(scales).producer)];
-    if (!IsOnnx(product, "Mul") || product.inputs.size() != 2 || product.inputs[0] < 0 ||
-        product.inputs[1] < 0)
-      return;
-    // B's scale: a float constant of 1 or N elements; A's: per tensor (the other operand).
-    auto b_scale_of = [&](int v) {
+    // B's scale: a float constant of 1 or N elements.
+    const auto scaling = ScalingAfter(mm, a_zp, b_zp, [&](int v) {
       const ValuePtr& c = g_.value(v).initializer;
       return c && c->type == NX_TYPE_FLOAT && c->dims.size() <= 1 &&
              (c->count == 1 || static_cast<int64_t>(c->count) == n);
-    };
-    int a_scale = product.inputs[0], b_scale = product.inputs[1];
-    if (!b_scale_of(b_scale) || !PerTensor(a_scale)) std::swap(a_scale, b_scale);
-    if (!b_scale_of(b_scale) || !PerTensor(a_scale)) return;
-    if (g_.value(a_scale).type.elem_type != NX_TYPE_FLOAT) return;
-
+    });
+    if (!scaling) return;
+    const Node* mul = scaling->mul;
     Node fused;
     fused.name = mm.name.empty() ? "matmul_integer_to_float" : mm.name + "_to_float";
     fused.domain = "com.microsoft";
     fused.op_type = "MatMulIntegerToFloat";
-    fused.inputs = {mm.inputs[0], mm.inputs[1], a_scale, b_scale, a_zp, b_zp};
-    std::vector<const Node*> chain{&mm, cast, mul};
+    fused.inputs = {mm.inputs[0], mm.inputs[1], scaling->a_scale, scaling->w_scale, a_zp, b_zp};
+    std::vector<const Node*> chain{&mm, scaling->cast, mul};
     const Node* add = SoleConsumer(g_, mul->outputs[0], dead_);
     if (add && IsOnnx(*add, "Add") && SameEp(mm, *add) && add->inputs.size() == 2 &&
         add->outputs.size() == 1) {
@@ -602,39 +623,19 @@ class Fuser {
     const size_t rank = w->dims.size();  // of the output too
     const int x_zp = conv.inputs.size() > 2 ? conv.inputs[2] : -1;
     const int w_zp = conv.inputs.size() > 3 ? conv.inputs[3] : -1;
-    if (x_zp >= 0 && !PerTensor(x_zp)) return;
-    if (w_zp >= 0 && !g_.value(w_zp).initializer) return;
-    const Node* cast = SoleConsumer(g_, conv.outputs[0], dead_);
-    if (!cast || !IsOnnx(*cast, "Cast") || !SameEp(conv, *cast) || cast->outputs.size() != 1)
-      return;
-    const Attribute* to = cast->FindAttribute("to");
-    if (!to || to->i != NX_TYPE_FLOAT) return;
-    const Node* mul = SoleConsumer(g_, cast->outputs[0], dead_);
-    if (!mul || !IsOnnx(*mul, "Mul") || !SameEp(conv, *mul) || mul->inputs.size() != 2 ||
-        mul->outputs.size() != 1)
-      return;
-    const int scales = mul->inputs[0] == cast->outputs[0] ? mul->inputs[1] : mul->inputs[0];
-    if (scales < 0 || scales == cast->outputs[0] || g_.value(scales).producer < 0) return;
-    const Node& product = g_.nodes[static_cast<size_t>(g_.value(scales).producer)];
-    if (!IsOnnx(product, "Mul") || product.inputs.size() != 2 || product.inputs[0] < 0 ||
-        product.inputs[1] < 0)
-      return;
-    auto w_scale_of = [&](int v) {
+    const auto scaling = ScalingAfter(conv, x_zp, w_zp, [&](int v) {
       const ValuePtr& c = g_.value(v).initializer;
       return c && c->type == NX_TYPE_FLOAT && c->count == 1;
-    };
-    int x_scale = product.inputs[0], w_scale = product.inputs[1];
-    if (!w_scale_of(w_scale) || !PerTensor(x_scale)) std::swap(x_scale, w_scale);
-    if (!w_scale_of(w_scale) || !PerTensor(x_scale)) return;
-    if (g_.value(x_scale).type.elem_type != NX_TYPE_FLOAT) return;
-
+    });
+    if (!scaling) return;
+    const Node* mul = scaling->mul;
     Node fused;
     fused.name = conv.name.empty() ? "conv_integer_to_float" : conv.name + "_to_float";
     fused.domain = "com.nxrt";
     fused.op_type = "ConvIntegerToFloat";
     fused.attributes = conv.attributes;
-    fused.inputs = {conv.inputs[0], conv.inputs[1], x_zp, w_zp, x_scale, w_scale};
-    std::vector<const Node*> chain{&conv, cast, mul};
+    fused.inputs = {conv.inputs[0], conv.inputs[1], x_zp, w_zp, scaling->a_scale, scaling->w_scale};
+    std::vector<const Node*> chain{&conv, scaling->cast, mul};
     const Node* next = SoleConsumer(g_, mul->outputs[0], dead_);
     if (next && IsOnnx(*next, "Add") && SameEp(conv, *next) && next->inputs.size() == 2 &&
         next->outputs.size() == 1) {

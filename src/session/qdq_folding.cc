@@ -139,6 +139,17 @@ class QdqFolder {
     return q;
   }
 
+  // The DQ of a constant 8-bit weight with a zero point (per tensor or per channel) producing
+  // `v`, if that is what produces it; `data` gets the quantized constant.
+  std::optional<QParams> WeightDq(int v, const Value** data) const {
+    const int p = v >= 0 ? g_.value(v).producer : -1;
+    if (p < 0 || !IsOnnx(g_.nodes[static_cast<size_t>(p)], "DequantizeLinear")) return std::nullopt;
+    auto q = ReadQParams(g_, g_.nodes[static_cast<size_t>(p)]);
+    *data = q ? Constant(g_, q->data) : nullptr;
+    if (!*data || !Is8Bit((*data)->type) || q->zp < 0) return std::nullopt;
+    return q;
+  }
+
   // The only consumer of `v` (not a graph output), if it is a per-tensor Q.
   std::optional<QParams> SoleQ(int v, const Node** consumer = nullptr) const {
     const Node* n = SoleConsumer(v);
@@ -258,11 +269,9 @@ class QdqFolder {
     if (conv.inputs.size() < 2 || conv.outputs.size() != 1) return;
     auto x = ActivationDq(conv.inputs[0]);
     if (!x || x->zp < 0) return;
-    const int wp = g_.value(conv.inputs[1]).producer;
-    if (wp < 0 || !IsOnnx(g_.nodes[static_cast<size_t>(wp)], "DequantizeLinear")) return;
-    auto w = ReadQParams(g_, g_.nodes[static_cast<size_t>(wp)]);
-    const Value* wq = w ? Constant(g_, w->data) : nullptr;
-    if (!wq || !Is8Bit(wq->type) || wq->dims.size() < 3 || w->zp < 0) return;
+    const Value* wq = nullptr;
+    auto w = WeightDq(conv.inputs[1], &wq);
+    if (!w || wq->dims.size() < 3) return;
     const int64_t m = wq->dims[0];
     // Per output channel means along axis 0 of the weight.
     if (w->channels != 1 && (static_cast<int64_t>(w->channels) != m ||
@@ -326,11 +335,9 @@ class QdqFolder {
     if (mm.inputs.size() != 2 || mm.outputs.size() != 1) return;
     auto a = ActivationDq(mm.inputs[0]);
     if (!a || a->zp < 0) return;
-    const int bp = g_.value(mm.inputs[1]).producer;
-    if (bp < 0 || !IsOnnx(g_.nodes[static_cast<size_t>(bp)], "DequantizeLinear")) return;
-    auto b = ReadQParams(g_, g_.nodes[static_cast<size_t>(bp)]);
-    const Value* bq = b ? Constant(g_, b->data) : nullptr;
-    if (!bq || !Is8Bit(bq->type) || bq->dims.size() != 2 || b->zp < 0) return;
+    const Value* bq = nullptr;
+    auto b = WeightDq(mm.inputs[1], &bq);
+    if (!b || bq->dims.size() != 2) return;
     if (b->channels != 1 &&
         (static_cast<int64_t>(b->channels) != bq->dims[1] || (b->axis != 1 && b->axis != -1)))
       return;
@@ -365,11 +372,9 @@ class QdqFolder {
     const bool trans_b = int_attr("transB") != 0;
     auto a = ActivationDq(gemm.inputs[0]);
     if (!a || a->zp < 0) return;
-    const int bp = g_.value(gemm.inputs[1]).producer;
-    if (bp < 0 || !IsOnnx(g_.nodes[static_cast<size_t>(bp)], "DequantizeLinear")) return;
-    auto b = ReadQParams(g_, g_.nodes[static_cast<size_t>(bp)]);
-    const Value* bq = b ? Constant(g_, b->data) : nullptr;
-    if (!bq || !Is8Bit(bq->type) || bq->dims.size() != 2 || b->zp < 0) return;
+    const Value* bq = nullptr;
+    auto b = WeightDq(gemm.inputs[1], &bq);
+    if (!b || bq->dims.size() != 2) return;
     // Per column of the product: axis 1 of B [K, N], axis 0 of a transposed B [N, K].
     const int64_t n = trans_b ? bq->dims[0] : bq->dims[1];
     const int64_t n_axis = trans_b ? 0 : 1;

@@ -82,14 +82,22 @@ void Convolve(const ConvGeometry& g, const ep::ConstTensor& x, const ep::ConstTe
   }
 }
 
-class ConvInteger : public ep::Kernel {
- public:
-  explicit ConvInteger(const ep::KernelInfo& info)
+// What ConvInteger and ConvIntegerToFloat share: x, w and their zero points (inputs 0-3), the
+// weights packed once when constant, and the convolution into an output.
+class IntegerConvKernel : public ep::Kernel {
+ protected:
+  explicit IntegerConvKernel(const ep::KernelInfo& info)
       : attrs_(info), path_(quantized::KernelInt8GemmPath(info)), isa_(KernelIsa(info)) {
     weights_ = ConstantWeights(info, attrs_, path_, 1, 3);
   }
 
-  void Compute(ep::KernelContext& ctx) override {
+  // The run's operands, checked.
+  struct Operands {
+    ep::ConstTensor x, w;
+    ConvGeometry g;
+    std::vector<int32_t> x_zp, w_zp;
+  };
+  Operands Read(ep::KernelContext& ctx) const {
     ep::ConstTensor x = ctx.input(0);
     ep::ConstTensor w = ctx.input(1);
     NXRT_EP_ENFORCE(IsInt8Type(x.type()) && IsInt8Type(w.type()),
@@ -99,20 +107,33 @@ class ConvInteger : public ep::Kernel {
         ReadZeroPoint(ctx.optional_input(2), x.type(), 1, attrs_.op + ": x_zero_point");
     std::vector<int32_t> w_zp = ReadZeroPoint(ctx.optional_input(3), w.type(), g.out_channels,
                                               attrs_.op + ": w_zero_point");
-    std::vector<int64_t> y_dims = g.output_dims();
-    ep::Tensor y = ctx.output(0, y_dims, NX_TYPE_INT32);
-    if (ShapeSize(y_dims) == 0) return;
-    IntegerConvOutput out;
-    out.y32 = y.data<int32_t>();
-    out.isa = isa_;
-    Convolve(g, x, w, x_zp[0], w_zp, weights_, path_, isa_, out, ctx.threads());
+    return Operands{x, w, g, std::move(x_zp), std::move(w_zp)};
   }
 
- private:
+  void Run(const Operands& o, IntegerConvOutput out, int threads) const {
+    out.isa = isa_;
+    Convolve(o.g, o.x, o.w, o.x_zp[0], o.w_zp, weights_, path_, isa_, out, threads);
+  }
+
   ConvAttributes attrs_;
   quantized::Int8GemmPath path_;
   Isa isa_;  // of the depthwise path's float kernels and the output stores
   std::optional<PlaneConvWeights> weights_;  // when constant (ConstantWeights)
+};
+
+class ConvInteger : public IntegerConvKernel {
+ public:
+  explicit ConvInteger(const ep::KernelInfo& info) : IntegerConvKernel(info) {}
+
+  void Compute(ep::KernelContext& ctx) override {
+    const Operands o = Read(ctx);
+    std::vector<int64_t> y_dims = o.g.output_dims();
+    ep::Tensor y = ctx.output(0, y_dims, NX_TYPE_INT32);
+    if (ShapeSize(y_dims) == 0) return;
+    IntegerConvOutput out;
+    out.y32 = y.data<int32_t>();
+    Run(o, out, ctx.threads());
+  }
 };
 
 // com.nxrt ConvIntegerToFloat: what graph fusion (src/session/graph_fusion.cc) makes of
@@ -122,11 +143,9 @@ class ConvInteger : public ep::Kernel {
 // (none), "Relu" or "Clip" (activation_params: min, max). Y = act(float(sum) * (x_scale *
 // w_scale) + B[m]), rounded step by step as the unfused ops (integer_conv_output.h): the tiles
 // go to float planes once, where the chain made an int32 and three float passes.
-class ConvIntegerToFloat : public ep::Kernel {
+class ConvIntegerToFloat : public IntegerConvKernel {
  public:
-  explicit ConvIntegerToFloat(const ep::KernelInfo& info)
-      : attrs_(info), path_(quantized::KernelInt8GemmPath(info)), isa_(KernelIsa(info)) {
-    weights_ = ConstantWeights(info, attrs_, path_, 1, 3);
+  explicit ConvIntegerToFloat(const ep::KernelInfo& info) : IntegerConvKernel(info) {
     const std::string act = info.attr_string("activation", "");
     if (act == "Relu") {
       act_lo_ = 0.0f;
@@ -142,26 +161,18 @@ class ConvIntegerToFloat : public ep::Kernel {
   }
 
   void Compute(ep::KernelContext& ctx) override {
-    ep::ConstTensor x = ctx.input(0);
-    ep::ConstTensor w = ctx.input(1);
-    NXRT_EP_ENFORCE(IsInt8Type(x.type()) && IsInt8Type(w.type()),
-                    attrs_.op + ": x and w must be int8 or uint8");
-    ConvGeometry g = ComputeConvGeometry(attrs_, x.shape(), w.shape());
-    std::vector<int32_t> x_zp =
-        ReadZeroPoint(ctx.optional_input(2), x.type(), 1, attrs_.op + ": x_zero_point");
-    std::vector<int32_t> w_zp = ReadZeroPoint(ctx.optional_input(3), w.type(), g.out_channels,
-                                              attrs_.op + ": w_zero_point");
+    const Operands o = Read(ctx);
     const std::vector<float> x_scale = ReadScale(ctx.input(4), 1, attrs_.op + ": x_scale");
     const std::vector<float> w_scale = ReadScale(ctx.input(5), 1, attrs_.op + ": w_scale");
     const float scale = x_scale[0] * w_scale[0];  // as the chain's Mul of the two
     std::optional<ep::ConstTensor> bias = ctx.optional_input(6);
     if (bias) {
       NXRT_EP_ENFORCE(
-          bias->type() == NX_TYPE_FLOAT && static_cast<int64_t>(bias->size()) == g.out_channels,
+          bias->type() == NX_TYPE_FLOAT && static_cast<int64_t>(bias->size()) == o.g.out_channels,
           attrs_.op + ": B must hold one float per output channel (" +
-              std::to_string(g.out_channels) + "), got " + ShapeToString(bias->shape()));
+              std::to_string(o.g.out_channels) + "), got " + ShapeToString(bias->shape()));
     }
-    std::vector<int64_t> y_dims = g.output_dims();
+    std::vector<int64_t> y_dims = o.g.output_dims();
     ep::Tensor y = ctx.output(0, y_dims, NX_TYPE_FLOAT);
     if (ShapeSize(y_dims) == 0) return;
     IntegerConvOutput out;
@@ -171,15 +182,10 @@ class ConvIntegerToFloat : public ep::Kernel {
     out.fbias = bias ? bias->data<float>() : nullptr;
     out.act_lo = act_lo_;
     out.act_hi = act_hi_;
-    out.isa = isa_;
-    Convolve(g, x, w, x_zp[0], w_zp, weights_, path_, isa_, out, ctx.threads());
+    Run(o, out, ctx.threads());
   }
 
  private:
-  ConvAttributes attrs_;
-  quantized::Int8GemmPath path_;
-  Isa isa_;  // of the depthwise path's float kernels and the output stores
-  std::optional<PlaneConvWeights> weights_;
   float act_lo_ = -std::numeric_limits<float>::infinity();
   float act_hi_ = std::numeric_limits<float>::infinity();
 };
