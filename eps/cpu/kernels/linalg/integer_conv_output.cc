@@ -25,11 +25,18 @@ void Store16(const IntegerConvOutput& out, int64_t m, __m256i lo, __m256i hi, in
     const bool clamp_lo = out.act_lo > -std::numeric_limits<float>::infinity();
     const bool clamp_hi = out.act_hi < std::numeric_limits<float>::infinity();
     auto finish = [&](__m256i v) {
-      __m256 f = _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(v), s), b);
+      __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(v), s);
+      __asm__("" : "+x"(f));  // keeps the compiler from contracting the Mul and Add into an FMA
+      f = _mm256_add_ps(f, b);
       if (clamp_lo) f = _mm256_max_ps(f, act_lo);
       if (clamp_hi) f = _mm256_min_ps(f, act_hi);
       return f;
     };
+    if (count == 16) {
+      _mm256_storeu_ps(out.yf + at, finish(lo));
+      _mm256_storeu_ps(out.yf + at + 8, finish(hi));
+      return;
+    }
     alignas(32) float v[16];
     _mm256_store_ps(v, finish(lo));
     _mm256_store_ps(v + 8, finish(hi));

@@ -31,6 +31,7 @@ void Store16(const IntegerConvOutput& out, int64_t m, __m512i v, int64_t at, int
     // Separate multiply and add, as the unfused Mul and Add round.
     __m512 f = _mm512_maskz_cvtepi32_ps(kAll, v);
     f = _mm512_maskz_mul_ps(kAll, f, _mm512_set1_ps(out.fscale_of(m)));
+    __asm__("" : "+v"(f));  // keeps the compiler from contracting the Mul and Add into an FMA
     f = _mm512_maskz_add_ps(kAll, f, _mm512_set1_ps(out.fbias_of(m)));
     if (out.act_lo > -std::numeric_limits<float>::infinity())
       f = _mm512_maskz_max_ps(kAll, f, _mm512_set1_ps(out.act_lo));

@@ -111,15 +111,6 @@ struct PreparedInt8A {
 void PrepareInt8A(const void* a, NxElementType type, int64_t rows, int64_t k, int32_t zero_point,
                   const PackedInt8B& w, PreparedInt8A& out);
 
-// PrepareInt8A in two steps, for callers that make A's rows in parallel chunks (ConvInteger's
-// im2col): ShapeInt8A sizes `out` for `rows` rows (nothing else may touch it meanwhile), then
-// each chunk converts its rows [begin, end), given as `a` = row `begin` of [end - begin, k]
-// 8-bit values. Chunks may run on different threads.
-void ShapeInt8A(NxElementType type, int64_t rows, int32_t zero_point, const PackedInt8B& w,
-                PreparedInt8A& out);
-void PrepareInt8ARows(const void* a, NxElementType type, int64_t begin, int64_t end, int64_t k,
-                      const PackedInt8B& w, PreparedInt8A& out);
-
 // From float A, quantized to uint8 as onnxruntime's DynamicQuantizeLinear: one range over all of
 // A, widened to include 0; scale = (max - min) / 255; zp = round(clamp(-min / scale, 0, 255)).
 void QuantizeFloatA(const float* a, int64_t rows, int64_t k, const PackedInt8B& w,

@@ -218,6 +218,10 @@ PackedInt8B PackInt8B(Int8GemmPath path, const void* b, NxElementType type, int6
   return p;
 }
 
+namespace {
+
+// PrepareInt8A in two steps: ShapeInt8A sizes `out` for `rows` rows, then PrepareInt8ARows
+// converts rows [begin, end), given as `a` = row `begin` of [end - begin, k] 8-bit values.
 void ShapeInt8A(NxElementType type, int64_t rows, int32_t zero_point, const PackedInt8B& w,
                 PreparedInt8A& out) {
   out.rows = rows;
@@ -268,6 +272,8 @@ void PrepareInt8ARows(const void* a, NxElementType type, int64_t begin, int64_t 
     std::fill(dst + k, dst + out.ld, int16_t{0});
   }
 }
+
+}  // namespace
 
 void PrepareInt8A(const void* a, NxElementType type, int64_t rows, int64_t k, int32_t zero_point,
                   const PackedInt8B& w, PreparedInt8A& out) {

@@ -1,13 +1,14 @@
 // PlaneIntegerConv (eps/cpu/kernels/linalg/integer_conv_planes.h) on every path of the 8-bit
 // GEMM this machine can run: the portable pairs and quads, AVX2 pairs, AVX512-VNNI and AVX-VNNI
 // quads, and the AMX layout (k padded to 64, 32 channels a tile: kPortableAmx everywhere, the
-// AMX tiles where AmxInt8Usable), with int32 outputs and requantized 8-bit outputs through the
-// AVX2 and (where the CPU has it) AVX-512 stores, equals the convolution computed directly. Paths
-// the CPU lacks are skipped (and reported so); the portable stand-ins cover their layouts.
+// AMX tiles where AmxInt8Usable), with int32, requantized 8-bit and scaled float outputs through
+// the AVX2 and (where the CPU has it) AVX-512 stores, equals the convolution computed directly.
+// Paths the CPU lacks are skipped (and reported so); the portable stand-ins cover their layouts.
 #include "kernels/linalg/integer_conv_planes.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <random>
@@ -163,6 +164,28 @@ void ExpectPathEqualsTheDefinition(Int8GemmPath path) {
       out8.isa = isa;
       PlaneIntegerConv(g, o.x.data(), c.x_signed, o.x_zp, packed, out8, 1);
       ASSERT_EQ(y8, want8);
+      // Float output (ConvIntegerToFloat): float(sum) * scale + bias, then a Clip(0, 6), each
+      // step rounded as separate float operations.
+      const float fscale = 0.0071f;
+      std::vector<float> fbias(static_cast<size_t>(c.out_c));
+      for (int64_t m = 0; m < c.out_c; ++m) fbias[static_cast<size_t>(m)] = 0.25f * (m % 9) - 1.0f;
+      std::vector<float> wantf(sums.size());
+      for (size_t i = 0; i < sums.size(); ++i) {
+        const auto m = static_cast<size_t>(static_cast<int64_t>(i) / plane % c.out_c);
+        volatile float product = static_cast<float>(sums[i]) * fscale;  // no fused multiply-add
+        wantf[i] = std::min(std::max(product + fbias[m], 0.0f), 6.0f);
+      }
+      std::vector<float> yf(sums.size(), -7.0f);
+      IntegerConvOutput outf;
+      outf.yf = yf.data();
+      outf.fscale = &fscale;
+      outf.per_tensor_fscale = true;
+      outf.fbias = fbias.data();
+      outf.act_lo = 0.0f;
+      outf.act_hi = 6.0f;
+      outf.isa = isa;
+      PlaneIntegerConv(g, o.x.data(), c.x_signed, o.x_zp, packed, outf, 1);
+      ASSERT_EQ(yf, wantf);
     }
   }
 }
