@@ -1,6 +1,7 @@
 #include "graph/shape_inference.h"
 
 #include <algorithm>
+#include <cmath>
 #include <exception>
 #include <optional>
 #include <set>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "base/element_type.h"
+#include "graph/known_integers.h"
 #include "nxrt/nxrt_ep_api.h"
 
 namespace nxrt {
@@ -112,7 +114,8 @@ struct Inferred {
 
 class Ctx {
  public:
-  Ctx(const Graph& g, const Node& n) : g_(g), n_(n), out(n.outputs.size()) {}
+  Ctx(const Graph& g, const Node& n, const KnownIntegerTable& known)
+      : g_(g), n_(n), known_(known), out(n.outputs.size()) {}
 
   const Node& node() const { return n_; }
   int opset() const { return n_.opset; }
@@ -159,9 +162,15 @@ class Ctx {
     return v;
   }
 
-  // Integer constant input i (int64 or int32, rank <= 1) as int64 values.
+  // Integer constant input i (int64 or int32, rank <= 1) as int64 values: an initializer, or a
+  // value computed from static shapes (known_integers.h).
   std::optional<std::vector<int64_t>> ConstInts(size_t i) const {
     const Value* v = Const(i);
+    if (v == nullptr && i < n_.inputs.size() && n_.inputs[i] >= 0 &&
+        static_cast<size_t>(n_.inputs[i]) < known_.size()) {
+      const auto& k = known_[static_cast<size_t>(n_.inputs[i])];
+      if (k) return k->values;
+    }
     if (v == nullptr || v->dims.size() > 1 || v->count > kMaxListSize) return std::nullopt;
     std::vector<int64_t> out(v->count);
     if (v->type == NX_TYPE_INT64) {
@@ -174,6 +183,17 @@ class Ctx {
       return std::nullopt;
     }
     return out;
+  }
+
+  // The rank of an input ConstInts reads (-1 when it reads nothing there).
+  int ConstRank(size_t i) const {
+    if (const Value* v = Const(i)) return static_cast<int>(v->dims.size());
+    if (i < n_.inputs.size() && n_.inputs[i] >= 0 &&
+        static_cast<size_t>(n_.inputs[i]) < known_.size()) {
+      const auto& k = known_[static_cast<size_t>(n_.inputs[i])];
+      if (k) return static_cast<int>(k->dims.size());
+    }
+    return -1;
   }
 
   // The one element type inputs [first, last) agree on (ignoring unknown ones), UNDEFINED when
@@ -199,6 +219,7 @@ class Ctx {
  private:
   const Graph& g_;
   const Node& n_;
+  const KnownIntegerTable& known_;
 
  public:
   std::vector<Inferred> out;  // one per node output
@@ -614,7 +635,7 @@ std::optional<Shape> ReshapeShape(const Ctx& c) {
   if (c.opset() < 5) return std::nullopt;  // the shape was an attribute then
   auto target = c.ConstInts(1);
   auto allowzero = IntAttr(c.node(), "allowzero", 0);
-  if (!target || !allowzero || c.Const(1)->dims.size() != 1) return std::nullopt;
+  if (!target || !allowzero || c.ConstRank(1) != 1) return std::nullopt;
   auto x = c.ShapeOf(0);
   const bool copy_zero = c.opset() < 14 || *allowzero == 0;
   Shape out;
@@ -965,17 +986,43 @@ std::optional<Shape> PadShape(const Ctx& c) {
 
 void InferPad(Ctx& c) { c.Set(0, c.Type(0), PadShape(c)); }
 
-// Resize/Upsample keep the rank. The sizes are exact only from a constant `sizes` input over
-// every axis with the default aspect-ratio policy; scales would need the kernel's float rounding.
+// Resize/Upsample keep the rank. Dims are known from a constant (or statically computed) `sizes`
+// over every axis with the default aspect-ratio policy, or from constant scales over every axis:
+// floor(in * scale) in double, as the kernel computes them.
+std::optional<Shape> ScaledShape(const Ctx& c, const Shape& x, size_t i) {
+  const Value* v = c.Const(i);
+  if (v == nullptr || v->type != NX_TYPE_FLOAT || v->dims.size() != 1 || v->count != x.size())
+    return std::nullopt;
+  Shape out(x.size(), Unknown());
+  for (size_t k = 0; k < x.size(); ++k) {
+    const double scale = static_cast<const float*>(v->data)[k];
+    if (!(scale > 0.0) || !std::isfinite(scale)) return std::nullopt;
+    if (!x[k].known()) continue;
+    const double d = std::floor(scale * static_cast<double>(x[k].value));
+    if (d >= 9.0e15) return std::nullopt;
+    out[k] = Known(static_cast<int64_t>(d));
+  }
+  return out;
+}
+
 std::optional<Shape> ResizeShape(const Ctx& c) {
   auto x = c.ShapeOf(0);
   if (!x) return std::nullopt;
   Shape out(x->size(), Unknown());
-  if (c.node().op_type != "Resize" || c.opset() < 11 || !c.Has(3)) return out;
+  if (c.node().op_type == "Upsample" || c.opset() < 11) {  // scales as input 1 (or attribute)
+    if (!c.Has(1)) return out;
+    auto scaled = ScaledShape(c, *x, 1);
+    return scaled ? scaled : out;
+  }
+  if (c.node().FindAttribute("axes") != nullptr) return out;
+  if (!c.Has(3) || (c.Const(3) != nullptr && c.Const(3)->count == 0)) {  // by scales
+    auto scaled = c.Has(2) ? ScaledShape(c, *x, 2) : std::nullopt;
+    return scaled ? scaled : out;
+  }
   auto policy = StringAttr(c.node(), "keep_aspect_ratio_policy", "stretch");
   auto sizes = c.ConstInts(3);
-  if (!policy || *policy != "stretch" || c.node().FindAttribute("axes") != nullptr || !sizes ||
-      sizes->size() != x->size() || !AllAtLeast(*sizes, 0))
+  if (!policy || *policy != "stretch" || !sizes || sizes->size() != x->size() ||
+      !AllAtLeast(*sizes, 0))
     return out;
   for (size_t i = 0; i < out.size(); ++i) out[i] = Known((*sizes)[i]);
   return out;
@@ -1461,8 +1508,8 @@ bool HasSubgraphs(const Node& n) {
   return false;
 }
 
-void InferNode(Graph& g, const Node& n, int depth) {
-  Ctx c(g, n);
+void InferNode(Graph& g, const Node& n, int depth, KnownIntegerTable& known) {
+  Ctx c(g, n, known);
   if (HasSubgraphs(n)) InferSubgraphs(g, n, c.out, depth);
   if (n.domain.empty()) {
     const auto& rules = OnnxRules();
@@ -1471,6 +1518,7 @@ void InferNode(Graph& g, const Node& n, int depth) {
   }
   for (size_t o = 0; o < n.outputs.size(); ++o)
     if (n.outputs[o] >= 0) Merge(g.value(n.outputs[o]), c.out[o]);
+  PropagateKnownIntegers(g, n, known);  // after the merge: the rules read the output types
 }
 
 // Nesting deeper than this is not a real model; stop rather than exhaust the stack.
@@ -1478,9 +1526,10 @@ constexpr int kMaxDepth = 64;
 
 void InferGraph(Graph& graph, int depth) {
   if (depth > kMaxDepth) return;
+  KnownIntegerTable known(graph.values.size());
   for (const Node& n : graph.nodes) {
     try {
-      InferNode(graph, n, depth);
+      InferNode(graph, n, depth, known);
     } catch (const std::exception&) {
       // Only allocation failure can get here; a missing type costs an optimisation, no more.
     }

@@ -75,6 +75,24 @@ bool KeepsEverything(const Graph& graph, const Node& n) {
   return true;
 }
 
+// A Pad that adds nothing: all of its pads are 0 (whatever the mode). torch exports
+// F.avg_pool2d(x, 2, 2) with ceil_mode off as Pad(0, ...) -> AveragePool (GhostNetV2's attention
+// gates), and each cut a blocked group in two.
+bool PadsNothing(const Graph& graph, const Node& n) {
+  if (!n.domain.empty() || n.op_type != "Pad" || n.inputs.empty() || n.inputs[0] < 0 ||
+      n.outputs.size() != 1)
+    return false;
+  std::optional<std::vector<int64_t>> pads;
+  if (n.opset < 11) {
+    const Attribute* a = n.FindAttribute(n.opset < 2 ? "paddings" : "pads");
+    if (a != nullptr) pads = a->ints;
+  } else if (n.inputs.size() >= 2) {
+    pads = ConstantInts(graph, n.inputs[1]);
+  }
+  if (!pads || pads->empty()) return false;
+  return std::all_of(pads->begin(), pads->end(), [](int64_t p) { return p == 0; });
+}
+
 }  // namespace
 
 int BypassIdentities(Graph& graph) {
@@ -84,8 +102,8 @@ int BypassIdentities(Graph& graph) {
   int count = 0;
   for (const Node& n : graph.nodes) {  // topological order: a chain's head comes first
     const bool identity = n.domain.empty() && n.op_type == "Identity" && n.inputs.size() == 1;
-    if (!(identity || KeepsEverything(graph, n)) || n.outputs.size() != 1 || n.inputs[0] < 0 ||
-        n.outputs[0] < 0)
+    if (!(identity || KeepsEverything(graph, n) || PadsNothing(graph, n)) ||
+        n.outputs.size() != 1 || n.inputs[0] < 0 || n.outputs[0] < 0)
       continue;
     const int in = n.inputs[0], out = n.outputs[0];
     const ValueDef& x = graph.value(in);

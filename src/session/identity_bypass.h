@@ -11,6 +11,7 @@
 //  - Slices that keep all of their input (start 0, end at or past the axis's static size, step
 //    1 on every sliced axis): GhostNet slices each module's concatenated halves to the module's
 //    width, usually all of it (GhostNet 1.53x -> 0.85x onnxruntime's time at one thread).
+//  - Pads whose pads are all 0 (torch's F.avg_pool2d(x, 2, 2) in GhostNetV2).
 // Identities whose output is a graph output, or that a subgraph reads by name, stay, as do
 // those of outer-scope values. An initializer that is also a graph input is no constant (the
 // caller may feed it): its readers read that input, as they would have through the Identity.

@@ -17,6 +17,7 @@
 #include "session/identity_bypass.h"
 #include "session/qdq_folding.h"
 #include "session/saved_groups.h"
+#include "session/shape_value_folding.h"
 
 namespace nxrt {
 namespace {
@@ -96,6 +97,7 @@ Session::Session(Env& env, std::shared_ptr<Model> model, const SessionOptions& o
     // Before placement: the CPU EP claims float convolutions as blocked-layout groups, which
     // the folded quantized nodes replace.
     if (!dry_run_ && options.optimization_level >= 1) {
+      FoldShapeValues(*model_->graph);
       BypassIdentities(*model_->graph);
       UpcastFloat16(*model_->graph, eps_, CpuEpIndex(), config_, logger_.logger);
       FoldQdq(*model_->graph, eps_, CpuEpIndex(), logger_.logger);

@@ -11,6 +11,7 @@
 #include <random>
 
 #include "base/error.h"
+#include "graph/known_integers.h"
 #include "model/model.h"
 #include "test_util.h"
 
@@ -508,7 +509,88 @@ TEST(ShapeInference, SliceWithComputedBoundsPadResize) {
   ExpectTensor(*m, "pad", NX_TYPE_FLOAT, {2, 6, 3});
   ExpectTensor(*m, "pad_dyn", NX_TYPE_FLOAT, {kUnknown, kUnknown, kUnknown});
   ExpectTensor(*m, "resize_sizes", NX_TYPE_FLOAT, {4, 6, 8});
-  ExpectTensor(*m, "resize_scales", NX_TYPE_FLOAT, {kUnknown, kUnknown, kUnknown});
+  ExpectTensor(*m, "resize_scales", NX_TYPE_FLOAT, {1, 1, 2});  // floor(in * 0.5)
+}
+
+// ---- Known integer contents (graph/known_integers.h) ----------------------------------------
+
+std::optional<std::vector<int64_t>> KnownValues(const Model& m, const std::string& name) {
+  const KnownIntegerTable known = KnownIntegerValues(*m.graph);
+  const int v = m.graph->FindValue(name);
+  if (v < 0 || !known[static_cast<size_t>(v)]) return std::nullopt;
+  return known[static_cast<size_t>(v)]->values;
+}
+
+// torch's F.interpolate(x, size=...) and view(): sizes and shapes computed from Shape nodes of
+// statically shaped tensors give their consumers static shapes.
+TEST(KnownIntegers, ShapeComputationsGiveResizeAndReshapeStaticShapes) {
+  Builder b(13);
+  b.Input("x", kFloat, {1, 8, 6, 4});
+  b.Ints("zero", {0}).Ints("two", {2}).Ints("hw", {12, 8}).Ints("one", {1}, true);
+  b.Ints("axes0", {0}).Ints("minus1", {-1}).Ints("lead", {1});
+  b.Node("Shape", {"x"}, {"s"});
+  b.Node("Slice", {"s", "zero", "two"}, {"nc"});
+  SetInt(b.Node("Concat", {"nc", "hw"}, {"sizes"}), "axis", 0);
+  b.Node("Resize", {"x", "", "", "sizes"}, {"up"});
+  b.Node("Gather", {"s", "one"}, {"c"});  // a scalar
+  b.Node("Unsqueeze", {"c", "axes0"}, {"c1"});
+  auto& cat = b.Node("Concat", {"lead", "c1", "minus1"}, {"target"});
+  SetInt(cat, "axis", 0);
+  b.Node("Reshape", {"x", "target"}, {"flat"});
+  b.Output("up").Output("flat");
+  auto m = b.Load();
+  ExpectTensor(*m, "up", NX_TYPE_FLOAT, {1, 8, 12, 8});
+  ExpectTensor(*m, "flat", NX_TYPE_FLOAT, {1, 8, 24});
+  EXPECT_EQ(KnownValues(*m, "s"), (std::vector<int64_t>{1, 8, 6, 4}));
+  EXPECT_EQ(KnownValues(*m, "sizes"), (std::vector<int64_t>{1, 8, 12, 8}));
+  EXPECT_EQ(KnownValues(*m, "c"), (std::vector<int64_t>{8}));
+  EXPECT_EQ(KnownValues(*m, "target"), (std::vector<int64_t>{1, 8, -1}));
+}
+
+// The rules compute exactly what the kernels would, or nothing: negative and backward slices,
+// Gather with negative indices, exact division only, casts that fit, overflow, and neither
+// symbolic dims nor graph inputs are known.
+TEST(KnownIntegers, RulesAreExactOrUnknown) {
+  Builder b(13);
+  b.Input("x", kFloat, {2, 3, 10, 7}).Input("y", kFloat, {-1, 3}, {"n", ""});
+  b.Input("fed", kInt64, {2});  // values only the caller knows
+  b.Ints("m1", {-1}).Ints("m4", {-4}).Ints("big", {100}).Ints("step_back", {-2});
+  b.Ints("first", {0}).Ints("idx", {-1, 0}).Ints("four", {4}, true).Ints("three", {3}, true);
+  b.Ints("huge", {int64_t{1} << 62}, true).Ints("zero_axis", {0});
+  b.Node("Shape", {"x"}, {"s"});
+  b.Node("Slice", {"s", "m1", "m4", "zero_axis", "step_back"}, {"back"});  // [7, 3]
+  b.Node("Slice", {"s", "first", "big"}, {"all"});
+  b.Node("Gather", {"s", "idx"}, {"picked"});  // [7, 2]
+  b.Node("Gather", {"s", "four"}, {"out_of_range"});
+  b.Node("Div", {"back", "three"}, {"div_positive"});  // truncating = flooring: 2, 1
+  b.Node("Sub", {"picked", "three"}, {"sub"});         // [4, -1]
+  b.Node("Div", {"sub", "three"}, {"div_negative"});   // -1 / 3: trunc and floor disagree
+  b.Node("Mul", {"s", "huge"}, {"overflow"});
+  auto& to32 = b.Node("Cast", {"s"}, {"s32"});
+  SetInt(to32, "to", onnx::TensorProto::INT32);
+  auto& big32 = b.Node("Cast", {"overflow_src"}, {"big32"});
+  SetInt(big32, "to", onnx::TensorProto::INT32);
+  b.Ints("overflow_src", {int64_t{1} << 40});
+  b.Node("Max", {"picked", "three"}, {"max"});
+  b.Node("Shape", {"y"}, {"symbolic"});
+  b.Node("Add", {"fed", "three"}, {"from_fed"});
+  for (const char* o : {"back", "all", "picked", "out_of_range", "div_positive", "sub",
+                        "div_negative", "overflow", "s32", "big32", "max", "symbolic", "from_fed"})
+    b.Output(o);
+  auto m = b.Load();
+  EXPECT_EQ(KnownValues(*m, "back"), (std::vector<int64_t>{7, 3}));
+  EXPECT_EQ(KnownValues(*m, "all"), (std::vector<int64_t>{2, 3, 10, 7}));
+  EXPECT_EQ(KnownValues(*m, "picked"), (std::vector<int64_t>{7, 2}));
+  EXPECT_EQ(KnownValues(*m, "out_of_range"), std::nullopt);
+  EXPECT_EQ(KnownValues(*m, "div_positive"), (std::vector<int64_t>{2, 1}));
+  EXPECT_EQ(KnownValues(*m, "sub"), (std::vector<int64_t>{4, -1}));
+  EXPECT_EQ(KnownValues(*m, "div_negative"), std::nullopt);
+  EXPECT_EQ(KnownValues(*m, "overflow"), std::nullopt);
+  EXPECT_EQ(KnownValues(*m, "s32"), (std::vector<int64_t>{2, 3, 10, 7}));
+  EXPECT_EQ(KnownValues(*m, "big32"), std::nullopt);
+  EXPECT_EQ(KnownValues(*m, "max"), (std::vector<int64_t>{7, 3}));
+  EXPECT_EQ(KnownValues(*m, "symbolic"), std::nullopt);
+  EXPECT_EQ(KnownValues(*m, "from_fed"), std::nullopt);
 }
 
 TEST(ShapeInference, UnevenSplitWithNumOutputsFromOpset18) {

@@ -76,7 +76,7 @@ def onnx_dim(d):
 
 def onnx_values(model):
     """Name -> (elem type name or None, [dims] or None) from ONNX's inference (main graph)."""
-    inferred = shape_inference.infer_shapes(model)
+    inferred = shape_inference.infer_shapes(model, data_prop=True)
     g = inferred.graph
     values = {}
     for t in g.initializer:

@@ -154,6 +154,49 @@ TEST(IdentityBypass, ASliceThatKeepsEverythingGoesToo) {
   ExpectSameOutputs(plain, optimized);
 }
 
+// Conv -> Pad(pads) -> Conv: torch's F.avg_pool2d(x, 2, 2) comes out as a Pad of zeros before
+// its AveragePool (GhostNetV2). A Pad that adds nothing goes; one that pads stays.
+std::string PadModel(const std::vector<int64_t>& pads) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(13);
+  auto* g = m.mutable_graph();
+  g->set_name("pad");
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0.0f, 0.1f);
+  for (const char* w : {"w1", "w2"}) {
+    std::vector<float> data(16 * 16 * 9);
+    for (float& v : data) v = normal(rng);
+    *g->add_initializer() = MakeFloatTensor(w, {16, 16, 3, 3}, data);
+  }
+  onnx::TensorProto* p = g->add_initializer();
+  p->set_name("pads");
+  p->set_data_type(onnx::TensorProto::INT64);
+  p->add_dims(static_cast<int64_t>(pads.size()));
+  for (int64_t v : pads) p->add_int64_data(v);
+  auto c1 = MakeNode("Conv", {"x", "w1"}, {"c1"}, "conv1");
+  AddIntsAttribute(&c1, "pads", {1, 1, 1, 1});
+  *g->add_node() = c1;
+  *g->add_node() = MakeNode("Pad", {"c1", "pads"}, {"p"}, "pad");
+  *g->add_node() = MakeNode("Conv", {"p", "w2"}, {"y"}, "conv2");
+  AddFloatValue(g->add_input(), "x", {1, 16, 8, 8});
+  auto* y = g->add_output();  // no declared shape: 6 x 6 or 8 x 8
+  y->set_name("y");
+  y->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  return m.SerializeAsString();
+}
+
+TEST(IdentityBypass, APadOfZerosGoesToo) {
+  const std::string bytes = PadModel({0, 0, 0, 0, 0, 0, 0, 0});
+  const Result plain = RunAt(bytes, 0), optimized = RunAt(bytes, 1);
+  EXPECT_EQ(optimized.nodes, 1u);  // Conv, Conv: one group
+  ExpectSameOutputs(plain, optimized);
+  const std::string padding = PadModel({0, 0, 1, 1, 0, 0, 1, 1});
+  const Result plain2 = RunAt(padding, 0), optimized2 = RunAt(padding, 1);
+  EXPECT_GT(optimized2.nodes, 1u);
+  ExpectSameOutputs(plain2, optimized2);
+}
+
 TEST(IdentityBypass, GraphOutputsAndInitializersDeclaredAsInputsKeepTheirValues) {
   {  // b1 is a graph output: id1 stays (id2 reads b1, a constant's Identity, and goes).
     const std::string bytes = Model(false, true);

@@ -58,6 +58,9 @@ std::shared_ptr<GroupConstant> BorrowConstant(const ep::ConstTensor& t) {
   auto c = std::make_shared<GroupConstant>();
   c->dims = t.shape_vector();
   if (t.type() == NX_TYPE_FLOAT) c->data = std::span<const float>(t.data<float>(), t.size());
+  constexpr size_t kMaxInts = 16;  // members read a few (a Resize's 4 sizes)
+  if (t.type() == NX_TYPE_INT64 && t.size() <= kMaxInts)
+    c->ints.assign(t.data<int64_t>(), t.data<int64_t>() + t.size());
   return c;
 }
 

@@ -22,6 +22,7 @@ struct GroupConstant {
   // keeps nothing), or `owned` (a group compiled again at run time).
   std::span<const float> data;
   std::vector<float> owned;
+  std::vector<int64_t> ints;  // an int64 constant's values (a Resize's sizes), always a copy
 
   float At(size_t i) const {
     NXRT_EP_ENFORCE(i < data.size(), "blocked group: a constant has too few elements");

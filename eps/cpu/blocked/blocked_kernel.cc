@@ -217,6 +217,9 @@ class ProgramRunner {
       for (const MeanCall& m : call.means)
         RunMean(m, reinterpret_cast<const float*>(Address(m.from, image, state)),
                 reinterpret_cast<float*>(Address(m.to, image, state)));
+      for (const NearestResize& r : call.resizes)
+        RunNearestResize(r, reinterpret_cast<const float*>(Address(r.from, image, state)),
+                         reinterpret_cast<float*>(Address(r.to, image, state)));
       if (call.winograd) {
         call.winograd->Run(reinterpret_cast<const float*>(Address(call.winograd_src, image, state)),
                            reinterpret_cast<float*>(Address(call.winograd_dst, image, state)),
@@ -267,6 +270,34 @@ class ProgramRunner {
       }
       for (int64_t l = 0; l < b; ++l)
         to[blk * b + l] = static_cast<float>(total[l] / static_cast<double>(m.pixels));
+    }
+  }
+
+  // Pixel by pixel (one block of lanes each); an output row that repeats the row before it (an
+  // upscale) is a copy of that row.
+  static void RunNearestResize(const NearestResize& r, const float* from, float* to) {
+    const int64_t b = r.block, out_row = r.out_width * b;
+    const std::vector<int64_t>& rows = *r.rows;
+    const std::vector<int64_t>& cols = *r.cols;
+    for (int64_t blk = 0; blk < r.blocks; ++blk) {
+      const float* src = from + blk * r.in_height * r.in_width * b;
+      float* dst = to + blk * r.out_height * out_row;
+      for (int64_t oh = 0; oh < r.out_height; ++oh) {
+        float* d = dst + oh * out_row;
+        if (oh > 0 && rows[static_cast<size_t>(oh)] == rows[static_cast<size_t>(oh - 1)]) {
+          std::memcpy(d, d - out_row, static_cast<size_t>(out_row) * sizeof(float));
+          continue;
+        }
+        const float* s = src + rows[static_cast<size_t>(oh)] * r.in_width * b;
+        if (b == 16) {
+          for (int64_t ow = 0; ow < r.out_width; ++ow)
+            std::memcpy(d + ow * 16, s + cols[static_cast<size_t>(ow)] * 16, 16 * sizeof(float));
+        } else {
+          for (int64_t ow = 0; ow < r.out_width; ++ow)
+            std::memcpy(d + ow * b, s + cols[static_cast<size_t>(ow)] * b,
+                        static_cast<size_t>(b) * sizeof(float));
+        }
+      }
     }
   }
 

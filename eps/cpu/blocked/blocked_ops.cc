@@ -1,7 +1,10 @@
 #include "blocked/blocked_ops.h"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
+
+#include "kernels/nn/resize_plan.h"
 
 namespace nxrt::cpu::blocked {
 
@@ -146,6 +149,47 @@ bool SpatialMean(const ep::NodeView& node, const std::vector<bool>& constant) {
   return axes == std::vector<int64_t>{2, 3};
 }
 
+// A nearest Resize of the spatial axes by constant sizes or scales: its rules ONNX's (not
+// tf_crop_and_resize, which reads roi), every axis, N and C unchanged.
+bool NearestResize(const ep::NodeView& node, const std::vector<bool>& constant) {
+  const size_t inputs = node.input_count();
+  if (node.opset() < 11 || inputs < 2 || inputs > 4 || node.output_count() != 1 || constant[0])
+    return false;
+  if (node.attr_string("mode", "nearest") != "nearest" || !node.attr_ints("axes").empty() ||
+      node.attr_string("keep_aspect_ratio_policy", "stretch") != "stretch")
+    return false;
+  auto coord = nn::CoordModeNamed(node.attr_string("coordinate_transformation_mode", "half_pixel"));
+  if (!coord || *coord == nn::CoordMode::kTfCropAndResize ||
+      !nn::NearestModeNamed(node.attr_string("nearest_mode", "round_prefer_floor")))
+    return false;
+  ep::ValueInfoView x = node.input(0), y = node.output(0);
+  if (!IsBlockable(x) || !IsBlockable(y)) return false;
+  for (size_t i = 1; i < inputs; ++i)
+    if (node.input(i).present() && !constant[i]) return false;
+  auto given = [&](size_t i) -> std::optional<ep::ConstTensor> {
+    if (i >= inputs || !node.input(i).present()) return std::nullopt;
+    std::optional<ep::ConstTensor> t = node.input(i).constant();
+    if (t && t->size() == 0) return std::nullopt;  // an empty placeholder
+    return t;
+  };
+  std::optional<ep::ConstTensor> scales = given(2), sizes = given(3);
+  if (scales.has_value() == sizes.has_value()) return false;
+  const std::vector<int64_t> xd = StaticDims(x);
+  if (scales) {
+    if (scales->type() != NX_TYPE_FLOAT || scales->size() != 4) return false;
+    const float* s = scales->data<float>();
+    if (s[0] != 1.0f || s[1] != 1.0f) return false;
+    // Upscales only: floor(in * scale) is then never 0 whatever the run-time size.
+    for (int d = 2; d < 4; ++d)
+      if (!(s[d] >= 1.0f) || !std::isfinite(s[d])) return false;
+    return true;
+  }
+  if (sizes->type() != NX_TYPE_INT64 || sizes->size() != 4) return false;
+  const int64_t* s = sizes->data<int64_t>();
+  // The batch must be known to be unchanged: a Resize of N is no blocked step.
+  return xd[0] > 0 && s[0] == xd[0] && s[1] == xd[1] && s[2] > 0 && s[3] > 0;
+}
+
 // Gelu in its exact erf form: ONNX's (opset 20) without the tanh approximation, or
 // com.microsoft's.
 bool IsErfGelu(const ep::NodeView& node) {
@@ -246,6 +290,7 @@ BlockedOp ClassifyWithConstants(const ep::NodeView& node, int64_t block,
     if (!IsBlockable(node.input(0)) || !IsBlockable(node.output(0))) return BlockedOp::kNone;
     return BlockedOp::kGlobalPool;
   }
+  if (op == "Resize") return NearestResize(node, constant) ? BlockedOp::kResize : BlockedOp::kNone;
   if (op == "Concat") {
     const int64_t axis = node.attr_int("axis", 0);
     if ((axis != 1 && axis != -3) || inputs < 1 || node.output_count() != 1)

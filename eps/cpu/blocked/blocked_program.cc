@@ -1,6 +1,7 @@
 #include "blocked/blocked_program.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -17,6 +18,7 @@
 #include "kernels/linalg/conv_plan.h"
 #include "kernels/linalg/dnnl_util.h"
 #include "kernels/nn/pool_geometry.h"
+#include "kernels/nn/resize_plan.h"
 
 namespace nxrt::cpu::blocked {
 namespace {
@@ -169,6 +171,9 @@ class Compiler {
           }
           break;
         }
+        case BlockedOp::kResize:
+          y = ResizedDims(static_cast<int>(i), x).first;
+          break;
         case BlockedOp::kConcat:
           y[1] = 0;
           for (int v : node.inputs) {
@@ -196,6 +201,36 @@ class Compiler {
       out.dims = y;
       if (out.output >= 0) program_.output_dims[static_cast<size_t>(out.output)] = y;
     }
+  }
+
+  // A nearest Resize's output shape for input shape `x`, and its height and width scales: from
+  // the constant `sizes` (the scale is out / in) or `scales` (the output is floor(in * scale)).
+  std::pair<std::vector<int64_t>, std::array<double, 2>> ResizedDims(
+      int node, const std::vector<int64_t>& x) {
+    const GroupNode& n = Node(node);
+    std::vector<int64_t> y = x;
+    std::array<double, 2> scale{};
+    const int sizes = n.Input(3), scales = n.Input(2);
+    if (sizes >= 0 && V(sizes).constant && !V(sizes).constant->ints.empty()) {
+      const std::vector<int64_t>& s = V(sizes).constant->ints;
+      NXRT_EP_ENFORCE(s.size() == 4, "blocked group: " + n.Describe() + " needs 4 sizes");
+      y = s;
+      for (int d = 0; d < 2; ++d)
+        scale[d] = static_cast<double>(y[d + 2]) / static_cast<double>(x[d + 2]);
+    } else {
+      NXRT_EP_ENFORCE(scales >= 0 && V(scales).constant && V(scales).constant->data.size() == 4,
+                      "blocked group: " + n.Describe() + " needs 4 constant scales or sizes");
+      for (int d = 0; d < 2; ++d) {
+        scale[d] = V(scales).constant->data[static_cast<size_t>(d + 2)];
+        const double out = std::floor(scale[d] * static_cast<double>(x[d + 2]));
+        NXRT_EP_ENFORCE(out >= 1.0 && out < 1e9,
+                        "blocked group: " + n.Describe() + " makes an empty or huge output");
+        y[d + 2] = static_cast<int64_t>(out);
+      }
+    }
+    NXRT_EP_ENFORCE(y[0] == x[0] && y[1] == x[1],
+                    "blocked group: " + n.Describe() + " resizes the batch or the channels");
+    return {y, scale};
   }
 
   linalg::ConvGeometry ConvGeometryOf(int node) {
@@ -772,6 +807,9 @@ class Compiler {
         break;
       case BlockedOp::kConcat:
         EmitConcat(node);
+        break;
+      case BlockedOp::kResize:
+        EmitResize(node);
         break;
       default:
         ep::Fail(NX_FAIL, "blocked group: unexpected member " + Node(node).Describe());
@@ -1449,6 +1487,40 @@ class Compiler {
       Defer(call, pd);
       call.scratch_bytes = Scratch(pd);
       call.args = {{DNNL_ARG_SRC, src, At(x, c0)}, {DNNL_ARG_DST, dst, At(y, c0)}};
+      step.parts.push_back({call});
+    }
+    Push(std::move(step), {x}, {y});
+  }
+
+  // nxrt's gather of whole pixels (a block of lanes each) by per-axis index tables, the
+  // tables from the plain Resize kernel's planner (the same rounding rules).
+  void EmitResize(int node) {
+    const GroupNode& n = Node(node);
+    const int x = in_[static_cast<size_t>(node)][0], y = out_[static_cast<size_t>(node)][0];
+    Allocate(y);
+    const std::vector<int64_t>& xd = V(x).dims;
+    // (Not a structured binding: clang 14 cannot capture those in the lambda below.)
+    const std::pair<std::vector<int64_t>, std::array<double, 2>> resized = ResizedDims(node, xd);
+    const std::vector<int64_t>& yd = resized.first;
+    const std::array<double, 2>& scale = resized.second;
+    nn::ResizeOptions opt;
+    opt.mode = nn::ResizeMode::kNearest;
+    opt.coord = *nn::CoordModeNamed(n.String("coordinate_transformation_mode", "half_pixel"));
+    opt.nearest = *nn::NearestModeNamed(n.String("nearest_mode", "round_prefer_floor"));
+    auto table = [&](int d) {
+      return std::make_shared<const std::vector<int64_t>>(
+          nn::MakeAxisPlan(opt, static_cast<size_t>(d + 2), xd[static_cast<size_t>(d + 2)],
+                           yd[static_cast<size_t>(d + 2)], scale[static_cast<size_t>(d)], 0.0, 1.0)
+              .index);
+    };
+    auto rows = table(0), cols = table(1);
+    const int64_t c = xd[1];
+    Step step = NewStep(node, OpType(node));
+    step.images = xd[0];
+    for (auto [c0, c1] : Slices(c, SliceCount(c * yd[2] * yd[3] * 4 >= kMinSliceBytes))) {
+      Call call;
+      call.resizes.push_back({At(x, c0), At(y, c0), (c1 - c0 + Block() - 1) / Block(), xd[2], xd[3],
+                              yd[2], yd[3], static_cast<int>(Block()), rows, cols});
       step.parts.push_back({call});
     }
     Push(std::move(step), {x}, {y});

@@ -10,7 +10,8 @@
 //    between have no other reader: activations, x * Sigmoid(x) (Swish), and Add of a value
 //    computed earlier (a "sum" post-op, written in place over that value when it has no later
 //    reader).
-//  - Other members become pooling, eltwise, binary and concat primitives on the blocked layout.
+//  - Other members become pooling, eltwise, binary and concat primitives on the blocked layout;
+//    nearest Resizes gather whole pixels (a block of lanes each) by nxrt's own index tables.
 //  - Values that leave the group are reordered back to plain NCHW into the kernel's outputs as
 //    soon as they are computed.
 //  - Every value inside lives in one per-run arena, placed by lifetime (values that are never

@@ -71,14 +71,25 @@ struct MeanCall {
   int block = 8;
 };
 
+// A nearest Resize of `blocks` channel blocks (`block` lanes) from planes of `in_height` x
+// `in_width` pixels at `from` to planes of `out_height` x `out_width` at `to`: output pixel (r, c)
+// is input pixel (rows[r], cols[c]).
+struct NearestResize {
+  Location from, to;
+  int64_t blocks = 0, in_height = 0, in_width = 0, out_height = 0, out_width = 0;
+  int block = 8;
+  std::shared_ptr<const std::vector<int64_t>> rows, cols;
+};
+
 // Byte copies, then one primitive call (either may be absent). Copies put the addend of a fused
 // Add (sum post-op) under the destination, or place the inputs of a Concat.
 struct Call {
   int id = 0;  // index among all calls of the program (per-run bindings)
   std::vector<Copy> copies;
-  std::vector<LaneCopy> lane_copies;  // after the byte copies
-  std::vector<PadCopy> pad_copies;    // after the lane copies
-  std::vector<MeanCall> means;        // after the pad copies
+  std::vector<LaneCopy> lane_copies;   // after the byte copies
+  std::vector<PadCopy> pad_copies;     // after the lane copies
+  std::vector<MeanCall> means;         // after the pad copies
+  std::vector<NearestResize> resizes;  // after the means
   bool has_primitive = false;
   dnnl::primitive primitive;
   std::optional<dnnl::primitive_desc_base> pending;  // while compiling: what `primitive` becomes

@@ -299,33 +299,14 @@ class Resize : public ep::Kernel {
       opt_.nearest = NearestMode::kSimple;
     } else {
       std::string c = info.attr_string("coordinate_transformation_mode", "half_pixel");
-      if (c == "half_pixel")
-        opt_.coord = CoordMode::kHalfPixel;
-      else if (c == "half_pixel_symmetric")
-        opt_.coord = CoordMode::kHalfPixelSymmetric;
-      else if (c == "pytorch_half_pixel")
-        opt_.coord = CoordMode::kPytorchHalfPixel;
-      else if (c == "align_corners")
-        opt_.coord = CoordMode::kAlignCorners;
-      else if (c == "asymmetric")
-        opt_.coord = CoordMode::kAsymmetric;
-      else if (c == "tf_half_pixel_for_nn")
-        opt_.coord = CoordMode::kTfHalfPixelForNn;
-      else if (c == "tf_crop_and_resize")
-        opt_.coord = CoordMode::kTfCropAndResize;
-      else
+      std::optional<CoordMode> coord = CoordModeNamed(c);
+      if (!coord)
         ep::Fail(NX_INVALID_ARGUMENT, op_ + ": unknown coordinate_transformation_mode '" + c + "'");
+      opt_.coord = *coord;
       std::string n = info.attr_string("nearest_mode", "round_prefer_floor");
-      if (n == "round_prefer_floor")
-        opt_.nearest = NearestMode::kRoundPreferFloor;
-      else if (n == "round_prefer_ceil")
-        opt_.nearest = NearestMode::kRoundPreferCeil;
-      else if (n == "floor")
-        opt_.nearest = NearestMode::kFloor;
-      else if (n == "ceil")
-        opt_.nearest = NearestMode::kCeil;
-      else
-        ep::Fail(NX_INVALID_ARGUMENT, op_ + ": unknown nearest_mode '" + n + "'");
+      std::optional<NearestMode> nearest = NearestModeNamed(n);
+      if (!nearest) ep::Fail(NX_INVALID_ARGUMENT, op_ + ": unknown nearest_mode '" + n + "'");
+      opt_.nearest = *nearest;
       opt_.cubic_a = info.attr_float("cubic_coeff_a", -0.75f);
       opt_.exclude_outside = info.attr_int("exclude_outside", 0) != 0;
       opt_.extrapolation = info.attr_float("extrapolation_value", 0.0f);

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <nxrt/nxrt_ep.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,25 @@ enum class CoordMode {
 };
 // kSimple is the pre-opset-11 rule: truncate when upsampling, round up when downsampling.
 enum class NearestMode { kRoundPreferFloor, kRoundPreferCeil, kFloor, kCeil, kSimple };
+
+// The rules by their ONNX names (Resize 11 on); nullopt for a name ONNX does not define.
+inline std::optional<CoordMode> CoordModeNamed(const std::string& c) {
+  if (c == "half_pixel") return CoordMode::kHalfPixel;
+  if (c == "half_pixel_symmetric") return CoordMode::kHalfPixelSymmetric;
+  if (c == "pytorch_half_pixel") return CoordMode::kPytorchHalfPixel;
+  if (c == "align_corners") return CoordMode::kAlignCorners;
+  if (c == "asymmetric") return CoordMode::kAsymmetric;
+  if (c == "tf_half_pixel_for_nn") return CoordMode::kTfHalfPixelForNn;
+  if (c == "tf_crop_and_resize") return CoordMode::kTfCropAndResize;
+  return std::nullopt;
+}
+inline std::optional<NearestMode> NearestModeNamed(const std::string& n) {
+  if (n == "round_prefer_floor") return NearestMode::kRoundPreferFloor;
+  if (n == "round_prefer_ceil") return NearestMode::kRoundPreferCeil;
+  if (n == "floor") return NearestMode::kFloor;
+  if (n == "ceil") return NearestMode::kCeil;
+  return std::nullopt;
+}
 
 struct ResizeOptions {
   ResizeMode mode = ResizeMode::kNearest;

@@ -2,7 +2,11 @@
 // add, mul, max, min). The output starts as a copy of data; updates are applied in index order,
 // sequentially, so duplicate indices behave as the spec's reference loop does.
 #include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <mutex>
 #include <type_traits>
+#include <vector>
 
 #include "kernels/tensor/strided_copy.h"
 #include "kernels/tensor/tensor_kernels.h"
@@ -135,9 +139,52 @@ class ScatterElements : public ep::Kernel {
   Reduction red_;
 };
 
+// Where ScatterND's updates go: runs of index tuples whose slices lie one after another in the
+// output, each copied (or reduced) as one block. torch's slice assignment x[:, :, a:, b:] = v
+// exports as ScatterND with one tuple per element (MViTv2's relative positions: 1.2M tuples for a
+// [1, 2, 784, 784] attention map); its runs are the rows of the box.
+struct ScatterPlan {
+  std::vector<int64_t> data_dims;
+  struct Run {
+    int64_t out, upd, count;  // elements
+  };
+  std::vector<Run> runs;
+};
+
+ScatterPlan PlanScatterND(const std::vector<int64_t>& dd, const std::vector<int64_t>& id,
+                          const ep::ConstTensor& indices) {
+  const int64_t r = static_cast<int64_t>(dd.size()), q = static_cast<int64_t>(id.size());
+  const int64_t k = id[static_cast<size_t>(q - 1)];
+  const std::vector<int64_t> strides = StridesOf(dd);
+  const std::vector<int64_t> raw = ReadInts(indices, "ScatterND", "indices");
+  const int64_t tuples = Product(id, 0, q - 1), inner = Product(dd, k, r);
+  ScatterPlan plan;
+  plan.data_dims = dd;
+  for (int64_t t = 0; t < tuples; ++t) {
+    int64_t off = 0;
+    const int64_t* tuple = raw.data() + t * k;
+    for (int64_t j = 0; j < k; ++j) {
+      const int64_t dim = dd[static_cast<size_t>(j)], i = tuple[j];
+      // One unsigned compare for both ends; the error message only when it fails.
+      if (static_cast<uint64_t>(i < 0 ? i + dim : i) >= static_cast<uint64_t>(dim))
+        NormalizeIndex(i, dim, "ScatterND");
+      off += (i < 0 ? i + dim : i) * strides[static_cast<size_t>(j)];
+    }
+    if (!plan.runs.empty() && plan.runs.back().out + plan.runs.back().count == off) {
+      plan.runs.back().count += inner;
+    } else {
+      plan.runs.push_back({off, t * inner, inner});
+    }
+  }
+  return plan;
+}
+
 class ScatterND : public ep::Kernel {
  public:
-  explicit ScatterND(const ep::KernelInfo& info) : red_(ParseReduction(info, "ScatterND")) {}
+  explicit ScatterND(const ep::KernelInfo& info)
+      : red_(ParseReduction(info, "ScatterND")),
+        constant_indices_(info.constant_input(1).has_value()) {}
+
   void Compute(ep::KernelContext& ctx) override {
     ep::ConstTensor data = ctx.input(0), indices = ctx.input(1), updates = ctx.input(2);
     std::vector<int64_t> dd = data.shape_vector(), id = indices.shape_vector();
@@ -153,36 +200,44 @@ class ScatterND : public ep::Kernel {
                                                       ShapeToString(ud));
     NXRT_EP_ENFORCE(updates.type() == data.type(),
                     "ScatterND: updates and data have different element types");
-    std::vector<int64_t> strides = StridesOf(dd);
-    std::vector<int64_t> raw = ReadInts(indices, "ScatterND", "indices");
-    int64_t tuples = Product(id, 0, q - 1);
-    int64_t inner = Product(dd, k, r);
-    std::vector<int64_t> offsets(tuples);
-    for (int64_t t = 0; t < tuples; ++t) {
-      int64_t off = 0;
-      for (int64_t j = 0; j < k; ++j)
-        off += NormalizeIndex(raw[t * k + j], dd[j], "ScatterND") * strides[j];
-      offsets[t] = off;
-    }
+    std::shared_ptr<const ScatterPlan> plan = Plan(dd, id, indices);
     ep::Tensor y = ctx.output(0, dd, data.type());
     DispatchScatter(data.type(), red_, [&]<class T>(auto apply) {
       InView<T> src(data), upd(updates);
       OutView<T> dst(y);
       T* out = dst.data();
       int64_t total = ShapeSize(dd);
-      if (total) std::copy_n(src.data(), total, out);
+      if (total && out != src.data()) std::copy_n(src.data(), total, out);
       const T* u = upd.data();
-      for (int64_t t = 0; t < tuples && inner > 0; ++t) {
-        T* o = out + offsets[t];
-        const T* s = u + t * inner;
-        for (int64_t i = 0; i < inner; ++i) apply(o[i], s[i]);
+      for (const ScatterPlan::Run& run : plan->runs) {
+        T* o = out + run.out;
+        const T* s = u + run.upd;
+        if (red_ == Reduction::kNone) {
+          std::copy_n(s, run.count, o);
+        } else {
+          for (int64_t i = 0; i < run.count; ++i) apply(o[i], s[i]);
+        }
       }
       dst.Commit();
     });
   }
 
  private:
+  // Constant indices are planned once per data shape (runs of a session may overlap).
+  std::shared_ptr<const ScatterPlan> Plan(const std::vector<int64_t>& dd,
+                                          const std::vector<int64_t>& id,
+                                          const ep::ConstTensor& indices) {
+    if (!constant_indices_) return std::make_shared<ScatterPlan>(PlanScatterND(dd, id, indices));
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!cached_ || cached_->data_dims != dd)
+      cached_ = std::make_shared<ScatterPlan>(PlanScatterND(dd, id, indices));
+    return cached_;
+  }
+
   Reduction red_;
+  bool constant_indices_;
+  std::mutex mu_;
+  std::shared_ptr<const ScatterPlan> cached_;
 };
 
 }  // namespace
@@ -190,7 +245,7 @@ class ScatterND : public ep::Kernel {
 void RegisterScatter(NxKernelRegistry* r) {
   ep::KernelDefBuilder("Scatter").Versions(9).Build<ScatterElements>(r);
   ep::KernelDefBuilder("ScatterElements").Versions(11).Build<ScatterElements>(r);
-  ep::KernelDefBuilder("ScatterND").Versions(11).Build<ScatterND>(r);
+  ep::KernelDefBuilder("ScatterND").Versions(11).MayInplace(0, 0).Build<ScatterND>(r);
 }
 
 }  // namespace nxrt::cpu::tensor

@@ -28,6 +28,7 @@ using namespace nxrt::test::blocked;
 using nxrt::test::AddFloatValue;
 using nxrt::test::AddIntAttribute;
 using nxrt::test::AddIntsAttribute;
+using nxrt::test::AddStringAttribute;
 using nxrt::test::MakeFloatTensor;
 using nxrt::test::MakeNode;
 
@@ -278,6 +279,99 @@ TEST(BlockedGroup, SpatialReduceMeansPoolInsideTheGroup) {
   channels.Conv("m", "y", 1, 8, 1);
   channels.Output("y", {1, 8, 6, 6});
   ExpectSameAsNodeByNode(channels.Bytes(), {"x"}, {{1, 16, 6, 6}});
+}
+
+// GhostNetV2's attention gate: a pooled branch (AvgPool, convolutions, Sigmoid) resized back to
+// the block's size by a nearest Resize and multiplied in. The Resize is a member: by constant
+// sizes, by constant scales, and by sizes torch computes from the gate's own shape (Shape ->
+// Slice -> Concat, which the session makes a constant before placement, so no cycle cuts the
+// group), under each coordinate rule; factors that are not integers (7 -> 12, 12 -> 5) and
+// downscales too. Channel counts are not multiples of the block.
+TEST(BlockedGroup, NearestResizesRunInsideTheGroup) {
+  struct Case {
+    const char* coord;
+    const char* nearest;
+    const char* how;  // "sizes", "scales", "shape"
+  };
+  const Case cases[] = {{"asymmetric", "floor", "shape"},
+                        {"half_pixel", "round_prefer_floor", "sizes"},
+                        {"pytorch_half_pixel", "round_prefer_ceil", "sizes"},
+                        {"align_corners", "round_prefer_floor", "sizes"},
+                        {"tf_half_pixel_for_nn", "ceil", "scales"},
+                        {"asymmetric", "floor", "scales"}};
+  for (const Case& k : cases) {
+    SCOPED_TRACE(std::string(k.coord) + " / " + k.nearest + " / " + k.how);
+    Builder b(13);
+    const int64_t c = 20;
+    b.Input("x", {1, c, 14, 10});
+    b.Conv("x", "c1", c, c, 1);
+    b.Pool("AveragePool", "c1", "p", 2, 2, 0);  // 7 x 5
+    b.Conv("p", "g1", c, c, 3, 1, 1, c);
+    b.Op("Sigmoid", {"g1"}, "gate");
+    std::vector<std::string> ins = {"gate", "", ""};
+    if (std::string(k.how) == "scales") {
+      b.Constant("scales", {4}, {1.0f, 1.0f, 2.0f, 2.0f});
+      ins[2] = "scales";
+    } else if (std::string(k.how) == "sizes") {
+      b.Int64Constant("sizes", {4}, {1, c, 14, 10});
+      ins.push_back("sizes");
+    } else {
+      b.Op("Shape", {"gate"}, "gshape");
+      b.Int64Constant("s0", {1}, {0});
+      b.Int64Constant("s2", {1}, {2});
+      b.Op("Slice", {"gshape", "s0", "s2"}, "nc");
+      b.Int64Constant("hw", {2}, {14, 10});
+      auto cat = MakeNode("Concat", {"nc", "hw"}, {"sizes"}, "cat");
+      AddIntAttribute(&cat, "axis", 0);
+      b.Raw(cat);
+      ins.push_back("sizes");
+    }
+    auto resize = MakeNode("Resize", ins, {"up"}, "resize");
+    AddStringAttribute(&resize, "mode", "nearest");
+    AddStringAttribute(&resize, "coordinate_transformation_mode", k.coord);
+    AddStringAttribute(&resize, "nearest_mode", k.nearest);
+    b.Raw(resize);
+    b.Op("Mul", {"c1", "up"}, "gated");
+    b.Conv("gated", "y", c, 12, 3);
+    b.Output("y", {1, 12, 14, 10});
+    auto [ref, blocked] = ExpectSameAsNodeByNode(b.Bytes(), {"x"}, {{1, c, 14, 10}});
+    EXPECT_EQ(blocked, 1u) << "the Resize left the group";
+  }
+  // Factors that are not integers, up and down, with a batch of 2.
+  for (const char* coord : {"half_pixel", "asymmetric", "align_corners"}) {
+    SCOPED_TRACE(coord);
+    Builder b(13);
+    b.Input("x", {2, 9, 7, 12});
+    b.Conv("x", "c1", 9, 9, 3);
+    b.Int64Constant("sizes", {4}, {2, 9, 12, 5});
+    auto resize = MakeNode("Resize", {"c1", "", "", "sizes"}, {"r"}, "resize");
+    AddStringAttribute(&resize, "coordinate_transformation_mode", coord);
+    b.Raw(resize);
+    b.Conv("r", "y", 9, 10, 3);
+    b.Output("y", {2, 10, 12, 5});
+    auto [ref, blocked] = ExpectSameAsNodeByNode(b.Bytes(), {"x"}, {{2, 9, 7, 12}});
+    EXPECT_EQ(blocked, 1u);
+  }
+  // Linear resizes, nearest ones of the channels, and downscales by scales (whose output could
+  // be empty at some run-time size) stay nodes: the group is cut around them.
+  for (const std::string mode : {"linear", "channels", "down"}) {
+    SCOPED_TRACE(mode);
+    Builder b(13);
+    b.Input("x", {1, 8, 12, 12});
+    b.Conv("x", "c1", 8, 8, 3);
+    b.Conv("c1", "c2", 8, 8, 3);
+    const float hw = mode == "down" ? 0.5f : 2.0f;
+    b.Constant("scales", {4}, {1.0f, mode == "channels" ? 2.0f : 1.0f, hw, hw});
+    auto resize = MakeNode("Resize", {"c2", "", "scales"}, {"r"}, "resize");
+    if (mode == "linear") AddStringAttribute(&resize, "mode", "linear");
+    b.Raw(resize);
+    b.Conv("r", "c3", mode == "channels" ? 16 : 8, 8, 3);
+    b.Conv("c3", "y", 8, 8, 3);
+    const int64_t side = mode == "down" ? 6 : 24;
+    b.Output("y", {1, 8, side, side});
+    auto [ref, blocked] = ExpectSameAsNodeByNode(b.Bytes(), {"x"}, {{1, 8, 12, 12}});
+    EXPECT_EQ(blocked, 3u);  // two groups and the Resize
+  }
 }
 
 // A global average pool inside a group sums a large plane exactly enough: PP-OCRv6 det's
