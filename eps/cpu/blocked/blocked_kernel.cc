@@ -301,21 +301,18 @@ class ProgramRunner {
     }
   }
 
-  // Each source block's lanes go to one or two destination blocks, pixel by pixel.
+  // In chunks of lanes that stay inside one source block and one destination block (at most
+  // two per block when the offsets differ), each chunk pixel by pixel.
   static void RunLaneCopy(const LaneCopy& c, const float* from, float* to) {
     const int64_t b = c.block, plane = c.pixels * b;
-    for (int64_t c0 = 0; c0 < c.channels; c0 += b) {
-      const int64_t n = std::min(b, c.channels - c0);
-      const float* src = from + (c0 / b) * plane;
-      const int64_t d = c.to_channel + c0;  // first destination channel
-      float* dst = to + (d / b) * plane;
-      const int64_t lane = d % b, first = std::min(n, b - lane), rest = n - first;
-      for (int64_t p = 0; p < c.pixels; ++p) {
-        const float* s = src + p * b;
-        float* t = dst + p * b;
-        for (int64_t l = 0; l < first; ++l) t[lane + l] = s[l];
-        for (int64_t l = 0; l < rest; ++l) t[plane + l] = s[first + l];
-      }
+    for (int64_t ch = 0; ch < c.channels;) {
+      const int64_t s = c.from_channel + ch, d = c.to_channel + ch;
+      const int64_t n = std::min({b - s % b, b - d % b, c.channels - ch});
+      const float* src = from + (s / b) * plane + s % b;
+      float* dst = to + (d / b) * plane + d % b;
+      for (int64_t p = 0; p < c.pixels; ++p)
+        std::memcpy(dst + p * b, src + p * b, static_cast<size_t>(n) * sizeof(float));
+      ch += n;
     }
     const int64_t end = c.to_channel + c.channels;
     if (!c.zero_tail || end % b == 0) return;

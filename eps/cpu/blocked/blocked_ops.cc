@@ -190,6 +190,26 @@ bool NearestResize(const ep::NodeView& node, const std::vector<bool>& constant) 
   return xd[0] > 0 && s[0] == xd[0] && s[1] == xd[1] && s[2] > 0 && s[3] > 0;
 }
 
+// A Split along channels whose every output has a known channel count (shape inference read
+// the split sizes): the counts add up to the input's, the rest of the shape is the input's.
+bool ChannelSplit(const ep::NodeView& node, const std::vector<bool>& constant) {
+  const int64_t axis = node.attr_int("axis", 0);
+  if ((axis != 1 && axis != -3) || node.input_count() < 1 || node.input_count() > 2 ||
+      node.output_count() < 1 || constant[0] || !IsBlockable(node.input(0)))
+    return false;
+  if (node.input_count() == 2 && node.input(1).present() && !constant[1]) return false;
+  const std::vector<int64_t> x = StaticDims(node.input(0));
+  int64_t channels = 0;
+  for (size_t o = 0; o < node.output_count(); ++o) {
+    ep::ValueInfoView y = node.output(o);
+    if (!IsBlockable(y)) return false;
+    const std::vector<int64_t> d = StaticDims(y);
+    if (!MayMatch(d[0], x[0]) || !MayMatch(d[2], x[2]) || !MayMatch(d[3], x[3])) return false;
+    channels += d[1];
+  }
+  return channels == x[1];
+}
+
 // Gelu in its exact erf form: ONNX's (opset 20) without the tanh approximation, or
 // com.microsoft's.
 bool IsErfGelu(const ep::NodeView& node) {
@@ -291,6 +311,7 @@ BlockedOp ClassifyWithConstants(const ep::NodeView& node, int64_t block,
     return BlockedOp::kGlobalPool;
   }
   if (op == "Resize") return NearestResize(node, constant) ? BlockedOp::kResize : BlockedOp::kNone;
+  if (op == "Split") return ChannelSplit(node, constant) ? BlockedOp::kSplit : BlockedOp::kNone;
   if (op == "Concat") {
     const int64_t axis = node.attr_int("axis", 0);
     if ((axis != 1 && axis != -3) || inputs < 1 || node.output_count() != 1)

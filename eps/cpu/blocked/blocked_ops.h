@@ -34,6 +34,8 @@ enum class BlockedOp {
   kGlobalPool,     // GlobalAveragePool, GlobalMaxPool; ReduceMean over the spatial axes with
                    // keepdims
   kConcat,         // along channels
+  kSplit,          // Split along channels into outputs of known channel counts (YOLOv8's C2f,
+                   // MixNet's mixed kernels, ShuffleNet)
   kResize,         // Resize (opset 11 on), nearest, of height and width only, by a constant
                    // `sizes` or `scales` (torch's F.interpolate; GhostNetV2's attention gates)
   kConstantAlias,  // Identity, Reshape, Squeeze, Unsqueeze or Flatten of a constant (torch

@@ -136,6 +136,10 @@ class Compiler {
       NXRT_EP_ENFORCE(x.size() == 4,
                       "blocked group: " + node.Describe() + " reads a value of unknown shape");
       std::vector<int64_t> y = x;
+      if (node.op == BlockedOp::kSplit) {
+        SplitShapes(static_cast<int>(i), x);
+        continue;
+      }
       switch (node.op) {
         case BlockedOp::kConv:
           y = ConvGeometryOf(static_cast<int>(i)).output_dims().to_vector();
@@ -201,6 +205,29 @@ class Compiler {
       out.dims = y;
       if (out.output >= 0) program_.output_dims[static_cast<size_t>(out.output)] = y;
     }
+  }
+
+  // A channel Split's outputs: the channel counts the model declares (ClassifyNode required
+  // them), the rest of `x`'s shape.
+  void SplitShapes(int node, const std::vector<int64_t>& x) {
+    const GroupNode& n = Node(node);
+    int64_t channels = 0;
+    for (int o : n.outputs) {
+      const std::vector<int64_t>& declared = desc_.values[static_cast<size_t>(o)].dims;
+      NXRT_EP_ENFORCE(declared.size() == 4 && declared[1] > 0,
+                      "blocked group: " + n.Describe() + " has an output of unknown channels");
+      std::vector<int64_t> y = {x[0], declared[1], x[2], x[3]};
+      for (size_t d = 0; d < 4; ++d)
+        NXRT_EP_ENFORCE(declared[d] < 0 || declared[d] == y[d],
+                        "blocked group: " + n.Describe() + " makes " + ShapeToString(y) +
+                            " where the model declares " + ShapeToString(declared));
+      channels += y[1];
+      V(o).dims = y;
+      if (V(o).output >= 0) program_.output_dims[static_cast<size_t>(V(o).output)] = y;
+    }
+    NXRT_EP_ENFORCE(channels == x[1], "blocked group: " + n.Describe() + " splits " +
+                                          std::to_string(x[1]) + " channels into " +
+                                          std::to_string(channels));
   }
 
   // A nearest Resize's output shape for input shape `x`, and its height and width scales: from
@@ -811,10 +838,14 @@ class Compiler {
       case BlockedOp::kResize:
         EmitResize(node);
         break;
+      case BlockedOp::kSplit:
+        EmitSplit(node);
+        break;
       default:
         ep::Fail(NX_FAIL, "blocked group: unexpected member " + Node(node).Describe());
     }
-    Leave(out_[static_cast<size_t>(node)][0], node);
+    for (int y : out_[static_cast<size_t>(node)])
+      if (y >= 0) Leave(y, node);
   }
 
   void EmitConv(int node) {
@@ -1524,6 +1555,40 @@ class Compiler {
       step.parts.push_back({call});
     }
     Push(std::move(step), {x}, {y});
+  }
+
+  // Each output's channels copied out of the input: whole blocks as bytes where both ends sit
+  // on block boundaries, lane by lane otherwise (the output's padding lanes zeroed).
+  void EmitSplit(int node) {
+    const int x = in_[static_cast<size_t>(node)][0];
+    const int64_t h = V(x).dims[2], w = V(x).dims[3];
+    Call call;
+    std::vector<int> outputs;
+    int64_t offset = 0;
+    for (int y : out_[static_cast<size_t>(node)]) {
+      Allocate(y);
+      outputs.push_back(y);
+      const int64_t c = V(y).dims[1];
+      if (offset % Block() == 0 && c % Block() == 0) {
+        call.copies.push_back(
+            {At(x, offset), At(y, 0), static_cast<size_t>(c * h * w) * sizeof(float)});
+      } else {
+        LaneCopy copy;
+        copy.from = At(x, 0);
+        copy.to = At(y, 0);
+        copy.channels = c;
+        copy.from_channel = offset;
+        copy.pixels = h * w;
+        copy.block = static_cast<int>(Block());
+        copy.zero_tail = true;
+        call.lane_copies.push_back(copy);
+      }
+      offset += c;
+    }
+    Step step = NewStep(node, "Split");
+    step.images = V(x).dims[0];
+    step.parts.push_back({call});
+    Push(std::move(step), {x}, outputs);
   }
 
   void EmitConcat(int node) {

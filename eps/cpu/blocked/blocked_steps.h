@@ -40,13 +40,15 @@ struct Copy {
   size_t bytes = 0;
 };
 
-// Channels [0, channels) of a blocked value (at `from`, its first block) into a blocked value
-// from its channel `to_channel` on (at `to`, its first block), where that channel is not at a
-// block boundary: a Concat of inputs whose channel counts are not multiples of the block (oneDNN's
-// concat has only its reference implementation for those). Both have `pixels` per channel plane.
+// Channels [from_channel, from_channel + channels) of a blocked value (at `from`, its first
+// block) into a blocked value from its channel `to_channel` on (at `to`, its first block), where
+// either channel is not at a block boundary: a Concat of inputs whose channel counts are not
+// multiples of the block (oneDNN's concat has only its reference implementation for those), or
+// the outputs of a Split. Both have `pixels` per channel plane.
 struct LaneCopy {
   Location from, to;
   int64_t channels = 0, to_channel = 0, pixels = 0;
+  int64_t from_channel = 0;
   int block = 8;
   bool zero_tail = false;  // the destination's last block ends here: zero its padding lanes
 };

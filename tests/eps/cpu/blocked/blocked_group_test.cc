@@ -374,6 +374,78 @@ TEST(BlockedGroup, NearestResizesRunInsideTheGroup) {
   }
 }
 
+// Channel Splits are members: YOLOv8's C2f (halves, one through a bottleneck, concatenated with
+// both), MixNet's mixed kernels (parts of 5, 7 and 12 channels, each through its own depthwise
+// kernel, concatenated) and a part that leaves the group; split sizes as an attribute (opset
+// 11), an input (13) and num_outputs (18); halves on and off block boundaries.
+TEST(BlockedGroup, ChannelSplitsRunInsideTheGroup) {
+  for (int opset : {11, 13, 18}) {
+    for (int64_t c : {24, 32}) {
+      SCOPED_TRACE("opset " + std::to_string(opset) + ", " + std::to_string(c) + " channels");
+      Builder b(opset);
+      b.Input("x", {1, 8, 12, 10});
+      b.Conv("x", "cv1", 8, c, 1);
+      auto split = MakeNode("Split", {"cv1"}, {"a", "b"}, "split");
+      AddIntAttribute(&split, "axis", 1);
+      if (opset == 11) AddIntsAttribute(&split, "split", {c / 2, c / 2});
+      if (opset == 13) {
+        b.Int64Constant("halves", {2}, {c / 2, c / 2});
+        split = MakeNode("Split", {"cv1", "halves"}, {"a", "b"}, "split");
+        AddIntAttribute(&split, "axis", 1);
+      }
+      if (opset == 18) AddIntAttribute(&split, "num_outputs", 2);
+      b.Raw(split);
+      b.Conv("b", "m1", c / 2, c / 2, 3);
+      b.Op("Relu", {"m1"}, "m1r");
+      b.Conv("m1r", "m2", c / 2, c / 2, 3);
+      b.Op("Add", {"m2", "b"}, "m");
+      b.Concat({"a", "b", "m"}, "cat");
+      b.Conv("cat", "y", 3 * c / 2, 16, 1);
+      b.Output("y", {1, 16, 12, 10});
+      auto [ref, blocked] = ExpectSameAsNodeByNode(b.Bytes(), {"x"}, {{1, 8, 12, 10}});
+      EXPECT_EQ(blocked, 1u) << "the Split left the group";
+    }
+  }
+  Builder mix(13);
+  mix.Input("x", {2, 6, 9, 11});
+  mix.Conv("x", "e", 6, 24, 1);
+  mix.Int64Constant("parts", {3}, {5, 7, 12});
+  auto split = MakeNode("Split", {"e", "parts"}, {"p0", "p1", "p2"}, "split");
+  AddIntAttribute(&split, "axis", 1);
+  mix.Raw(split);
+  mix.Conv("p0", "d0", 5, 5, 3, 1, 1, 5);
+  mix.Conv("p1", "d1", 7, 7, 5, 1, 2, 7);
+  mix.Conv("p2", "d2", 12, 12, 7, 1, 3, 12);
+  mix.Concat({"d0", "d1", "d2"}, "cat");
+  mix.Conv("cat", "y", 24, 10, 1);
+  mix.Output("y", {2, 10, 9, 11});
+  mix.Output("p1", {2, 7, 9, 11});  // a part that also leaves the group
+  auto [ref, blocked] = ExpectSameAsNodeByNode(mix.Bytes(), {"x"}, {{2, 6, 9, 11}});
+  EXPECT_EQ(blocked, 1u);
+}
+
+// ShuffleNetV2's unit: half the channels pass through (a Slice outside the group), the other
+// half through convolutions, then both are concatenated for a shuffle outside. That Concat stays
+// a node: inside the group it would reorder the passed-through half in only to reorder it out.
+TEST(BlockedGroup, AConcatThatOnlyPassesValuesThroughStaysANode) {
+  Builder b(13);
+  b.Input("x", {1, 16, 8, 8});
+  b.Int64Constant("zero", {1}, {0});
+  b.Int64Constant("half", {1}, {8});
+  b.Int64Constant("all", {1}, {16});
+  b.Int64Constant("axis", {1}, {1});
+  b.Op("Slice", {"x", "zero", "half", "axis"}, "a");
+  b.Op("Slice", {"x", "half", "all", "axis"}, "b");
+  b.Conv("b", "c1", 8, 8, 1);
+  b.Op("Relu", {"c1"}, "r1");
+  b.Conv("r1", "c2", 8, 8, 3, 1, 1, 8);
+  b.Concat({"a", "c2"}, "y");
+  b.Output("y", {1, 16, 8, 8});
+  auto [ref, blocked] = ExpectSameAsNodeByNode(b.Bytes(), {"x"}, {{1, 16, 8, 8}});
+  EXPECT_EQ(ref, 5u);      // Slice, Slice, Conv + Relu, Conv, Concat
+  EXPECT_EQ(blocked, 4u);  // Slice, Slice, the group, Concat
+}
+
 // A global average pool inside a group sums a large plane exactly enough: PP-OCRv6 det's
 // ReduceMean over 160 x 160 was 2e-4 off (relative) when oneDNN's pooling added the pixels one
 // after another in float. Values near 100 (a 1 x 1 identity convolution with bias 100) over
