@@ -1,6 +1,7 @@
 #include "session/constant_folding.h"
 
 #include <exception>
+#include <functional>
 #include <memory>
 #include <set>
 #include <string>
@@ -30,12 +31,12 @@ bool NeverFolded(const Node& node) {
   return kOps.count(node.op_type) > 0;
 }
 
-// Which nodes fold: in graph (topological) order, a node whose every present input is an
-// initializer or the output of a node that folds.
-std::vector<bool> FoldableNodes(const Graph& g, int cpu_ep) {
+// Which nodes fold: in graph (topological) order, an eligible node whose every present input is
+// an initializer or the output of a node that folds.
+std::vector<bool> FoldableNodes(const Graph& g, const std::function<bool(const Node&)>& eligible) {
   std::vector<bool> foldable(g.nodes.size(), false);
   for (const Node& node : g.nodes) {
-    if (node.assigned_ep != cpu_ep || NeverFolded(node)) continue;
+    if (!eligible(node) || NeverFolded(node)) continue;
     bool constant = false;
     bool all = true;
     for (int v : node.inputs) {
@@ -90,9 +91,11 @@ int ResolveOuterConstants(Graph& body, const Graph& enclosing) {
   return resolved;
 }
 
-int FoldConstants(Graph& graph, int cpu_ep, Env& env, size_t memory_limit, const Logger& logger) {
-  if (cpu_ep < 0) return 0;
-  const std::vector<bool> foldable = FoldableNodes(graph, cpu_ep);
+namespace {
+
+int FoldEligible(Graph& graph, const std::function<bool(const Node&)>& eligible, Env& env,
+                 size_t memory_limit, const Logger& logger) {
+  const std::vector<bool> foldable = FoldableNodes(graph, eligible);
   size_t count = 0;
   for (bool f : foldable) count += f ? 1 : 0;
   if (count == 0) return 0;
@@ -182,6 +185,21 @@ int FoldConstants(Graph& graph, int cpu_ep, Env& env, size_t memory_limit, const
   logger.Log(NX_LOG_INFO, graph.source + ": constant folding: " + std::to_string(count) +
                               " nodes of graph '" + graph.name + "' computed at creation");
   return static_cast<int>(count);
+}
+
+}  // namespace
+
+int FoldConstants(Graph& graph, int cpu_ep, Env& env, size_t memory_limit, const Logger& logger) {
+  if (cpu_ep < 0) return 0;
+  return FoldEligible(
+      graph, [cpu_ep](const Node& n) { return n.assigned_ep == cpu_ep; }, env, memory_limit,
+      logger);
+}
+
+int FoldConstantsBeforePlacement(Graph& graph, Env& env, size_t memory_limit,
+                                 const Logger& logger) {
+  return FoldEligible(
+      graph, [](const Node& n) { return n.assigned_ep < 0; }, env, memory_limit, logger);
 }
 
 }  // namespace nxrt

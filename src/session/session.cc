@@ -104,6 +104,9 @@ Session::Session(Env& env, std::shared_ptr<Model> model, const SessionOptions& o
       // EPs that compute channels-last (onnxruntime's WebGPU plugin) get their convolutions and
       // pools in that form, with as few transposes as the graph allows.
       EpChannelsLast(*model_->graph, eps_, logger_);
+      if (eps_.size() == 1 && CpuEpIndex() == 0)
+        *folded_nodes_ += static_cast<size_t>(FoldConstantsBeforePlacement(
+            *model_->graph, env_, options.memory_limit, logger_.logger));
     }
     profile_step.Next("partition");  // profiling
     AssignNodes();

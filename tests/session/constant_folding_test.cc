@@ -3,6 +3,7 @@
 // graph's initializers are constants too), and the results equal the unfolded graph's.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <nxrt/nxrt.hpp>
 #include <string>
 #include <vector>
@@ -77,6 +78,41 @@ TEST(ConstantFolding, MainGraphNodesOnConstantsRunOnceAndGiveTheSameResults) {
   EXPECT_EQ(Floats(a[0], 6), Floats(b[0], 6));
   EXPECT_EQ(Floats(b[1], 6), (std::vector<float>{1, 4, 2, 5, 3, 6}));  // a folded graph output
   EXPECT_EQ(Floats(b[0], 6), (std::vector<float>{1, 7.5f, 4, 10.5f, 7, 13.5f}));
+}
+
+// NFNet's convolutions standardise their weights in the graph: here each weight is a constant
+// times a constant. Folded before placement, the weights are constants when the CPU EP chooses
+// its blocked groups, and both convolutions run as one group.
+TEST(ConstantFolding, ComputedWeightsAreConstantsWhenTheEpChoosesItsGroups) {
+  nxrt::Env env(NX_LOG_ERROR);
+  std::vector<float> w(16 * 16 * 9);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = 0.01f * static_cast<float>(i % 17) - 0.08f;
+  auto conv = [](const std::string& x, const std::string& wv, const std::string& y) {
+    auto n = MakeNode("Conv", {x, wv}, {y}, y);
+    auto* a = n.add_attribute();
+    a->set_name("pads");
+    a->set_type(onnx::AttributeProto::INTS);
+    for (int k = 0; k < 4; ++k) a->add_ints(1);
+    return n;
+  };
+  auto g =
+      Graph("main",
+            {MakeNode("Mul", {"w_raw", "gain"}, {"w1"}, "standardise1"),
+             MakeNode("Mul", {"w_raw", "gain2"}, {"w2"}, "standardise2"), conv("x", "w1", "c1"),
+             MakeNode("Relu", {"c1"}, {"r"}, "relu"), conv("r", "w2", "y")},
+            {Info("x", F, {1, 16, 8, 8})}, {Info("y", F, {1, 16, 8, 8})},
+            {MakeFloatTensor("w_raw", {16, 16, 3, 3}, w), MakeFloatTensor("gain", {}, {1.5f}),
+             MakeFloatTensor("gain2", {}, {0.5f})});
+  const std::string bytes = Model(g);
+  nxrt::Session plain = Open(env, bytes, 0);
+  nxrt::Session folded = Open(env, bytes, 1);
+  EXPECT_EQ(folded.statistic("nodes.folded"), 2);
+  EXPECT_EQ(folded.ep_node_count(0), 1u);  // one blocked group: Conv, Relu, Conv
+  auto x = Ramp({1, 16, 8, 8});
+  auto a = plain.Run({"x"}, {&x});
+  auto b = folded.Run({"x"}, {&x});
+  const std::vector<float> ya = Floats(a[0], 1024), yb = Floats(b[0], 1024);
+  for (size_t i = 0; i < ya.size(); ++i) EXPECT_NEAR(ya[i], yb[i], 1e-4f * (1 + std::abs(ya[i])));
 }
 
 // If(c): then y = x + [w[:, :1], w[:, :1]] (Slice and Concat of the main graph's `w`, read from
