@@ -3,7 +3,8 @@
 // inputs they take the unpacked one, which the ONNX node tests check against ONNX's own outputs.
 // Both must agree on every output, for hidden sizes around the 64-column panels, batches on
 // both sides of the matrix-vector / tiled switch, every direction, both GRU reset variants, and
-// at 1 and 2 threads (the per-step products split over panels).
+// at 1 and 2 threads against the unpacked path at one (the per-step products split over panels;
+// a bidirectional LSTM's directions on two threads).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -104,7 +105,9 @@ void ExpectPackedMatchesUnpacked(nxrt::Env& env, const RecurrentCase& c) {
               b = TensorOf(wt.b_dims, wt.b);
 
   const std::string plain = RecurrentModel(c, wt, false), packed = RecurrentModel(c, wt, true);
-  nxrt::Session reference(env, plain.data(), plain.size());
+  nxrt::SessionOptions one_thread;
+  one_thread.SetIntraOpThreads(1);  // directions one after the other, products on one thread
+  nxrt::Session reference(env, plain.data(), plain.size(), &one_thread);
   const auto expected = reference.Run({"x", "w", "r", "b"}, {&x, &w, &r, &b});
   for (int threads : {1, 2}) {
     SCOPED_TRACE(std::to_string(threads) + " threads");
@@ -145,6 +148,9 @@ TEST(RecurrentWeights, PackedConstantWeightsMatchTheUnpackedPath) {
       {"GRU", 96, 50, 4, 9, "bidirectional", false},
       {"GRU", 20, 12, 3, 6, "forward", true},
       {"RNN", 17, 5, 4, 13, "reverse"},
+      // A bidirectional LSTM whose two directions run on two threads at once.
+      {"LSTM", 64, 96, 40, 8, "bidirectional"},
+      {"GRU", 48, 80, 30, 6, "forward", true},
   };
   for (const auto& c : cases) ExpectPackedMatchesUnpacked(env, c);
 }
