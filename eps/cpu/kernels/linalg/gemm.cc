@@ -3,7 +3,7 @@
 // float32 runs through oneDNN's sgemm with C pre-broadcast into Y (so sgemm's beta applies it).
 // A constant float/float16/bfloat16 B is pre-packed as float32 (shared between sessions when the
 // host offers it): in nxrt's panels on AVX2 (panel_gemm.h) or oneDNN's blocked layout on AVX-512
-// (matmul_weights.h) unless A is transposed or has few static rows; otherwise in its own layout
+// (matmul_weights.h) unless A is transposed or has one static row; otherwise in its own layout
 // for sgemm, which has none it is consistently faster on (measured on [1, 2048] x [2048, 1000]:
 // a tie; on 16 rows transB=1 was ~35% slower, on BERT shapes each layout won one).
 // Other types use the portable GEMM followed by the alpha/beta epilogue.
@@ -44,8 +44,10 @@ class Gemm : public ep::PrePackingKernel {
     if (auto b = StaticInputShape(info, 1); b && b->size() == 2)
       static_cols = (*b)[trans_b_ ? 0 : 1];
     // Only a product known to need oneDNN's sgemm generates its kernels ahead: a matrix-vector
-    // one (a batch-1 classifier) never reaches it (gemv.h), and one of symbolic size may not.
-    if (static_rows_ > 1 && static_cols > 1) StartSgemmWarmUp();
+    // one (a batch-1 classifier) never reaches it (gemv.h), one of symbolic size may not, and
+    // one through a packed constant weight (unless transA) does not.
+    if (static_rows_ > 1 && static_cols > 1 && (trans_a_ || !IsPackableConstantMatrix(info, 1)))
+      StartSgemmWarmUp();
   }
 
   // A constant 2-D float/float16/bfloat16 B is packed in oneDNN's preferred matmul layout when it
@@ -211,7 +213,7 @@ class Gemm : public ep::PrePackingKernel {
       }
   }
 
-  // oneDNN's blocked layout unless transA (sgemm reads the plain copy) or A has few static rows
+  // oneDNN's blocked layout unless transA (sgemm reads the plain copy) or A has one static row
   // (matmul_weights.h).
   bool BlockedAllowed() const {
     return !trans_a_ && !(static_rows_ > 0 && static_rows_ <= kPlainWeightMaxRows);

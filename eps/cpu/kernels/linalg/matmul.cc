@@ -64,10 +64,14 @@ class MatMul : public ep::PrePackingKernel {
       for (size_t i = 0; i + 1 < a->size(); ++i) prepare_rows_ *= (*a)[i];
     }
     // Only a product known to need oneDNN's sgemm generates its kernels ahead: a matrix-vector
-    // one (one row of A, or one column of B) never reaches it (gemv.h), and one of symbolic size
-    // may not. Against a 2-D B the rows of all of A's matrices fold into one product.
+    // one (one row of A, or one column of B) never reaches it (gemv.h), one of symbolic size
+    // may not, and one through a packed constant weight does not (it folds into one GEMM unless
+    // transA). Against a 2-D B the rows of all of A's matrices fold into one product. The
+    // generation counts as background work, during which kernels run on one thread: a model
+    // of small products ran its first ~30 ms of runs single-threaded for nothing.
     if (const auto a = StaticInputShape(info, 0), b = StaticInputShape(info, 1);
-        a && b && a->size() >= 2 && b->size() >= 2) {
+        a && b && a->size() >= 2 && b->size() >= 2 &&
+        (trans_a_ || !IsPackableConstantMatrix(info, 1))) {
       int64_t rows = (*a)[a->size() - 2];
       if (b->size() == 2) {
         for (size_t i = 0; i + 2 < a->size(); ++i)
@@ -239,7 +243,7 @@ class MatMul : public ep::PrePackingKernel {
 
  private:
   // oneDNN's blocked layout unless transA (the products do not fold into one GEMM; sgemm reads
-  // the plain copy) or A has few static rows (matmul_weights.h).
+  // the plain copy) or A has one static row (matmul_weights.h).
   bool BlockedAllowed() const {
     return !trans_a_ && !(prepare_rows_ > 0 && prepare_rows_ <= kPlainWeightMaxRows);
   }

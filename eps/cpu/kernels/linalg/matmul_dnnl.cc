@@ -10,6 +10,7 @@
 #include "kernels/linalg/conv_dnnl.h"
 #include "kernels/linalg/dnnl_util.h"
 #include "kernels/linalg/gemv.h"
+#include "kernels/linalg/panel_rows.h"
 
 namespace nxrt::cpu::linalg {
 
@@ -146,9 +147,14 @@ std::pair<int64_t, int64_t> DnnlPackedMatMul::Columns(int slice, int slices) con
   return {edge(slice), edge(slice + 1)};
 }
 
+bool DnnlPackedMatMul::FewRowsOverPanels(int64_t m) const {
+  return panel_width_ > 0 && m > 1 && m < kPanelRowsBelow;
+}
+
 void DnnlPackedMatMul::Prepare(int64_t m, int threads) {
-  if (m <= 0 || n_ == 0 || k_ == 0 || (m == 1 && (column_sliceable_ || panel_width_ > 0)))
-    return;  // Run: Gemv
+  if (m <= 0 || n_ == 0 || k_ == 0 || (m == 1 && (column_sliceable_ || panel_width_ > 0)) ||
+      FewRowsOverPanels(m))
+    return;  // Run: Gemv or PanelRows
   if (const int slices = ColumnSlices(m, threads); slices > 1) {
     OmpThreadScope scope(1);
     for (int s = 0; s < slices; ++s) {
@@ -215,6 +221,24 @@ void DnnlPackedMatMul::Run(const float* a, int64_t m, float* c, int threads, con
     }
     Gemv(p, threads);
     ApplyEltwiseRange(post_, c, n_);
+    return;
+  }
+  if (FewRowsOverPanels(m)) {
+    PanelRowsProblem p;
+    p.m = m;
+    p.k = k_;
+    p.n = n_;
+    p.a = a;
+    p.lda = k_;
+    p.w = w_;
+    p.panel = panel_width_;
+    p.panel_stride = panel_floats_;
+    p.alpha = alpha_;
+    p.bias = has_bias_ ? bias : nullptr;
+    p.c = c;
+    p.ldc = n_;
+    PanelRows(p, threads);
+    ApplyEltwiseRange(post_, c, m * n_);
     return;
   }
   if (const int slices = ColumnSlices(m, threads); slices > 1) {

@@ -2,7 +2,7 @@
 //
 // On AVX2, products that fold into one GEMM use nxrt's panel kernel instead (panel_gemm.h,
 // matmul_weights.h); this class still serves the plain [N, K] copy where the kernels keep one
-// (few static rows of A, transposed A).
+// (one static row of A, transposed A).
 //
 // Where oneDNN has no layout of its own for the weight (AVX2), it is kept transposed ([N, K],
 // oneDNN tag "ba"): with the ONNX [K, N] layout oneDNN's
@@ -20,6 +20,9 @@
 // A fused bias (one per column) and activations (com.nxrt FusedMatMul, from MatMul -> Add ->
 // activation) are applied by the primitive on each slice of rows as it stores them: as separate
 // nodes they read the product back, at two threads mostly from the other core's cache.
+//
+// Fewer than 32 rows against the blocked panels run on nxrt's own kernel (panel_rows.h): oneDNN's
+// brgemm was slow there and could not be split between threads.
 //
 // The weight is borrowed (the kernel's pre-packed copy, possibly shared between sessions) and
 // must outlive this object. Primitives are cached per row count and thread count (the 64 most
@@ -88,6 +91,9 @@ class DnnlPackedMatMul {
   // Columns per slice at least, and slice edges on multiples of kColumnAlign.
   static constexpr int64_t kMinSliceColumns = 64;
   static constexpr int64_t kColumnAlign = 16;
+  // Fewer rows than this, against oneDNN's column panels: nxrt's own kernel (panel_rows.h).
+  static constexpr int64_t kPanelRowsBelow = 32;
+  bool FewRowsOverPanels(int64_t m) const;
   int RowSlices(int64_t m, int threads) const;
   int ColumnSlices(int64_t m, int threads) const;
   std::pair<int64_t, int64_t> Columns(int slice, int slices) const;

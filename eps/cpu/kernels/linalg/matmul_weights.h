@@ -15,9 +15,12 @@
 namespace nxrt::cpu::linalg {
 
 // Products with at most this many rows, known from a static input shape, keep the plain layout:
-// they are matrix-vector products bound by reading the weight, which oneDNN's sgemm streams
-// faster than its blocked kernels (MobileNetV2's 1 x 1280 x 1000 classifier: 281 against 322 us).
-constexpr int64_t kPlainWeightMaxRows = 8;
+// matrix-vector products bound by reading the weight (gemv.h), which read plain rows as one
+// stream (MobileNetV2's 1 x 1280 x 1000 classifier: 281 against 322 us through oneDNN's blocked
+// kernels). It was 8 rows while oneDNN ran those products; 2-8 rows now go through nxrt's kernel
+// over the blocked panels (panel_rows.h), which at one thread took a quarter to a third of the
+// plain primitive's time ([4 x 384] x [384 x 1536]: 0.10 against 0.42 ms).
+constexpr int64_t kPlainWeightMaxRows = 1;
 
 // The packed layout of a 2-D weight stored [K, N] (or [N, K] when `stored_nk`), when `allowed`:
 // oneDNN's blocked one when it has one (AVX-512), else nxrt's panels (panel_gemm.h) where that

@@ -32,6 +32,14 @@ inline bool IsPackableFloat(NxElementType t) {
   return t == NX_TYPE_FLOAT || t == NX_TYPE_FLOAT16 || t == NX_TYPE_BFLOAT16;
 }
 
+// Whether input `index` is a constant 2-D float/float16/bfloat16 weight, the kind MatMul and
+// Gemm pre-pack (a product through a packed weight that folds into one GEMM never calls sgemm,
+// so the kernel need not start generating it, sgemm_warm_up.h).
+inline bool IsPackableConstantMatrix(const ep::KernelInfo& info, size_t index) {
+  const std::optional<ep::ConstTensor> w = info.constant_input(index);
+  return w && w->rank() == 2 && IsPackableFloat(w->type()) && w->size() > 0;
+}
+
 // A float32 block holding `w` converted from float/float16/bfloat16; with `transpose`, the 2-D
 // `w` [R, C] is stored as [C, R].
 inline ep::Block PackFloatBlock(const ep::ConstTensor& w, ep::Allocator allocator, bool transpose) {

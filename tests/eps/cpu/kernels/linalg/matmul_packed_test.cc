@@ -4,7 +4,8 @@
 // around oneDNN's blocks, batched A folded into rows, K and N that are not multiples of any
 // block (700 rows: the AVX2 panels run row blocks that fit L2); transB, alpha; a second session
 // that adopts the first one's packing; 1 to 3 threads (rows split into slices on the pool, unevenly
-// at 3); A with few static rows, which keeps the plain layout. Gemm with a constant B and every
+// at 3; fewer than 32 rows run nxrt's own kernel over oneDNN's panels, panel_rows.h); A with one
+// static row, which keeps the plain layout. Gemm with a constant B and every
 // broadcast form of C. ctest also runs this file with oneDNN limited to AVX2
 // (tests/CMakeLists.txt), where the plain layout is taken.
 #include <gtest/gtest.h>
@@ -107,7 +108,7 @@ void ExpectCase(nxrt::Env& env, const MatMulCase& c, int threads) {
     nxrt::Session first(env, model.data(), model.size(), &options);
     nxrt::Session second(env, model.data(), model.size(), &options);
     EXPECT_EQ(second.statistic("prepack.shared_hits"), 1);
-    for (int64_t rows : {1, 5, 16, 64, 129, 300, 700}) {
+    for (int64_t rows : {1, 2, 5, 16, 31, 32, 64, 129, 300, 700}) {
       const int64_t batch = a_rank == 3 ? 2 : 1;
       std::vector<int64_t> a_dims = {rows, c.k};
       if (c.trans_a) a_dims = {c.k, rows};
@@ -129,14 +130,14 @@ void ExpectCase(nxrt::Env& env, const MatMulCase& c, int threads) {
   }
 }
 
-TEST(MatMulPacked, FewStaticRowsKeepThePlainLayout) {
+TEST(MatMulPacked, FewStaticRowsReadTheirLayoutRight) {
   nxrt::Env env(NX_LOG_ERROR);
   const MatMulCase c{50, 70};
   std::mt19937 rng(3);
   std::normal_distribution<float> normal;
   std::vector<float> b(static_cast<size_t>(c.k * c.n));
   for (float& v : b) v = normal(rng);
-  for (int64_t rows : {1, 3}) {
+  for (int64_t rows : {1, 3, 8, 20}) {  // 1: the plain layout; more: blocked or panels
     const std::string model = MatMulModel(c, b, 2, rows);
     nxrt::Session session(env, model.data(), model.size());
     const int64_t dims[] = {rows, c.k};
