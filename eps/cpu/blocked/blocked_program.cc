@@ -941,13 +941,13 @@ class Compiler {
     const int64_t ph = explicit_pad ? h + pad_l[0] + pad_r[0] : h;
     const int64_t pw = explicit_pad ? w + pad_l[1] + pad_r[1] : w;
     // Which steps of the fused chain run inside oneDNN's primitive (the rest run in nxrt after
-    // it, Call::after): never a Clip or what follows it, and no step that would make oneDNN fall
-    // back to its reference convolution.
+    // it, Call::after): never a Clip, a Swish, a Sigmoid or a Gelu or what follows them
+    // (conv_plan.h), and no step that would make oneDNN fall back to its reference convolution.
     const size_t in_primitive =
         winograd ? chain.size()
                  : linalg::PrimitiveChainLength(
-                       std::min(linalg::FirstClip(chain),
-                                pm != m ? linalg::FirstNonZeroStep(chain) : chain.size()),
+                       std::min({linalg::FirstClip(chain), linalg::FirstSlowPostOp(chain),
+                                 pm != m ? linalg::FirstNonZeroStep(chain) : chain.size()}),
                        [&](size_t k) {
                          const memory::desc dst = BlockedDesc(pm, oh, ow);
                          return linalg::IsReference(desc_for(

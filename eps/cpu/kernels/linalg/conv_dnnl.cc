@@ -406,12 +406,13 @@ std::shared_ptr<DnnlConv::Plan> DnnlConv::BuildDnnlPlan(std::shared_ptr<Plan> pl
 
   // The fused chain (conv_plan.h): the sum first, so oneDNN's jit kernels take it as a post-op
   // (it always stays inside: nothing here adds it later), then the activations; those from the
-  // first Clip on, and any oneDNN would only run in its reference convolution, run after it.
+  // first Clip or the first Swish / Sigmoid / Gelu on, and any oneDNN would only run in its
+  // reference convolution, run after it.
   std::vector<ChainStep> chain;
   if (fusion_.sum) chain.push_back({true, {}});
   for (const auto& e : fusion_.eltwise) chain.push_back({false, e});
   const size_t least = fusion_.sum ? 1 : 0;
-  size_t in_primitive = FirstClip(chain);
+  size_t in_primitive = std::min(FirstClip(chain), FirstSlowPostOp(chain));
   auto attr_with = [&](size_t steps) {
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);

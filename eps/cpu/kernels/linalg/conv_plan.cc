@@ -34,6 +34,12 @@ size_t FirstClip(const std::vector<ChainStep>& chain) {
   return chain.size();
 }
 
+size_t FirstSlowPostOp(const std::vector<ChainStep>& chain) {
+  for (size_t i = 0; i < chain.size(); ++i)
+    if (!chain[i].sum && FasterAfterThePrimitive(chain[i].eltwise)) return i;
+  return chain.size();
+}
+
 size_t FirstNonZeroStep(const std::vector<ChainStep>& chain) {
   using A = dnnl::algorithm;
   for (size_t i = 0; i < chain.size(); ++i) {

@@ -17,6 +17,15 @@ struct DnnlEltwise {
   float beta = 0.0f;
 };
 
+// Swish, Sigmoid and the erf Gelu: oneDNN's jit post-ops divide once per vector for these, and
+// nxrt's own loops (a reciprocal estimate and a Newton step) over the values just stored are
+// faster, so a fused chain hands oneDNN only what comes before the first of them
+// (conv_plan.h FirstSlowPostOp, matmul_dnnl.h; measurements in docs/performance.md).
+inline bool FasterAfterThePrimitive(const DnnlEltwise& e) {
+  using A = dnnl::algorithm;
+  return e.alg == A::eltwise_swish || e.alg == A::eltwise_logistic || e.alg == A::eltwise_gelu_erf;
+}
+
 // Reads the fused activation in the form com.microsoft FusedConv uses: `activation` names the
 // op, `activation_params` holds its attributes in order (LeakyRelu alpha; Clip min, max;
 // HardSigmoid alpha, beta; none for HardSwish, Swish and Gelu, which only nxrt's own fusion

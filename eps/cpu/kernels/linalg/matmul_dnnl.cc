@@ -74,6 +74,10 @@ DnnlPackedMatMul::DnnlPackedMatMul(const float* w, const memory::desc& w_md, int
       has_bias_(has_bias),
       post_(std::move(post)),
       column_sliceable_(w_md == PlainNk(k, n)) {
+  const auto first_after = std::find_if(
+      post_.begin(), post_.end(), [](const DnnlEltwise& e) { return FasterAfterThePrimitive(e); });
+  post_in_primitive_.assign(post_.begin(), first_after);
+  post_after_.assign(first_after, post_.end());
   using Tag = memory::format_tag;
   const std::pair<Tag, int64_t> panels[] = {
       {Tag::BA16a64b, 64}, {Tag::BA16a48b, 48}, {Tag::BA16a32b, 32}, {Tag::BA16a16b, 16}};
@@ -104,9 +108,10 @@ std::shared_ptr<DnnlPackedMatMul::Plan> DnnlPackedMatMul::GetPlan(int64_t m, int
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   if (alpha_ != 1.0f) attr.set_output_scales(0, {alpha_});
-  if (!post_.empty()) {
+  if (!post_in_primitive_.empty()) {
     dnnl::post_ops ops;
-    for (const DnnlEltwise& e : post_) ops.append_eltwise(1.0f, e.alg, e.alpha, e.beta);
+    for (const DnnlEltwise& e : post_in_primitive_)
+      ops.append_eltwise(1.0f, e.alg, e.alpha, e.beta);
     attr.set_post_ops(ops);
   }
   if (has_bias_) plan->bias_md = memory::desc({1, cols}, f32, memory::format_tag::ab);
@@ -237,8 +242,11 @@ void DnnlPackedMatMul::Run(const float* a, int64_t m, float* c, int threads, con
     p.bias = has_bias_ ? bias : nullptr;
     p.c = c;
     p.ldc = n_;
-    PanelRows(p, threads);
-    ApplyEltwiseRange(post_, c, m * n_);
+    // The activations on each run of columns as soon as it is done, on the thread that made it.
+    const auto finish = [&](int64_t j0, int64_t j1) {
+      ApplyEltwiseRows(post_, c + j0, n_, m, j1 - j0);
+    };
+    PanelRows(p, threads, post_.empty() ? PanelRowsFinish() : PanelRowsFinish(finish));
     return;
   }
   if (const int slices = ColumnSlices(m, threads); slices > 1) {
@@ -247,6 +255,7 @@ void DnnlPackedMatMul::Run(const float* a, int64_t m, float* c, int threads, con
       for (int64_t s = s0; s < s1; ++s) {
         auto [c0, c1] = Columns(static_cast<int>(s), slices);
         RunPlan(*GetPlan(m, 1, c1 - c0), a, w_ + c0 * k_, c + c0, bias ? bias + c0 : nullptr);
+        if (!post_after_.empty()) ApplyEltwiseRows(post_after_, c + c0, n_, m, c1 - c0);
       }
     });
     return;
@@ -254,14 +263,21 @@ void DnnlPackedMatMul::Run(const float* a, int64_t m, float* c, int threads, con
   const int slices = RowSlices(m, threads);
   if (slices <= 1) {
     RunPlan(*GetPlan(m, threads), a, w_, c, bias);
+    if (!post_after_.empty()) {
+      ParallelFor(threads, m, std::max<int64_t>(1, 16384 / n_), [&](int64_t r0, int64_t r1) {
+        ApplyEltwiseRange(post_after_, c + r0 * n_, (r1 - r0) * n_);
+      });
+    }
     return;
   }
   // Row slices on the session's pool, one single-threaded primitive each (ParallelFor runs
-  // every chunk with one OpenMP thread).
+  // every chunk with one OpenMP thread), each slice's remaining activations while it is in
+  // cache.
   ParallelFor(threads, slices, 1, [&](int64_t s0, int64_t s1) {
     for (int64_t s = s0; s < s1; ++s) {
       const int64_t r0 = m * s / slices, r1 = m * (s + 1) / slices;
       RunPlan(*GetPlan(r1 - r0, 1), a + r0 * k_, w_, c + r0 * n_, bias);
+      if (!post_after_.empty()) ApplyEltwiseRange(post_after_, c + r0 * n_, (r1 - r0) * n_);
     }
   });
 }

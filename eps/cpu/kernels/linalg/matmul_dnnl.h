@@ -107,6 +107,9 @@ class DnnlPackedMatMul {
   float alpha_;
   bool has_bias_;
   std::vector<DnnlEltwise> post_;
+  // post_ split: the steps oneDNN applies as it stores (up to the first that nxrt's loops do
+  // faster, dnnl_eltwise.h), and the rest, applied by nxrt to each slice right after it.
+  std::vector<DnnlEltwise> post_in_primitive_, post_after_;
   bool column_sliceable_;  // the plain [N, K] layout: a slice of columns is a run of its rows
   // oneDNN's BA16a{16,32,48,64}b blocked layouts are column panels of that many floats (rows of
   // K padded to 16): one row of A runs as a matrix-vector product over them (gemv.h), 0 for

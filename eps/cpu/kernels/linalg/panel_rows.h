@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 namespace nxrt::cpu::linalg {
 
@@ -34,8 +35,12 @@ struct PanelRowsProblem {
 void PanelRowsRangeAvx2(const PanelRowsProblem& p, int64_t q_begin, int64_t q_end);
 void PanelRowsRangeAvx512(const PanelRowsProblem& p, int64_t q_begin, int64_t q_end);
 
+// Called with columns [j0, j1) of C once all their rows are done, on the thread that did them
+// (the caller's activations, while those columns are in cache).
+using PanelRowsFinish = std::function<void(int64_t j0, int64_t j1)>;
+
 // The whole product on up to `threads` threads of the running kernel's pool (common/parallel.h),
-// on the detected ISA. Activations, if any, are the caller's (the columns are in cache after).
-void PanelRows(const PanelRowsProblem& p, int threads);
+// on the detected ISA; `finish`, when set, after each run of panels.
+void PanelRows(const PanelRowsProblem& p, int threads, const PanelRowsFinish& finish = {});
 
 }  // namespace nxrt::cpu::linalg

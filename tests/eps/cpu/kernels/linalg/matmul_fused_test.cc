@@ -1,6 +1,7 @@
 // com.nxrt FusedMatMul (eps/cpu/kernels/linalg/matmul.cc), as a node written by hand: with a
 // constant weight and bias the primitive applies bias and activation (row or column slices at 2
-// and 3 threads); with B and the bias as graph inputs the kernel adds them after the product.
+// and 3 threads; Gelu and Sigmoid after it, on each slice, and after nxrt's few-rows kernel); with
+// B and the bias as graph inputs the kernel adds them after the product.
 // Compared with a double-precision reference on sizes that are no multiple of a vector.
 #include <gtest/gtest.h>
 
@@ -61,6 +62,7 @@ double Activate(const std::string& activation, double v) {
   if (activation == "Relu") return v > 0 ? v : 0;
   if (activation == "Gelu") return 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
   if (activation == "Tanh") return std::tanh(v);
+  if (activation == "Sigmoid") return 1.0 / (1.0 + std::exp(-v));
   return v;
 }
 
@@ -73,7 +75,7 @@ void ExpectFusedMatMul(int64_t kK, int64_t kN) {
   std::vector<float> w(static_cast<size_t>(kK * kN)), bias(static_cast<size_t>(kN));
   for (float& v : w) v = normal(rng) * 0.3f;
   for (float& v : bias) v = normal(rng);
-  for (const std::string activation : {"", "Relu", "Gelu", "Tanh"}) {
+  for (const std::string activation : {"", "Relu", "Gelu", "Tanh", "Sigmoid"}) {
     for (bool constant : {true, false}) {
       const std::string model = FusedMatMulModel(activation, constant, kK, kN, w, bias);
       for (int threads : {1, 2, 3}) {
@@ -82,7 +84,7 @@ void ExpectFusedMatMul(int64_t kK, int64_t kN) {
         nxrt::SessionOptions options;
         options.SetIntraOpThreads(threads);
         nxrt::Session session(env, model.data(), model.size(), &options);
-        for (int64_t rows : {1, 5, 33, 200}) {
+        for (int64_t rows : {1, 5, 16, 33, 200}) {
           const std::vector<int64_t> a_dims = {rows, kK};
           nxrt::Value a = nxrt::Value::Tensor(NX_TYPE_FLOAT, a_dims);
           for (size_t i = 0; i < a.size(); ++i) a.data<float>()[i] = normal(rng);
