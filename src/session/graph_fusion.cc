@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "base/error.h"
+#include "graph/batch_norm_affine.h"
 #include "nxrt/nxrt_ep_api.h"
 
 namespace nxrt {
@@ -274,37 +275,13 @@ class Fuser {
   // (Paddle's learnable affine after each PP-LCNet convolution: y = a conv(x) + b), folded into
   // new weights a W and bias a B + b of `fused`; `chain` and `y` advance past the folded nodes.
   // Needs W (and B) as float initializers. Returns the node after the chain.
-  // The per-output-channel scale and shift of an inference BatchNormalization reading y (the
-  // convolution's output, channels on axis 1) whose four parameters are float constants of m
-  // elements: s = scale / sqrt(var + epsilon), t = bias - mean * s.
+  // The per-output-channel scale and shift of an inference BatchNormalization on this EP reading
+  // y (the convolution's output, channels on axis 1) whose four parameters are float constants of
+  // m elements (graph/batch_norm_affine.h).
   bool BatchNormAffine(const Node& conv, const Node* bn, int y, int64_t m, std::vector<float>& s,
                        std::vector<float>& t) const {
-    if (!bn || !IsOnnx(*bn, "BatchNormalization") || !SameEp(conv, *bn) || bn->inputs.size() != 5 ||
-        bn->inputs[0] != y)
-      return false;
-    // Training outputs (running mean / variance) present: not an inference node.
-    for (size_t i = 1; i < bn->outputs.size(); ++i)
-      if (bn->outputs[i] >= 0) return false;
-    const Attribute* training = bn->FindAttribute("training_mode");
-    const Attribute* spatial = bn->FindAttribute("spatial");  // opset < 9; 0 = per element
-    if ((training && training->i != 0) || (spatial && spatial->i == 0)) return false;
-    const Attribute* eps_attr = bn->FindAttribute("epsilon");
-    const double eps = eps_attr ? eps_attr->f : 1e-5;
-    const float* p[4];
-    for (int i = 0; i < 4; ++i) {
-      const int v = bn->inputs[static_cast<size_t>(i) + 1];
-      const ValuePtr c = v >= 0 ? g_.value(v).initializer : nullptr;
-      if (!c || c->type != NX_TYPE_FLOAT || c->count != static_cast<size_t>(m)) return false;
-      p[i] = static_cast<const float*>(c->data);
-    }
-    s.resize(static_cast<size_t>(m));
-    t.resize(static_cast<size_t>(m));
-    for (int64_t o = 0; o < m; ++o) {
-      const double k = p[0][o] / std::sqrt(static_cast<double>(p[3][o]) + eps);
-      s[o] = static_cast<float>(k);
-      t[o] = static_cast<float>(p[1][o] - p[2][o] * k);
-    }
-    return true;
+    return bn && SameEp(conv, *bn) && !bn->inputs.empty() && bn->inputs[0] == y &&
+           InferenceBatchNormAffine(g_, *bn, m, s, t);
   }
 
   // Folds what follows the convolution's output y into new weights and bias of `fused`: an

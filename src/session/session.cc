@@ -15,6 +15,7 @@
 #include "session/float16_upcast.h"
 #include "session/graph_fusion.h"
 #include "session/identity_bypass.h"
+#include "session/parallel_conv_merge.h"
 #include "session/qdq_folding.h"
 #include "session/saved_groups.h"
 #include "session/shape_value_folding.h"
@@ -107,6 +108,8 @@ Session::Session(Env& env, std::shared_ptr<Model> model, const SessionOptions& o
       if (eps_.size() == 1 && CpuEpIndex() == 0)
         *folded_nodes_ += static_cast<size_t>(FoldConstantsBeforePlacement(
             *model_->graph, env_, options.memory_limit, logger_.logger));
+      // Summed convolution branches of one input (RepVGG / MobileOne in training form): one.
+      MergeParallelConvs(*model_->graph);
     }
     profile_step.Next("partition");  // profiling
     AssignNodes();

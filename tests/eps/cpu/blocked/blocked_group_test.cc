@@ -712,10 +712,13 @@ std::string PerChannelConstantsModel(bool escaping_views) {
 // biases): right after a convolution they fold into its weights and bias in order, with a
 // BatchNormalization between them; after an activation they run as broadcasts. The whole model
 // is one group: the reshaped constants are views inside it, not inputs reordered on every run.
+// (Constants right after a convolution now fold before placement already,
+// session/parallel_conv_merge.h, in both runs; the node-by-node run keeps the BatchNormalization,
+// Sub, Mul and pooling as nodes.)
 TEST(BlockedGroup, PerChannelConstantsFoldIntoConvolutionsOrRunAsBroadcasts) {
   const auto [node_kernels, blocked_kernels] =
       ExpectSameAsNodeByNode(PerChannelConstantsModel(false), {"x"}, {{2, 5, 12, 10}});
-  EXPECT_GT(node_kernels, 10u);
+  EXPECT_GE(node_kernels, 4u);
   EXPECT_EQ(blocked_kernels, 1u);
 }
 
