@@ -7,6 +7,7 @@
 
 #include "base/error.h"
 #include "graph/batch_norm_affine.h"
+#include "graph/float_initializer.h"
 #include "nxrt/nxrt_ep_api.h"
 
 namespace nxrt {
@@ -258,17 +259,7 @@ class Fuser {
   // A new float initializer of shape `dims` (a name no value has), for folded weights.
   int AddInitializer(const std::string& base, const std::vector<int64_t>& dims,
                      const std::vector<float>& data) {
-    std::string name = base;
-    for (int i = 1; g_.FindValue(name) >= 0; ++i) name = base + "_" + std::to_string(i);
-    const int v = g_.GetOrAddValue(name);
-    ValueDef& def = g_.value(v);
-    def.initializer = MakeTensor(NX_TYPE_FLOAT, dims);
-    std::copy(data.begin(), data.end(), static_cast<float*>(def.initializer->data));
-    def.type.elem_type = NX_TYPE_FLOAT;
-    def.type.has_shape = true;
-    def.type.dims = dims;
-    def.type.dim_params.assign(dims.size(), "");
-    return v;
+    return AddFloatInitializer(g_, base, dims, data);
   }
 
   // Conv -> Mul(a) [-> Add(b)] or Conv -> Add(b), with a and b single-element float constants

@@ -8,6 +8,7 @@
 
 #include "base/value.h"
 #include "graph/batch_norm_affine.h"
+#include "graph/float_initializer.h"
 #include "nxrt/nxrt_ep_api.h"
 
 namespace nxrt {
@@ -237,29 +238,13 @@ void SetInts(Node& n, const char* name, std::vector<int64_t> ints) {
   n.attributes.push_back(std::move(a));
 }
 
-int AddInitializer(Graph& g, const std::string& base, const std::vector<int64_t>& dims,
-                   const std::vector<float>& data) {
-  std::string name = base;
-  for (int i = 1; g.FindValue(name) >= 0; ++i) name = base + "_" + std::to_string(i);
-  const int v = g.GetOrAddValue(name);
-  ValueDef& def = g.value(v);
-  def.initializer = MakeTensor(NX_TYPE_FLOAT, dims);
-  std::copy(data.begin(), data.end(), static_cast<float*>(def.initializer->data));
-  def.type.kind = NX_VALUE_TENSOR;
-  def.type.elem_type = NX_TYPE_FLOAT;
-  def.type.has_shape = true;
-  def.type.dims = dims;
-  def.type.dim_params.assign(dims.size(), "");
-  return v;
-}
-
 // `conv` becomes the merged convolution `c`, writing `out`.
 void Rewrite(Graph& g, Node& conv, const ConvBranch& c, int out) {
   std::vector<int64_t> w_dims = {c.out_channels, c.group_in};
   w_dims.insert(w_dims.end(), c.kernel.begin(), c.kernel.end());
   const std::string base = conv.name.empty() ? std::string("merged_conv") : conv.name;
-  const int w = AddInitializer(g, base + "_merged_W", w_dims, c.weights);
-  const int b = AddInitializer(g, base + "_merged_B", {c.out_channels}, c.bias);
+  const int w = AddFloatInitializer(g, base + "_merged_W", w_dims, c.weights);
+  const int b = AddFloatInitializer(g, base + "_merged_B", {c.out_channels}, c.bias);
   conv.inputs = {c.x, w, b};
   conv.outputs = {out};
   std::vector<int64_t> pads = c.pad_begin;

@@ -18,6 +18,8 @@ unit test and `nxrt run` all exercise the same values. Files found by the fuzzer
     maxunpool_shape_inference_segv.onnx  SIGSEGV in ONNX 1.12's shape inference (Scan-8 with a
                                      misspelt num_scan_inputs, Scan-9 with malformed attributes,
                                      MaxUnpool kernel_shape/strides not matching the rank)
+    grid_sample_zero_width.onnx      bilinear GridSample of an X whose symbolic width the fuzzer
+                                     fed as 0: the taps were clamped into an empty plane and read
 """
 import math
 import os

@@ -101,6 +101,12 @@ class GridSample : public ep::Kernel {
       stride[i] = in_plane;
       in_plane *= dims[i];
     }
+    if (in_plane == 0) {  // no pixels to sample (a zero-sized spatial axis): every tap outside
+      int64_t count = 1;
+      for (int64_t d : ys) count *= d;
+      std::fill(y, y + count, T(0));
+      return;
+    }
     const int per_dim = mode_ == SampleMode::kNearest ? 1 : (mode_ == SampleMode::kLinear ? 2 : 4);
     int taps = 1;
     for (size_t i = 0; i < r; ++i) taps *= per_dim;

@@ -164,4 +164,25 @@ TEST(GridSample2D, MatchesTheDefinitionOnEveryTilingAndPadding) {
   }
 }
 
+// An X with a zero-sized spatial axis has no pixel to sample: every output is 0 in every mode
+// and padding (the bilinear path clamped its taps into the empty plane and read outside it; a
+// fuzzer find, tests/fuzz/regressions/grid_sample_zero_width.onnx).
+TEST(GridSample2D, AnEmptyPlaneSamplesZeros) {
+  nxrt::Env env;
+  for (const char* mode : {"bilinear", "nearest", "bicubic"}) {
+    for (const char* padding : {"zeros", "border", "reflection"}) {
+      SCOPED_TRACE(std::string(mode) + " " + padding);
+      const GridCase c{"empty", 1, 2, 4, 0, 3, 5, mode, padding, false};
+      const std::string bytes = GridModel(c);
+      nxrt::Session session(env, bytes.data(), bytes.size());
+      nxrt::Value x = nxrt::Value::Tensor(NX_TYPE_FLOAT, std::vector<int64_t>{1, 2, 4, 0});
+      nxrt::Value grid = nxrt::Value::Tensor(NX_TYPE_FLOAT, std::vector<int64_t>{1, 3, 5, 2});
+      for (size_t i = 0; i < grid.size(); ++i) grid.data<float>()[i] = 0.25f;
+      auto y = session.Run({"x", "grid"}, {&x, &grid});
+      ASSERT_EQ(y[0].shape(), (std::vector<int64_t>{1, 2, 3, 5}));
+      for (size_t i = 0; i < y[0].size(); ++i) EXPECT_EQ(y[0].data<float>()[i], 0.0f) << i;
+    }
+  }
+}
+
 }  // namespace
