@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "common/cpu_features.h"
+
 namespace nxrt::cpu::linalg {
 
 struct DnnlEltwise {
@@ -17,13 +19,17 @@ struct DnnlEltwise {
   float beta = 0.0f;
 };
 
-// Swish, Sigmoid and the erf Gelu: oneDNN's jit post-ops divide once per vector for these, and
-// nxrt's own loops (a reciprocal estimate and a Newton step) over the values just stored are
-// faster, so a fused chain hands oneDNN only what comes before the first of them
-// (conv_plan.h FirstSlowPostOp, matmul_dnnl.h; measurements in docs/performance.md).
+// Swish, Sigmoid and the erf Gelu on AVX-512: oneDNN's jit post-ops divide once per vector for
+// these, and nxrt's own loops (a reciprocal estimate and a Newton step, common/logistic_avx512.h)
+// over the values just stored are faster, so a fused chain hands oneDNN only what comes before
+// the first of them (conv_plan.h FirstSlowPostOp, matmul_dnnl.h; measurements in
+// docs/performance.md). nxrt's AVX2 loops divide too, and then the extra pass over the output
+// would only cost: AVX2-only machines keep the post-ops.
 inline bool FasterAfterThePrimitive(const DnnlEltwise& e) {
   using A = dnnl::algorithm;
-  return e.alg == A::eltwise_swish || e.alg == A::eltwise_logistic || e.alg == A::eltwise_gelu_erf;
+  static const bool avx512 = DetectedIsa() == Isa::kAvx512;
+  return avx512 && (e.alg == A::eltwise_swish || e.alg == A::eltwise_logistic ||
+                    e.alg == A::eltwise_gelu_erf);
 }
 
 // Reads the fused activation in the form com.microsoft FusedConv uses: `activation` names the
